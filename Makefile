@@ -1,0 +1,49 @@
+# Thin wrapper over CMake: `make run` and `make test` are the two commands a
+# newcomer types (see README.md). Everything real lives in CMakeLists.txt.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+SHARED     ?= $(abspath ../shared)
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS ?= 30
+
+.PHONY: all deps test-deps build build-asan build-fuzz run test test-release test-asan test-fuzz clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+test-deps:
+	@scripts/deps.sh --test
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DSPROUT_SHARED_DIR=$(SHARED)
+	cmake --build $(BUILD) -j$(JOBS)
+
+run: build
+	./$(BUILD)/sprout info $(SHARED)/models/stories260K.gguf
+
+test: test-deps test-release test-asan test-fuzz
+
+test-release:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DSPROUT_WERROR=ON -DSPROUT_SHARED_DIR=$(SHARED)
+	cmake --build $(BUILD) -j$(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+test-asan:
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSPROUT_SANITIZE=ON -DSPROUT_WERROR=ON -DSPROUT_SHARED_DIR=$(SHARED)
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j$(JOBS)
+
+# libFuzzer needs clang; without it the fuzz run is skipped, not failed.
+test-fuzz:
+	@if command -v clang >/dev/null 2>&1; then \
+	  CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPROUT_FUZZ=ON \
+	    -DSPROUT_FUZZ_SECONDS=$(FUZZ_SECONDS) -DSPROUT_SHARED_DIR=$(SHARED) && \
+	  cmake --build $(FUZZ_BUILD) -j$(JOBS) && \
+	  cd $(FUZZ_BUILD) && ctest --output-on-failure; \
+	else echo "clang not found: fuzz run skipped"; fi
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

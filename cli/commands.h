@@ -1,0 +1,8 @@
+/* The sprout subcommands. Each takes argv starting at its own name and
+ * returns the process exit status. They use only the public API. */
+#ifndef SPROUT_CLI_COMMANDS_H
+#define SPROUT_CLI_COMMANDS_H
+
+int cmd_info(int argc, char **argv);
+
+#endif

@@ -1,0 +1,19 @@
+/* JSON helpers for the CLI's --json output (jansson). */
+#ifndef SPROUT_CLI_JSON_UTIL_H
+#define SPROUT_CLI_JSON_UTIL_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* A JSON string of s[0..n): bytes that are not valid UTF-8 (file text is
+ * untrusted) become U+FFFD, since JSON text must be UTF-8. */
+json_t *json_string_lossy(const char *s, size_t n);
+
+/* A JSON number for a float read from a file, printed with the fewest
+ * digits that give the float back (1e-05, not 9.99999974737875e-06). */
+json_t *json_float32(float f);
+
+/* Prints v to stdout with a final newline; returns 0, or 1 on failure. */
+int json_print(json_t *v);
+
+#endif

@@ -1,0 +1,44 @@
+/* sprout: the command-line door to libsprout. Each subcommand lives in its
+ * own file and uses only the public header. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "sprout.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"info", cmd_info, "show a GGUF model's architecture, sizes, tokenizer and tensors"},
+};
+
+static void usage(FILE *out) {
+    fprintf(out, "sprout %s: GGUF in, tokens out\n\nusage: sprout COMMAND [options]\n\ncommands:\n", sprout_version());
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nsprout COMMAND --help shows the options of a command.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("sprout %s\n", sprout_version());
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "sprout: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,238 @@
+/*
+ * sprout.h — the public C API of libsprout, an on-device LLM runtime.
+ *
+ * Conventions (they hold for every function below):
+ *  - Calls that can fail return a sprout_status. On failure the calling
+ *    thread's message (sprout_last_error()) says what failed and where, for
+ *    example "tensor 'blk.3.ffn_up.weight': data ends past end of file
+ *    (offset 123, size 456, file 400)". The message stays until the next
+ *    failing call on the same thread.
+ *  - Handles are opaque. Destructors accept NULL.
+ *  - Pointers returned by accessors of a handle stay valid until the handle
+ *    is freed; the library never frees them behind the caller's back.
+ *  - Strings read from a model file are not NUL-terminated: they come as a
+ *    pointer plus a length, because a GGUF string may contain any byte.
+ *    Names (metadata keys, tensor names) are the exception: they are checked
+ *    and returned NUL-terminated.
+ */
+#ifndef SPROUT_H
+#define SPROUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SPROUT_VERSION_MAJOR 0
+#define SPROUT_VERSION_MINOR 1
+#define SPROUT_VERSION_PATCH 0
+
+/* "MAJOR.MINOR.PATCH" of the library actually linked. */
+const char *sprout_version(void);
+
+/* ---------------------------------------------------------------------------
+ * Status codes
+ * ------------------------------------------------------------------------- */
+typedef enum sprout_status {
+    SPROUT_OK = 0,
+    SPROUT_ERR_INVALID_ARGUMENT = 1, /* the caller passed something unusable */
+    SPROUT_ERR_IO = 2,               /* open/read/map/write failed */
+    SPROUT_ERR_FORMAT = 3,           /* the file is malformed or inconsistent */
+    SPROUT_ERR_UNSUPPORTED = 4,      /* well-formed, but sprout cannot use it */
+    SPROUT_ERR_OUT_OF_MEMORY = 5,
+    SPROUT_ERR_NOT_FOUND = 6,        /* a key, tensor or file that is absent */
+    SPROUT_ERR_TYPE_MISMATCH = 7,    /* a value of another type than asked for */
+    SPROUT_ERR_OUT_OF_RANGE = 8,     /* a value that does not fit the request */
+    SPROUT_ERR_INTERNAL = 9
+} sprout_status;
+
+/* A fixed English name for a status ("format error"); never NULL. */
+const char *sprout_status_str(sprout_status status);
+
+/* The message of the last failing call on this thread ("" if none). */
+const char *sprout_last_error(void);
+
+/* Length of the valid UTF-8 character at s[0..n), or 0 if the bytes there are
+ * not one (invalid, overlong, surrogate, past U+10FFFF, or cut short). */
+size_t sprout_utf8_char_len(const char *s, size_t n);
+
+/* ---------------------------------------------------------------------------
+ * Tensor types. The numeric values are the GGUF/ggml type ids, so they can be
+ * stored in files and compared with llama.cpp's.
+ * ------------------------------------------------------------------------- */
+typedef enum sprout_type {
+    SPROUT_TYPE_F32 = 0,
+    SPROUT_TYPE_F16 = 1,
+    SPROUT_TYPE_Q4_0 = 2,
+    SPROUT_TYPE_Q4_1 = 3,
+    SPROUT_TYPE_Q5_0 = 6,
+    SPROUT_TYPE_Q5_1 = 7,
+    SPROUT_TYPE_Q8_0 = 8,
+    SPROUT_TYPE_Q8_1 = 9,
+    SPROUT_TYPE_Q2_K = 10,
+    SPROUT_TYPE_Q3_K = 11,
+    SPROUT_TYPE_Q4_K = 12,
+    SPROUT_TYPE_Q5_K = 13,
+    SPROUT_TYPE_Q6_K = 14,
+    SPROUT_TYPE_Q8_K = 15,
+    SPROUT_TYPE_IQ2_XXS = 16,
+    SPROUT_TYPE_IQ2_XS = 17,
+    SPROUT_TYPE_IQ3_XXS = 18,
+    SPROUT_TYPE_IQ1_S = 19,
+    SPROUT_TYPE_IQ4_NL = 20,
+    SPROUT_TYPE_IQ3_S = 21,
+    SPROUT_TYPE_IQ2_S = 22,
+    SPROUT_TYPE_IQ4_XS = 23,
+    SPROUT_TYPE_I8 = 24,
+    SPROUT_TYPE_I16 = 25,
+    SPROUT_TYPE_I32 = 26,
+    SPROUT_TYPE_I64 = 27,
+    SPROUT_TYPE_F64 = 28,
+    SPROUT_TYPE_IQ1_M = 29,
+    SPROUT_TYPE_BF16 = 30,
+    SPROUT_TYPE_TQ1_0 = 34,
+    SPROUT_TYPE_TQ2_0 = 35,
+    SPROUT_TYPE_MXFP4 = 39,
+    SPROUT_TYPE_COUNT = 40 /* one past the largest id; not a type */
+} sprout_type;
+
+/* True for ids that name a known tensor type (of any kind). */
+bool sprout_type_is_known(int type);
+/* The name as llama.cpp spells it ("Q4_K", "F16"); "?" for unknown ids. */
+const char *sprout_type_name(int type);
+/* Parses a name case-insensitively; returns false if there is no such type. */
+bool sprout_type_from_name(const char *name, sprout_type *out);
+/* Elements per block (1 for plain types, 32 or 256 for block formats). */
+int64_t sprout_type_block_size(int type);
+/* Bytes per block. */
+size_t sprout_type_block_bytes(int type);
+/* True for block-quantized types. */
+bool sprout_type_is_quantized(int type);
+/* True if sprout can convert this type to floats (and so compute with it). */
+bool sprout_type_can_dequantize(int type);
+/* Dequantizes n elements (a multiple of the block size) of `type` to floats. */
+sprout_status sprout_dequantize(int type, const void *src, float *dst, int64_t n);
+/* Quantizes n floats (a multiple of the block size) with the reference
+ * quantizer of `type`; dst must hold n / block_size blocks. */
+sprout_status sprout_quantize(int type, const float *src, void *dst, int64_t n);
+
+/* The name llama.cpp gives a general.file_type value ("Q4_K_M",
+ * "MOSTLY_F16" is spelt "F16"); NULL for values it does not define. */
+const char *sprout_file_type_name(uint32_t file_type);
+
+/* ---------------------------------------------------------------------------
+ * GGUF files
+ *
+ * A sprout_gguf is a parsed, validated GGUF model mapped read-only into
+ * memory: one file, or every part of a split model
+ * ("name-00001-of-00003.gguf" and its siblings) presented as one. Tensor
+ * data are views into the mapping, never copies.
+ *
+ *   sprout_gguf *g = NULL;
+ *   if (sprout_gguf_open(path, &g) != SPROUT_OK) {
+ *       fprintf(stderr, "%s\n", sprout_last_error());
+ *       return 1;
+ *   }
+ *   uint32_t n_layer;
+ *   if (sprout_gguf_get_u32(g, "llama.block_count", &n_layer) == SPROUT_OK) ...
+ *   sprout_gguf_close(g);
+ * ------------------------------------------------------------------------- */
+typedef struct sprout_gguf sprout_gguf;
+typedef struct sprout_gguf_value sprout_gguf_value;
+
+/* Metadata value types; the numeric values are those of the GGUF format. */
+typedef enum sprout_gguf_type {
+    SPROUT_GGUF_UINT8 = 0,
+    SPROUT_GGUF_INT8 = 1,
+    SPROUT_GGUF_UINT16 = 2,
+    SPROUT_GGUF_INT16 = 3,
+    SPROUT_GGUF_UINT32 = 4,
+    SPROUT_GGUF_INT32 = 5,
+    SPROUT_GGUF_FLOAT32 = 6,
+    SPROUT_GGUF_BOOL = 7,
+    SPROUT_GGUF_STRING = 8,
+    SPROUT_GGUF_ARRAY = 9,
+    SPROUT_GGUF_UINT64 = 10,
+    SPROUT_GGUF_INT64 = 11,
+    SPROUT_GGUF_FLOAT64 = 12
+} sprout_gguf_type;
+
+/* "u32", "string", "array", ... */
+const char *sprout_gguf_type_name(sprout_gguf_type type);
+
+/* Opens, maps and validates a GGUF file (and its sibling parts, if it is one
+ * part of a split model). On failure *out is NULL and the message names the
+ * problem and where it is (key or tensor name, byte offset). */
+sprout_status sprout_gguf_open(const char *path, sprout_gguf **out);
+void sprout_gguf_close(sprout_gguf *gguf);
+
+uint32_t sprout_gguf_version(const sprout_gguf *gguf);
+/* Bytes of all parts together. */
+uint64_t sprout_gguf_file_size(const sprout_gguf *gguf);
+uint32_t sprout_gguf_split_count(const sprout_gguf *gguf);
+uint32_t sprout_gguf_alignment(const sprout_gguf *gguf);
+
+/* Metadata, in file order (of the first part, for split models). */
+int64_t sprout_gguf_kv_count(const sprout_gguf *gguf);
+const char *sprout_gguf_kv_key(const sprout_gguf *gguf, int64_t index);
+const sprout_gguf_value *sprout_gguf_kv_value(const sprout_gguf *gguf, int64_t index);
+/* The value of `key`, or NULL when the file has no such key. */
+const sprout_gguf_value *sprout_gguf_find(const sprout_gguf *gguf, const char *key);
+
+/* Typed look-ups by key. SPROUT_ERR_NOT_FOUND if the key is absent,
+ * SPROUT_ERR_TYPE_MISMATCH if it holds another kind of value,
+ * SPROUT_ERR_OUT_OF_RANGE if an integer does not fit. Integer getters accept
+ * any integer type whose value fits; float getters accept f32 and f64. */
+sprout_status sprout_gguf_get_u32(const sprout_gguf *gguf, const char *key, uint32_t *out);
+sprout_status sprout_gguf_get_i32(const sprout_gguf *gguf, const char *key, int32_t *out);
+sprout_status sprout_gguf_get_u64(const sprout_gguf *gguf, const char *key, uint64_t *out);
+sprout_status sprout_gguf_get_f32(const sprout_gguf *gguf, const char *key, float *out);
+sprout_status sprout_gguf_get_bool(const sprout_gguf *gguf, const char *key, bool *out);
+sprout_status sprout_gguf_get_str(const sprout_gguf *gguf, const char *key, const char **str, size_t *len);
+/* An array value; elem_type may be NULL to accept any element type. */
+sprout_status sprout_gguf_get_array(const sprout_gguf *gguf, const char *key, const sprout_gguf_value **array,
+                                    sprout_gguf_type *elem_type, uint64_t *count);
+
+/* Values (from sprout_gguf_find, _kv_value or _array_elem). */
+sprout_gguf_type sprout_gguf_value_type(const sprout_gguf_value *value);
+sprout_status sprout_gguf_value_u64(const sprout_gguf_value *value, uint64_t *out);
+sprout_status sprout_gguf_value_i64(const sprout_gguf_value *value, int64_t *out);
+sprout_status sprout_gguf_value_f64(const sprout_gguf_value *value, double *out);
+sprout_status sprout_gguf_value_bool(const sprout_gguf_value *value, bool *out);
+sprout_status sprout_gguf_value_str(const sprout_gguf_value *value, const char **str, size_t *len);
+/* Arrays: element type, element count, and element i (bounds-checked). */
+sprout_gguf_type sprout_gguf_array_type(const sprout_gguf_value *array);
+uint64_t sprout_gguf_array_len(const sprout_gguf_value *array);
+sprout_status sprout_gguf_array_u64(const sprout_gguf_value *array, uint64_t i, uint64_t *out);
+sprout_status sprout_gguf_array_i64(const sprout_gguf_value *array, uint64_t i, int64_t *out);
+sprout_status sprout_gguf_array_f64(const sprout_gguf_value *array, uint64_t i, double *out);
+sprout_status sprout_gguf_array_bool(const sprout_gguf_value *array, uint64_t i, bool *out);
+sprout_status sprout_gguf_array_str(const sprout_gguf_value *array, uint64_t i, const char **str, size_t *len);
+/* Element i of an array of arrays. */
+const sprout_gguf_value *sprout_gguf_array_elem(const sprout_gguf_value *array, uint64_t i);
+
+/* Tensors, in file order (part by part). */
+int64_t sprout_gguf_tensor_count(const sprout_gguf *gguf);
+/* Index of the tensor called `name`, or -1. */
+int64_t sprout_gguf_find_tensor(const sprout_gguf *gguf, const char *name);
+const char *sprout_gguf_tensor_name(const sprout_gguf *gguf, int64_t index);
+sprout_type sprout_gguf_tensor_type(const sprout_gguf *gguf, int64_t index);
+int sprout_gguf_tensor_n_dims(const sprout_gguf *gguf, int64_t index);
+/* Extent of dimension d (0 = the contiguous one); 1 for d >= n_dims. */
+int64_t sprout_gguf_tensor_dim(const sprout_gguf *gguf, int64_t index, int d);
+int64_t sprout_gguf_tensor_elements(const sprout_gguf *gguf, int64_t index);
+uint64_t sprout_gguf_tensor_bytes(const sprout_gguf *gguf, int64_t index);
+/* Absolute byte offset of the data inside its part, and that part's index. */
+uint64_t sprout_gguf_tensor_file_offset(const sprout_gguf *gguf, int64_t index);
+uint32_t sprout_gguf_tensor_part(const sprout_gguf *gguf, int64_t index);
+/* The data, a view into the read-only mapping. */
+const void *sprout_gguf_tensor_data(const sprout_gguf *gguf, int64_t index);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SPROUT_H */

@@ -1,0 +1,49 @@
+#include "core/mapped_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/error.h"
+
+sprout_status sp_mapped_file_open(const char *path, sp_mapped_file *out) {
+    out->data = NULL;
+    out->size = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int err = errno;
+        return sp_fail(err == ENOENT ? SPROUT_ERR_NOT_FOUND : SPROUT_ERR_IO, "%s: cannot open: %s", path, strerror(err));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int err = errno;
+        close(fd);
+        return sp_fail(SPROUT_ERR_IO, "%s: cannot stat: %s", path, strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return sp_fail(SPROUT_ERR_IO, "%s: not a regular file", path);
+    }
+    if (st.st_size == 0) {
+        close(fd);
+        return SPROUT_OK;
+    }
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int err = errno;
+    close(fd); /* the mapping keeps the file alive */
+    if (p == MAP_FAILED) return sp_fail(SPROUT_ERR_IO, "%s: cannot map: %s", path, strerror(err));
+    out->data = p;
+    out->size = (uint64_t)st.st_size;
+    return SPROUT_OK;
+}
+
+void sp_mapped_file_close(sp_mapped_file *file) {
+    if (file && file->data) munmap((void *)file->data, (size_t)file->size);
+    if (file) {
+        file->data = NULL;
+        file->size = 0;
+    }
+}

@@ -1,0 +1,18 @@
+/* general.file_type: the label of a whole file's quantization mix. The
+ * numbers are llama.cpp's (LLAMA_FTYPE_*), kept stable across versions. */
+#include "sprout.h"
+
+const char *sprout_file_type_name(uint32_t file_type) {
+    static const char *const names[] = {
+        [0] = "F32",      [1] = "F16",     [2] = "Q4_0",    [3] = "Q4_1",     [7] = "Q8_0",    [8] = "Q5_0",
+        [9] = "Q5_1",     [10] = "Q2_K",   [11] = "Q3_K_S", [12] = "Q3_K_M",  [13] = "Q3_K_L", [14] = "Q4_K_S",
+        [15] = "Q4_K_M",  [16] = "Q5_K_S", [17] = "Q5_K_M", [18] = "Q6_K",    [19] = "IQ2_XXS", [20] = "IQ2_XS",
+        [21] = "Q2_K_S",  [22] = "IQ3_XS", [23] = "IQ3_XXS", [24] = "IQ1_S",  [25] = "IQ4_NL", [26] = "IQ3_S",
+        [27] = "IQ3_M",   [28] = "IQ2_S",  [29] = "IQ2_M",  [30] = "IQ4_XS",  [31] = "IQ1_M",  [32] = "BF16",
+        [36] = "TQ1_0",   [37] = "TQ2_0",
+    };
+    /* files converted by llama.cpp itself set the "guessed" bit 1024 when the
+     * label was inferred rather than chosen */
+    file_type &= ~1024u;
+    return file_type < sizeof names / sizeof names[0] ? names[file_type] : NULL;
+}

@@ -1,0 +1,106 @@
+/* Block layouts of the GGUF/ggml quantized formats. They are part of the file
+ * format: every struct must match the published layout byte for byte, which
+ * the static_asserts pin down. Halves are stored as raw uint16_t bits. */
+#ifndef SPROUT_QUANT_BLOCKS_H
+#define SPROUT_QUANT_BLOCKS_H
+
+#include <assert.h>
+#include <stdint.h>
+
+#define SP_QK32 32  /* elements per block of the legacy formats */
+#define SP_QK_K 256 /* elements per super-block of the K-quants */
+#define SP_K_SCALE_BYTES 12
+
+/* x = d * (q - 8) */
+typedef struct {
+    uint16_t d;
+    uint8_t qs[SP_QK32 / 2]; /* element j in the low nibble of qs[j], j+16 in the high one */
+} sp_block_q4_0;
+static_assert(sizeof(sp_block_q4_0) == 18, "q4_0 block layout");
+
+/* x = d * q + m */
+typedef struct {
+    uint16_t d, m;
+    uint8_t qs[SP_QK32 / 2];
+} sp_block_q4_1;
+static_assert(sizeof(sp_block_q4_1) == 20, "q4_1 block layout");
+
+/* x = d * (q - 16), q = 4 low bits from qs, the 5th from bit j of qh */
+typedef struct {
+    uint16_t d;
+    uint8_t qh[4];
+    uint8_t qs[SP_QK32 / 2];
+} sp_block_q5_0;
+static_assert(sizeof(sp_block_q5_0) == 22, "q5_0 block layout");
+
+typedef struct {
+    uint16_t d, m;
+    uint8_t qh[4];
+    uint8_t qs[SP_QK32 / 2];
+} sp_block_q5_1;
+static_assert(sizeof(sp_block_q5_1) == 24, "q5_1 block layout");
+
+typedef struct {
+    uint16_t d;
+    int8_t qs[SP_QK32];
+} sp_block_q8_0;
+static_assert(sizeof(sp_block_q8_0) == 34, "q8_0 block layout");
+
+/* activation format paired with q4_1/q5_1: s = d * sum(qs) */
+typedef struct {
+    uint16_t d, s;
+    int8_t qs[SP_QK32];
+} sp_block_q8_1;
+static_assert(sizeof(sp_block_q8_1) == 36, "q8_1 block layout");
+
+/* 16 sub-blocks of 16: x = d * (scales & 15) * q - dmin * (scales >> 4) */
+typedef struct {
+    uint8_t scales[SP_QK_K / 16];
+    uint8_t qs[SP_QK_K / 4];
+    uint16_t d, dmin;
+} sp_block_q2_K;
+static_assert(sizeof(sp_block_q2_K) == 84, "q2_K block layout");
+
+/* 16 sub-blocks of 16 with 6-bit signed scales: x = d * (scale - 32) * (q - 4) */
+typedef struct {
+    uint8_t hmask[SP_QK_K / 8];
+    uint8_t qs[SP_QK_K / 4];
+    uint8_t scales[SP_K_SCALE_BYTES];
+    uint16_t d;
+} sp_block_q3_K;
+static_assert(sizeof(sp_block_q3_K) == 110, "q3_K block layout");
+
+/* 8 sub-blocks of 32 with 6-bit scales and mins: x = d * sc * q - dmin * m */
+typedef struct {
+    uint16_t d, dmin;
+    uint8_t scales[SP_K_SCALE_BYTES];
+    uint8_t qs[SP_QK_K / 2];
+} sp_block_q4_K;
+static_assert(sizeof(sp_block_q4_K) == 144, "q4_K block layout");
+
+typedef struct {
+    uint16_t d, dmin;
+    uint8_t scales[SP_K_SCALE_BYTES];
+    uint8_t qh[SP_QK_K / 8];
+    uint8_t qs[SP_QK_K / 2];
+} sp_block_q5_K;
+static_assert(sizeof(sp_block_q5_K) == 176, "q5_K block layout");
+
+/* 16 sub-blocks of 16 with 8-bit signed scales: x = d * scale * (q - 32) */
+typedef struct {
+    uint8_t ql[SP_QK_K / 2];
+    uint8_t qh[SP_QK_K / 4];
+    int8_t scales[SP_QK_K / 16];
+    uint16_t d;
+} sp_block_q6_K;
+static_assert(sizeof(sp_block_q6_K) == 210, "q6_K block layout");
+
+/* activation format paired with the K-quants; bsums are sums of 16 qs */
+typedef struct {
+    float d;
+    int8_t qs[SP_QK_K];
+    int16_t bsums[SP_QK_K / 16];
+} sp_block_q8_K;
+static_assert(sizeof(sp_block_q8_K) == 292, "q8_K block layout");
+
+#endif
