@@ -1,0 +1,86 @@
+/* A minimal test harness: CHECK records a failure and goes on, so one run
+ * shows every broken case; TEST_MAIN_END prints the tally CTest logs and
+ * turns it into the exit status. */
+#ifndef SPROUT_TEST_UTIL_H
+#define SPROUT_TEST_UTIL_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int test_passed, test_failed;
+
+#define CHECK(cond)                                                                                   \
+    do {                                                                                              \
+        if (cond) {                                                                                   \
+            test_passed++;                                                                            \
+        } else {                                                                                      \
+            test_failed++;                                                                            \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                  \
+        }                                                                                             \
+    } while (0)
+
+#define CHECK_MSG(cond, ...)                                                                          \
+    do {                                                                                              \
+        if (cond) {                                                                                   \
+            test_passed++;                                                                            \
+        } else {                                                                                      \
+            test_failed++;                                                                            \
+            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);                  \
+            fprintf(stderr, __VA_ARGS__);                                                             \
+            fputc('\n', stderr);                                                                      \
+        }                                                                                             \
+    } while (0)
+
+#define TEST_MAIN_END()                                                                               \
+    do {                                                                                              \
+        printf("%d passed, %d failed\n", test_passed, test_failed);                                   \
+        return test_failed ? 1 : 0;                                                                   \
+    } while (0)
+
+/* The shared data folder: $SPROUT_SHARED_DIR, else the path CMake baked in. */
+static inline const char *test_shared_dir(void) {
+    const char *env = getenv("SPROUT_SHARED_DIR");
+#ifdef SPROUT_SHARED_DIR_DEFAULT
+    return env && *env ? env : SPROUT_SHARED_DIR_DEFAULT;
+#else
+    return env && *env ? env : "../shared";
+#endif
+}
+
+/* Reads a whole file; NULL if it cannot. */
+static inline char *test_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf) {
+        buf[n] = 0;
+        if (len) *len = (size_t)n;
+    }
+    return buf;
+}
+
+/* A fresh temporary directory for files a test writes. */
+static inline const char *test_temp_dir(void) {
+    static char dir[256];
+    if (!dir[0]) {
+        const char *base = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/sprout-test-XXXXXX", base && *base ? base : "/tmp");
+        if (!mkdtemp(dir)) {
+            perror("mkdtemp");
+            exit(2);
+        }
+    }
+    return dir;
+}
+
+#endif
