@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sprout.h"
+
 static int test_passed, test_failed;
 
 #define CHECK(cond)                                                                                   \

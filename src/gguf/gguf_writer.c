@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/checked.h"
@@ -472,6 +473,7 @@ sprout_status sp_gguf_writer_write(sp_gguf_writer *w, const char *path, const sp
             temps[p][0] = 0;
             break;
         }
+        fchmod(fd, 0644); /* mkstemp's 0600 suits a temporary, not a model file */
         FILE *f = fdopen(fd, "wb");
         if (!f) {
             close(fd);

@@ -1,0 +1,142 @@
+/* `sprout info` end to end: the binary run on real files, its JSON parsed
+ * and compared with what the data's READMEs state. */
+#include <jansson.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+/* Runs the CLI with `args`; returns its exit status and stdout (+stderr if
+ * merge) in *out. */
+static int run_cli(const char *args, bool merge_stderr, char **out) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' %s%s", SPROUT_CLI_PATH, args, merge_stderr ? " 2>&1" : "");
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    size_t n;
+    while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+        len += n;
+        if (cap - len < 4096) buf = realloc(buf, cap *= 2);
+    }
+    buf[len] = 0;
+    int status = pclose(p);
+    *out = buf;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static json_t *run_json(const char *args) {
+    char *out;
+    int rc = run_cli(args, false, &out);
+    CHECK_MSG(rc == 0, "sprout %s exited %d", args, rc);
+    json_error_t err;
+    json_t *j = json_loads(out, 0, &err);
+    CHECK_MSG(j != NULL, "sprout %s: bad JSON: %s", args, err.text);
+    free(out);
+    return j;
+}
+
+static json_int_t int_at(const json_t *obj, const char *key) { return json_integer_value(json_object_get(obj, key)); }
+
+static void test_stories_json(void) {
+    char args[1024];
+    snprintf(args, sizeof args, "info '%s/models/stories260K.gguf' --json", test_shared_dir());
+    json_t *j = run_json(args);
+    if (!j) return;
+    CHECK(!strcmp(json_string_value(json_object_get(j, "architecture")), "llama"));
+    CHECK(int_at(j, "block_count") == 5);
+    CHECK(int_at(j, "embedding_length") == 64);
+    CHECK(int_at(j, "feed_forward_length") == 172);
+    CHECK(int_at(j, "head_count") == 8);
+    CHECK(int_at(j, "head_count_kv") == 4);
+    CHECK(int_at(j, "context_length") == 2048);
+    CHECK(int_at(j, "vocab_size") == 512);
+    CHECK(int_at(j, "file_size") == 1185376);
+    CHECK(int_at(j, "tensor_count") == 48);
+    CHECK(int_at(json_object_get(j, "tensor_types"), "F32") == 48);
+    CHECK(json_real_value(json_object_get(j, "layer_norm_rms_epsilon")) == 1e-5);
+    const json_t *tok = json_object_get(j, "tokenizer");
+    CHECK(!strcmp(json_string_value(json_object_get(tok, "model")), "llama"));
+    CHECK(int_at(tok, "vocab_size") == 512);
+    const json_t *special = json_object_get(tok, "special_tokens");
+    CHECK(int_at(special, "bos") == 1 && int_at(special, "eos") == 2 && int_at(special, "unk") == 0);
+    CHECK(json_object_get(special, "pad") == NULL); /* 4294967295 means none */
+    CHECK(json_is_false(json_object_get(j, "chat_template")));
+    CHECK(int_at(json_object_get(j, "rope"), "dimension_count") == 8);
+    /* the parameter count is the sum of the tensors' elements */
+    CHECK(int_at(j, "parameters") == 2 * 64 * 512 + 64 + 5 * (64 * 64 * 2 + 64 * 32 * 2 + 3 * 64 * 172 + 2 * 64));
+    json_decref(j);
+
+    snprintf(args, sizeof args, "info '%s/models/stories260K.gguf' --json --tensors --metadata", test_shared_dir());
+    j = run_json(args);
+    if (!j) return;
+    const json_t *tensors = json_object_get(j, "tensors");
+    CHECK(json_array_size(tensors) == 48);
+    bool found = false;
+    for (size_t i = 0; i < json_array_size(tensors); i++) {
+        const json_t *t = json_array_get(tensors, i);
+        if (strcmp(json_string_value(json_object_get(t, "name")), "token_embd.weight")) continue;
+        found = true;
+        const json_t *shape = json_object_get(t, "shape");
+        CHECK(!strcmp(json_string_value(json_object_get(t, "type")), "F32"));
+        CHECK(json_array_size(shape) == 2 && json_integer_value(json_array_get(shape, 0)) == 64 &&
+              json_integer_value(json_array_get(shape, 1)) == 512);
+        CHECK(int_at(t, "bytes") == 64 * 512 * 4);
+    }
+    CHECK(found);
+    const json_t *meta = json_object_get(j, "metadata");
+    CHECK(json_object_size(meta) == 19);
+    const json_t *toks = json_object_get(meta, "tokenizer.ggml.tokens");
+    CHECK(int_at(toks, "count") == 512 && json_array_size(json_object_get(toks, "values")) == 16);
+    CHECK(!strcmp(json_string_value(json_array_get(json_object_get(toks, "values"), 1)), "<s>"));
+    json_decref(j);
+}
+
+static void test_quantized_json(void) {
+    char args[1024];
+    snprintf(args, sizeof args, "info '%s/arch/qwen2-Q4_K_M.gguf' --json", test_shared_dir());
+    json_t *j = run_json(args);
+    if (!j) return;
+    CHECK(!strcmp(json_string_value(json_object_get(j, "architecture")), "qwen2"));
+    CHECK(!strcmp(json_string_value(json_object_get(j, "file_type")), "Q4_K_M"));
+    const json_t *types = json_object_get(j, "tensor_types");
+    CHECK(int_at(types, "Q4_K") > 0 && int_at(types, "Q6_K") > 0);
+    json_decref(j);
+}
+
+static void test_text_and_errors(void) {
+    char args[1024], *out;
+    snprintf(args, sizeof args, "info '%s/models/stories260K.gguf'", test_shared_dir());
+    CHECK(run_cli(args, false, &out) == 0);
+    CHECK(strstr(out, "llama") && strstr(out, "embedding length") && strstr(out, "512"));
+    free(out);
+
+    char bad[512];
+    snprintf(bad, sizeof bad, "%s/not-a-model.gguf", test_temp_dir());
+    FILE *f = fopen(bad, "wb");
+    fputs("GGUF\x03\0\0\0 this is not a model", f);
+    fclose(f);
+    snprintf(args, sizeof args, "info '%s'", bad);
+    CHECK(run_cli(args, true, &out) == 1);
+    CHECK_MSG(strstr(out, "sprout info: format error:") && strstr(out, bad), "%s", out);
+    free(out);
+    unlink(bad);
+    rmdir(test_temp_dir());
+
+    CHECK(run_cli("info /nonexistent.gguf", true, &out) == 1 && strstr(out, "cannot open"));
+    free(out);
+    CHECK(run_cli("info", true, &out) == 2 && strstr(out, "usage"));
+    free(out);
+    CHECK(run_cli("info --bogus x", true, &out) == 2);
+    free(out);
+    CHECK(run_cli("frobnicate", true, &out) == 2 && strstr(out, "unknown command"));
+    free(out);
+}
+
+int main(void) {
+    test_stories_json();
+    test_quantized_json();
+    test_text_and_errors();
+    TEST_MAIN_END();
+}
