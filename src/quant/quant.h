@@ -67,6 +67,22 @@ void sp_quantize_q5_K(const float *src, void *dst, int64_t n);
 void sp_quantize_q6_K(const float *src, void *dst, int64_t n);
 void sp_quantize_q8_K(const float *src, void *dst, int64_t n);
 
+/* The element of largest magnitude, with its sign (the first one on ties);
+ * *amax_out (optional) gets its magnitude. Symmetric formats map it to their
+ * most negative level. */
+static inline float sp_signed_absmax(const float *x, int64_t n, float *amax_out) {
+    float amax = 0.f, max = 0.f;
+    for (int64_t i = 0; i < n; i++) {
+        float a = x[i] < 0.f ? -x[i] : x[i];
+        if (a > amax) {
+            amax = a;
+            max = x[i];
+        }
+    }
+    if (amax_out) *amax_out = amax;
+    return max;
+}
+
 /* Round to nearest, ties to even, for |x| < 2^22 (the quantizers' range):
  * adding 1.5 * 2^23 leaves the rounded integer in the low mantissa bits.
  * Clamping first keeps the result defined for inf and nan. */

@@ -25,13 +25,8 @@ static inline int clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > h
  * nearby scales and keeps the one with the least error weighted by x^2 (the
  * least-squares scale for the chosen levels is returned). */
 static float search_symmetric(int n, int nmax, const float *x, int8_t *L) {
-    float amax = 0.f, max = 0.f;
-    for (int i = 0; i < n; i++) {
-        if (fabsf(x[i]) > amax) {
-            amax = fabsf(x[i]);
-            max = x[i];
-        }
-    }
+    float amax;
+    const float max = sp_signed_absmax(x, n, &amax);
     if (amax < SP_K_EPS) {
         memset(L, 0, (size_t)n);
         return 0.f;
@@ -71,13 +66,8 @@ static float search_symmetric(int n, int nmax, const float *x, int8_t *L) {
  * levels while that raises the weighted correlation (sumlx^2 / suml2), up to
  * five sweeps. L gets level+nmax. */
 static float search_symmetric_refine(int n, int nmax, const float *x, int8_t *L) {
-    float amax = 0.f, max = 0.f;
-    for (int i = 0; i < n; i++) {
-        if (fabsf(x[i]) > amax) {
-            amax = fabsf(x[i]);
-            max = x[i];
-        }
-    }
+    float amax;
+    const float max = sp_signed_absmax(x, n, &amax);
     if (amax < SP_K_EPS) {
         memset(L, 0, (size_t)n);
         return 0.f;
@@ -302,14 +292,8 @@ void sp_quantize_q3_K(const float *x, void *dst, int64_t n) {
     uint8_t U[SP_QK_K];
     float scales[16];
     for (int64_t b = 0; b < n / SP_QK_K; b++, x += SP_QK_K) {
-        float max_scale = 0.f, amax = 0.f;
-        for (int j = 0; j < 16; j++) {
-            scales[j] = search_symmetric_refine(16, 4, x + 16 * j, L + 16 * j);
-            if (fabsf(scales[j]) > amax) {
-                amax = fabsf(scales[j]);
-                max_scale = scales[j];
-            }
-        }
+        for (int j = 0; j < 16; j++) scales[j] = search_symmetric_refine(16, 4, x + 16 * j, L + 16 * j);
+        const float max_scale = sp_signed_absmax(scales, 16, NULL);
         if (max_scale != 0.f) {
             const float iscale = -32.f / max_scale;
             int levels[16];
@@ -484,14 +468,9 @@ void sp_quantize_q6_K(const float *x, void *dst, int64_t n) {
     int8_t L[SP_QK_K];
     float scales[16];
     for (int64_t b = 0; b < n / SP_QK_K; b++, x += SP_QK_K) {
-        float max_scale = 0.f, max_abs_scale = 0.f;
-        for (int j = 0; j < 16; j++) {
-            scales[j] = search_symmetric(16, 32, x + 16 * j, L + 16 * j);
-            if (fabsf(scales[j]) > max_abs_scale) {
-                max_abs_scale = fabsf(scales[j]);
-                max_scale = scales[j];
-            }
-        }
+        for (int j = 0; j < 16; j++) scales[j] = search_symmetric(16, 32, x + 16 * j, L + 16 * j);
+        float max_abs_scale;
+        const float max_scale = sp_signed_absmax(scales, 16, &max_abs_scale);
         if (max_abs_scale < SP_K_EPS) {
             memset(&y[b], 0, sizeof y[b]);
             continue;
@@ -546,13 +525,8 @@ void sp_dequantize_q6_K(const void *src, float *y, int64_t n) {
 void sp_quantize_q8_K(const float *x, void *dst, int64_t n) {
     sp_block_q8_K *y = dst;
     for (int64_t b = 0; b < n / SP_QK_K; b++, x += SP_QK_K) {
-        float amax = 0.f, max = 0.f;
-        for (int j = 0; j < SP_QK_K; j++) {
-            if (fabsf(x[j]) > amax) {
-                amax = fabsf(x[j]);
-                max = x[j];
-            }
-        }
+        float amax;
+        const float max = sp_signed_absmax(x, SP_QK_K, &amax);
         memset(&y[b], 0, sizeof y[b]);
         if (amax == 0.f) continue;
         /* -127 rather than -128 keeps every level symmetric, which the

@@ -20,18 +20,6 @@ static inline int level_trunc(float x, int max_level) {
     return (int)x;
 }
 
-/* The element with the largest magnitude, with its sign. */
-static float signed_absmax(const float *x, int n) {
-    float amax = 0.f, max = 0.f;
-    for (int j = 0; j < n; j++) {
-        if (amax < fabsf(x[j])) {
-            amax = fabsf(x[j]);
-            max = x[j];
-        }
-    }
-    return max;
-}
-
 static void min_max(const float *x, int n, float *min_out, float *max_out) {
     float min = x[0], max = x[0];
     for (int j = 1; j < n; j++) {
@@ -45,7 +33,7 @@ static void min_max(const float *x, int n, float *min_out, float *max_out) {
 void sp_quantize_q4_0(const float *x, void *dst, int64_t n) {
     sp_block_q4_0 *y = dst;
     for (int64_t b = 0; b < n / SP_QK32; b++, x += SP_QK32) {
-        const float d = signed_absmax(x, SP_QK32) / -8.f;
+        const float d = sp_signed_absmax(x, SP_QK32, NULL) / -8.f;
         const float id = d ? 1.f / d : 0.f;
         y[b].d = sp_fp32_to_fp16(d);
         for (int j = 0; j < SP_QK32 / 2; j++) {
@@ -120,7 +108,7 @@ void sp_quantize_q5_0(const float *x, void *dst, int64_t n) {
     sp_block_q5_0 *y = dst;
     int levels[SP_QK32];
     for (int64_t b = 0; b < n / SP_QK32; b++, x += SP_QK32) {
-        const float d = signed_absmax(x, SP_QK32) / -16.f;
+        const float d = sp_signed_absmax(x, SP_QK32, NULL) / -16.f;
         const float id = d ? 1.f / d : 0.f;
         y[b].d = sp_fp32_to_fp16(d);
         for (int j = 0; j < SP_QK32; j++) levels[j] = level_trunc(x[j] * id + 16.5f, 31);
