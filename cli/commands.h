@@ -4,5 +4,6 @@
 #define SPROUT_CLI_COMMANDS_H
 
 int cmd_info(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
 
 #endif

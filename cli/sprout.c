@@ -14,6 +14,7 @@ typedef struct command {
 
 static const command commands[] = {
     {"info", cmd_info, "show a GGUF model's architecture, sizes, tokenizer and tensors"},
+    {"tokenize", cmd_tokenize, "turn text into token ids with a model's own vocabulary"},
 };
 
 static void usage(FILE *out) {

@@ -18,8 +18,8 @@ static int write_seed(sp_gguf_writer *w, const char *dir, const char *name) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: make_seeds DIR\n");
+    if (argc != 3) {
+        fprintf(stderr, "usage: make_seeds GGUF_DIR TOKENIZER_DIR\n");
         return 2;
     }
     const char *dir = argv[1];
@@ -67,5 +67,25 @@ int main(int argc, char **argv) {
 
     w = sp_gguf_writer_new();
     rc |= write_seed(w, dir, "empty.gguf");
+
+    /* tokenizer seeds: vocabulary byte, flags byte, text */
+    static const char *const texts[] = {
+        "Hello world! How are you?",
+        "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
+        "<s>[INST] Once upon a time [/INST]",
+        "\xF0\x9F\x98\x81 \xE4\xB8\x96\xE7\x95\x8C caf\xC3\xA9 \xD0\x9F\xD1\x80\xD0\xB8",
+        "   \t\n\n  3333 1234567 don't we'll",
+        "\xFF\xFE\xC3\x28\xE2\x82\x00\x80 bad bytes",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/text%zu", argv[2], i);
+        FILE *f = fopen(path, "wb");
+        if (!f) return 1;
+        unsigned char head[2] = {(unsigned char)(i * 3), (unsigned char)(i % 4 | 4)};
+        fwrite(head, 1, 2, f);
+        fwrite(texts[i], 1, strlen(texts[i]), f);
+        fclose(f);
+    }
     return rc;
 }

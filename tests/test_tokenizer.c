@@ -139,7 +139,288 @@ static void test_all_vectors(void) {
     CHECK_MSG(pairs >= 13, "only %d vector pairs found", pairs);
 }
 
+static bool open_named(const char *rel, vocab_file *vf) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", test_shared_dir(), rel);
+    return open_vocab(path, vf);
+}
+
+static bool ids_equal(const sprout_token *a, size_t n, const sprout_token *b, size_t m) {
+    return n == m && (n == 0 || memcmp(a, b, n * sizeof *a) == 0);
+}
+
+static void test_special_tokens(void) {
+    vocab_file vf;
+    if (open_named("models/stories260K.gguf", &vf)) {
+        sprout_token *ids;
+        size_t n = tokenize(vf.tok, "Once upon a time", 16, SPROUT_TOKENIZE_ADD_SPECIAL, &ids);
+        const sprout_token want[] = {1, 403, 407, 261, 378};
+        CHECK(ids_equal(ids, n, want, 5));
+        free(ids);
+        CHECK(sprout_tokenizer_special(vf.tok, SPROUT_SPECIAL_BOS) == 1 && sprout_tokenizer_special(vf.tok, SPROUT_SPECIAL_EOS) == 2);
+        CHECK(sprout_tokenizer_special(vf.tok, SPROUT_SPECIAL_UNK) == 0 && sprout_tokenizer_special(vf.tok, SPROUT_SPECIAL_PAD) == -1);
+        CHECK(sprout_tokenizer_special(vf.tok, SPROUT_SPECIAL_NEWLINE) == 13);
+        CHECK(sprout_tokenizer_adds_bos(vf.tok) && !sprout_tokenizer_adds_eos(vf.tok));
+        CHECK(sprout_tokenizer_is_eog(vf.tok, 2) && !sprout_tokenizer_is_eog(vf.tok, 1));
+        CHECK(sprout_tokenizer_type(vf.tok) == SPROUT_VOCAB_SPM && sprout_tokenizer_vocab_size(vf.tok) == 512);
+        /* the empty string: just BOS with add_special, nothing without */
+        n = tokenize(vf.tok, "", 0, SPROUT_TOKENIZE_ADD_SPECIAL, &ids);
+        CHECK(n == 1 && ids[0] == 1);
+        free(ids);
+        /* "<s>" typed by a user is text unless special parsing is on */
+        n = tokenize(vf.tok, "<s>hi", 5, 0, &ids);
+        CHECK(n > 1 && ids[0] != 1);
+        free(ids);
+        n = tokenize(vf.tok, "<s>hi", 5, SPROUT_TOKENIZE_PARSE_SPECIAL, &ids);
+        CHECK(n >= 2 && ids[0] == 1);
+        free(ids);
+        const char *piece;
+        size_t len;
+        CHECK(sprout_token_to_piece(vf.tok, 13, false, &piece, &len) == SPROUT_OK && len == 1 && piece[0] == '\n');
+        CHECK(sprout_token_to_piece(vf.tok, 1, false, &piece, &len) == SPROUT_OK && len == 0);
+        CHECK(sprout_token_to_piece(vf.tok, 1, true, &piece, &len) == SPROUT_OK && len == 3 && !memcmp(piece, "<s>", 3));
+        CHECK(sprout_token_to_piece(vf.tok, 512, true, &piece, &len) == SPROUT_ERR_OUT_OF_RANGE);
+        CHECK(sprout_token_to_piece(vf.tok, -1, true, &piece, &len) == SPROUT_ERR_OUT_OF_RANGE);
+        close_vocab(&vf);
+    }
+    if (open_named("tokenizer/ggml-vocab-qwen2.gguf", &vf)) {
+        const char *chat = "<|im_start|>user\nhi<|im_end|>";
+        sprout_token *ids;
+        size_t n = tokenize(vf.tok, chat, strlen(chat), 0, &ids);
+        bool has_control = false;
+        for (size_t i = 0; i < n; i++) has_control |= ids[i] == 151644 || ids[i] == 151645;
+        CHECK_MSG(!has_control, "control tokens matched without special parsing");
+        free(ids);
+        n = tokenize(vf.tok, chat, strlen(chat), SPROUT_TOKENIZE_PARSE_SPECIAL, &ids);
+        CHECK(n >= 4 && ids[0] == 151644 && ids[n - 1] == 151645);
+        free(ids);
+        CHECK(sprout_tokenizer_special(vf.tok, SPROUT_SPECIAL_EOT) == 151645);
+        CHECK(sprout_tokenizer_is_eog(vf.tok, 151645) && sprout_tokenizer_is_eog(vf.tok, 151643));
+        CHECK(!sprout_tokenizer_adds_bos(vf.tok)); /* add_bos_token = false in the file */
+        CHECK(!strcmp(sprout_tokenizer_pre(vf.tok), "qwen2"));
+        /* user-defined tokens are matched even without special parsing */
+        int found = 0;
+        for (sprout_token id = 0; id < sprout_tokenizer_vocab_size(vf.tok) && found < 3; id++) {
+            if (!(sprout_token_attr(vf.tok, id) & SPROUT_TOKEN_ATTR_USER_DEFINED)) continue;
+            const char *text;
+            size_t len;
+            sprout_token_text(vf.tok, id, &text, &len);
+            n = tokenize(vf.tok, text, len, 0, &ids);
+            CHECK_MSG(n == 1 && ids[0] == id, "user-defined token %d '%.*s' not matched", id, (int)len, text);
+            free(ids);
+            found++;
+        }
+        CHECK_MSG(found > 0, "qwen2 vocabulary has no user-defined tokens");
+        close_vocab(&vf);
+    }
+    if (open_named("tokenizer/ggml-vocab-llama-bpe.gguf", &vf)) {
+        sprout_token *ids;
+        size_t n = tokenize(vf.tok, "Hello", 5, SPROUT_TOKENIZE_ADD_SPECIAL, &ids);
+        CHECK(n == 2 && ids[0] == 128000); /* the llama-bpe pre-tokenizer implies BOS */
+        free(ids);
+        CHECK(sprout_tokenizer_special(vf.tok, SPROUT_SPECIAL_EOT) == 128009 && sprout_tokenizer_is_eog(vf.tok, 128009));
+        close_vocab(&vf);
+    }
+    if (open_named("tokenizer/ggml-vocab-bert-bge.gguf", &vf)) {
+        sprout_token *ids;
+        size_t n = tokenize(vf.tok, "Hello world", 11, SPROUT_TOKENIZE_ADD_SPECIAL, &ids);
+        CHECK(n == 4 && ids[0] == 101 && ids[3] == 102); /* [CLS] ... [SEP] */
+        free(ids);
+        close_vocab(&vf);
+    }
+}
+
+/* Random valid UTF-8 from a spread of scripts, spaces and emoji. */
+static size_t random_utf8(char *out, size_t max_chars, uint64_t *state) {
+    static const uint32_t ranges[][2] = {{0x20, 0x7E},     {0x09, 0x0D},   {0xA0, 0x24F},    {0x300, 0x36F},
+                                         {0x400, 0x4FF},   {0x590, 0x6FF}, {0x900, 0x97F},   {0x3040, 0x30FF},
+                                         {0x4E00, 0x9FFF}, {0xAC00, 0xD7A3}, {0x1F300, 0x1F64F}, {0x20, 0x20}};
+    size_t o = 0;
+    for (size_t k = 0; k < max_chars; k++) {
+        *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t r = (uint32_t)(*state >> 33);
+        const uint32_t *range = ranges[r % 12];
+        uint32_t c = range[0] + (r / 12) % (range[1] - range[0] + 1);
+        if (c < 0x80) out[o++] = (char)c;
+        else if (c < 0x800) {
+            out[o++] = (char)(0xC0 | (c >> 6));
+            out[o++] = (char)(0x80 | (c & 0x3F));
+        } else if (c < 0x10000) {
+            out[o++] = (char)(0xE0 | (c >> 12));
+            out[o++] = (char)(0x80 | ((c >> 6) & 0x3F));
+            out[o++] = (char)(0x80 | (c & 0x3F));
+        } else {
+            out[o++] = (char)(0xF0 | (c >> 18));
+            out[o++] = (char)(0x80 | ((c >> 12) & 0x3F));
+            out[o++] = (char)(0x80 | ((c >> 6) & 0x3F));
+            out[o++] = (char)(0x80 | (c & 0x3F));
+        }
+    }
+    return o;
+}
+
+/* Every vocabulary: random text round-trips (BPE and SPM exactly), hostile
+ * bytes are survived, and every token's piece re-tokenizes. */
+static void test_every_vocab(void) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tokenizer", test_shared_dir());
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    int vocabs = 0;
+    while ((e = readdir(d))) {
+        size_t namelen = strlen(e->d_name);
+        if (namelen < 6 || strcmp(e->d_name + namelen - 5, ".gguf")) continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        vocab_file vf;
+        if (!open_vocab(path, &vf)) continue;
+        vocabs++;
+        const bool wpm = sprout_tokenizer_type(vf.tok) == SPROUT_VOCAB_WPM;
+        /* some vocabularies cannot spell every control byte (Falcon lacks
+         * \x03, \x0b ...): those are dropped, as by the reference tokenizer */
+        bool lost[128] = {false};
+        for (int b = 0; b < 128; b++) {
+            char c = (char)b;
+            sprout_token one[8];
+            size_t count;
+            lost[b] = sprout_tokenize(vf.tok, &c, 1, 0, one, 8, &count) == SPROUT_OK && count == 0;
+        }
+        uint64_t state = 42;
+        char text[4096];
+        int round_trips = 0;
+        for (int k = 0; k < 100; k++) {
+            size_t n = random_utf8(text, 1 + (size_t)k * 5, &state);
+            sprout_token *ids;
+            size_t count = tokenize(vf.tok, text, n, 0, &ids);
+            size_t len;
+            char *back = detokenize(vf.tok, ids, count, 0, &len);
+            char want[4096];
+            size_t wn = 0;
+            for (size_t i = 0; i < n; i++)
+                if ((unsigned char)text[i] >= 128 || !lost[(unsigned char)text[i]]) want[wn++] = text[i];
+            bool same = len == wn && memcmp(back, want, wn) == 0;
+            round_trips += same;
+            if (!same && !wpm) fprintf(stderr, "%s: random string %d does not round-trip: [%.*s] -> [%.*s]\n", e->d_name, k, (int)n, text, (int)len, back);
+            free(back);
+            free(ids);
+        }
+        if (!wpm) CHECK_MSG(round_trips == 100, "%s: %d of 100 random strings round-trip", e->d_name, round_trips);
+
+        /* invalid UTF-8, NUL bytes, lone continuation bytes */
+        static const char hostile[] = "a\xff\xfe b\0c \xc3\x28 \xe2\x82 \xf0\x9f\x98 \xed\xa0\x80 \x80\x80 <|im_start|>\xc0\xaf";
+        for (unsigned flags = 0; flags < 4; flags++) {
+            sprout_token *ids;
+            size_t count = tokenize(vf.tok, hostile, sizeof hostile - 1, flags, &ids);
+            CHECK(count > 0);
+            size_t len;
+            free(detokenize(vf.tok, ids, count, SPROUT_DETOKENIZE_UNPARSE_SPECIAL, &len));
+            free(ids);
+        }
+
+        /* every id: its piece, re-tokenized */
+        int bad = 0;
+        for (sprout_token id = 0; id < sprout_tokenizer_vocab_size(vf.tok); id++) {
+            const char *piece;
+            size_t plen;
+            if (sprout_token_to_piece(vf.tok, id, true, &piece, &plen) != SPROUT_OK) {
+                bad++;
+                continue;
+            }
+            sprout_token ids[512];
+            size_t count;
+            sprout_status st = sprout_tokenize(vf.tok, piece, plen, 0, ids, 512, &count);
+            bad += st != SPROUT_OK;
+        }
+        CHECK_MSG(bad == 0, "%s: %d token ids fail to re-tokenize", e->d_name, bad);
+        close_vocab(&vf);
+    }
+    closedir(d);
+    CHECK(vocabs >= 14);
+}
+
+/* Pushes ids one by one; every chunk must be whole UTF-8, and the chunks
+ * together must equal the detokenized text. */
+static void stream_check(const sprout_tokenizer *t, const sprout_token *ids, size_t n, const char *want, size_t want_len,
+                         size_t *empty_pushes) {
+    sprout_detokenizer *d;
+    CHECK(sprout_detokenizer_create(t, 0, &d) == SPROUT_OK);
+    char out[4096];
+    size_t o = 0;
+    *empty_pushes = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *text;
+        size_t len;
+        CHECK(sprout_detokenizer_push(d, ids[i], &text, &len) == SPROUT_OK);
+        for (size_t k = 0; k < len;) {
+            size_t cl = sprout_utf8_char_len(text + k, len - k);
+            CHECK_MSG(cl > 0, "push %zu emitted a broken character", i);
+            k += cl ? cl : 1;
+        }
+        *empty_pushes += len == 0;
+        memcpy(out + o, text, len);
+        o += len;
+    }
+    const char *text;
+    size_t len;
+    CHECK(sprout_detokenizer_flush(d, &text, &len) == SPROUT_OK && len == 0);
+    CHECK_MSG(o == want_len && memcmp(out, want, o) == 0, "stream gave \"%.*s\"", (int)o, out);
+    sprout_detokenizer_free(d);
+}
+
+static void test_streaming(void) {
+    vocab_file vf;
+    if (!open_named("models/stories260K.gguf", &vf)) return;
+    /* with 512 tokens, emoji and CJK fall back to byte tokens */
+    const char *s = "Hi \xF0\x9F\x98\x81 and \xE4\xB8\x96\xE7\x95\x8C!";
+    sprout_token *ids;
+    size_t n = tokenize(vf.tok, s, strlen(s), SPROUT_TOKENIZE_ADD_SPECIAL, &ids);
+    CHECK(n > 10);
+    size_t len, empty;
+    char *whole = detokenize(vf.tok, ids, n, 0, &len);
+    CHECK(len == strlen(s) && !memcmp(whole, s, len));
+    stream_check(vf.tok, ids, n, whole, len, &empty);
+    CHECK_MSG(empty >= 3 + 4, "only %zu pushes held bytes back", empty); /* 3 for the emoji, 2x2 for the CJK, BOS */
+    free(whole);
+    free(ids);
+
+    /* bytes that can never form a character come out as U+FFFD, at once */
+    sprout_detokenizer *d;
+    CHECK(sprout_detokenizer_create(vf.tok, 0, &d) == SPROUT_OK);
+    const char *text;
+    sprout_token ff = sprout_token_from_text(vf.tok, "<0xFF>", 6), f0 = sprout_token_from_text(vf.tok, "<0xF0>", 6);
+    sprout_token a = sprout_token_from_text(vf.tok, "<0x41>", 6);
+    CHECK(ff >= 0 && f0 >= 0 && a >= 0);
+    CHECK(sprout_detokenizer_push(d, ff, &text, &len) == SPROUT_OK && len == 3 && !memcmp(text, "\xEF\xBF\xBD", 3));
+    CHECK(sprout_detokenizer_push(d, f0, &text, &len) == SPROUT_OK && len == 0);
+    CHECK(sprout_detokenizer_push(d, a, &text, &len) == SPROUT_OK && len == 4 && !memcmp(text, "\xEF\xBF\xBD" "A", 4));
+    CHECK(sprout_detokenizer_push(d, f0, &text, &len) == SPROUT_OK && len == 0);
+    CHECK(sprout_detokenizer_flush(d, &text, &len) == SPROUT_OK && len == 3); /* unfinished: U+FFFD */
+    CHECK(sprout_detokenizer_push(d, 5000, &text, &len) == SPROUT_ERR_OUT_OF_RANGE);
+    sprout_detokenizer_free(d);
+    close_vocab(&vf);
+
+    /* the stream equals the whole for every vector of a BPE vocabulary */
+    if (open_named("tokenizer/ggml-vocab-llama-bpe.gguf", &vf)) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/tokenizer/ggml-vocab-llama-bpe.gguf.inp", test_shared_dir());
+        char *inp = test_read_file(path, NULL);
+        for (char *p = inp, *end; p && (end = strstr(p, SEP)); p = end + strlen(SEP)) {
+            n = tokenize(vf.tok, p, (size_t)(end - p), 0, &ids);
+            whole = detokenize(vf.tok, ids, n, 0, &len);
+            stream_check(vf.tok, ids, n, whole, len, &empty);
+            free(whole);
+            free(ids);
+        }
+        free(inp);
+        close_vocab(&vf);
+    }
+}
+
 int main(void) {
     test_all_vectors();
+    test_special_tokens();
+    test_streaming();
+    test_every_vocab();
     TEST_MAIN_END();
 }

@@ -42,10 +42,13 @@ static size_t clean_spaces(char *text, size_t total) {
 }
 
 /* The common rules of whole and streamed detokenization: whether the token
- * at this position is dropped, and how many leading spaces its piece loses. */
+ * at this position is dropped, and whether its piece loses a leading space.
+ * SPM vocabularies put a space before the first word; it goes again from the
+ * first piece that has text, after a BOS too (SentencePiece decodes
+ * [<s>, "▁Hi"] as "Hi"). */
 typedef struct detok_state {
     bool first;        /* nothing emitted or skipped yet */
-    bool remove_space; /* the next piece loses one leading space */
+    bool remove_space; /* the next piece with text loses one leading space */
 } detok_state;
 
 static void detok_start(const sp_vocab *v, detok_state *s) {
@@ -58,17 +61,18 @@ static sp_token_text detok_piece(const sp_vocab *v, detok_state *s, int32_t id, 
     sp_token_text p = {"", 0};
     if (s->first && (flags & SPROUT_DETOKENIZE_REMOVE_SPECIAL) && v->add_bos && id == v->special[SPROUT_SPECIAL_BOS]) {
         s->first = false;
-        s->remove_space = false; /* as llama.cpp: after a dropped BOS the space stays */
         return p;
     }
     s->first = false;
     const uint32_t hidden = SPROUT_TOKEN_ATTR_CONTROL | SPROUT_TOKEN_ATTR_UNKNOWN;
     if ((flags & SPROUT_DETOKENIZE_UNPARSE_SPECIAL) || !(v->attr[id] & hidden)) p = v->piece[id];
-    if (s->remove_space && p.len && p.ptr[0] == ' ') {
-        p.ptr++;
-        p.len--;
+    if (s->remove_space && p.len) {
+        if (p.ptr[0] == ' ') {
+            p.ptr++;
+            p.len--;
+        }
+        s->remove_space = false;
     }
-    s->remove_space = false;
     return p;
 }
 

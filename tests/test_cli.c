@@ -1,5 +1,5 @@
-/* `sprout info` end to end: the binary run on real files, its JSON parsed
- * and compared with what the data's READMEs state. */
+/* The CLI end to end: the binary run on real files, its output parsed and
+ * compared with what the data's READMEs and vectors state. */
 #include <jansson.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -134,7 +134,56 @@ static void test_text_and_errors(void) {
     free(out);
 }
 
+static void test_tokenize(void) {
+    char args[2048], *out;
+    const char *shared = test_shared_dir();
+    snprintf(args, sizeof args, "tokenize -m '%s/models/stories260K.gguf' -p 'Once upon a time' --ids", shared);
+    CHECK(run_cli(args, false, &out) == 0);
+    CHECK_MSG(!strcmp(out, "1 403 407 261 378\n"), "got '%s'", out);
+    free(out);
+    snprintf(args, sizeof args, "tokenize -m '%s/models/stories260K.gguf' -p 'Once upon a time' --no-bos --ids", shared);
+    CHECK(run_cli(args, false, &out) == 0 && !strcmp(out, "403 407 261 378\n"));
+    free(out);
+    /* default: id<TAB>piece per line, newlines escaped */
+    snprintf(args, sizeof args, "tokenize -m '%s/models/stories260K.gguf' -p 'Once\n'", shared);
+    CHECK(run_cli(args, false, &out) == 0);
+    CHECK_MSG(!strncmp(out, "1\t<s>\n403\t Once\n13\t\\n\n", 22), "got '%s'", out);
+    free(out);
+    /* standard input and --json */
+    snprintf(args, sizeof args, "tokenize -m '%s/tokenizer/ggml-vocab-qwen2.gguf' --json --special < /dev/null", shared);
+    json_t *j = run_json(args);
+    CHECK(j && json_array_size(json_object_get(j, "tokens")) == 0);
+    json_decref(j);
+    char input[512];
+    snprintf(input, sizeof input, "%s/input.txt", test_temp_dir());
+    FILE *f = fopen(input, "wb");
+    fputs("<|im_start|>user", f);
+    fclose(f);
+    snprintf(args, sizeof args, "tokenize -m '%s/tokenizer/ggml-vocab-qwen2.gguf' --json --special -f '%s'", shared, input);
+    j = run_json(args);
+    if (j) {
+        const json_t *tokens = json_object_get(j, "tokens"), *pieces = json_object_get(j, "pieces");
+        CHECK(json_array_size(tokens) == 2 && json_integer_value(json_array_get(tokens, 0)) == 151644);
+        CHECK(!strcmp(json_string_value(json_array_get(pieces, 0)), "<|im_start|>"));
+        CHECK(!strcmp(json_string_value(json_array_get(pieces, 1)), "user"));
+    }
+    json_decref(j);
+    /* without --special the same text is ordinary characters */
+    snprintf(args, sizeof args, "tokenize -m '%s/tokenizer/ggml-vocab-qwen2.gguf' --ids < '%s'", shared, input);
+    CHECK(run_cli(args, false, &out) == 0 && strncmp(out, "151644", 6) != 0);
+    free(out);
+    unlink(input);
+    CHECK(run_cli("tokenize -p hi", true, &out) == 2 && strstr(out, "usage"));
+    free(out);
+    snprintf(args, sizeof args, "tokenize -m '%s/arch/llama-Q4_0.gguf' -p 'x' -f y", shared);
+    CHECK(run_cli(args, true, &out) == 2);
+    free(out);
+    CHECK(run_cli("tokenize -m /nonexistent.gguf -p hi", true, &out) == 1 && strstr(out, "cannot open"));
+    free(out);
+}
+
 int main(void) {
+    test_tokenize();
     test_stories_json();
     test_quantized_json();
     test_text_and_errors();
