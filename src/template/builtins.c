@@ -1,0 +1,1078 @@
+/* The built-in library of the template language: jinja2's filters and tests,
+ * the globals transformers adds (raise_exception, strftime_now) and jinja2's
+ * own (namespace, range, dict), and the Python methods chat templates call
+ * on strings and dicts. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#include "core/utf8.h"
+#include "template/eval_internal.h"
+
+/* --- helpers ----------------------------------------------------------------------------- */
+
+static bool oom(interp *in, const node *at) { return rt_error(in, at, "template needs too much memory"); }
+
+static bool make_str(interp *in, const node *at, const char *s, size_t n, jv *out) {
+    *out = jv_str(in->heap, s, n);
+    return out->type == JV_STR || oom(in, at);
+}
+
+static bool buf_result(interp *in, const node *at, jbuf *b, jv *out) {
+    bool ok = !b->oom && make_str(in, at, b->data, b->len, out);
+    jbuf_free(b);
+    return ok || oom(in, at);
+}
+
+static bool to_str(interp *in, const node *at, jv v, jv *out) { return jv_to_str(in->heap, v, out) || oom(in, at); }
+
+static int32_t decode(const char *s, size_t n, size_t *cl) {
+    utf8proc_int32_t cp;
+    utf8proc_ssize_t r = utf8proc_iterate((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &cp);
+    if (r <= 0) {
+        *cl = 1;
+        return (unsigned char)s[0];
+    }
+    *cl = (size_t)r;
+    return cp;
+}
+
+static void put_cp(jbuf *b, int32_t cp) {
+    utf8proc_uint8_t tmp[4];
+    utf8proc_ssize_t n = utf8proc_encode_char(cp, tmp);
+    jbuf_put(b, (const char *)tmp, (size_t)n);
+}
+
+/* Python's str.isspace for one code point. */
+static bool py_isspace(int32_t c) {
+    return c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+static bool in_chars(int32_t c, const jstr *chars) {
+    for (size_t i = 0; i < chars->len;) {
+        size_t cl;
+        if (decode(chars->data + i, chars->len - i, &cl) == c) return true;
+        i += cl;
+    }
+    return false;
+}
+
+/* str.strip/lstrip/rstrip: whitespace, or the characters of `chars`. */
+static bool strip(interp *in, const node *at, const jstr *s, const jstr *chars, bool left, bool right, jv *out) {
+    size_t b = 0, e = s->len;
+    while (left && b < e) {
+        size_t cl;
+        int32_t c = decode(s->data + b, e - b, &cl);
+        if (chars ? !in_chars(c, chars) : !py_isspace(c)) break;
+        b += cl;
+    }
+    while (right && e > b) {
+        size_t start = e - 1;
+        while (start > b && ((unsigned char)s->data[start] & 0xC0) == 0x80) start--;
+        size_t cl;
+        int32_t c = decode(s->data + start, e - start, &cl);
+        if (chars ? !in_chars(c, chars) : !py_isspace(c)) break;
+        e = start;
+    }
+    return make_str(in, at, s->data + b, e - b, out);
+}
+
+typedef enum { CASE_UPPER, CASE_LOWER, CASE_TITLE, CASE_CAPITALIZE } case_mode;
+
+static bool change_case(interp *in, const node *at, const jstr *s, case_mode mode, jv *out) {
+    jbuf b = {0};
+    bool word_start = true;
+    for (size_t i = 0; i < s->len;) {
+        size_t cl;
+        int32_t c = decode(s->data + i, s->len - i, &cl);
+        int32_t r = c;
+        switch (mode) {
+        case CASE_UPPER: r = utf8proc_toupper(c); break;
+        case CASE_LOWER: r = utf8proc_tolower(c); break;
+        case CASE_CAPITALIZE: r = i == 0 ? utf8proc_toupper(c) : utf8proc_tolower(c); break;
+        case CASE_TITLE:
+            /* jinja2's title: words begin after "-", whitespace, "(", "{", "[" or "<" */
+            r = word_start ? utf8proc_toupper(c) : utf8proc_tolower(c);
+            word_start = c == '-' || py_isspace(c) || c == '(' || c == '{' || c == '[' || c == '<';
+            break;
+        }
+        put_cp(&b, r);
+        i += cl;
+    }
+    return buf_result(in, at, &b, out);
+}
+
+static bool replace(interp *in, const node *at, const jstr *s, const jstr *old, const jstr *new_, int64_t count, jv *out) {
+    jbuf b = {0};
+    int64_t done = 0;
+    if (old->len == 0) { /* Python inserts the new text between characters */
+        for (size_t i = 0; i <= s->len;) {
+            if (count < 0 || done < count) {
+                jbuf_put(&b, new_->data, new_->len);
+                done++;
+            }
+            if (i == s->len) break;
+            size_t cl;
+            decode(s->data + i, s->len - i, &cl);
+            jbuf_put(&b, s->data + i, cl);
+            i += cl;
+        }
+        return buf_result(in, at, &b, out);
+    }
+    size_t i = 0;
+    while (i < s->len) {
+        const char *hit = (count < 0 || done < count) ? memmem(s->data + i, s->len - i, old->data, old->len) : NULL;
+        if (!hit) break;
+        size_t at_pos = (size_t)(hit - s->data);
+        jbuf_put(&b, s->data + i, at_pos - i);
+        jbuf_put(&b, new_->data, new_->len);
+        i = at_pos + old->len;
+        done++;
+    }
+    jbuf_put(&b, s->data + i, s->len - i);
+    if (b.len > in->limits->max_output) {
+        jbuf_free(&b);
+        return rt_error(in, at, "replace result too large");
+    }
+    return buf_result(in, at, &b, out);
+}
+
+static bool split(interp *in, const node *at, const jstr *s, const jstr *sep, int64_t maxsplit, jv *out) {
+    jv parts[64];
+    size_t n = 0, cap = 64;
+    jv *items = parts;
+    jv piece;
+#define PUSH(ptr, len)                                                                                \
+    do {                                                                                              \
+        if (!make_str(in, at, (ptr), (len), &piece)) return false;                                    \
+        if (n == cap) {                                                                               \
+            jv *grown = jv_alloc(in->heap, cap * 2 * sizeof *grown);                                  \
+            if (!grown) return oom(in, at);                                                           \
+            memcpy(grown, items, n * sizeof *grown);                                                  \
+            items = grown;                                                                            \
+            cap *= 2;                                                                                 \
+        }                                                                                             \
+        items[n++] = piece;                                                                           \
+    } while (0)
+    if (sep) {
+        if (sep->len == 0) return rt_error(in, at, "empty separator");
+        size_t i = 0;
+        for (;;) {
+            const char *hit = (maxsplit < 0 || (int64_t)n < maxsplit) ? memmem(s->data + i, s->len - i, sep->data, sep->len) : NULL;
+            if (!hit) break;
+            PUSH(s->data + i, (size_t)(hit - s->data) - i);
+            i = (size_t)(hit - s->data) + sep->len;
+        }
+        PUSH(s->data + i, s->len - i);
+    } else { /* runs of whitespace; no empty pieces */
+        size_t i = 0;
+        while (i < s->len) {
+            size_t cl;
+            while (i < s->len && py_isspace(decode(s->data + i, s->len - i, &cl))) i += cl;
+            if (i >= s->len) break;
+            size_t start = i;
+            if (maxsplit >= 0 && (int64_t)n >= maxsplit) {
+                size_t e = s->len;
+                while (e > start) { /* Python keeps the rest, minus trailing whitespace */
+                    size_t b0 = e - 1;
+                    while (b0 > start && ((unsigned char)s->data[b0] & 0xC0) == 0x80) b0--;
+                    if (!py_isspace(decode(s->data + b0, e - b0, &cl))) break;
+                    e = b0;
+                }
+                PUSH(s->data + start, e - start);
+                break;
+            }
+            while (i < s->len && !py_isspace(decode(s->data + i, s->len - i, &cl))) i += cl;
+            PUSH(s->data + start, i - start);
+        }
+    }
+#undef PUSH
+    *out = jv_list(in->heap, items, n, false);
+    return out->type == JV_LIST || oom(in, at);
+}
+
+static bool prefix_match(const jstr *s, jv p, bool suffix, bool *out) {
+    if (p.type == JV_STR) {
+        const jstr *x = p.u.s;
+        *out = x->len <= s->len && memcmp(suffix ? s->data + s->len - x->len : s->data, x->data, x->len) == 0;
+        return true;
+    }
+    if (p.type == JV_TUPLE) {
+        *out = false;
+        for (size_t i = 0; i < p.u.l->n; i++) {
+            bool r;
+            if (!prefix_match(s, p.u.l->items[i], suffix, &r)) return false;
+            if (r) *out = true;
+        }
+        return true;
+    }
+    return false;
+}
+
+/* str.format with positional ("{}", "{0}") and named ("{name}") fields;
+ * a format spec after ':' is ignored. */
+static bool format(interp *in, const node *at, const jstr *fmt, const call_args *args, jv *out) {
+    jbuf b = {0};
+    size_t auto_index = 0;
+    for (size_t i = 0; i < fmt->len; i++) {
+        char c = fmt->data[i];
+        if ((c == '{' || c == '}') && i + 1 < fmt->len && fmt->data[i + 1] == c) {
+            jbuf_putc(&b, c);
+            i++;
+            continue;
+        }
+        if (c != '{') {
+            jbuf_putc(&b, c);
+            continue;
+        }
+        size_t close = i + 1;
+        while (close < fmt->len && fmt->data[close] != '}') close++;
+        if (close >= fmt->len) {
+            jbuf_free(&b);
+            return rt_error(in, at, "Single '{' encountered in format string");
+        }
+        size_t name_end = i + 1;
+        while (name_end < close && fmt->data[name_end] != ':' && fmt->data[name_end] != '!') name_end++;
+        const jv *v = NULL;
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)(name_end - i - 1 > 100 ? 100 : name_end - i - 1), fmt->data + i + 1);
+        if (!name[0]) v = call_arg(args, auto_index++, NULL);
+        else if (name[0] >= '0' && name[0] <= '9') v = call_arg(args, (size_t)atoi(name), NULL);
+        else v = call_arg(args, SIZE_MAX, name);
+        if (!v) {
+            jbuf_free(&b);
+            return rt_error(in, at, "format string refers to a missing argument '%s'", name);
+        }
+        jv_write_str(&b, *v);
+        i = close;
+    }
+    return buf_result(in, at, &b, out);
+}
+
+/* --- iteration, length, lookups -------------------------------------------------------------- */
+
+bool jv_iterate(interp *in, const node *at, jv v, jv *out) {
+    switch (v.type) {
+    case JV_UNDEFINED: *out = jv_list(in->heap, NULL, 0, false); break;
+    case JV_LIST:
+    case JV_TUPLE: *out = v; return true;
+    case JV_DICT:
+    case JV_NAMESPACE: *out = jv_list(in->heap, v.u.d->keys, v.u.d->n, false); break;
+    case JV_STR: {
+        size_t count = 0;
+        for (size_t i = 0; i < v.u.s->len; i++) count += ((unsigned char)v.u.s->data[i] & 0xC0) != 0x80;
+        *out = jv_list(in->heap, NULL, count, false);
+        if (out->type != JV_LIST) return oom(in, at);
+        size_t k = 0;
+        for (size_t i = 0; i < v.u.s->len;) {
+            size_t cl;
+            decode(v.u.s->data + i, v.u.s->len - i, &cl);
+            if (!make_str(in, at, v.u.s->data + i, cl, &((jlist *)out->u.l)->items[k++])) return false;
+            i += cl;
+        }
+        return true;
+    }
+    default: return rt_error(in, at, "'%s' object is not iterable", jv_type_name(v));
+    }
+    return out->type == JV_LIST || oom(in, at);
+}
+
+bool jv_length(interp *in, const node *at, jv v, int64_t *out) {
+    *out = 0;
+    switch (v.type) {
+    case JV_UNDEFINED: *out = 0; return true;
+    case JV_STR: {
+        int64_t count = 0;
+        for (size_t i = 0; i < v.u.s->len; i++) count += ((unsigned char)v.u.s->data[i] & 0xC0) != 0x80;
+        *out = count;
+        return true;
+    }
+    case JV_LIST:
+    case JV_TUPLE: *out = (int64_t)v.u.l->n; return true;
+    case JV_DICT:
+    case JV_NAMESPACE: *out = (int64_t)v.u.d->n; return true;
+    default: return rt_error(in, at, "object of type '%s' has no len()", jv_type_name(v));
+    }
+}
+
+static jv missing(interp *in, jv obj, const char *name) {
+    size_t cap = strlen(name) + 64;
+    char *hint = jv_alloc(in->heap, cap);
+    if (hint) snprintf(hint, cap, "'%s object' has no attribute '%s'", jv_type_name(obj), name);
+    return jv_undefined(hint);
+}
+
+bool jv_getattr(interp *in, const node *at, jv obj, const char *name, jv *out) {
+    switch (obj.type) {
+    case JV_UNDEFINED: return rt_undefined(in, at, obj);
+    case JV_DICT:
+        if (builtin_method(in, obj, name, out)) return true; /* jinja2 tries attributes before items */
+        /* fall through */
+    case JV_NAMESPACE: {
+        const jv *v = jv_dict_get(obj.u.d, name, strlen(name));
+        *out = v ? *v : missing(in, obj, name);
+        return true;
+    }
+    case JV_STR:
+    case JV_LIST:
+    case JV_TUPLE:
+        if (builtin_method(in, obj, name, out)) return true;
+        /* fall through */
+    default: *out = missing(in, obj, name); return true;
+    }
+}
+
+bool jv_getitem(interp *in, const node *at, jv obj, jv key, jv *out) {
+    switch (obj.type) {
+    case JV_UNDEFINED: return rt_undefined(in, at, obj);
+    case JV_DICT:
+    case JV_NAMESPACE: {
+        const jv *v = jv_dict_get_value(obj.u.d, key);
+        if (v) {
+            *out = *v;
+            return true;
+        }
+        if (key.type == JV_STR) return jv_getattr(in, at, obj, key.u.s->data, out);
+        break;
+    }
+    case JV_LIST:
+    case JV_TUPLE:
+    case JV_STR: {
+        int64_t i;
+        if (key.type == JV_INT) i = key.u.i;
+        else if (key.type == JV_BOOL) i = key.u.b;
+        else if (key.type == JV_STR) return jv_getattr(in, at, obj, key.u.s->data, out);
+        else break;
+        if (obj.type == JV_STR) {
+            jv chars;
+            if (!jv_iterate(in, at, obj, &chars)) return false;
+            obj = chars;
+        }
+        int64_t n = (int64_t)obj.u.l->n;
+        if (i < 0) i += n;
+        if (i >= 0 && i < n) {
+            *out = obj.u.l->items[i];
+            return true;
+        }
+        break;
+    }
+    default: break;
+    }
+    jv name;
+    if (!jv_repr(in->heap, key, &name)) return oom(in, at);
+    *out = missing(in, obj, name.u.s->data);
+    return true;
+}
+
+/* --- methods ----------------------------------------------------------------------------------- */
+
+enum {
+    M_STRIP = B_FIRST_METHOD,
+    M_LSTRIP,
+    M_RSTRIP,
+    M_SPLIT,
+    M_STARTSWITH,
+    M_ENDSWITH,
+    M_REPLACE,
+    M_UPPER,
+    M_LOWER,
+    M_TITLE,
+    M_CAPITALIZE,
+    M_FORMAT,
+    M_JOIN,
+    M_FIND,
+    M_COUNT,
+    M_ISDIGIT,
+    M_ISALPHA,
+    M_ISSPACE,
+    M_ITEMS,
+    M_KEYS,
+    M_VALUES,
+    M_GET,
+    M_INDEX,
+};
+
+static const struct {
+    const char *name;
+    int id;
+    jv_type type; /* JV_STR, JV_DICT or JV_LIST (list and tuple) */
+} methods[] = {
+    {"strip", M_STRIP, JV_STR},        {"lstrip", M_LSTRIP, JV_STR},       {"rstrip", M_RSTRIP, JV_STR},
+    {"split", M_SPLIT, JV_STR},        {"startswith", M_STARTSWITH, JV_STR}, {"endswith", M_ENDSWITH, JV_STR},
+    {"replace", M_REPLACE, JV_STR},    {"upper", M_UPPER, JV_STR},         {"lower", M_LOWER, JV_STR},
+    {"title", M_TITLE, JV_STR},        {"capitalize", M_CAPITALIZE, JV_STR}, {"format", M_FORMAT, JV_STR},
+    {"join", M_JOIN, JV_STR},          {"find", M_FIND, JV_STR},           {"count", M_COUNT, JV_STR},
+    {"isdigit", M_ISDIGIT, JV_STR},    {"isalpha", M_ISALPHA, JV_STR},     {"isspace", M_ISSPACE, JV_STR},
+    {"items", M_ITEMS, JV_DICT},       {"keys", M_KEYS, JV_DICT},          {"values", M_VALUES, JV_DICT},
+    {"get", M_GET, JV_DICT},           {"index", M_INDEX, JV_LIST},        {"count", M_COUNT, JV_LIST},
+};
+
+int builtin_global(const char *name) {
+    if (!strcmp(name, "raise_exception")) return B_RAISE_EXCEPTION;
+    if (!strcmp(name, "strftime_now")) return B_STRFTIME_NOW;
+    if (!strcmp(name, "namespace")) return B_NAMESPACE;
+    if (!strcmp(name, "range")) return B_RANGE;
+    if (!strcmp(name, "dict")) return B_DICT;
+    return 0;
+}
+
+bool builtin_method(interp *in, jv self, const char *name, jv *out) {
+    jv_type kind = self.type == JV_TUPLE ? JV_LIST : self.type;
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+        if (methods[i].type != kind || strcmp(methods[i].name, name)) continue;
+        jv *bound = jv_alloc(in->heap, sizeof *bound);
+        if (!bound) return false;
+        *bound = self;
+        *out = (jv){.type = JV_BUILTIN, .u.fn = {methods[i].id, bound}};
+        return true;
+    }
+    return false;
+}
+
+/* Outputs are set before any error return: the compiler cannot see that
+ * rt_error always returns false. */
+static bool want_str(interp *in, const node *at, const jv *v, const char *what, const jstr **out) {
+    *out = NULL;
+    if (!v || v->type != JV_STR) return rt_error(in, at, "%s must be a string, not %s", what, v ? jv_type_name(*v) : "nothing");
+    *out = v->u.s;
+    return true;
+}
+
+static bool want_int(interp *in, const node *at, const jv *v, int64_t fallback, int64_t *out) {
+    *out = fallback;
+    if (!v || v->type == JV_NONE) *out = fallback;
+    else if (v->type == JV_INT) *out = v->u.i;
+    else if (v->type == JV_BOOL) *out = v->u.b;
+    else return rt_error(in, at, "an integer is required, not %s", jv_type_name(*v));
+    return true;
+}
+
+static bool dict_items(interp *in, const node *at, const jdict *d, jv *out) {
+    jv list = jv_list(in->heap, NULL, d->n, false);
+    if (list.type != JV_LIST) return oom(in, at);
+    for (size_t i = 0; i < d->n; i++) {
+        jv pair[2] = {d->keys[i], d->values[i]};
+        ((jlist *)list.u.l)->items[i] = jv_list(in->heap, pair, 2, true);
+        if (list.u.l->items[i].type != JV_TUPLE) return oom(in, at);
+    }
+    *out = list;
+    return true;
+}
+
+static bool join_items(interp *in, const node *at, jv seq, const jstr *sep, const char *attribute, jv *out);
+
+static bool call_method(interp *in, const node *at, int id, jv self, const call_args *a, jv *out) {
+    const jstr *s = self.type == JV_STR ? self.u.s : NULL, *x = NULL, *y = NULL;
+    const jv *a0 = call_arg(a, 0, NULL), *a1 = call_arg(a, 1, NULL);
+    int64_t n;
+    bool r;
+    switch (id) {
+    case M_STRIP:
+    case M_LSTRIP:
+    case M_RSTRIP:
+        if (a0 && a0->type != JV_NONE && !want_str(in, at, a0, "strip argument", &x)) return false;
+        return strip(in, at, s, x, id != M_RSTRIP, id != M_LSTRIP, out);
+    case M_SPLIT: {
+        const jv *sep = call_arg(a, 0, "sep"), *max = call_arg(a, 1, "maxsplit");
+        if (sep && sep->type != JV_NONE && !want_str(in, at, sep, "separator", &x)) return false;
+        return want_int(in, at, max, -1, &n) && split(in, at, s, x, n, out);
+    }
+    case M_STARTSWITH:
+    case M_ENDSWITH:
+        if (!a0 || !prefix_match(s, *a0, id == M_ENDSWITH, &r))
+            return rt_error(in, at, "%s first arg must be str or a tuple of str", id == M_ENDSWITH ? "endswith" : "startswith");
+        *out = jv_bool(r);
+        return true;
+    case M_REPLACE:
+        return want_str(in, at, a0, "replace argument 1", &x) && want_str(in, at, a1, "replace argument 2", &y) &&
+               want_int(in, at, call_arg(a, 2, "count"), -1, &n) && replace(in, at, s, x, y, n, out);
+    case M_UPPER: return change_case(in, at, s, CASE_UPPER, out);
+    case M_LOWER: return change_case(in, at, s, CASE_LOWER, out);
+    case M_TITLE: return change_case(in, at, s, CASE_TITLE, out);
+    case M_CAPITALIZE: return change_case(in, at, s, CASE_CAPITALIZE, out);
+    case M_FORMAT: return format(in, at, s, a, out);
+    case M_JOIN: return a0 ? join_items(in, at, *a0, s, NULL, out) : rt_error(in, at, "join() takes exactly one argument");
+    case M_FIND:
+        if (!want_str(in, at, a0, "find argument", &x)) return false;
+        {
+            const char *hit = x->len ? memmem(s->data, s->len, x->data, x->len) : s->data;
+            int64_t pos = -1;
+            if (hit) {
+                pos = 0;
+                for (const char *p = s->data; p < hit; p++) pos += ((unsigned char)*p & 0xC0) != 0x80;
+            }
+            *out = jv_int(pos);
+        }
+        return true;
+    case M_COUNT:
+        if (self.type != JV_STR) {
+            int64_t c = 0;
+            for (size_t i = 0; a0 && i < self.u.l->n; i++) c += jv_equal(self.u.l->items[i], *a0);
+            *out = jv_int(c);
+            return true;
+        }
+        if (!want_str(in, at, a0, "count argument", &x)) return false;
+        {
+            int64_t c = 0;
+            if (x->len == 0) {
+                jv_length(in, at, self, &c);
+                c++;
+            } else {
+                for (size_t i = 0; i + x->len <= s->len;) {
+                    const char *hit = memmem(s->data + i, s->len - i, x->data, x->len);
+                    if (!hit) break;
+                    c++;
+                    i = (size_t)(hit - s->data) + x->len;
+                }
+            }
+            *out = jv_int(c);
+        }
+        return true;
+    case M_ISDIGIT:
+    case M_ISALPHA:
+    case M_ISSPACE: {
+        bool all = s->len > 0;
+        for (size_t i = 0; i < s->len && all;) {
+            size_t cl;
+            int32_t c = decode(s->data + i, s->len - i, &cl);
+            utf8proc_category_t cat = utf8proc_category(c);
+            if (id == M_ISDIGIT) all = cat == UTF8PROC_CATEGORY_ND;
+            else if (id == M_ISALPHA) all = cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO;
+            else all = py_isspace(c);
+            i += cl;
+        }
+        *out = jv_bool(all);
+        return true;
+    }
+    case M_ITEMS: return dict_items(in, at, self.u.d, out);
+    case M_KEYS: *out = jv_list(in->heap, self.u.d->keys, self.u.d->n, false); return out->type == JV_LIST || oom(in, at);
+    case M_VALUES: *out = jv_list(in->heap, self.u.d->values, self.u.d->n, false); return out->type == JV_LIST || oom(in, at);
+    case M_GET: {
+        if (!a0) return rt_error(in, at, "get expected at least 1 argument");
+        const jv *v = jv_dict_get_value(self.u.d, *a0);
+        *out = v ? *v : a1 ? *a1 : jv_none();
+        return true;
+    }
+    case M_INDEX:
+        for (size_t i = 0; a0 && i < self.u.l->n; i++)
+            if (jv_equal(self.u.l->items[i], *a0)) {
+                *out = jv_int((int64_t)i);
+                return true;
+            }
+        return rt_error(in, at, "value is not in list");
+    }
+    return rt_error(in, at, "internal error: unknown method %d", id);
+}
+
+/* --- globals ----------------------------------------------------------------------------------- */
+
+static bool kwargs_dict(interp *in, const node *at, const call_args *a, jv_type type, jv *out) {
+    jv d = jv_dict(in->heap, a->n_kw + 4);
+    if (d.type != JV_DICT) return oom(in, at);
+    if (a->n_pos == 1 && (a->pos[0].type == JV_DICT || a->pos[0].type == JV_NAMESPACE)) {
+        for (size_t i = 0; i < a->pos[0].u.d->n; i++)
+            if (!jv_dict_set(in->heap, d.u.d, a->pos[0].u.d->keys[i], a->pos[0].u.d->values[i])) return oom(in, at);
+    } else if (a->n_pos) {
+        return rt_error(in, at, "%s() takes keyword arguments (or one mapping)", type == JV_NAMESPACE ? "namespace" : "dict");
+    }
+    for (size_t i = 0; i < a->n_kw; i++) {
+        jv key;
+        if (!make_str(in, at, a->kw_names[i], strlen(a->kw_names[i]), &key)) return false;
+        if (!jv_dict_set(in->heap, d.u.d, key, a->kw[i])) return oom(in, at);
+    }
+    d.type = type;
+    *out = d;
+    return true;
+}
+
+bool builtin_call(interp *in, const node *at, jv fn, const call_args *a, jv *out) {
+    const int id = fn.u.fn.id;
+    if (id >= B_FIRST_METHOD) return call_method(in, at, id, *fn.u.fn.self, a, out);
+    switch (id) {
+    case B_RAISE_EXCEPTION: {
+        jv msg = jv_none();
+        const jv *m = call_arg(a, 0, "message");
+        if (m && !to_str(in, at, *m, &msg)) return false;
+        rt_error(in, at, "%s", m ? msg.u.s->data : "");
+        in->err->raised = true;
+        return false;
+    }
+    case B_STRFTIME_NOW: {
+        const jstr *f;
+        if (!want_str(in, at, call_arg(a, 0, "format"), "strftime_now format", &f)) return false;
+        char buf[512];
+        size_t n = f->len ? strftime(buf, sizeof buf, f->data, in->now) : 0;
+        return make_str(in, at, buf, n, out);
+    }
+    case B_NAMESPACE: return kwargs_dict(in, at, a, JV_NAMESPACE, out);
+    case B_DICT: return kwargs_dict(in, at, a, JV_DICT, out);
+    case B_RANGE: {
+        int64_t start = 0, stop = 0, stepv = 1;
+        if (a->n_pos == 1) {
+            if (!want_int(in, at, &a->pos[0], 0, &stop)) return false;
+        } else if (a->n_pos == 2 || a->n_pos == 3) {
+            if (!want_int(in, at, &a->pos[0], 0, &start) || !want_int(in, at, &a->pos[1], 0, &stop) ||
+                (a->n_pos == 3 && !want_int(in, at, &a->pos[2], 1, &stepv)))
+                return false;
+        } else {
+            return rt_error(in, at, "range expected 1 to 3 arguments, got %zu", a->n_pos);
+        }
+        if (stepv == 0) return rt_error(in, at, "range() arg 3 must not be zero");
+        double count = ceil(((double)stop - (double)start) / (double)stepv);
+        if (count < 0) count = 0;
+        if (count > 1e6) return rt_error(in, at, "range of %.0f items is too large", count);
+        jv list = jv_list(in->heap, NULL, (size_t)count, false);
+        if (list.type != JV_LIST) return oom(in, at);
+        for (size_t i = 0; i < (size_t)count; i++) ((jlist *)list.u.l)->items[i] = jv_int(start + (int64_t)i * stepv);
+        *out = list;
+        return true;
+    }
+    }
+    return rt_error(in, at, "internal error: unknown builtin %d", id);
+}
+
+/* --- tests --------------------------------------------------------------------------------------- */
+
+static bool compare_test(interp *in, const node *at, const char *name, jv v, const jv *other, bool *out) {
+    if (!other) return rt_error(in, at, "test '%s' needs an argument", name);
+    if (!strcmp(name, "equalto") || !strcmp(name, "eq") || !strcmp(name, "==") || !strcmp(name, "sameas")) *out = jv_equal(v, *other);
+    else if (!strcmp(name, "ne") || !strcmp(name, "!=")) *out = !jv_equal(v, *other);
+    else if (!strcmp(name, "lt") || !strcmp(name, "lessthan") || !strcmp(name, "<")) return jv_less(in, at, v, *other, out);
+    else if (!strcmp(name, "gt") || !strcmp(name, "greaterthan") || !strcmp(name, ">")) return jv_less(in, at, *other, v, out);
+    else if (!strcmp(name, "le") || !strcmp(name, "<=")) {
+        if (!jv_less(in, at, *other, v, out)) return false;
+        *out = !*out;
+    } else if (!strcmp(name, "ge") || !strcmp(name, ">=")) {
+        if (!jv_less(in, at, v, *other, out)) return false;
+        *out = !*out;
+    } else return false;
+    return true;
+}
+
+bool builtin_test(interp *in, const node *at, const char *name, jv v, const call_args *a, bool *out) {
+    const jv *arg = call_arg(a, 0, NULL);
+    if (!strcmp(name, "defined")) *out = v.type != JV_UNDEFINED;
+    else if (!strcmp(name, "undefined")) *out = v.type == JV_UNDEFINED;
+    else if (!strcmp(name, "none")) *out = v.type == JV_NONE;
+    else if (!strcmp(name, "string")) *out = v.type == JV_STR;
+    else if (!strcmp(name, "mapping")) *out = v.type == JV_DICT;
+    else if (!strcmp(name, "iterable"))
+        *out = v.type == JV_UNDEFINED || v.type == JV_STR || v.type == JV_LIST || v.type == JV_TUPLE || v.type == JV_DICT;
+    else if (!strcmp(name, "sequence")) *out = v.type == JV_STR || v.type == JV_LIST || v.type == JV_TUPLE || v.type == JV_DICT;
+    else if (!strcmp(name, "number")) *out = v.type == JV_INT || v.type == JV_FLOAT || v.type == JV_BOOL;
+    else if (!strcmp(name, "integer")) *out = v.type == JV_INT;
+    else if (!strcmp(name, "float")) *out = v.type == JV_FLOAT;
+    else if (!strcmp(name, "boolean")) *out = v.type == JV_BOOL;
+    else if (!strcmp(name, "true")) *out = v.type == JV_BOOL && v.u.b;
+    else if (!strcmp(name, "false")) *out = v.type == JV_BOOL && !v.u.b;
+    else if (!strcmp(name, "callable")) *out = v.type == JV_MACRO || v.type == JV_BUILTIN;
+    else if (!strcmp(name, "escaped")) *out = false;
+    else if (!strcmp(name, "in")) {
+        if (!arg) return rt_error(in, at, "test 'in' needs an argument");
+        jv seq;
+        if (arg->type == JV_STR && v.type == JV_STR) *out = memmem(arg->u.s->data, arg->u.s->len, v.u.s->data, v.u.s->len) || !v.u.s->len;
+        else {
+            if (!jv_iterate(in, at, *arg, &seq)) return false;
+            *out = false;
+            for (size_t i = 0; i < seq.u.l->n && !*out; i++) *out = jv_equal(v, seq.u.l->items[i]);
+        }
+    } else if (!strcmp(name, "even") || !strcmp(name, "odd") || !strcmp(name, "divisibleby")) {
+        int64_t x, d = 2;
+        if (!want_int(in, at, &v, 0, &x) || (!strcmp(name, "divisibleby") && !want_int(in, at, arg, 1, &d))) return false;
+        if (d == 0) return rt_error(in, at, "integer division or modulo by zero");
+        bool divisible = x % d == 0;
+        *out = !strcmp(name, "odd") ? !divisible : divisible;
+    } else if (!strcmp(name, "lower") || !strcmp(name, "upper")) {
+        jv conv;
+        if (v.type != JV_STR) {
+            *out = false;
+            return true;
+        }
+        if (!change_case(in, at, v.u.s, !strcmp(name, "lower") ? CASE_LOWER : CASE_UPPER, &conv)) return false;
+        *out = jv_equal(v, conv);
+    } else if (compare_test(in, at, name, v, arg, out)) {
+        return true;
+    } else {
+        return in->failed ? false : rt_error(in, at, "No test named '%s'.", name);
+    }
+    return true;
+}
+
+/* --- filters ------------------------------------------------------------------------------------- */
+
+static bool join_items(interp *in, const node *at, jv seq, const jstr *sep, const char *attribute, jv *out) {
+    jv items;
+    if (!jv_iterate(in, at, seq, &items)) return false;
+    jbuf b = {0};
+    for (size_t i = 0; i < items.u.l->n; i++) {
+        if (i && sep) jbuf_put(&b, sep->data, sep->len);
+        jv v = items.u.l->items[i];
+        if (attribute && !jv_getattr(in, at, v, attribute, &v)) {
+            jbuf_free(&b);
+            return false;
+        }
+        jv_write_str(&b, v);
+    }
+    return buf_result(in, at, &b, out);
+}
+
+/* select / reject / selectattr / rejectattr */
+static bool select_items(interp *in, const node *at, jv seq, const call_args *a, bool by_attr, bool keep, jv *out) {
+    jv items;
+    if (!jv_iterate(in, at, seq, &items)) return false;
+    size_t first_test_arg = by_attr ? 1 : 0;
+    const jv *attr = by_attr ? call_arg(a, 0, NULL) : NULL;
+    if (by_attr && (!attr || attr->type != JV_STR)) return rt_error(in, at, "selectattr needs an attribute name");
+    const jv *test = call_arg(a, first_test_arg, NULL);
+    if (test && test->type != JV_STR) return rt_error(in, at, "the test name must be a string");
+    call_args rest = {a->n_pos > first_test_arg + 1 ? a->pos + first_test_arg + 1 : NULL,
+                      a->n_pos > first_test_arg + 1 ? a->n_pos - first_test_arg - 1 : 0, a->kw_names, a->kw, a->n_kw};
+    jv list = jv_list(in->heap, NULL, items.u.l->n, false);
+    if (list.type != JV_LIST) return oom(in, at);
+    size_t k = 0;
+    for (size_t i = 0; i < items.u.l->n; i++) {
+        jv v = items.u.l->items[i];
+        if (attr && !jv_getattr(in, at, v, attr->u.s->data, &v)) return false;
+        bool r;
+        if (test) {
+            if (!builtin_test(in, at, test->u.s->data, v, &rest, &r)) return false;
+        } else r = jv_truthy(v);
+        if (r == keep) ((jlist *)list.u.l)->items[k++] = items.u.l->items[i];
+    }
+    ((jlist *)list.u.l)->n = k;
+    *out = list;
+    return true;
+}
+
+static int compare_for_sort(interp *in, const node *at, jv x, jv y, bool case_sensitive) {
+    if (!case_sensitive && x.type == JV_STR && y.type == JV_STR) {
+        jv lx, ly;
+        if (change_case(in, at, x.u.s, CASE_LOWER, &lx) && change_case(in, at, y.u.s, CASE_LOWER, &ly)) {
+            x = lx;
+            y = ly;
+        }
+    }
+    bool lt, gt;
+    if (!jv_less(in, at, x, y, &lt) || !jv_less(in, at, y, x, &gt)) return 0;
+    return lt ? -1 : gt ? 1 : 0;
+}
+
+static bool sort_items(interp *in, const node *at, jv seq, const call_args *a, jv *out) {
+    jv items;
+    if (!jv_iterate(in, at, seq, &items)) return false;
+    const jv *rev = call_arg(a, 0, "reverse"), *cs = call_arg(a, 1, "case_sensitive"), *attr = call_arg(a, 2, "attribute");
+    const bool reverse = rev && jv_truthy(*rev), case_sensitive = cs && jv_truthy(*cs);
+    size_t n = items.u.l->n;
+    jv list = jv_list(in->heap, items.u.l->items, n, false), *keys = jv_alloc(in->heap, n * sizeof(jv) + 1);
+    if (list.type != JV_LIST || !keys) return oom(in, at);
+    jv *v = ((jlist *)list.u.l)->items;
+    for (size_t i = 0; i < n; i++) {
+        keys[i] = v[i];
+        if (attr && attr->type == JV_STR && !jv_getattr(in, at, v[i], attr->u.s->data, &keys[i])) return false;
+    }
+    for (size_t i = 1; i < n && !in->failed; i++) { /* stable insertion sort: lists in templates are short */
+        for (size_t j = i; j > 0; j--) {
+            int c = compare_for_sort(in, at, keys[j - 1], keys[j], case_sensitive);
+            if (reverse ? c >= 0 : c <= 0) break;
+            jv t = keys[j];
+            keys[j] = keys[j - 1];
+            keys[j - 1] = t;
+            t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    }
+    *out = list;
+    return !in->failed;
+}
+
+static bool indent(interp *in, const node *at, const jstr *s, const call_args *a, jv *out) {
+    const jv *w = call_arg(a, 0, "width"), *first = call_arg(a, 1, "first"), *blank = call_arg(a, 2, "blank");
+    jbuf pad = {0};
+    if (w && w->type == JV_STR) jbuf_put(&pad, w->u.s->data, w->u.s->len);
+    else {
+        int64_t width;
+        if (!want_int(in, at, w, 4, &width)) return false;
+        for (int64_t i = 0; i < width && i < 1024; i++) jbuf_putc(&pad, ' ');
+    }
+    jbuf b = {0};
+    bool line_start = true, first_line = true;
+    for (size_t i = 0; i < s->len; i++) {
+        if (line_start) {
+            size_t e = i;
+            while (e < s->len && s->data[e] != '\n') e++;
+            bool is_blank = e == i;
+            if ((!first_line || (first && jv_truthy(*first))) && (!is_blank || (blank && jv_truthy(*blank))))
+                jbuf_put(&b, pad.data, pad.len);
+            line_start = false;
+        }
+        jbuf_putc(&b, s->data[i]);
+        if (s->data[i] == '\n') {
+            line_start = true;
+            first_line = false;
+        }
+    }
+    jbuf_free(&pad);
+    if (!b.data) return make_str(in, at, "", 0, out);
+    return buf_result(in, at, &b, out);
+}
+
+static bool escape_html(interp *in, const node *at, jv v, jv *out) {
+    jv s;
+    if (!to_str(in, at, v, &s)) return false;
+    jbuf b = {0};
+    for (size_t i = 0; i < s.u.s->len; i++) {
+        char c = s.u.s->data[i];
+        switch (c) {
+        case '&': jbuf_puts(&b, "&amp;"); break;
+        case '<': jbuf_puts(&b, "&lt;"); break;
+        case '>': jbuf_puts(&b, "&gt;"); break;
+        case '"': jbuf_puts(&b, "&#34;"); break;
+        case '\'': jbuf_puts(&b, "&#39;"); break;
+        default: jbuf_putc(&b, c);
+        }
+    }
+    if (!b.data) return make_str(in, at, "", 0, out);
+    return buf_result(in, at, &b, out);
+}
+
+static bool number_filter(jv v, bool to_float, const jv *fallback, jv *out) {
+    if (v.type == JV_INT || v.type == JV_BOOL) {
+        int64_t i = v.type == JV_INT ? v.u.i : v.u.b;
+        *out = to_float ? jv_float((double)i) : jv_int(i);
+        return true;
+    }
+    if (v.type == JV_FLOAT) {
+        if (!to_float && (isnan(v.u.f) || fabs(v.u.f) > 9.2e18)) *out = fallback ? *fallback : jv_int(0);
+        else *out = to_float ? v : jv_int((int64_t)v.u.f);
+        return true;
+    }
+    if (v.type == JV_STR) {
+        char *end;
+        errno = 0;
+        if (to_float) {
+            double d = strtod(v.u.s->data, &end);
+            if (end != v.u.s->data && !*end) {
+                *out = jv_float(d);
+                return true;
+            }
+        } else {
+            long long i = strtoll(v.u.s->data, &end, 10);
+            if (end != v.u.s->data && !*end && !errno) {
+                *out = jv_int(i);
+                return true;
+            }
+            double d = strtod(v.u.s->data, &end); /* jinja2's int() also reads "3.7" */
+            if (end != v.u.s->data && !*end && fabs(d) < 9.2e18) {
+                *out = jv_int((int64_t)d);
+                return true;
+            }
+        }
+    }
+    *out = fallback ? *fallback : to_float ? jv_float(0.0) : jv_int(0);
+    return true;
+}
+
+static bool min_max(interp *in, const node *at, jv seq, bool want_max, jv *out) {
+    jv items;
+    if (!jv_iterate(in, at, seq, &items)) return false;
+    if (items.u.l->n == 0) {
+        *out = jv_undefined("no min/max of an empty sequence");
+        return true;
+    }
+    jv best = items.u.l->items[0];
+    for (size_t i = 1; i < items.u.l->n; i++) {
+        int c = compare_for_sort(in, at, items.u.l->items[i], best, false);
+        if (in->failed) return false;
+        if (want_max ? c > 0 : c < 0) best = items.u.l->items[i];
+    }
+    *out = best;
+    return true;
+}
+
+bool builtin_filter(interp *in, const node *at, const char *name, jv v, const call_args *a, jv *out) {
+    const jv *a0 = call_arg(a, 0, NULL);
+    jv s;
+    if (!strcmp(name, "trim")) {
+        const jv *chars = call_arg(a, 0, "chars");
+        const jstr *c = NULL;
+        if (chars && chars->type != JV_NONE && !want_str(in, at, chars, "trim characters", &c)) return false;
+        return to_str(in, at, v, &s) && strip(in, at, s.u.s, c, true, true, out);
+    }
+    if (!strcmp(name, "length") || !strcmp(name, "count")) {
+        int64_t n;
+        if (!jv_length(in, at, v, &n)) return false;
+        *out = jv_int(n);
+        return true;
+    }
+    if (!strcmp(name, "tojson")) {
+        const jv *ind = call_arg(a, 0, "indent");
+        int64_t indent_n = -1;
+        if (ind && ind->type != JV_NONE && !want_int(in, at, ind, -1, &indent_n)) return false;
+        if (indent_n > 64) indent_n = 64;
+        if (!jv_to_json(in->heap, v, (int)indent_n, out))
+            return in->heap->exhausted ? oom(in, at) : rt_error(in, at, "Object of type %s is not JSON serializable", jv_type_name(v));
+        return true;
+    }
+    if (!strcmp(name, "upper") || !strcmp(name, "lower") || !strcmp(name, "title") || !strcmp(name, "capitalize")) {
+        case_mode m = name[0] == 'u' ? CASE_UPPER : name[0] == 'l' ? CASE_LOWER : name[0] == 't' ? CASE_TITLE : CASE_CAPITALIZE;
+        return to_str(in, at, v, &s) && change_case(in, at, s.u.s, m, out);
+    }
+    if (!strcmp(name, "default") || !strcmp(name, "d")) {
+        const jv *def = call_arg(a, 0, "default_value"), *boolean = call_arg(a, 1, "boolean");
+        bool use_default = v.type == JV_UNDEFINED || (boolean && jv_truthy(*boolean) && !jv_truthy(v));
+        if (!use_default) *out = v;
+        else if (def) *out = *def;
+        else return make_str(in, at, "", 0, out);
+        return true;
+    }
+    if (!strcmp(name, "join")) {
+        const jv *sep = call_arg(a, 0, "d"), *attr = call_arg(a, 1, "attribute");
+        jv sep_str;
+        if (sep && !to_str(in, at, *sep, &sep_str)) return false;
+        return join_items(in, at, v, sep ? sep_str.u.s : NULL, attr && attr->type == JV_STR ? attr->u.s->data : NULL, out);
+    }
+    if (!strcmp(name, "replace")) {
+        const jstr *x, *y;
+        int64_t n;
+        return to_str(in, at, v, &s) && want_str(in, at, call_arg(a, 0, "old"), "replace argument 1", &x) &&
+               want_str(in, at, call_arg(a, 1, "new"), "replace argument 2", &y) &&
+               want_int(in, at, call_arg(a, 2, "count"), -1, &n) && replace(in, at, s.u.s, x, y, n, out);
+    }
+    if (!strcmp(name, "string")) return to_str(in, at, v, out);
+    if (!strcmp(name, "safe")) {
+        *out = v;
+        return true;
+    }
+    if (!strcmp(name, "escape") || !strcmp(name, "e") || !strcmp(name, "forceescape")) return escape_html(in, at, v, out);
+    if (!strcmp(name, "list")) return jv_iterate(in, at, v, out);
+    if (!strcmp(name, "first") || !strcmp(name, "last")) {
+        jv items;
+        if (!jv_iterate(in, at, v, &items)) return false;
+        if (items.u.l->n == 0) *out = jv_undefined("no first/last item of an empty sequence");
+        else *out = items.u.l->items[name[0] == 'f' ? 0 : items.u.l->n - 1];
+        return true;
+    }
+    if (!strcmp(name, "reverse")) {
+        if (v.type == JV_STR) {
+            jv chars;
+            if (!jv_iterate(in, at, v, &chars)) return false;
+            jbuf b = {0};
+            for (size_t i = chars.u.l->n; i > 0; i--) jv_write_str(&b, chars.u.l->items[i - 1]);
+            if (!b.data) return make_str(in, at, "", 0, out);
+            return buf_result(in, at, &b, out);
+        }
+        jv items;
+        if (!jv_iterate(in, at, v, &items)) return false;
+        jv list = jv_list(in->heap, NULL, items.u.l->n, false);
+        if (list.type != JV_LIST) return oom(in, at);
+        for (size_t i = 0; i < items.u.l->n; i++) ((jlist *)list.u.l)->items[i] = items.u.l->items[items.u.l->n - 1 - i];
+        *out = list;
+        return true;
+    }
+    if (!strcmp(name, "items")) {
+        if (v.type == JV_UNDEFINED) {
+            *out = jv_list(in->heap, NULL, 0, false);
+            return out->type == JV_LIST || oom(in, at);
+        }
+        if (v.type != JV_DICT && v.type != JV_NAMESPACE) return rt_error(in, at, "Can only get item pairs from a mapping.");
+        return dict_items(in, at, v.u.d, out);
+    }
+    if (!strcmp(name, "dictsort")) {
+        if (v.type != JV_DICT) return rt_error(in, at, "dictsort needs a mapping");
+        jv pairs;
+        call_args none = {0};
+        return dict_items(in, at, v.u.d, &pairs) && sort_items(in, at, pairs, &none, out);
+    }
+    if (!strcmp(name, "selectattr") || !strcmp(name, "rejectattr")) return select_items(in, at, v, a, true, name[0] == 's', out);
+    if (!strcmp(name, "select") || !strcmp(name, "reject")) return select_items(in, at, v, a, false, name[0] == 's', out);
+    if (!strcmp(name, "map")) {
+        jv items;
+        if (!jv_iterate(in, at, v, &items)) return false;
+        const jv *attr = call_arg(a, SIZE_MAX, "attribute"), *def = call_arg(a, SIZE_MAX, "default");
+        jv list = jv_list(in->heap, NULL, items.u.l->n, false);
+        if (list.type != JV_LIST) return oom(in, at);
+        call_args rest = {a->n_pos > 1 ? a->pos + 1 : NULL, a->n_pos > 1 ? a->n_pos - 1 : 0, NULL, NULL, 0};
+        for (size_t i = 0; i < items.u.l->n; i++) {
+            jv *dst = &((jlist *)list.u.l)->items[i];
+            if (attr) {
+                if (attr->type != JV_STR) return rt_error(in, at, "map attribute must be a string");
+                if (!jv_getattr(in, at, items.u.l->items[i], attr->u.s->data, dst)) return false;
+                if (dst->type == JV_UNDEFINED && def) *dst = *def;
+            } else if (a0 && a0->type == JV_STR) {
+                if (!builtin_filter(in, at, a0->u.s->data, items.u.l->items[i], &rest, dst)) return false;
+            } else {
+                return rt_error(in, at, "map needs a filter name or attribute=");
+            }
+        }
+        *out = list;
+        return true;
+    }
+    if (!strcmp(name, "unique")) {
+        jv items;
+        if (!jv_iterate(in, at, v, &items)) return false;
+        jv list = jv_list(in->heap, NULL, items.u.l->n, false);
+        if (list.type != JV_LIST) return oom(in, at);
+        size_t k = 0;
+        for (size_t i = 0; i < items.u.l->n; i++) {
+            bool seen = false;
+            for (size_t j = 0; j < k && !seen; j++) seen = jv_equal(list.u.l->items[j], items.u.l->items[i]);
+            if (!seen) ((jlist *)list.u.l)->items[k++] = items.u.l->items[i];
+        }
+        ((jlist *)list.u.l)->n = k;
+        *out = list;
+        return true;
+    }
+    if (!strcmp(name, "sort")) return sort_items(in, at, v, a, out);
+    if (!strcmp(name, "min") || !strcmp(name, "max")) return min_max(in, at, v, name[1] == 'a', out);
+    if (!strcmp(name, "sum")) {
+        jv items, total = a0 ? *a0 : jv_int(0);
+        const jv *attr = call_arg(a, SIZE_MAX, "attribute"), *start = call_arg(a, SIZE_MAX, "start");
+        if (start) total = *start;
+        if (!jv_iterate(in, at, v, &items)) return false;
+        for (size_t i = 0; i < items.u.l->n; i++) {
+            jv x = items.u.l->items[i];
+            if (attr && attr->type == JV_STR && !jv_getattr(in, at, x, attr->u.s->data, &x)) return false;
+            if (x.type != JV_INT && x.type != JV_FLOAT && x.type != JV_BOOL)
+                return rt_error(in, at, "unsupported operand type(s) for +: '%s' and '%s'", jv_type_name(total), jv_type_name(x));
+            if (total.type == JV_FLOAT || x.type == JV_FLOAT)
+                total = jv_float((total.type == JV_FLOAT ? total.u.f : (double)(total.type == JV_INT ? total.u.i : total.u.b)) +
+                                 (x.type == JV_FLOAT ? x.u.f : (double)(x.type == JV_INT ? x.u.i : x.u.b)));
+            else total = jv_int((total.type == JV_INT ? total.u.i : total.u.b) + (x.type == JV_INT ? x.u.i : x.u.b));
+        }
+        *out = total;
+        return true;
+    }
+    if (!strcmp(name, "abs")) {
+        if (v.type == JV_INT) *out = jv_int(v.u.i < 0 ? -v.u.i : v.u.i);
+        else if (v.type == JV_FLOAT) *out = jv_float(fabs(v.u.f));
+        else return rt_error(in, at, "bad operand type for abs(): '%s'", jv_type_name(v));
+        return true;
+    }
+    if (!strcmp(name, "int")) return number_filter(v, false, call_arg(a, 0, "default"), out);
+    if (!strcmp(name, "float")) return number_filter(v, true, call_arg(a, 0, "default"), out);
+    if (!strcmp(name, "round")) {
+        jv f;
+        int64_t precision;
+        if (!number_filter(v, true, NULL, &f) || !want_int(in, at, call_arg(a, 0, "precision"), 0, &precision)) return false;
+        const jv *method = call_arg(a, 1, "method");
+        double scale = pow(10.0, (double)precision), x = f.u.f * scale;
+        const char *m = method && method->type == JV_STR ? method->u.s->data : "common";
+        x = !strcmp(m, "ceil") ? ceil(x) : !strcmp(m, "floor") ? floor(x) : round(x);
+        *out = jv_float(x / scale);
+        return true;
+    }
+    if (!strcmp(name, "indent")) return to_str(in, at, v, &s) && indent(in, at, s.u.s, a, out);
+    if (!strcmp(name, "wordcount")) {
+        jv words;
+        if (!to_str(in, at, v, &s) || !split(in, at, s.u.s, NULL, -1, &words)) return false;
+        *out = jv_int((int64_t)words.u.l->n);
+        return true;
+    }
+    if (!strcmp(name, "pprint")) return jv_repr(in->heap, v, out) || oom(in, at);
+    return rt_error(in, at, "No filter named '%s'.", name);
+}
