@@ -15,6 +15,7 @@ typedef struct command {
 static const command commands[] = {
     {"info", cmd_info, "show a GGUF model's architecture, sizes, tokenizer and tensors"},
     {"tokenize", cmd_tokenize, "turn text into token ids with a model's own vocabulary"},
+    {"template", cmd_template, "render a chat template (the model's, a file's or a built-in) for a conversation"},
 };
 
 static void usage(FILE *out) {

@@ -182,7 +182,69 @@ static void test_tokenize(void) {
     free(out);
 }
 
+static void test_template_cli(void) {
+    char args[2048], *out;
+    const char *shared = test_shared_dir();
+    /* the model's own template and tokens, the default conversation */
+    snprintf(args, sizeof args, "template -m '%s/tokenizer/ggml-vocab-llama-bpe.gguf'", shared);
+    CHECK(run_cli(args, false, &out) == 0);
+    CHECK_MSG(!strcmp(out, "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>"
+                           "<|start_header_id|>assistant<|end_header_id|>\n\n"),
+              "got [%s]", out);
+    free(out);
+    /* a template file, messages, no generation prompt, explicit tokens; no newline added */
+    char msgs[512];
+    snprintf(msgs, sizeof msgs, "%s/messages.json", test_temp_dir());
+    FILE *f = fopen(msgs, "wb");
+    fputs("[{\"role\": \"user\", \"content\": \"Hi\"}, {\"role\": \"assistant\", \"content\": \"Yo\"}]", f);
+    fclose(f);
+    snprintf(args, sizeof args, "template --template '%s/chat_templates/llama-2-chat.jinja' --messages '%s' --no-generation-prompt --bos '<s>' --eos '</s>'",
+             shared, msgs);
+    CHECK(run_cli(args, false, &out) == 0);
+    CHECK_MSG(!strcmp(out, "<s>[INST] Hi [/INST] Yo </s>"), "got [%s]", out);
+    free(out);
+    /* --vars and --now reach the template */
+    char vars[512], tmpl[512];
+    snprintf(vars, sizeof vars, "%s/vars.json", test_temp_dir());
+    snprintf(tmpl, sizeof tmpl, "%s/t.jinja", test_temp_dir());
+    f = fopen(vars, "wb");
+    fputs("{\"who\": \"you\"}", f);
+    fclose(f);
+    f = fopen(tmpl, "wb");
+    fputs("{{ who }} {{ strftime_now('%d %B %Y') }} {{ bos_token is defined }}\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "template --template '%s' --vars '%s' --now 2024-07-26T12:00:00", tmpl, vars);
+    CHECK(run_cli(args, false, &out) == 0);
+    CHECK_MSG(!strcmp(out, "you 26 July 2024 False"), "got [%s]", out);
+    free(out);
+    /* raise_exception: exit 1, the message verbatim on stderr */
+    f = fopen(msgs, "wb");
+    fputs("[{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", \"content\": \"U\"}]", f);
+    fclose(f);
+    snprintf(args, sizeof args, "template --template '%s/chat_templates/gemma-2-it.jinja' --messages '%s' 2>&1 >/dev/null", shared, msgs);
+    CHECK(run_cli(args, false, &out) == 1);
+    CHECK_MSG(!strcmp(out, "System role not supported\n"), "got [%s]", out);
+    free(out);
+    /* a syntax error names its line and column */
+    f = fopen(tmpl, "wb");
+    fputs("ok\n{% if %}", f);
+    fclose(f);
+    snprintf(args, sizeof args, "template --template '%s'", tmpl);
+    CHECK(run_cli(args, true, &out) == 1 && strstr(out, "line 2, column"));
+    free(out);
+    CHECK(run_cli("template --builtin chatml", false, &out) == 0 && !strcmp(out, "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n"));
+    free(out);
+    CHECK(run_cli("template --builtin nope", true, &out) == 2);
+    free(out);
+    CHECK(run_cli("template", true, &out) == 2);
+    free(out);
+    unlink(msgs);
+    unlink(vars);
+    unlink(tmpl);
+}
+
 int main(void) {
+    test_template_cli();
     test_tokenize();
     test_stories_json();
     test_quantized_json();

@@ -90,7 +90,241 @@ static void test_shared_templates(void) {
     CHECK_MSG(files >= 15, "only %d template case files", files);
 }
 
+/* Renders src with the given messages JSON (or none) at a fixed time. */
+static sprout_status render(const char *src, const char *messages, const char *extra, char **out) {
+    sprout_template *t = NULL;
+    sprout_status st = sprout_template_parse(src, strlen(src), &t);
+    if (st != SPROUT_OK) return st;
+    sprout_template_options opt = {.struct_size = sizeof opt, .add_generation_prompt = true, .bos_token = "<s>",
+                                   .extra_json = extra, .now = "2024-07-26T12:00:00"};
+    size_t len;
+    st = sprout_template_render_json(t, messages ? messages : "[]", &opt, out, &len);
+    sprout_template_free(t);
+    return st;
+}
+
+typedef struct lang_case {
+    const char *src, *expected;
+} lang_case;
+
+/* Each expected string is what Python's jinja2 (trim_blocks,
+ * lstrip_blocks) prints for the template. */
+static const lang_case lang_cases[] = {
+    {"{{ 1 + 2 }}", "3"},
+    {"{{ 'a' ~ 1 ~ none }}", "a1None"},
+    {"{{ [1, 2, 3][-1] }}|{{ 'hello'[1:3] }}|{{ 'hello'[::-1] }}|{{ [1,2,3][1:] }}|{{ 'h\u00e9llo'[1] }}", "3|el|olleh|[2, 3]|\xc3\xa9"},
+    {"{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 2 ** 10 }} {{ 7 / 2 }} {{ 6 / 3 }}", "3 -4 1 2 1024 3.5 2.0"},
+    {"{{ 1.0 }} {{ 0.1 + 0.2 }} {{ 1e-5 }} {{ 1e16 }} {{ 123.456 }} {{ 0.0001 }}", "1.0 0.30000000000000004 1e-05 1e+16 123.456 0.0001"},
+    {"{% for x in [1,2,3] %}{{ loop.index }}{{ x }}{% if not loop.last %},{% endif %}{% endfor %}", "11,22,33"},
+    {"{% for x in 'ab' %}{{ loop.revindex }}{{ loop.length }}{{ loop.first }}{% endfor %}", "22True12False"},
+    {"{% for x in [1, 2, 3] %}{{ loop.previtem is defined }}{{ loop.nextitem|default('-') }};{% endfor %}", "False2;True3;True-;"},
+    {"{% for x in [] %}x{% else %}empty{% endfor %}", "empty"},
+    {"{% for x in range(10) if x % 3 == 0 %}{{ x }}{{ loop.length }} {% endfor %}", "04 34 64 94 "},
+    {"{% for x in range(10) %}{% if x == 2 %}{% continue %}{% endif %}{% if x == 5 %}{% break %}{% endif %}{{ x }}{% endfor %}", "0134"},
+    {"{% set ns = namespace(c=0) %}{% for i in [1,2,3] %}{% set ns.c = ns.c + i %}{% endfor %}{{ ns.c }}", "6"},
+    {"{% set x = 1 %}{% for i in [1] %}{% set x = 5 %}{% endfor %}{{ x }}", "1"},
+    {"{% set x = 1 %}{% if true %}{% set x = 5 %}{% endif %}{{ x }}", "5"},
+    {"{% set a, b = 1, 2 %}{{ b }}{{ a }}", "21"},
+    {"{% set b %}hi {{ 1 }}{% endset %}[{{ b }}]", "[hi 1]"},
+    {"{% macro greet(name, punct='!') %}Hi {{ name }}{{ punct }}{% endmacro %}{{ greet('Bob') }} {{ greet('Al', punct='?') }}", "Hi Bob! Hi Al?"},
+    {"{% macro f(n) %}{% if n > 0 %}{{ n }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(3) }}", "321"},
+    {"{{ x is defined }} {{ none is none }} {{ 'a' is string }} {{ {} is mapping }} {{ [] is iterable }} {{ 3 is number }} "
+     "{{ false is false }} {{ 4 is even }} {{ 9 is divisibleby 3 }} {{ x is not defined }} {{ 1 is equalto 1 }}",
+     "False True True True True True True True True True True"},
+    {"{{ '  a b  '|trim }}|{{ 'abc'|upper }}|{{ 'ABC'|lower }}|{{ 'hello world'|title }}|{{ 'hELLO'|capitalize }}|{{ [1,2]|length }}|{{ 'h\u00e9llo'|length }}",
+     "a b|ABC|abc|Hello World|Hello|2|5"},
+    {"{{ x|default('d') }} {{ ''|default('e', true) }} {{ 0|default(5) }} {{ none|default('n') }}", "d e 0 None"},
+    {"{{ messages|selectattr('role', 'equalto', 'user')|map(attribute='content')|join(',') }}|{{ messages|rejectattr('role', 'equalto', 'user')|list|length }}|{{ messages|map(attribute='role')|first }}",
+     "a,c|1|user"},
+    {"{{ {'a': [1, 'x', none, true], 'b': 1.5, 'c': 'q\"\\\n\u00e9'}|tojson }}", "{\"a\": [1, \"x\", null, true], \"b\": 1.5, \"c\": \"q\\\"\u00e9\"}"},
+    {"{{ {'a': [1, 2], 'b': {}}|tojson(indent=2) }}", "{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": {}\n}"},
+    {"{{ {'a': 1, 'b': 'x', 'c': [none, true, 1.0]}|string }}", "{'a': 1, 'b': 'x', 'c': [None, True, 1.0]}"},
+    {"{{ [\"it's\", 'say \"hi\"', 'both \\' \"', 'nl\\n']|string }}", "[\"it's\", 'say \"hi\"', 'both \\' \"', 'nl\\n']"},
+    {"{% for k, v in {'a': 1, 'b': 2}|items %}{{ k }}={{ v }};{% endfor %}{% for k, v in {'c': 3}.items() %}{{ k }}{{ v }}{% endfor %}", "a=1;b=2;c3"},
+    {"{% set d = {'k': 'v', 'items': 'x'} %}{{ d.get('zz', 'none') }} {{ d.get('k') }} {{ d.k }} {{ d['items'] }} {{ d.keys()|list }}", "none v v x ['k', 'items']"},
+    {"{{ '  x '.strip() }}|{{ 'a,b,c'.split(',')[1] }}|{{ 'abc'.startswith('ab') }}|{{ 'abc'.endswith(('x', 'c')) }}|"
+     "{{ 'aXbX'.replace('X', '-') }}|{{ 'xxhixx'.strip('x') }}|{{ '\n\nhi'.lstrip('\n') }}|{{ 'a b  c'.split() }}|{{ 'a<think>b</think>c'.split('</think>')[-1] }}",
+     "x|b|True|True|a-b-|hi|hi|['a', 'b', 'c']|c"},
+    {"{{ '{} and {name}'.format(1, name='x') }}|{{ 'ab'.upper() }}{{ 'AB'.lower() }}", "1 and x|ABab"},
+    {"{{ 'y' if true else 'n' }}{{ 'y' if false }}", "y"},
+    {"{{ 'b' in 'abc' }} {{ 2 in [1,2] }} {{ 'k' in {'k':1} }} {{ 3 not in [1] }} {{ 'x' in undefined_var }}", "True True True True False"},
+    {"a  {%- if true -%}  b  {%- endif -%}  c", "abc"},
+    {"{% if true %}\n    x\n  {% endif %}\ny", "    x\ny"},
+    {"a{# c #}b\n{# d #}\nc", "ab\nc"},
+    {"  {% if true %}x{% endif %}\n  {{ 'v' }}", "x  v"},
+    {"{%+ if true %}x{% endif +%}\ny", "x\ny"},
+    {"{% raw %}{{ x }}{% endraw %}", "{{ x }}"},
+    {"hi\n", "hi"},
+    {"hi\n\n", "hi\n"},
+    {"{{ \"a\\tb\\u00e9\\x41\" }}", "a\tb\xc3\xa9" "A"},
+    {"{{ y }}|{{ {}.missing }}|{{ 'abc'[5] }}|{{ none.x }}", "|||"},
+    {"{{ strftime_now('%Y-%m-%d %A %d %b %Y') }}", "2024-07-26 Friday 26 Jul 2024"},
+    {"{% filter upper %}abc{% endfilter %}", "ABC"},
+    {"{{ [3, 1, 2]|sort|join(',') }} {{ [1, 2, 2, 3]|unique|list|length }} {{ ['b', 'A']|sort|first }} {{ [1, 5, 3]|max }}", "1,2,3 3 A 5"},
+    {"{{ range(3)|list }} {{ (1, 2) }} {{ (1,) }} {{ 1 < 2 < 3 }} {{ 3 > 2 > 2 }}", "[0, 1, 2] (1, 2) (1,) True False"},
+    {"{{ true and 'x' }} {{ 0 or 'y' }} {{ not '' }} {{ -3|abs }} {{ '%s' }}", "x y True 3 %s"},
+    {"{{ {'a': 1} }} {{ none }} {{ true }} {{ [] }} {{ 'x' * 3 }} {{ [1] + [2] }}", "{'a': 1} None True [] xxx [1, 2]"},
+    {"{{ bos_token }}{{ eos_token }}{{ messages[0].content }}{{ messages[-1]['role'] }}", "<s>auser"},
+    {"{% for m in messages %}{% if loop.index0 % 2 == 0 %}{{ m.role[0] }}{% endif %}{% endfor %}", "uu"},
+    {"{{ 'line1\nline2'|indent(2) }}|{{ 'a b c'|wordcount }}|{{ '5'|int + 1 }}|{{ '2.5'|float }}|{{ 2.567|round(2) }}", "line1\n  line2|3|6|2.5|2.57"},
+    {"{{ tools }}|{{ documents }}|{{ add_generation_prompt }}", "None|None|True"},
+    {"{{ enable_thinking }}{{ extra.n + 1 }}", "False3"},
+};
+
+static const char *lang_messages =
+    "[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"assistant\",\"content\":\"b\"},{\"role\":\"user\",\"content\":\"c\"}]";
+
+static void test_language(void) {
+    for (size_t i = 0; i < sizeof lang_cases / sizeof lang_cases[0]; i++) {
+        char *out = NULL;
+        sprout_status st = render(lang_cases[i].src, lang_messages, "{\"enable_thinking\": false, \"extra\": {\"n\": 2}}", &out);
+        CHECK_MSG(st == SPROUT_OK && !strcmp(out, lang_cases[i].expected), "case %zu: %s\n  expected [%s]\n  got      [%s]", i,
+                  lang_cases[i].src, lang_cases[i].expected, st == SPROUT_OK ? out : sprout_last_error());
+        sprout_free(out);
+    }
+}
+
+typedef struct error_case {
+    const char *src, *needle;
+    int line; /* 0: do not check */
+} error_case;
+
+static const error_case error_cases[] = {
+    {"{% if x %}never closed", "endif", 1},
+    {"line one\n{{ 1 + }}", "unexpected", 2},
+    {"{% endfor %}", "endfor", 1},
+    {"{% for x in [1] %}{% endif %}{% endfor %}", "endif", 1},
+    {"{{ 'abc' + 1 }}", "unsupported operand type(s) for +: 'str' and 'int'", 1},
+    {"\n\n  {% for x in 5 %}{% endfor %}", "'int' object is not iterable", 3},
+    {"{{ 1|bogus }}", "No filter named 'bogus'", 1},
+    {"{{ 1 is bogus }}", "No test named 'bogus'", 1},
+    {"{{ x.y }}", "'x' is undefined", 1},
+    {"{{ {}.a.b }}", "'dict object' has no attribute 'a'", 1},
+    {"{{ x + 1 }}", "'x' is undefined", 1},
+    {"{% set x = 1 %}{% set x.a = 2 %}", "non-namespace", 1},
+    {"{% break %}", "outside of a loop", 1},
+    {"{% include 'x' %}", "not supported", 1},
+    {"{{ 'unterminated }}", "unterminated string", 1},
+    {"{# never closed", "comment", 1},
+    {"{{ 1 }", "unexpected '}'", 1},
+    {"{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", "nested more than", 0},
+    {"{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "steps", 0},
+    {"{% for i in range(1000000) %}{{ 'x' * 1000 }}{% endfor %}", "output exceeds", 0},
+    {"{% set ns = namespace(s='xx') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}", "memory", 0},
+    {"{{ 1 // 0 }}", "division or modulo by zero", 1},
+    {"{{ range(10000000) }}", "too large", 1},
+    {"{{ raise_exception('Only user and assistant roles') }}", "Only user and assistant roles", 1},
+};
+
+static void test_errors(void) {
+    for (size_t i = 0; i < sizeof error_cases / sizeof error_cases[0]; i++) {
+        char *out = NULL;
+        sprout_status st = render(error_cases[i].src, NULL, NULL, &out);
+        CHECK_MSG(st == SPROUT_ERR_FORMAT && strstr(sprout_last_error(), error_cases[i].needle),
+                  "error case %zu: status %d, message '%s', wanted '%s'", i, st, st ? sprout_last_error() : "(none)",
+                  error_cases[i].needle);
+        if (error_cases[i].line)
+            CHECK_MSG(sprout_template_error_line() == error_cases[i].line, "error case %zu: line %d, wanted %d", i,
+                      sprout_template_error_line(), error_cases[i].line);
+        CHECK(out == NULL);
+    }
+    /* expressions nested past the parser's limit */
+    char deep[1024];
+    size_t o = 0;
+    o += (size_t)snprintf(deep, sizeof deep, "{{ ");
+    for (int i = 0; i < 300; i++) deep[o++] = '(';
+    deep[o++] = '1';
+    for (int i = 0; i < 300; i++) deep[o++] = ')';
+    snprintf(deep + o, sizeof deep - o, " }}");
+    char *out = NULL;
+    CHECK(render(deep, NULL, NULL, &out) == SPROUT_ERR_FORMAT && strstr(sprout_last_error(), "nested too deeply"));
+    /* raise_exception's message comes out verbatim, marked as raised */
+    CHECK(render("{{ raise_exception('boom') }}", NULL, NULL, &out) == SPROUT_ERR_FORMAT);
+    CHECK(!strcmp(sprout_last_error(), "boom") && sprout_template_error_raised());
+    CHECK(render("{{ x.y }}", NULL, NULL, &out) == SPROUT_ERR_FORMAT && !sprout_template_error_raised());
+    CHECK(!strncmp(sprout_last_error(), "line 1, column ", 15));
+    /* bad inputs to the API */
+    sprout_template *t = NULL;
+    CHECK(sprout_template_parse("{{ 1 }}", 7, &t) == SPROUT_OK);
+    sprout_template_options opt = {.struct_size = sizeof opt};
+    size_t len;
+    CHECK(sprout_template_render_json(t, "{not json", &opt, &out, &len) == SPROUT_ERR_INVALID_ARGUMENT);
+    CHECK(sprout_template_render_json(t, "{}", &opt, &out, &len) == SPROUT_ERR_INVALID_ARGUMENT);
+    opt.extra_json = "[1]";
+    CHECK(sprout_template_render_json(t, "[]", &opt, &out, &len) == SPROUT_ERR_INVALID_ARGUMENT);
+    opt.extra_json = NULL;
+    opt.now = "yesterday";
+    CHECK(sprout_template_render_json(t, "[]", &opt, &out, &len) == SPROUT_ERR_INVALID_ARGUMENT);
+    sprout_template_free(t);
+    sprout_template_free(NULL);
+}
+
+/* The built-in templates parse and render a conversation; ChatML renders
+ * exactly what the real ChatML template in ../shared renders. */
+static void test_builtins(void) {
+    static const char *const names[] = {"chatml", "llama2", "llama3", "zephyr", "phi3", "gemma", "mistral"};
+    const char *conv = "[{\"role\":\"system\",\"content\":\"S\"},{\"role\":\"user\",\"content\":\"U\"},"
+                       "{\"role\":\"assistant\",\"content\":\"A\"},{\"role\":\"user\",\"content\":\"V\"}]";
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *src = sprout_template_builtin(names[i]);
+        CHECK_MSG(src != NULL, "no built-in %s", names[i]);
+        if (!src) continue;
+        sprout_template *t = NULL;
+        CHECK_MSG(sprout_template_parse(src, strlen(src), &t) == SPROUT_OK, "%s: %s", names[i], sprout_last_error());
+        sprout_template_options opt = {sizeof opt, true, "<s>", "</s>", NULL, NULL};
+        char *out = NULL;
+        size_t len;
+        CHECK_MSG(sprout_template_render_json(t, conv, &opt, &out, &len) == SPROUT_OK, "%s: %s", names[i], sprout_last_error());
+        CHECK_MSG(out && strstr(out, "U") && strstr(out, "V") && strstr(out, "A"), "%s rendered '%s'", names[i], out ? out : "");
+        sprout_free(out);
+        sprout_template_free(t);
+    }
+    CHECK(sprout_template_builtin("nope") == NULL);
+
+    char path[1024];
+    snprintf(path, sizeof path, "%s/chat_templates/chatml-openhermes-2.5.json", test_shared_dir());
+    json_t *spec = json_load_file(path, 0, NULL);
+    const char *src = sprout_template_builtin("chatml");
+    sprout_template *t = NULL;
+    sprout_template_parse(src, strlen(src), &t);
+    for (size_t i = 0; spec && t && i < json_array_size(json_object_get(spec, "cases")); i++) {
+        const json_t *c = json_array_get(json_object_get(spec, "cases"), i);
+        char *messages = dump(json_object_get(c, "messages"));
+        sprout_template_options opt = {sizeof opt, json_is_true(json_object_get(c, "add_generation_prompt")), NULL, NULL, NULL, NULL};
+        char *out = NULL;
+        size_t len;
+        CHECK(sprout_template_render_json(t, messages, &opt, &out, &len) == SPROUT_OK);
+        CHECK_MSG(out && !strcmp(out, json_string_value(json_object_get(c, "expected"))), "chatml built-in differs on %s",
+                  json_string_value(json_object_get(c, "id")));
+        sprout_free(out);
+        free(messages);
+    }
+    sprout_template_free(t);
+    json_decref(spec);
+}
+
+static void test_model_templates(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tokenizer/ggml-vocab-qwen2.gguf", test_shared_dir());
+    sprout_gguf *g = NULL;
+    CHECK(sprout_gguf_open(path, &g) == SPROUT_OK);
+    const char *src;
+    size_t len;
+    CHECK(sprout_template_for_model(g, NULL, &src, &len) == SPROUT_OK && len > 100 && strstr(src, "im_start"));
+    CHECK(sprout_template_for_model(g, "zephyr", &src, &len) == SPROUT_OK && src == sprout_template_builtin("zephyr"));
+    CHECK(sprout_template_for_model(g, "{{ 'own' }}", &src, &len) == SPROUT_OK && !strcmp(src, "{{ 'own' }}"));
+    sprout_gguf_close(g);
+    snprintf(path, sizeof path, "%s/models/stories260K.gguf", test_shared_dir());
+    CHECK(sprout_gguf_open(path, &g) == SPROUT_OK);
+    CHECK(sprout_template_for_model(g, NULL, &src, &len) == SPROUT_OK && src == sprout_template_builtin("chatml"));
+    sprout_gguf_close(g);
+}
+
 int main(void) {
     test_shared_templates();
+    test_language();
+    test_errors();
+    test_builtins();
+    test_model_templates();
     TEST_MAIN_END();
 }

@@ -637,6 +637,14 @@ bool builtin_call(interp *in, const node *at, jv fn, const call_args *a, jv *out
 
 /* --- tests --------------------------------------------------------------------------------------- */
 
+static bool is_compare_test(const char *name) {
+    static const char *const names[] = {"equalto", "eq", "==", "sameas", "ne", "!=", "lt", "lessthan", "<",
+                                        "gt", "greaterthan", ">", "le", "<=", "ge", ">="};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(name, names[i])) return true;
+    return false;
+}
+
 static bool compare_test(interp *in, const node *at, const char *name, jv v, const jv *other, bool *out) {
     if (!other) return rt_error(in, at, "test '%s' needs an argument", name);
     if (!strcmp(name, "equalto") || !strcmp(name, "eq") || !strcmp(name, "==") || !strcmp(name, "sameas")) *out = jv_equal(v, *other);
@@ -694,10 +702,10 @@ bool builtin_test(interp *in, const node *at, const char *name, jv v, const call
         }
         if (!change_case(in, at, v.u.s, !strcmp(name, "lower") ? CASE_LOWER : CASE_UPPER, &conv)) return false;
         *out = jv_equal(v, conv);
-    } else if (compare_test(in, at, name, v, arg, out)) {
-        return true;
+    } else if (is_compare_test(name)) {
+        return compare_test(in, at, name, v, arg, out);
     } else {
-        return in->failed ? false : rt_error(in, at, "No test named '%s'.", name);
+        return rt_error(in, at, "No test named '%s'.", name);
     }
     return true;
 }

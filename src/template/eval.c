@@ -79,7 +79,14 @@ static bool lookup(interp *in, scope *s, const char *name, jv *out) {
     return true;
 }
 
+/* Assigning an existing name updates it in place: a loop that reassigns
+ * its variables must not allocate on every iteration. */
 static bool assign(interp *in, const node *at, scope *s, const char *name, jv v) {
+    jv *slot = (jv *)jv_dict_get(s->vars, name, strlen(name));
+    if (slot) {
+        *slot = v;
+        return true;
+    }
     jv key = jv_cstr(in->heap, name);
     if (key.type != JV_STR || !jv_dict_set(in->heap, s->vars, key, v)) return oom(in, at);
     return true;
@@ -566,31 +573,38 @@ static bool unpack(interp *in, const node *at, scope *s, const char *const *targ
     return true;
 }
 
-static bool set_loop_var(interp *in, const node *at, scope *ls, const jlist *items, size_t i) {
-    jv loop = jv_dict(in->heap, 12);
+/* The loop object, one per loop, updated in place each iteration as
+ * jinja2's LoopContext is. previtem/nextitem are Undefined at the ends. */
+enum { LOOP_INDEX, LOOP_INDEX0, LOOP_REVINDEX, LOOP_REVINDEX0, LOOP_FIRST, LOOP_LAST, LOOP_LENGTH, LOOP_DEPTH, LOOP_DEPTH0,
+       LOOP_PREVITEM, LOOP_NEXTITEM, LOOP_FIELDS };
+static const char *const loop_fields[LOOP_FIELDS] = {"index", "index0", "revindex", "revindex0", "first", "last",
+                                                     "length", "depth", "depth0", "previtem", "nextitem"};
+
+static bool new_loop_object(interp *in, const node *at, jv *out) {
+    jv loop = jv_dict(in->heap, LOOP_FIELDS);
     if (loop.type != JV_DICT) return oom(in, at);
+    for (int k = 0; k < LOOP_FIELDS; k++) {
+        jv key = jv_cstr(in->heap, loop_fields[k]);
+        if (key.type != JV_STR || !jv_dict_set(in->heap, loop.u.d, key, jv_none())) return oom(in, at);
+    }
+    *out = loop;
+    return true;
+}
+
+static void update_loop_object(jv loop, const jlist *items, size_t i) {
     const int64_t len = (int64_t)items->n, idx = (int64_t)i;
-    struct {
-        const char *name;
-        jv v;
-    } fields[] = {
-        {"index", jv_int(idx + 1)},        {"index0", jv_int(idx)},          {"revindex", jv_int(len - idx)},
-        {"revindex0", jv_int(len - idx - 1)}, {"first", jv_bool(i == 0)},      {"last", jv_bool(idx == len - 1)},
-        {"length", jv_int(len)},           {"depth", jv_int(1)},             {"depth0", jv_int(0)},
-    };
-    for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++) {
-        jv key = jv_cstr(in->heap, fields[k].name);
-        if (key.type != JV_STR || !jv_dict_set(in->heap, loop.u.d, key, fields[k].v)) return oom(in, at);
-    }
-    if (i > 0) {
-        jv key = jv_cstr(in->heap, "previtem");
-        if (key.type != JV_STR || !jv_dict_set(in->heap, loop.u.d, key, items->items[i - 1])) return oom(in, at);
-    }
-    if (idx + 1 < len) {
-        jv key = jv_cstr(in->heap, "nextitem");
-        if (key.type != JV_STR || !jv_dict_set(in->heap, loop.u.d, key, items->items[i + 1])) return oom(in, at);
-    }
-    return assign(in, at, ls, "loop", loop);
+    jv *v = loop.u.d->values; /* in loop_fields order */
+    v[LOOP_INDEX] = jv_int(idx + 1);
+    v[LOOP_INDEX0] = jv_int(idx);
+    v[LOOP_REVINDEX] = jv_int(len - idx);
+    v[LOOP_REVINDEX0] = jv_int(len - idx - 1);
+    v[LOOP_FIRST] = jv_bool(i == 0);
+    v[LOOP_LAST] = jv_bool(idx == len - 1);
+    v[LOOP_LENGTH] = jv_int(len);
+    v[LOOP_DEPTH] = jv_int(1);
+    v[LOOP_DEPTH0] = jv_int(0);
+    v[LOOP_PREVITEM] = i > 0 ? items->items[i - 1] : jv_undefined("there is no previous item");
+    v[LOOP_NEXTITEM] = idx + 1 < len ? items->items[i + 1] : jv_undefined("there is no next item");
 }
 
 static flow exec_for(interp *in, scope *s, const node *n) {
@@ -612,8 +626,11 @@ static flow exec_for(interp *in, scope *s, const node *n) {
         ((jlist *)kept.u.l)->n = k;
         items = kept;
     }
+    jv loop;
+    if (!new_loop_object(in, n, &loop) || !assign(in, n, ls, "loop", loop)) return FLOW_ERROR;
     for (size_t i = 0; i < items.u.l->n; i++) {
-        if (!unpack(in, n, ls, targets, n_targets, items.u.l->items[i]) || !set_loop_var(in, n, ls, items.u.l, i)) return FLOW_ERROR;
+        update_loop_object(loop, items.u.l, i);
+        if (!unpack(in, n, ls, targets, n_targets, items.u.l->items[i])) return FLOW_ERROR;
         flow f = exec(in, ls, n->u.for_.body);
         if (f == FLOW_ERROR) return f;
         if (f == FLOW_BREAK) break;

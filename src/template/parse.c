@@ -1341,7 +1341,12 @@ static node *parse_body(parser *p, const char *const *end_names, const token *op
     while (!p->failed && body) {
         token *t = peek(p);
         if (t->kind == T_EOF) {
-            if (end_names) fail_at(p, opener, "unexpected end of template: this block needs '{%% %s %%}'", end_names[0]);
+            if (end_names) {
+                const char *closer = end_names[0];
+                for (size_t k = 0; end_names[k]; k++)
+                    if (!strncmp(end_names[k], "end", 3)) closer = end_names[k];
+                fail_at(p, opener, "unexpected end of template: this block needs '{%% %s %%}'", closer);
+            }
             break;
         }
         if (end_names && at_block_named(p, end_names)) break;
