@@ -422,6 +422,173 @@ const char *sprout_template_builtin(const char *name);
  * static string. */
 sprout_status sprout_template_for_model(const sprout_gguf *gguf, const char *override, const char **source, size_t *len);
 
+/* ---------------------------------------------------------------------------
+ * Models and pipelines
+ *
+ * A sprout_model is the immutable part (mapped weights, tokenizer): load it
+ * once and share it between pipelines and threads. A sprout_pipeline holds
+ * what one conversation needs (KV cache, sampler state, chat history) and is
+ * used by one thread at a time. Free pipelines before their model.
+ *
+ *   sprout_model *m;
+ *   sprout_model_load("model.gguf", NULL, &m);
+ *   sprout_pipeline *p;
+ *   sprout_pipeline_create(m, NULL, &p);
+ *   sprout_generation_config cfg;
+ *   sprout_generation_config_init(&cfg);
+ *   cfg.max_new_tokens = 64;
+ *   sprout_result *r;
+ *   if (sprout_generate(p, "Once upon a time", &cfg, on_piece, NULL, &r) == SPROUT_OK) {
+ *       printf("%s\n", sprout_result_text(r, NULL));
+ *       sprout_result_free(r);
+ *   }
+ *   sprout_pipeline_free(p);
+ *   sprout_model_free(m);
+ * ------------------------------------------------------------------------- */
+typedef struct sprout_model sprout_model;
+typedef struct sprout_pipeline sprout_pipeline;
+typedef struct sprout_result sprout_result;
+
+typedef enum sprout_kv_type { SPROUT_KV_F16 = 0, SPROUT_KV_F32 = 1 } sprout_kv_type;
+
+typedef struct sprout_model_params {
+    size_t struct_size;      /* sizeof(sprout_model_params) */
+    int32_t n_threads;       /* default for pipelines; 0: the number of CPUs */
+    int32_t n_ctx;           /* default context length; 0: the model's, at most 4096 */
+    sprout_kv_type kv_type;  /* default KV cache type (F16) */
+} sprout_model_params;
+
+/* Loads a model (one GGUF or a split set). NULL params: defaults. Fails with
+ * SPROUT_ERR_UNSUPPORTED naming the architecture, metadata or tensor type
+ * sprout cannot run. */
+sprout_status sprout_model_load(const char *path, const sprout_model_params *params, sprout_model **out);
+void sprout_model_free(sprout_model *model);
+const sprout_tokenizer *sprout_model_tokenizer(const sprout_model *model);
+const sprout_gguf *sprout_model_gguf(const sprout_model *model);
+const char *sprout_model_architecture(const sprout_model *model);
+int32_t sprout_model_n_ctx_train(const sprout_model *model);
+int32_t sprout_model_n_vocab(const sprout_model *model);
+/* Milliseconds spent loading. */
+double sprout_model_load_ms(const sprout_model *model);
+
+typedef struct sprout_pipeline_params {
+    size_t struct_size;      /* sizeof(sprout_pipeline_params) */
+    int32_t n_ctx;           /* 0: the model's default */
+    int32_t n_batch;         /* tokens per forward pass; 0: 512 */
+    int32_t n_threads;       /* 0: the model's default */
+    sprout_kv_type kv_type;  /* used when kv_type_set */
+    bool kv_type_set;
+} sprout_pipeline_params;
+
+sprout_status sprout_pipeline_create(const sprout_model *model, const sprout_pipeline_params *params, sprout_pipeline **out);
+void sprout_pipeline_free(sprout_pipeline *p);
+int32_t sprout_pipeline_n_ctx(const sprout_pipeline *p);
+/* Tokens currently held in the KV cache (prompt and output of earlier calls). */
+int32_t sprout_pipeline_cached_tokens(const sprout_pipeline *p);
+/* Tokens the last generate call actually ran through the model for its
+ * prompt (the rest came from the cache). */
+int32_t sprout_pipeline_last_prefill_tokens(const sprout_pipeline *p);
+
+/* Everything that steers one generation. Initialise with
+ * sprout_generation_config_init(); pointers must stay valid during the call. */
+typedef struct sprout_generation_config {
+    size_t struct_size;               /* sizeof(sprout_generation_config) */
+    int32_t max_new_tokens;           /* default 256; 0 generates nothing */
+    int32_t min_new_tokens;           /* end-of-generation tokens are masked until then */
+    bool ignore_eos;                  /* never stop at end-of-generation tokens (they are masked) */
+    float temperature;                /* <= 0: greedy (ties go to the lowest id); default 0.8 */
+    int32_t top_k;                    /* <= 0: off; default 40 */
+    float top_p;                      /* >= 1: off; default 0.95 */
+    float min_p;                      /* <= 0: off; default 0.05 */
+    float repetition_penalty;         /* 1: off (default) */
+    int32_t repeat_last_n;            /* tokens the penalties look back at; default 64; -1: the whole context */
+    float presence_penalty, frequency_penalty; /* 0: off */
+    const char *const *stop_strings;  /* generation ends when the text contains one */
+    size_t n_stop_strings;
+    bool include_stop_string;         /* keep the matched stop string in the output */
+    const int32_t *stop_token_ids;    /* generation ends at one of these (in the output unless ignore) */
+    size_t n_stop_token_ids;
+    uint64_t seed;                    /* same seed, same output, on every machine */
+    bool echo;                        /* the result text starts with the prompt */
+    int32_t logprobs;                 /* > 0: record the chosen token's and this many top log-probabilities */
+} sprout_generation_config;
+
+void sprout_generation_config_init(sprout_generation_config *config);
+/* The pipeline's default config (used when a call passes NULL). */
+sprout_status sprout_pipeline_get_config(const sprout_pipeline *p, sprout_generation_config *config);
+sprout_status sprout_pipeline_set_config(sprout_pipeline *p, const sprout_generation_config *config);
+
+typedef enum sprout_stream_status {
+    SPROUT_STREAM_RUNNING = 0, /* go on */
+    SPROUT_STREAM_STOP = 1,    /* end now; keep this turn in history and cache */
+    SPROUT_STREAM_CANCEL = 2   /* end now; drop this turn's prompt and output from history and cache */
+} sprout_stream_status;
+
+/* Receives each new piece of text (whole UTF-8 characters; never text that
+ * may still turn out to be part of a stop string). */
+typedef sprout_stream_status (*sprout_streamer)(const char *piece, size_t len, void *user);
+
+typedef enum sprout_finish_reason {
+    SPROUT_FINISH_NONE = 0,
+    SPROUT_FINISH_EOS,         /* an end-of-generation token */
+    SPROUT_FINISH_STOP_STRING,
+    SPROUT_FINISH_STOP_TOKEN,
+    SPROUT_FINISH_LENGTH,      /* max_new_tokens or the end of the context */
+    SPROUT_FINISH_STOPPED,     /* the streamer said STOP */
+    SPROUT_FINISH_CANCELLED    /* the streamer said CANCEL */
+} sprout_finish_reason;
+
+/* "eos", "stop", "length", "cancelled" ... (OpenAI's words where they exist). */
+const char *sprout_finish_reason_str(sprout_finish_reason reason);
+
+/* Completes `prompt` (raw text: BOS added as the model wants, special-token
+ * text not parsed). Tokens already in the cache from earlier calls that
+ * match the new prompt's start are reused. cfg NULL: the pipeline default. */
+sprout_status sprout_generate(sprout_pipeline *p, const char *prompt, const sprout_generation_config *cfg, sprout_streamer streamer,
+                              void *user, sprout_result **out);
+/* The same from token ids (nothing is added). */
+sprout_status sprout_generate_tokens(sprout_pipeline *p, const sprout_token *prompt, size_t n_prompt,
+                                     const sprout_generation_config *cfg, sprout_streamer streamer, void *user,
+                                     sprout_result **out);
+
+/* Chat: a conversation rendered with the model's chat template (or the one
+ * set with sprout_chat_set_template). Each call adds the user message and the
+ * reply to the history; only tokens not already in the cache are computed. */
+sprout_status sprout_chat_start(sprout_pipeline *p, const char *system_prompt);
+sprout_status sprout_chat_set_template(sprout_pipeline *p, const char *name_or_source);
+sprout_status sprout_chat_generate(sprout_pipeline *p, const char *user_message, const sprout_generation_config *cfg,
+                                   sprout_streamer streamer, void *user, sprout_result **out);
+/* Messages in the history (system included). */
+size_t sprout_chat_history_length(const sprout_pipeline *p);
+sprout_status sprout_chat_history_message(const sprout_pipeline *p, size_t i, const char **role, const char **content);
+void sprout_chat_finish(sprout_pipeline *p);
+
+/* Results. Pointers stay valid until sprout_result_free. */
+const char *sprout_result_text(const sprout_result *r, size_t *len);
+const sprout_token *sprout_result_tokens(const sprout_result *r, size_t *n);
+const sprout_token *sprout_result_prompt_tokens(const sprout_result *r, size_t *n);
+sprout_finish_reason sprout_result_finish_reason(const sprout_result *r);
+/* Log-probabilities (when cfg.logprobs > 0): for generated token i, its own
+ * and the top-k (ids best first). Log-softmax of the raw logits. */
+sprout_status sprout_result_logprob(const sprout_result *r, size_t i, float *logprob, const sprout_token **top_ids,
+                                    const float **top_logprobs, size_t *k);
+void sprout_result_free(sprout_result *r);
+
+typedef struct sprout_perf_metrics {
+    size_t struct_size;
+    double load_ms;             /* model load */
+    double tokenize_ms;
+    double ttft_ms;             /* call start to the first generated token */
+    double tpot_mean_ms, tpot_std_ms; /* time per output token after the first */
+    double prefill_tokens_per_s, decode_tokens_per_s;
+    int32_t n_prompt_tokens;    /* the whole prompt */
+    int32_t n_prefill_tokens;   /* those computed (the rest came from the cache) */
+    int32_t n_generated_tokens;
+    double total_ms;
+} sprout_perf_metrics;
+
+sprout_status sprout_result_metrics(const sprout_result *r, sprout_perf_metrics *out);
+
 /* Frees memory the library handed to the caller. */
 void sprout_free(void *p);
 

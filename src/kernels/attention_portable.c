@@ -1,0 +1,36 @@
+/* One query head against its sequence's cached keys and values, in one pass
+ * with a running maximum (online softmax), for any number of cells. */
+#include <math.h>
+
+#include "kernels/kernels.h"
+#include "quant/fp16.h"
+
+static float kv_at(const void *base, sp_kv_type type, int64_t idx) {
+    return type == SP_KV_F32 ? ((const float *)base)[idx] : sp_fp16_to_fp32(((const uint16_t *)base)[idx]);
+}
+
+void sp_attention_portable(const sp_attention_args *a) {
+    float max = -INFINITY, sum = 0.f;
+    for (int64_t d = 0; d < a->head_dim_v; d++) a->out[d] = 0.f;
+    for (int64_t c = 0; c < a->n_cells; c++) {
+        const int64_t cell = (int64_t)a->cells[c] * a->stride;
+        float s = 0.f;
+        for (int64_t d = 0; d < a->head_dim_k; d++) s += a->q[d] * kv_at(a->keys, a->kv_type, cell + d);
+        s *= a->scale;
+        if (a->softcap > 0.f) s = a->softcap * tanhf(s / a->softcap);
+        float w;
+        if (s > max) { /* rescale what was accumulated under the old maximum */
+            float correction = expf(max - s);
+            sum *= correction;
+            for (int64_t d = 0; d < a->head_dim_v; d++) a->out[d] *= correction;
+            max = s;
+            w = 1.f;
+        } else {
+            w = expf(s - max);
+        }
+        sum += w;
+        for (int64_t d = 0; d < a->head_dim_v; d++) a->out[d] += w * kv_at(a->values, a->kv_type, cell + d);
+    }
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    for (int64_t d = 0; d < a->head_dim_v; d++) a->out[d] *= inv;
+}

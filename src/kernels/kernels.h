@@ -1,0 +1,58 @@
+/* The compute kernels, behind one dispatch table filled once at start-up
+ * (sp_kernels_get). This file's portable C versions are the reference every
+ * optimised one is tested against; per-ISA versions (op_type_isa.c) replace
+ * table entries when the CPU supports them. */
+#ifndef SPROUT_KERNELS_H
+#define SPROUT_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sprout.h"
+
+/* A weight matrix as stored in the file: n_out rows of n_in elements of
+ * `type` (ggml order: ne0 = n_in is contiguous). */
+typedef struct sp_weight {
+    const uint8_t *data;
+    sprout_type type;
+    int64_t n_in, n_out;
+    size_t row_bytes;
+} sp_weight;
+
+typedef enum sp_kv_type { SP_KV_F32 = 0, SP_KV_F16 = 1 } sp_kv_type;
+
+/* One attention query: softmax(q.k * scale (soft-capped)) . v over the
+ * listed cache cells, with an online softmax (the score vector is never
+ * stored). keys/values point at cell 0 of this KV head; a cell's vector is
+ * `stride` elements further per cell. */
+typedef struct sp_attention_args {
+    const float *q;        /* head_dim_k */
+    const void *keys, *values;
+    sp_kv_type kv_type;
+    int64_t stride;        /* elements between cells */
+    const int32_t *cells;  /* which cells to attend to, n_cells of them */
+    int64_t n_cells;
+    int64_t head_dim_k, head_dim_v;
+    float scale, softcap;  /* softcap 0: none */
+    float *out;            /* head_dim_v */
+} sp_attention_args;
+
+typedef struct sp_kernels {
+    const char *name;
+    /* y[t * y_stride + o] = W[o] . x[t * x_stride + :] for o in [o0, o1),
+     * t in [0, n_tokens). scratch holds n_in floats. */
+    void (*matmul)(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
+                   int64_t o0, int64_t o1, float *scratch);
+    void (*attention)(const sp_attention_args *a);
+} sp_kernels;
+
+const sp_kernels *sp_kernels_get(void);
+/* The portable table, for tests that compare against it. */
+const sp_kernels *sp_kernels_portable(void);
+
+void sp_matmul_portable(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
+                        int64_t o0, int64_t o1, float *scratch);
+void sp_attention_portable(const sp_attention_args *a);
+
+#endif

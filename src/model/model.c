@@ -1,0 +1,390 @@
+#include "model/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "quant/quant.h"
+
+/* What each architecture does that the tensors alone do not say. */
+typedef struct arch_traits {
+    const char *name;
+    sp_arch arch;
+    sp_rope_kind rope;
+    sp_norm_kind norm;
+    sp_ffn_kind ffn;
+    bool may_be_parallel; /* parallel attention/FFN when the file has no ffn_norm */
+    bool embd_scale;      /* embeddings times sqrt(n_embd) */
+    bool always_tied;     /* the output head is the embedding, whatever else the file holds */
+    int swa_pattern;      /* 0: none; n: layer il is local when il % n < n - 1 (from the file for gemma3) */
+    bool swa_all_layers;  /* the window (if any) applies to every layer */
+} arch_traits;
+
+static const arch_traits archs[] = {
+    {"llama", SP_ARCH_LLAMA, SP_ROPE_NORM, SP_NORM_RMS, SP_FFN_SWIGLU, false, false, false, 0, false},
+    {"qwen2", SP_ARCH_QWEN2, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_SWIGLU, false, false, false, 0, false},
+    {"qwen3", SP_ARCH_QWEN3, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_SWIGLU, false, false, false, 0, false},
+    {"phi3", SP_ARCH_PHI3, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_SWIGLU, false, false, false, 0, true},
+    {"gemma", SP_ARCH_GEMMA, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_GEGLU, false, true, true, 0, false},
+    {"gemma2", SP_ARCH_GEMMA2, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_GEGLU, false, true, true, 2, false},
+    {"gemma3", SP_ARCH_GEMMA3, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_GEGLU, false, true, true, 6, false},
+    {"phi2", SP_ARCH_PHI2, SP_ROPE_NEOX, SP_NORM_LAYER, SP_FFN_GELU, true, false, false, 0, false},
+    {"stablelm", SP_ARCH_STABLELM, SP_ROPE_NEOX, SP_NORM_LAYER, SP_FFN_SWIGLU, true, false, false, 0, false},
+    {"falcon", SP_ARCH_FALCON, SP_ROPE_NEOX, SP_NORM_LAYER, SP_FFN_GELU, true, false, false, 0, false},
+};
+
+/* --- metadata ------------------------------------------------------------------------ */
+
+typedef struct loader {
+    sprout_model *m;
+    const sprout_gguf *g;
+    const char *arch;
+    float *decoded;       /* next free float of m->decoded */
+    size_t decoded_left;
+} loader;
+
+static bool arch_key(const loader *L, const char *suffix, char *key, size_t cap) {
+    return snprintf(key, cap, "%s.%s", L->arch, suffix) < (int)cap;
+}
+
+/* An integer hyperparameter; per-layer arrays must be uniform. */
+static sprout_status get_int(const loader *L, const char *suffix, bool required, int64_t fallback, int64_t *out) {
+    char key[160];
+    arch_key(L, suffix, key, sizeof key);
+    const sprout_gguf_value *v = sprout_gguf_find(L->g, key);
+    *out = fallback;
+    if (!v) return required ? sp_fail(SPROUT_ERR_FORMAT, "metadata key '%s' is missing", key) : SPROUT_OK;
+    if (sprout_gguf_value_type(v) == SPROUT_GGUF_ARRAY) {
+        uint64_t n = sprout_gguf_array_len(v);
+        for (uint64_t i = 0; i < n; i++) {
+            int64_t x;
+            if (sprout_gguf_array_i64(v, i, &x) != SPROUT_OK) return sp_fail(SPROUT_ERR_FORMAT, "key '%s': not integers", key);
+            if (i > 0 && x != *out)
+                return sp_fail(SPROUT_ERR_UNSUPPORTED, "key '%s' varies by layer, which sprout does not support", key);
+            *out = x;
+        }
+        return n ? SPROUT_OK : sp_fail(SPROUT_ERR_FORMAT, "key '%s' is an empty array", key);
+    }
+    if (sprout_gguf_value_i64(v, out) != SPROUT_OK) return sp_fail(SPROUT_ERR_FORMAT, "key '%s' must be an integer", key);
+    return SPROUT_OK;
+}
+
+static float get_float(const loader *L, const char *suffix, float fallback) {
+    char key[160];
+    arch_key(L, suffix, key, sizeof key);
+    float f;
+    return sprout_gguf_get_f32(L->g, key, &f) == SPROUT_OK ? f : fallback;
+}
+
+/* --- tensors --------------------------------------------------------------------------- */
+
+static int64_t find_tensor(const loader *L, const char *name) { return sprout_gguf_find_tensor(L->g, name); }
+
+static sprout_status check_computable(const loader *L, int64_t i) {
+    sprout_type t = sprout_gguf_tensor_type(L->g, i);
+    if (!sprout_type_can_dequantize(t))
+        return sp_fail(SPROUT_ERR_UNSUPPORTED, "tensor '%s' has type %s, which sprout cannot compute with yet",
+                       sprout_gguf_tensor_name(L->g, i), sprout_type_name(t));
+    return SPROUT_OK;
+}
+
+/* A matrix of n_out rows of n_in; absent optional ones stay zeroed. */
+static sprout_status bind_weight(loader *L, const char *name, int64_t n_in, int64_t n_out, bool required, sp_weight *w) {
+    memset(w, 0, sizeof *w);
+    int64_t i = find_tensor(L, name);
+    if (i < 0) return required ? sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' is missing", name) : SPROUT_OK;
+    sprout_status st = check_computable(L, i);
+    if (st != SPROUT_OK) return st;
+    int64_t ne0 = sprout_gguf_tensor_dim(L->g, i, 0), ne1 = sprout_gguf_tensor_dim(L->g, i, 1);
+    if (ne0 != n_in || ne1 != n_out || sprout_gguf_tensor_elements(L->g, i) != n_in * n_out)
+        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' has shape [%lld, %lld], expected [%lld, %lld]", name, (long long)ne0,
+                       (long long)ne1, (long long)n_in, (long long)n_out);
+    w->data = sprout_gguf_tensor_data(L->g, i);
+    w->type = sprout_gguf_tensor_type(L->g, i);
+    w->n_in = n_in;
+    w->n_out = n_out;
+    w->row_bytes = (size_t)(sprout_gguf_tensor_bytes(L->g, i) / (uint64_t)n_out);
+    return SPROUT_OK;
+}
+
+/* A vector of n floats: a view of F32 data, else decoded into m->decoded. */
+static sprout_status bind_vec(loader *L, const char *name, int64_t n, bool required, sp_vec *out) {
+    *out = NULL;
+    int64_t i = find_tensor(L, name);
+    if (i < 0) return required ? sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' is missing", name) : SPROUT_OK;
+    sprout_status st = check_computable(L, i);
+    if (st != SPROUT_OK) return st;
+    if (sprout_gguf_tensor_elements(L->g, i) != n)
+        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' has %lld elements, expected %lld", name,
+                       (long long)sprout_gguf_tensor_elements(L->g, i), (long long)n);
+    const void *data = sprout_gguf_tensor_data(L->g, i);
+    sprout_type t = sprout_gguf_tensor_type(L->g, i);
+    if (t == SPROUT_TYPE_F32 && ((uintptr_t)data & 3) == 0) {
+        *out = data;
+        return SPROUT_OK;
+    }
+    if ((size_t)n > L->decoded_left) return sp_fail(SPROUT_ERR_INTERNAL, "decoded vector space exhausted at '%s'", name);
+    if (n % sprout_type_block_size(t) != 0)
+        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' length does not fit its type %s", name, sprout_type_name(t));
+    sprout_dequantize(t, data, L->decoded, n);
+    *out = L->decoded;
+    L->decoded += n;
+    L->decoded_left -= (size_t)n;
+    return SPROUT_OK;
+}
+
+static sprout_status bind_layer(loader *L, int il, sp_layer *ly) {
+    const sp_hparams *hp = &L->m->hp;
+    const int64_t e = hp->n_embd, q_dim = (int64_t)hp->n_head * hp->head_dim_k, kv_k = (int64_t)hp->n_head_kv * hp->head_dim_k,
+                  kv_v = (int64_t)hp->n_head_kv * hp->head_dim_v, ff = hp->n_ff;
+    char name[128];
+    sprout_status st;
+#define NAME(s) (snprintf(name, sizeof name, "blk.%d.%s", il, s), name)
+#define TRY(expr)                                                                                     \
+    do {                                                                                              \
+        if ((st = (expr)) != SPROUT_OK) return st;                                                    \
+    } while (0)
+    TRY(bind_vec(L, NAME("attn_norm.weight"), e, true, &ly->attn_norm));
+    TRY(bind_vec(L, NAME("attn_norm.bias"), e, false, &ly->attn_norm_b));
+    if (find_tensor(L, NAME("attn_qkv.weight")) >= 0) {
+        TRY(bind_weight(L, NAME("attn_qkv.weight"), e, q_dim + kv_k + kv_v, true, &ly->wqkv));
+        TRY(bind_vec(L, NAME("attn_qkv.bias"), q_dim + kv_k + kv_v, false, &ly->bqkv));
+    } else {
+        TRY(bind_weight(L, NAME("attn_q.weight"), e, q_dim, true, &ly->wq));
+        TRY(bind_weight(L, NAME("attn_k.weight"), e, kv_k, true, &ly->wk));
+        TRY(bind_weight(L, NAME("attn_v.weight"), e, kv_v, true, &ly->wv));
+        TRY(bind_vec(L, NAME("attn_q.bias"), q_dim, false, &ly->bq));
+        TRY(bind_vec(L, NAME("attn_k.bias"), kv_k, false, &ly->bk));
+        TRY(bind_vec(L, NAME("attn_v.bias"), kv_v, false, &ly->bv));
+    }
+    TRY(bind_vec(L, NAME("attn_q_norm.weight"), hp->head_dim_k, false, &ly->q_norm));
+    TRY(bind_vec(L, NAME("attn_k_norm.weight"), hp->head_dim_k, false, &ly->k_norm));
+    TRY(bind_weight(L, NAME("attn_output.weight"), (int64_t)hp->n_head * hp->head_dim_v, e, true, &ly->wo));
+    TRY(bind_vec(L, NAME("attn_output.bias"), e, false, &ly->bo));
+    TRY(bind_vec(L, NAME("post_attention_norm.weight"), e, false, &ly->post_attn_norm));
+    TRY(bind_vec(L, NAME("ffn_norm.weight"), e, !hp->parallel_block, &ly->ffn_norm));
+    TRY(bind_vec(L, NAME("ffn_norm.bias"), e, false, &ly->ffn_norm_b));
+    if (hp->ffn_kind != SP_FFN_GELU && !hp->fused_gate_up) TRY(bind_weight(L, NAME("ffn_gate.weight"), e, ff, true, &ly->w_gate));
+    TRY(bind_weight(L, NAME("ffn_up.weight"), e, hp->fused_gate_up ? 2 * ff : ff, true, &ly->w_up));
+    TRY(bind_vec(L, NAME("ffn_up.bias"), ff, false, &ly->b_up));
+    TRY(bind_weight(L, NAME("ffn_down.weight"), ff, e, true, &ly->w_down));
+    TRY(bind_vec(L, NAME("ffn_down.bias"), e, false, &ly->b_down));
+    TRY(bind_vec(L, NAME("post_ffw_norm.weight"), e, false, &ly->post_ffn_norm));
+#undef NAME
+#undef TRY
+    return SPROUT_OK;
+}
+
+static const arch_traits *find_arch(const char *name, size_t len) {
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (strlen(archs[i].name) == len && !memcmp(archs[i].name, name, len)) return &archs[i];
+    return NULL;
+}
+
+static sprout_status load_hparams(loader *L, const arch_traits *at) {
+    sp_hparams *hp = &L->m->hp;
+    const sprout_gguf *g = L->g;
+    int64_t v;
+    sprout_status st;
+    hp->arch = at->arch;
+    hp->arch_name = at->name;
+#define INT(field, suffix, required, fallback)                                                        \
+    do {                                                                                              \
+        if ((st = get_int(L, suffix, required, fallback, &v)) != SPROUT_OK) return st;                \
+        if (v < 0 || v > (1 << 24)) return sp_fail(SPROUT_ERR_FORMAT, "%s.%s = %lld is out of range", L->arch, suffix, (long long)v); \
+        hp->field = (int32_t)v;                                                                       \
+    } while (0)
+    INT(n_embd, "embedding_length", true, 0);
+    INT(n_layer, "block_count", true, 0);
+    INT(n_ff, "feed_forward_length", true, 0);
+    INT(n_head, "attention.head_count", true, 0);
+    INT(n_head_kv, "attention.head_count_kv", false, hp->n_head);
+    INT(n_ctx_train, "context_length", false, 2048);
+    if (hp->n_embd <= 0 || hp->n_layer <= 0 || hp->n_head <= 0 || hp->n_head_kv <= 0 || hp->n_ff <= 0)
+        return sp_fail(SPROUT_ERR_FORMAT, "%s: embedding, layer, head and FFN sizes must be positive", L->arch);
+    if (hp->n_head % hp->n_head_kv != 0)
+        return sp_fail(SPROUT_ERR_FORMAT, "%s: %d heads cannot share %d KV heads", L->arch, hp->n_head, hp->n_head_kv);
+    INT(head_dim_k, "attention.key_length", false, hp->n_embd / hp->n_head);
+    INT(head_dim_v, "attention.value_length", false, hp->head_dim_k);
+    INT(n_rot, "rope.dimension_count", false, hp->head_dim_k);
+    if (hp->head_dim_k <= 0 || hp->head_dim_v <= 0 || hp->n_rot > hp->head_dim_k || hp->n_rot % 2 != 0)
+        return sp_fail(SPROUT_ERR_FORMAT, "%s: head size %d / rotary dimensions %d do not fit", L->arch, hp->head_dim_k, hp->n_rot);
+    INT(sliding_window, "attention.sliding_window", false, 0);
+#undef INT
+    hp->rope_kind = at->rope;
+    hp->rope_base = get_float(L, "rope.freq_base", 10000.f);
+    hp->rope_base_swa = get_float(L, "rope.freq_base_swa", 10000.f);
+    hp->rope_freq_scale = 1.f;
+    hp->rope_attn_factor = get_float(L, "rope.scaling.attn_factor", 1.f);
+    hp->yarn_beta_fast = get_float(L, "rope.scaling.yarn_beta_fast", 32.f);
+    hp->yarn_beta_slow = get_float(L, "rope.scaling.yarn_beta_slow", 1.f);
+    if ((st = get_int(L, "rope.scaling.original_context_length", false, hp->n_ctx_train, &v)) != SPROUT_OK) return st;
+    hp->rope_ctx_orig = (int32_t)v;
+    char key[160];
+    const char *stype = NULL;
+    size_t stype_len = 0;
+    arch_key(L, "rope.scaling.type", key, sizeof key);
+    if (sprout_gguf_get_str(g, key, &stype, &stype_len) == SPROUT_OK && !(stype_len == 4 && !memcmp(stype, "none", 4))) {
+        float factor = get_float(L, "rope.scaling.factor", 1.f);
+        if (!(factor > 0.f)) return sp_fail(SPROUT_ERR_FORMAT, "%s: rope scaling factor %g", L->arch, factor);
+        hp->rope_freq_scale = 1.f / factor;
+        if (stype_len == 6 && !memcmp(stype, "linear", 6)) hp->rope_scaling = SP_ROPE_SCALING_LINEAR;
+        else if (stype_len == 4 && !memcmp(stype, "yarn", 4)) {
+            hp->rope_scaling = SP_ROPE_SCALING_YARN;
+            hp->yarn_ext_factor = 1.f;
+        } else return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s: RoPE scaling '%.*s' is not supported", L->arch, (int)stype_len, stype);
+    } else {
+        float factor = get_float(L, "rope.scale_linear", 1.f); /* older files */
+        if (factor > 0.f && factor != 1.f) {
+            hp->rope_scaling = SP_ROPE_SCALING_LINEAR;
+            hp->rope_freq_scale = 1.f / factor;
+        }
+    }
+    hp->norm_kind = at->norm;
+    hp->norm_eps = get_float(L, at->norm == SP_NORM_RMS ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon", 1e-5f);
+    hp->ffn_kind = at->ffn;
+    hp->embd_scale = at->embd_scale ? sqrtf((float)hp->n_embd) : 1.f;
+    hp->attn_scale = get_float(L, "attention.scale", 1.f / sqrtf((float)hp->head_dim_k));
+    hp->attn_softcap = get_float(L, "attn_logit_softcapping", 0.f);
+    hp->final_softcap = get_float(L, "final_logit_softcapping", 0.f);
+    hp->parallel_block = at->may_be_parallel && find_tensor(L, "blk.0.ffn_norm.weight") < 0;
+    hp->fused_gate_up = find_tensor(L, "blk.0.ffn_gate.weight") < 0 && at->ffn != SP_FFN_GELU;
+    return SPROUT_OK;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+sprout_status sp_model_build(sprout_gguf *g, const sprout_model_params *params, sprout_model **out) {
+    *out = NULL;
+    const char *arch_name;
+    size_t arch_len;
+    sprout_status st = sprout_gguf_get_str(g, "general.architecture", &arch_name, &arch_len);
+    if (st != SPROUT_OK) return sp_fail(SPROUT_ERR_FORMAT, "general.architecture is missing: not a model file");
+    const arch_traits *at = find_arch(arch_name, arch_len);
+    if (!at)
+        return sp_fail(SPROUT_ERR_UNSUPPORTED, "architecture '%.*s' is not supported (sprout runs llama, qwen2, qwen3, phi3, gemma, "
+                                               "gemma2, gemma3, phi2, stablelm, falcon)",
+                       (int)(arch_len > 64 ? 64 : arch_len), arch_name);
+    sprout_model *m = calloc(1, sizeof *m);
+    if (!m) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    loader L = {.m = m, .g = g, .arch = at->name};
+    if ((st = load_hparams(&L, at)) != SPROUT_OK) goto fail;
+    sp_hparams *hp = &m->hp;
+
+    /* room for the small vectors that must be decoded (norms, biases) */
+    size_t room = (size_t)hp->n_layer * (size_t)(16 * hp->n_embd + 4 * (hp->n_head + hp->n_head_kv) * hp->head_dim_k + 4 * hp->n_ff) +
+                  (size_t)(8 * hp->n_embd) + 4096;
+    m->decoded = malloc(room * sizeof(float));
+    m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
+    if (!m->decoded || !m->layers) {
+        st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+        goto fail;
+    }
+    L.decoded = m->decoded;
+    L.decoded_left = room;
+
+    int64_t emb = find_tensor(&L, "token_embd.weight");
+    if (emb < 0) {
+        st = sp_fail(SPROUT_ERR_FORMAT, "tensor 'token_embd.weight' is missing");
+        goto fail;
+    }
+    hp->n_vocab = (int32_t)sprout_gguf_tensor_dim(g, emb, 1);
+    if ((st = bind_weight(&L, "token_embd.weight", hp->n_embd, hp->n_vocab, true, &m->tok_embd)) != SPROUT_OK) goto fail;
+    if ((st = bind_vec(&L, "output_norm.weight", hp->n_embd, true, &m->output_norm)) != SPROUT_OK) goto fail;
+    if ((st = bind_vec(&L, "output_norm.bias", hp->n_embd, false, &m->output_norm_b)) != SPROUT_OK) goto fail;
+    if (at->always_tied || find_tensor(&L, "output.weight") < 0) m->output = m->tok_embd;
+    else if ((st = bind_weight(&L, "output.weight", hp->n_embd, hp->n_vocab, true, &m->output)) != SPROUT_OK) goto fail;
+    if ((st = bind_vec(&L, "output.bias", hp->n_vocab, false, &m->output_b)) != SPROUT_OK) goto fail;
+    /* Llama 3 stores its RoPE scaling as per-dimension divisors; Phi-3
+     * long-context models store two sets, long used past the original length */
+    const char *factors = "rope_freqs.weight";
+    if (find_tensor(&L, "rope_factors_long.weight") >= 0) {
+        int32_t n_ctx = params && params->n_ctx > 0 ? params->n_ctx : hp->n_ctx_train;
+        factors = n_ctx > hp->rope_ctx_orig ? "rope_factors_long.weight" : "rope_factors_short.weight";
+    }
+    if ((st = bind_vec(&L, factors, hp->n_rot / 2, false, &m->rope_factors)) != SPROUT_OK) goto fail;
+
+    int swa_pattern = at->swa_pattern;
+    if (at->arch == SP_ARCH_GEMMA3) {
+        int64_t pattern;
+        if ((st = get_int(&L, "attention.sliding_window_pattern", false, 6, &pattern)) != SPROUT_OK) goto fail;
+        swa_pattern = (int)pattern;
+    }
+    for (int il = 0; il < hp->n_layer; il++) {
+        sp_layer *ly = &m->layers[il];
+        if ((st = bind_layer(&L, il, ly)) != SPROUT_OK) goto fail;
+        ly->sliding = hp->sliding_window > 0 &&
+                      (at->swa_all_layers || (swa_pattern > 0 && il % swa_pattern < swa_pattern - 1));
+        ly->rope_base = at->arch == SP_ARCH_GEMMA3 && ly->sliding ? hp->rope_base_swa : hp->rope_base;
+    }
+    m->gguf = g;
+    *out = m;
+    return SPROUT_OK;
+fail:
+    free(m->decoded);
+    free(m->layers);
+    free(m);
+    return st;
+}
+
+/* --- the public model API ---------------------------------------------------------------- */
+
+sprout_status sprout_model_load(const char *path, const sprout_model_params *params, sprout_model **out) {
+    if (!out) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL output pointer");
+    *out = NULL;
+    const double t0 = now_ms();
+    sprout_gguf *g = NULL;
+    sprout_status st = sprout_gguf_open(path, &g);
+    if (st != SPROUT_OK) return st;
+    sprout_model *m = NULL;
+    if ((st = sp_model_build(g, params, &m)) != SPROUT_OK) {
+        sp_error_prefix("%s", path);
+        sprout_gguf_close(g);
+        return st;
+    }
+    st = sprout_tokenizer_create(g, &m->tokenizer);
+    if (st == SPROUT_ERR_NOT_FOUND) st = SPROUT_OK; /* token ids in, token ids out */
+    if (st != SPROUT_OK) {
+        sprout_model_free(m);
+        return st;
+    }
+    if (m->tokenizer && sprout_tokenizer_vocab_size(m->tokenizer) > m->hp.n_vocab) {
+        sprout_model_free(m);
+        return sp_fail(SPROUT_ERR_FORMAT, "%s: the vocabulary has more tokens than the embedding rows", path);
+    }
+    sprout_model_params defaults = {.struct_size = sizeof defaults};
+    if (params) memcpy(&defaults, params, params->struct_size && params->struct_size < sizeof defaults ? params->struct_size : sizeof defaults);
+    if (defaults.n_threads <= 0) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        defaults.n_threads = cpus > 0 ? (int32_t)cpus : 1;
+    }
+    if (defaults.n_ctx <= 0) defaults.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
+    m->params = defaults;
+    m->load_ms = now_ms() - t0;
+    *out = m;
+    return SPROUT_OK;
+}
+
+void sprout_model_free(sprout_model *m) {
+    if (!m) return;
+    sprout_tokenizer_free(m->tokenizer);
+    sprout_gguf_close(m->gguf);
+    free(m->decoded);
+    free(m->layers);
+    free(m);
+}
+
+const sprout_tokenizer *sprout_model_tokenizer(const sprout_model *m) { return m ? m->tokenizer : NULL; }
+const sprout_gguf *sprout_model_gguf(const sprout_model *m) { return m ? m->gguf : NULL; }
+const char *sprout_model_architecture(const sprout_model *m) { return m ? m->hp.arch_name : ""; }
+int32_t sprout_model_n_ctx_train(const sprout_model *m) { return m ? m->hp.n_ctx_train : 0; }
+int32_t sprout_model_n_vocab(const sprout_model *m) { return m ? m->hp.n_vocab : 0; }
+double sprout_model_load_ms(const sprout_model *m) { return m ? m->load_ms : 0; }

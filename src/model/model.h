@@ -1,0 +1,90 @@
+/* A model built from a GGUF's metadata alone: hyperparameters, architecture
+ * traits and per-layer weight views into the mapping. Nothing here is
+ * per-model code: each supported architecture is a row of traits, and every
+ * optional piece (biases, fused projections, q/k norms, post-norms, RoPE
+ * factors) is found by its tensor's presence. */
+#ifndef SPROUT_MODEL_H
+#define SPROUT_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernels/kernels.h"
+#include "sprout.h"
+
+typedef enum sp_arch {
+    SP_ARCH_LLAMA,
+    SP_ARCH_QWEN2,
+    SP_ARCH_QWEN3,
+    SP_ARCH_PHI3,
+    SP_ARCH_GEMMA,
+    SP_ARCH_GEMMA2,
+    SP_ARCH_GEMMA3,
+    SP_ARCH_PHI2,
+    SP_ARCH_STABLELM,
+    SP_ARCH_FALCON,
+} sp_arch;
+
+typedef enum sp_rope_kind { SP_ROPE_NORM, SP_ROPE_NEOX } sp_rope_kind;
+typedef enum sp_norm_kind { SP_NORM_RMS, SP_NORM_LAYER } sp_norm_kind;
+typedef enum sp_ffn_kind { SP_FFN_SWIGLU, SP_FFN_GEGLU, SP_FFN_GELU } sp_ffn_kind;
+typedef enum sp_rope_scaling { SP_ROPE_SCALING_NONE, SP_ROPE_SCALING_LINEAR, SP_ROPE_SCALING_YARN } sp_rope_scaling;
+
+/* A vector (norm weight, bias) as floats: F32 views of the file when the file
+ * stores F32, else decoded once at load (they are tiny). NULL when absent. */
+typedef const float *sp_vec;
+
+typedef struct sp_layer {
+    sp_vec attn_norm, attn_norm_b;
+    sp_weight wq, wk, wv, wqkv; /* wqkv.data set: fused */
+    sp_vec bq, bk, bv, bqkv;
+    sp_vec q_norm, k_norm;      /* per-head RMS norms (qwen3, gemma3) */
+    sp_weight wo;
+    sp_vec bo;
+    sp_vec post_attn_norm;      /* gemma2/3 */
+    sp_vec ffn_norm, ffn_norm_b;
+    sp_weight w_gate, w_up, w_down; /* w_up has 2*n_ff rows when gate and up are fused (phi3) */
+    sp_vec b_up, b_down;
+    sp_vec post_ffn_norm;       /* gemma2/3 */
+    bool sliding;               /* sliding-window attention on this layer */
+    float rope_base;
+} sp_layer;
+
+typedef struct sp_hparams {
+    sp_arch arch;
+    const char *arch_name;
+    int32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, head_dim_k, head_dim_v, n_ff, n_rot;
+    sp_rope_kind rope_kind;
+    float rope_base, rope_base_swa;
+    sp_rope_scaling rope_scaling;
+    float rope_freq_scale;      /* 1 / scaling factor */
+    int32_t rope_ctx_orig;
+    float rope_attn_factor, yarn_ext_factor, yarn_beta_fast, yarn_beta_slow;
+    sp_norm_kind norm_kind;
+    float norm_eps;
+    sp_ffn_kind ffn_kind;
+    bool parallel_block;        /* attention and FFN read the same normed input */
+    bool fused_gate_up;
+    float embd_scale;           /* 1, or sqrt(n_embd) for gemma */
+    float attn_scale;
+    float attn_softcap, final_softcap; /* 0: none */
+    int32_t sliding_window;     /* 0: none */
+} sp_hparams;
+
+struct sprout_model {
+    sprout_gguf *gguf;
+    sprout_tokenizer *tokenizer; /* NULL when the file has no vocabulary */
+    sp_hparams hp;
+    sp_weight tok_embd, output;
+    sp_vec output_norm, output_norm_b, output_b;
+    sp_vec rope_factors;         /* per-dimension frequency divisors (Llama 3, Phi-3 long/short) */
+    sp_layer *layers;
+    float *decoded;              /* storage of decoded small vectors */
+    sprout_model_params params;
+    double load_ms;
+};
+
+/* Builds the model from an open GGUF (takes ownership of it on success). */
+sprout_status sp_model_build(sprout_gguf *gguf, const sprout_model_params *params, sprout_model **out);
+
+#endif

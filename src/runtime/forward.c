@@ -1,0 +1,363 @@
+/* The transformer forward pass, read top to bottom as the papers write it.
+ * Shapes in comments: n = tokens in the batch, e = n_embd, f = n_ff,
+ * hq/hkv = query/KV heads, dk/dv = head sizes. */
+#include "runtime/forward.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "quant/fp16.h"
+#include "quant/quant.h"
+
+/* --- element-wise pieces ------------------------------------------------------------------ */
+
+static void rms_norm(float *out, const float *x, const float *w, int64_t n, float eps) {
+    double ss = 0;
+    for (int64_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    const float scale = 1.f / sqrtf((float)(ss / (double)n) + eps);
+    for (int64_t i = 0; i < n; i++) out[i] = x[i] * scale * (w ? w[i] : 1.f);
+}
+
+static void layer_norm(float *out, const float *x, const float *w, const float *b, int64_t n, float eps) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < n; i++) mean += x[i];
+    mean /= (double)n;
+    for (int64_t i = 0; i < n; i++) var += ((double)x[i] - mean) * ((double)x[i] - mean);
+    const float scale = 1.f / sqrtf((float)(var / (double)n) + eps);
+    for (int64_t i = 0; i < n; i++) out[i] = ((float)(x[i] - mean)) * scale * (w ? w[i] : 1.f) + (b ? b[i] : 0.f);
+}
+
+static void norm(const sp_hparams *hp, float *out, const float *x, const float *w, const float *b) {
+    if (hp->norm_kind == SP_NORM_RMS) rms_norm(out, x, w, hp->n_embd, hp->norm_eps);
+    else layer_norm(out, x, w, b, hp->n_embd, hp->norm_eps);
+}
+
+static inline float silu(float x) { return x / (1.f + expf(-x)); }
+
+static inline float gelu(float x) { /* the tanh form, as the models were trained */
+    return 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
+static void add_bias(float *y, const float *b, int64_t n_rows, int64_t width, int64_t stride) {
+    if (!b) return;
+    for (int64_t r = 0; r < n_rows; r++)
+        for (int64_t i = 0; i < width; i++) y[r * stride + i] += b[i];
+}
+
+/* --- RoPE --------------------------------------------------------------------------------- */
+
+static float yarn_corr_dim(int n_rot, int ctx_orig, float beta, float base) {
+    return (float)n_rot * logf((float)ctx_orig / (beta * 2.f * (float)M_PI)) / (2.f * logf(base));
+}
+
+/* Rotates the first n_rot dims of each of n_heads heads of size head_dim. */
+static void rope(const sp_hparams *hp, const float *factors, float *v, int n_heads, int head_dim, int32_t pos, float base,
+                 float freq_scale) {
+    const int n_rot = hp->n_rot, half = n_rot / 2;
+    float corr[2] = {0, 0};
+    const float ext = hp->rope_scaling == SP_ROPE_SCALING_YARN ? hp->yarn_ext_factor : 0.f;
+    if (ext != 0.f) {
+        corr[0] = fmaxf(0.f, floorf(yarn_corr_dim(n_rot, hp->rope_ctx_orig, hp->yarn_beta_fast, base)));
+        corr[1] = fminf((float)(n_rot - 1), ceilf(yarn_corr_dim(n_rot, hp->rope_ctx_orig, hp->yarn_beta_slow, base)));
+    }
+    for (int i = 0; i < half; i++) {
+        float theta_extrap = (float)pos * powf(base, -2.f * (float)i / (float)n_rot);
+        if (factors) theta_extrap /= factors[i];
+        const float theta_interp = freq_scale * theta_extrap;
+        float theta = theta_interp, mscale = hp->rope_attn_factor;
+        if (ext != 0.f) { /* YaRN: blend interpolation and extrapolation per dimension */
+            float y = ((float)i - corr[0]) / fmaxf(0.001f, corr[1] - corr[0]);
+            float ramp = (1.f - fminf(1.f, fmaxf(0.f, y))) * ext;
+            theta = theta_interp * (1.f - ramp) + theta_extrap * ramp;
+            mscale *= 1.f + 0.1f * logf(1.f / freq_scale);
+        }
+        const float c = cosf(theta) * mscale, s = sinf(theta) * mscale;
+        for (int hh = 0; hh < n_heads; hh++) {
+            float *x = v + (int64_t)hh * head_dim;
+            const int a = hp->rope_kind == SP_ROPE_NORM ? 2 * i : i, b = hp->rope_kind == SP_ROPE_NORM ? 2 * i + 1 : i + half;
+            const float x0 = x[a], x1 = x[b];
+            x[a] = x0 * c - x1 * s;
+            x[b] = x0 * s + x1 * c;
+        }
+    }
+}
+
+/* --- parallel matmul and attention ----------------------------------------------------------- */
+
+typedef struct matmul_job {
+    const sp_context *ctx;
+    const sp_weight *w;
+    const float *x;
+    int64_t x_stride, n_tokens;
+    float *y;
+    int64_t y_stride;
+} matmul_job;
+
+static void matmul_worker(void *p, int ith, int nth) {
+    const matmul_job *j = p;
+    int64_t o0, o1;
+    sp_split_range(j->w->n_out, ith, nth, &o0, &o1);
+    if (o0 < o1)
+        j->ctx->kernels->matmul(j->w, j->x, j->x_stride, j->n_tokens, j->y, j->y_stride, o0, o1,
+                                j->ctx->scratch + (int64_t)ith * j->ctx->scratch_stride);
+}
+
+/* y[t][0..n_out) = W x[t] for n tokens. */
+static void matmul(const sp_context *ctx, const sp_weight *w, const float *x, int64_t x_stride, int64_t n, float *y,
+                   int64_t y_stride) {
+    matmul_job j = {ctx, w, x, x_stride, n, y, y_stride};
+    sp_threadpool_run(ctx->pool, matmul_worker, &j);
+}
+
+typedef struct attention_job {
+    const sp_context *ctx;
+    const sp_batch_token *batch;
+    int32_t n;
+    int il;
+} attention_job;
+
+static void attention_worker(void *p, int ith, int nth) {
+    const attention_job *j = p;
+    const sp_context *ctx = j->ctx;
+    const sp_hparams *hp = &ctx->model->hp;
+    const sp_layer *ly = &ctx->model->layers[j->il];
+    const sp_kv_cache *kv = &ctx->kv;
+    const int64_t n_pairs = (int64_t)j->n * hp->n_head, group = hp->n_head / hp->n_head_kv;
+    const size_t elem = kv->type == SP_KV_F32 ? 4 : 2;
+    int64_t b, e;
+    sp_split_range(n_pairs, ith, nth, &b, &e);
+    for (int64_t pi = b; pi < e; pi++) {
+        const int64_t t = pi / hp->n_head, head = pi % hp->n_head, kvh = head / group;
+        const sp_batch_token *tok = &j->batch[t];
+        int32_t hi = sp_kv_visible(kv, tok->seq, tok->pos);
+        int32_t lo = ly->sliding ? sp_kv_window_start(kv, tok->seq, tok->pos, hp->sliding_window) : 0;
+        sp_attention_args a = {
+            .q = ctx->q + t * hp->n_head * hp->head_dim_k + head * hp->head_dim_k,
+            .keys = (const char *)kv->k[j->il] + (size_t)(kvh * hp->head_dim_k) * elem,
+            .values = (const char *)kv->v[j->il] + (size_t)(kvh * hp->head_dim_v) * elem,
+            .kv_type = kv->type,
+            .stride = kv->k_row,
+            .cells = kv->seqs[tok->seq].cells + lo,
+            .n_cells = hi - lo,
+            .head_dim_k = hp->head_dim_k,
+            .head_dim_v = hp->head_dim_v,
+            .scale = hp->attn_scale,
+            .softcap = hp->attn_softcap,
+            .out = ctx->attn + t * hp->n_head * hp->head_dim_v + head * hp->head_dim_v,
+        };
+        ctx->kernels->attention(&a);
+    }
+}
+
+/* --- the pass ------------------------------------------------------------------------------- */
+
+static void store_kv(sp_context *ctx, int il, int32_t n) {
+    const sp_kv_cache *kv = &ctx->kv;
+    for (int32_t t = 0; t < n; t++) {
+        const float *k = ctx->k + (int64_t)t * kv->k_row, *v = ctx->v + (int64_t)t * kv->v_row;
+        const int64_t cell = ctx->cells[t];
+        if (kv->type == SP_KV_F32) {
+            memcpy((float *)kv->k[il] + cell * kv->k_row, k, (size_t)kv->k_row * sizeof(float));
+            memcpy((float *)kv->v[il] + cell * kv->v_row, v, (size_t)kv->v_row * sizeof(float));
+        } else {
+            uint16_t *kd = (uint16_t *)kv->k[il] + cell * kv->k_row, *vd = (uint16_t *)kv->v[il] + cell * kv->v_row;
+            for (int64_t i = 0; i < kv->k_row; i++) kd[i] = sp_fp32_to_fp16(k[i]);
+            for (int64_t i = 0; i < kv->v_row; i++) vd[i] = sp_fp32_to_fp16(v[i]);
+        }
+    }
+}
+
+/* q, k, v for every token: projections, biases, per-head norms, RoPE. */
+static void attention_inputs(sp_context *ctx, const sp_layer *ly, const sp_batch_token *batch, int32_t n) {
+    const sp_hparams *hp = &ctx->model->hp;
+    const int64_t e = hp->n_embd, nq = (int64_t)hp->n_head * hp->head_dim_k, nk = (int64_t)hp->n_head_kv * hp->head_dim_k,
+                  nv = (int64_t)hp->n_head_kv * hp->head_dim_v;
+    if (ly->wqkv.data) { /* fused: rows [q | k | v] */
+        const int64_t width = nq + nk + nv;
+        matmul(ctx, &ly->wqkv, ctx->h, e, n, ctx->qkv, width);
+        add_bias(ctx->qkv, ly->bqkv, n, width, width);
+        for (int32_t t = 0; t < n; t++) {
+            memcpy(ctx->q + t * nq, ctx->qkv + t * width, (size_t)nq * sizeof(float));
+            memcpy(ctx->k + t * nk, ctx->qkv + t * width + nq, (size_t)nk * sizeof(float));
+            memcpy(ctx->v + t * nv, ctx->qkv + t * width + nq + nk, (size_t)nv * sizeof(float));
+        }
+    } else {
+        matmul(ctx, &ly->wq, ctx->h, e, n, ctx->q, nq);
+        matmul(ctx, &ly->wk, ctx->h, e, n, ctx->k, nk);
+        matmul(ctx, &ly->wv, ctx->h, e, n, ctx->v, nv);
+        add_bias(ctx->q, ly->bq, n, nq, nq);
+        add_bias(ctx->k, ly->bk, n, nk, nk);
+        add_bias(ctx->v, ly->bv, n, nv, nv);
+    }
+    const float freq_scale = hp->arch == SP_ARCH_GEMMA3 && ly->sliding ? 1.f : hp->rope_freq_scale;
+    for (int32_t t = 0; t < n; t++) {
+        float *q = ctx->q + t * nq, *k = ctx->k + t * nk;
+        if (ly->q_norm)
+            for (int hh = 0; hh < hp->n_head; hh++) rms_norm(q + hh * hp->head_dim_k, q + hh * hp->head_dim_k, ly->q_norm, hp->head_dim_k, hp->norm_eps);
+        if (ly->k_norm)
+            for (int hh = 0; hh < hp->n_head_kv; hh++) rms_norm(k + hh * hp->head_dim_k, k + hh * hp->head_dim_k, ly->k_norm, hp->head_dim_k, hp->norm_eps);
+        rope(hp, ctx->model->rope_factors, q, hp->n_head, hp->head_dim_k, batch[t].pos, ly->rope_base, freq_scale);
+        rope(hp, ctx->model->rope_factors, k, hp->n_head_kv, hp->head_dim_k, batch[t].pos, ly->rope_base, freq_scale);
+    }
+}
+
+/* out[t] = FFN(in[t]) */
+static void feed_forward(sp_context *ctx, const sp_layer *ly, const float *in, int32_t n, float *out) {
+    const sp_hparams *hp = &ctx->model->hp;
+    const int64_t e = hp->n_embd, f = hp->n_ff;
+    if (hp->ffn_kind == SP_FFN_GELU) { /* down(gelu(up x + b)) */
+        matmul(ctx, &ly->w_up, in, e, n, ctx->ff_a, f);
+        add_bias(ctx->ff_a, ly->b_up, n, f, f);
+        for (int64_t i = 0; i < (int64_t)n * f; i++) ctx->ff_a[i] = gelu(ctx->ff_a[i]);
+    } else if (hp->fused_gate_up) { /* up has rows [gate | up] */
+        matmul(ctx, &ly->w_up, in, e, n, ctx->ff_b, 2 * f);
+        for (int32_t t = 0; t < n; t++)
+            for (int64_t i = 0; i < f; i++) {
+                float g = ctx->ff_b[t * 2 * f + i], u = ctx->ff_b[t * 2 * f + f + i];
+                ctx->ff_a[t * f + i] = (hp->ffn_kind == SP_FFN_SWIGLU ? silu(g) : gelu(g)) * u;
+            }
+    } else { /* down(act(gate x) * up x) */
+        matmul(ctx, &ly->w_gate, in, e, n, ctx->ff_a, f);
+        matmul(ctx, &ly->w_up, in, e, n, ctx->ff_b, f);
+        add_bias(ctx->ff_b, ly->b_up, n, f, f);
+        for (int64_t i = 0; i < (int64_t)n * f; i++)
+            ctx->ff_a[i] = (hp->ffn_kind == SP_FFN_SWIGLU ? silu(ctx->ff_a[i]) : gelu(ctx->ff_a[i])) * ctx->ff_b[i];
+    }
+    matmul(ctx, &ly->w_down, ctx->ff_a, f, n, out, e);
+    add_bias(out, ly->b_down, n, e, e);
+}
+
+static sprout_status check_batch(const sp_context *ctx, const sp_batch_token *batch, int32_t n) {
+    if (n <= 0 || n > ctx->n_batch) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "batch of %d tokens (1 to %d allowed)", n, ctx->n_batch);
+    for (int32_t t = 0; t < n; t++) {
+        if (batch[t].token < 0 || batch[t].token >= ctx->model->hp.n_vocab)
+            return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "token id %d is outside the vocabulary (0..%d)", batch[t].token,
+                           ctx->model->hp.n_vocab - 1);
+        if (batch[t].seq < 0 || batch[t].seq >= ctx->kv.n_seq)
+            return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "sequence %d does not exist (0..%d)", batch[t].seq, ctx->kv.n_seq - 1);
+        if (batch[t].pos < 0) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "negative position %d", batch[t].pos);
+    }
+    if (ctx->kv.n_free < n) return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "the context is full (%d cells, %d free, %d needed)", ctx->kv.n_cells, ctx->kv.n_free, n);
+    return SPROUT_OK;
+}
+
+sprout_status sp_forward(sp_context *ctx, const sp_batch_token *batch, int32_t n, float *logits) {
+    sprout_status st = check_batch(ctx, batch, n);
+    if (st != SPROUT_OK) return st;
+    const sprout_model *m = ctx->model;
+    const sp_hparams *hp = &m->hp;
+    const int64_t e = hp->n_embd;
+
+    /* cells first: a token attends to the earlier tokens of its own batch */
+    int32_t appended = 0;
+    for (; appended < n; appended++)
+        if ((st = sp_kv_append(&ctx->kv, batch[appended].seq, batch[appended].pos, &ctx->cells[appended])) != SPROUT_OK) break;
+    if (st != SPROUT_OK) {
+        for (int32_t t = appended - 1; t >= 0; t--) sp_kv_truncate(&ctx->kv, batch[t].seq, ctx->kv.seqs[batch[t].seq].n - 1);
+        return st;
+    }
+
+    /* x[n][e] = embedding rows (times sqrt(e) for gemma) */
+    const sp_type_traits *et = sp_type_traits_of(m->tok_embd.type);
+    for (int32_t t = 0; t < n; t++) {
+        float *x = ctx->x + t * e;
+        et->dequantize(m->tok_embd.data + (size_t)batch[t].token * m->tok_embd.row_bytes, x, e);
+        if (hp->embd_scale != 1.f)
+            for (int64_t i = 0; i < e; i++) x[i] *= hp->embd_scale;
+    }
+
+    for (int il = 0; il < hp->n_layer; il++) {
+        const sp_layer *ly = &m->layers[il];
+        for (int32_t t = 0; t < n; t++) norm(hp, ctx->h + t * e, ctx->x + t * e, ly->attn_norm, ly->attn_norm_b);
+        attention_inputs(ctx, ly, batch, n);
+        store_kv(ctx, il, n);
+        attention_job aj = {ctx, batch, n, il};
+        sp_threadpool_run(ctx->pool, attention_worker, &aj);
+        matmul(ctx, &ly->wo, ctx->attn, (int64_t)hp->n_head * hp->head_dim_v, n, ctx->o, e);
+        add_bias(ctx->o, ly->bo, n, e, e);
+        if (ly->post_attn_norm)
+            for (int32_t t = 0; t < n; t++) rms_norm(ctx->o + t * e, ctx->o + t * e, ly->post_attn_norm, e, hp->norm_eps);
+        if (hp->parallel_block) { /* x += attn(h) + ffn(h) */
+            feed_forward(ctx, ly, ctx->h, n, ctx->ff_out);
+            for (int64_t i = 0; i < (int64_t)n * e; i++) ctx->x[i] += ctx->o[i] + ctx->ff_out[i];
+        } else { /* x += attn(norm x); x += ffn(norm x) */
+            for (int64_t i = 0; i < (int64_t)n * e; i++) ctx->x[i] += ctx->o[i];
+            for (int32_t t = 0; t < n; t++) norm(hp, ctx->h + t * e, ctx->x + t * e, ly->ffn_norm, ly->ffn_norm_b);
+            feed_forward(ctx, ly, ctx->h, n, ctx->ff_out);
+            if (ly->post_ffn_norm)
+                for (int32_t t = 0; t < n; t++) rms_norm(ctx->ff_out + t * e, ctx->ff_out + t * e, ly->post_ffn_norm, e, hp->norm_eps);
+            for (int64_t i = 0; i < (int64_t)n * e; i++) ctx->x[i] += ctx->ff_out[i];
+        }
+    }
+
+    /* logits for the tokens that want them: gather, norm, project */
+    int32_t n_out = 0;
+    for (int32_t t = 0; t < n; t++)
+        if (batch[t].logits) norm(hp, ctx->h + (n_out++) * e, ctx->x + t * e, m->output_norm, m->output_norm_b);
+    if (n_out > 0 && logits) {
+        matmul(ctx, &m->output, ctx->h, e, n_out, logits, hp->n_vocab);
+        add_bias(logits, m->output_b, n_out, hp->n_vocab, hp->n_vocab);
+        if (hp->final_softcap > 0.f)
+            for (int64_t i = 0; i < (int64_t)n_out * hp->n_vocab; i++)
+                logits[i] = hp->final_softcap * tanhf(logits[i] / hp->final_softcap);
+    }
+    return SPROUT_OK;
+}
+
+/* --- setup --------------------------------------------------------------------------------- */
+
+sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_t n_ctx, int32_t n_batch, int32_t n_seq,
+                              int n_threads, sp_kv_type kv_type) {
+    memset(ctx, 0, sizeof *ctx);
+    const sp_hparams *hp = &model->hp;
+    ctx->model = model;
+    ctx->kernels = sp_kernels_get();
+    ctx->n_batch = n_batch;
+    sprout_status st = sp_threadpool_create(n_threads, &ctx->pool);
+    if (st != SPROUT_OK) return st;
+    const int64_t kv_k = (int64_t)hp->n_head_kv * hp->head_dim_k, kv_v = (int64_t)hp->n_head_kv * hp->head_dim_v;
+    if (kv_k != kv_v) {
+        sp_threadpool_free(ctx->pool);
+        return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s: key and value head sizes differ (%d, %d)", hp->arch_name, hp->head_dim_k, hp->head_dim_v);
+    }
+    if ((st = sp_kv_init(&ctx->kv, kv_type, n_ctx, hp->n_layer, n_seq, kv_k, kv_v)) != SPROUT_OK) {
+        sp_threadpool_free(ctx->pool);
+        return st;
+    }
+    const int64_t nb = n_batch, e = hp->n_embd, f = hp->n_ff;
+    const int64_t nq = (int64_t)hp->n_head * hp->head_dim_k, na = (int64_t)hp->n_head * hp->head_dim_v;
+    ctx->x = malloc((size_t)(nb * e) * sizeof(float));
+    ctx->h = malloc((size_t)(nb * e) * sizeof(float));
+    ctx->o = malloc((size_t)(nb * e) * sizeof(float));
+    ctx->ff_out = malloc((size_t)(nb * e) * sizeof(float));
+    ctx->q = malloc((size_t)(nb * nq) * sizeof(float));
+    ctx->k = malloc((size_t)(nb * kv_k) * sizeof(float));
+    ctx->v = malloc((size_t)(nb * kv_v) * sizeof(float));
+    ctx->qkv = malloc((size_t)(nb * (nq + kv_k + kv_v)) * sizeof(float));
+    ctx->attn = malloc((size_t)(nb * na) * sizeof(float));
+    ctx->ff_a = malloc((size_t)(nb * f) * sizeof(float));
+    ctx->ff_b = malloc((size_t)(nb * 2 * f) * sizeof(float));
+    ctx->cells = malloc((size_t)nb * sizeof(int32_t));
+    int64_t widest = e > f ? e : f;
+    if (na > widest) widest = na;
+    ctx->scratch_stride = widest + 64;
+    ctx->scratch = malloc((size_t)(ctx->scratch_stride * sp_threadpool_size(ctx->pool)) * sizeof(float));
+    if (!ctx->x || !ctx->h || !ctx->o || !ctx->ff_out || !ctx->q || !ctx->k || !ctx->v || !ctx->qkv || !ctx->attn || !ctx->ff_a ||
+        !ctx->ff_b || !ctx->cells || !ctx->scratch) {
+        sp_context_free(ctx);
+        return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory for activations (batch of %d)", n_batch);
+    }
+    return SPROUT_OK;
+}
+
+void sp_context_free(sp_context *ctx) {
+    if (!ctx) return;
+    sp_threadpool_free(ctx->pool);
+    sp_kv_free(&ctx->kv);
+    float *bufs[] = {ctx->x, ctx->h, ctx->o, ctx->ff_out, ctx->q, ctx->k, ctx->v, ctx->qkv, ctx->attn, ctx->ff_a, ctx->ff_b, ctx->scratch};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    free(ctx->cells);
+    memset(ctx, 0, sizeof *ctx);
+}

@@ -1,0 +1,43 @@
+/* forward(batch) -> logits. A batch is up to n_batch tokens, each with its
+ * id, position, sequence and whether its logits are wanted; tokens of
+ * different sequences at different positions mix freely. All buffers are
+ * sized when the context is created: a forward pass allocates nothing. */
+#ifndef SPROUT_RUNTIME_FORWARD_H
+#define SPROUT_RUNTIME_FORWARD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernels/kernels.h"
+#include "model/model.h"
+#include "runtime/kv_cache.h"
+#include "runtime/threadpool.h"
+
+typedef struct sp_batch_token {
+    int32_t token, pos, seq;
+    bool logits;
+} sp_batch_token;
+
+typedef struct sp_context {
+    const sprout_model *model;
+    const sp_kernels *kernels;
+    sp_threadpool *pool;
+    sp_kv_cache kv;
+    int32_t n_batch;
+    /* activations, n_batch rows each */
+    float *x, *h, *q, *k, *v, *qkv, *attn, *o, *ff_a, *ff_b, *ff_out;
+    float *scratch;          /* per thread: one decoded weight row */
+    int64_t scratch_stride;
+    int32_t *cells;          /* the cell of each batch token */
+} sp_context;
+
+sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_t n_ctx, int32_t n_batch, int32_t n_seq,
+                              int n_threads, sp_kv_type kv_type);
+void sp_context_free(sp_context *ctx);
+
+/* Runs the batch; logits of the tokens that want them go to `logits`, one
+ * row of n_vocab per such token, in batch order. On error the KV cache is
+ * left without this batch's cells. */
+sprout_status sp_forward(sp_context *ctx, const sp_batch_token *batch, int32_t n, float *logits);
+
+#endif

@@ -1,0 +1,100 @@
+#include "runtime/kv_cache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+sprout_status sp_kv_init(sp_kv_cache *kv, sp_kv_type type, int32_t n_cells, int32_t n_layer, int32_t n_seq, int64_t k_row,
+                         int64_t v_row) {
+    memset(kv, 0, sizeof *kv);
+    kv->type = type;
+    kv->n_cells = n_cells;
+    kv->n_layer = n_layer;
+    kv->n_seq = n_seq;
+    kv->k_row = k_row;
+    kv->v_row = v_row;
+    const size_t elem = type == SP_KV_F32 ? 4 : 2;
+    kv->k = calloc((size_t)n_layer, sizeof *kv->k);
+    kv->v = calloc((size_t)n_layer, sizeof *kv->v);
+    kv->cell_pos = malloc((size_t)n_cells * sizeof *kv->cell_pos);
+    kv->free_cells = malloc((size_t)n_cells * sizeof *kv->free_cells);
+    kv->seqs = calloc((size_t)n_seq, sizeof *kv->seqs);
+    bool ok = kv->k && kv->v && kv->cell_pos && kv->free_cells && kv->seqs;
+    for (int32_t l = 0; ok && l < n_layer; l++) {
+        /* calloc: untouched pages stay unmapped until used */
+        kv->k[l] = calloc((size_t)n_cells * (size_t)k_row, elem);
+        kv->v[l] = calloc((size_t)n_cells * (size_t)v_row, elem);
+        ok = kv->k[l] && kv->v[l];
+    }
+    for (int32_t s = 0; ok && s < n_seq; s++) ok = (kv->seqs[s].cells = malloc((size_t)n_cells * sizeof(int32_t))) != NULL;
+    if (!ok) {
+        sp_kv_free(kv);
+        return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory for a KV cache of %d cells", n_cells);
+    }
+    for (int32_t c = 0; c < n_cells; c++) {
+        kv->cell_pos[c] = -1;
+        kv->free_cells[c] = n_cells - 1 - c; /* pop from the end: cell 0 first */
+    }
+    kv->n_free = n_cells;
+    return SPROUT_OK;
+}
+
+void sp_kv_free(sp_kv_cache *kv) {
+    for (int32_t l = 0; l < kv->n_layer; l++) {
+        if (kv->k) free(kv->k[l]);
+        if (kv->v) free(kv->v[l]);
+    }
+    for (int32_t s = 0; kv->seqs && s < kv->n_seq; s++) free(kv->seqs[s].cells);
+    free(kv->k);
+    free(kv->v);
+    free(kv->cell_pos);
+    free(kv->free_cells);
+    free(kv->seqs);
+    memset(kv, 0, sizeof *kv);
+}
+
+void sp_kv_truncate(sp_kv_cache *kv, int32_t seq, int32_t keep) {
+    sp_kv_seq *s = &kv->seqs[seq];
+    if (keep < 0) keep = 0;
+    while (s->n > keep) {
+        int32_t cell = s->cells[--s->n];
+        kv->cell_pos[cell] = -1;
+        kv->free_cells[kv->n_free++] = cell;
+    }
+}
+
+sprout_status sp_kv_append(sp_kv_cache *kv, int32_t seq, int32_t pos, int32_t *cell) {
+    sp_kv_seq *s = &kv->seqs[seq];
+    if (s->n > 0 && kv->cell_pos[s->cells[s->n - 1]] >= pos)
+        return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "sequence %d: position %d after position %d", seq, pos,
+                       kv->cell_pos[s->cells[s->n - 1]]);
+    if (kv->n_free == 0) return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "the KV cache is full (%d cells)", kv->n_cells);
+    int32_t c = kv->free_cells[--kv->n_free];
+    kv->cell_pos[c] = pos;
+    s->cells[s->n++] = c;
+    *cell = c;
+    return SPROUT_OK;
+}
+
+int32_t sp_kv_visible(const sp_kv_cache *kv, int32_t seq, int32_t pos) {
+    const sp_kv_seq *s = &kv->seqs[seq];
+    int32_t lo = 0, hi = s->n; /* first index with position > pos */
+    while (lo < hi) {
+        int32_t mid = (lo + hi) / 2;
+        if (kv->cell_pos[s->cells[mid]] <= pos) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+int32_t sp_kv_window_start(const sp_kv_cache *kv, int32_t seq, int32_t pos, int32_t window) {
+    const sp_kv_seq *s = &kv->seqs[seq];
+    int32_t lo = 0, hi = s->n; /* first index with pos - cell_pos < window */
+    while (lo < hi) {
+        int32_t mid = (lo + hi) / 2;
+        if (pos - kv->cell_pos[s->cells[mid]] >= window) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}

@@ -1,0 +1,111 @@
+#include "runtime/threadpool.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "core/error.h"
+
+struct sp_threadpool {
+    int n_threads;
+    pthread_t *threads;
+    pthread_mutex_t lock;
+    pthread_cond_t start, done;
+    sp_parallel_fn fn;
+    void *ctx;
+    unsigned generation; /* bumped for every job */
+    int pending;         /* workers still running the current job */
+    bool quit;
+};
+
+typedef struct worker_arg {
+    sp_threadpool *pool;
+    int ith;
+} worker_arg;
+
+static void *worker(void *p) {
+    worker_arg *arg = p;
+    sp_threadpool *pool = arg->pool;
+    const int ith = arg->ith;
+    free(arg);
+    unsigned seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&pool->lock);
+        while (pool->generation == seen && !pool->quit) pthread_cond_wait(&pool->start, &pool->lock);
+        if (pool->quit) {
+            pthread_mutex_unlock(&pool->lock);
+            return NULL;
+        }
+        seen = pool->generation;
+        sp_parallel_fn fn = pool->fn;
+        void *ctx = pool->ctx;
+        pthread_mutex_unlock(&pool->lock);
+        fn(ctx, ith, pool->n_threads);
+        pthread_mutex_lock(&pool->lock);
+        if (--pool->pending == 0) pthread_cond_signal(&pool->done);
+        pthread_mutex_unlock(&pool->lock);
+    }
+}
+
+sprout_status sp_threadpool_create(int n_threads, sp_threadpool **out) {
+    *out = NULL;
+    if (n_threads < 1) n_threads = 1;
+    if (n_threads > 256) n_threads = 256;
+    sp_threadpool *pool = calloc(1, sizeof *pool);
+    if (!pool) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    pool->n_threads = n_threads;
+    pthread_mutex_init(&pool->lock, NULL);
+    pthread_cond_init(&pool->start, NULL);
+    pthread_cond_init(&pool->done, NULL);
+    pool->threads = calloc((size_t)n_threads, sizeof *pool->threads);
+    if (!pool->threads) {
+        sp_threadpool_free(pool);
+        return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int i = 1; i < n_threads; i++) {
+        worker_arg *arg = malloc(sizeof *arg);
+        if (!arg || pthread_create(&pool->threads[i], NULL, worker, arg) != 0) {
+            free(arg);
+            pool->n_threads = i; /* only the started ones are joined */
+            sp_threadpool_free(pool);
+            return sp_fail(SPROUT_ERR_INTERNAL, "cannot start thread %d", i);
+        }
+        arg->pool = pool;
+        arg->ith = i;
+    }
+    *out = pool;
+    return SPROUT_OK;
+}
+
+void sp_threadpool_free(sp_threadpool *pool) {
+    if (!pool) return;
+    pthread_mutex_lock(&pool->lock);
+    pool->quit = true;
+    pthread_cond_broadcast(&pool->start);
+    pthread_mutex_unlock(&pool->lock);
+    for (int i = 1; pool->threads && i < pool->n_threads; i++) pthread_join(pool->threads[i], NULL);
+    pthread_mutex_destroy(&pool->lock);
+    pthread_cond_destroy(&pool->start);
+    pthread_cond_destroy(&pool->done);
+    free(pool->threads);
+    free(pool);
+}
+
+int sp_threadpool_size(const sp_threadpool *pool) { return pool ? pool->n_threads : 1; }
+
+void sp_threadpool_run(sp_threadpool *pool, sp_parallel_fn fn, void *ctx) {
+    if (!pool || pool->n_threads == 1) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    pthread_mutex_lock(&pool->lock);
+    pool->fn = fn;
+    pool->ctx = ctx;
+    pool->pending = pool->n_threads - 1;
+    pool->generation++;
+    pthread_cond_broadcast(&pool->start);
+    pthread_mutex_unlock(&pool->lock);
+    fn(ctx, 0, pool->n_threads);
+    pthread_mutex_lock(&pool->lock);
+    while (pool->pending > 0) pthread_cond_wait(&pool->done, &pool->lock);
+    pthread_mutex_unlock(&pool->lock);
+}
