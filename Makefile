@@ -22,7 +22,7 @@ build: deps
 	cmake --build $(BUILD) -j$(JOBS)
 
 run: build
-	./$(BUILD)/sprout info $(SHARED)/models/stories260K.gguf
+	./$(BUILD)/sprout run -m $(SHARED)/models/stories260K.gguf -p "Once upon a time" -n 64 --temp 0 --metrics
 
 test: test-deps test-release test-asan test-fuzz
 

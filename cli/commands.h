@@ -6,5 +6,7 @@
 int cmd_info(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_template(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
 
 #endif

@@ -3,10 +3,10 @@
 # already present, so `make run` and `make test` work on a fresh machine.
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config libjansson-dev libpcre2-dev libutf8proc-dev)
+packages=(build-essential cmake pkg-config libjansson-dev libpcre2-dev libutf8proc-dev libedit-dev)
 if [ "${1:-}" = "--test" ]; then
   # clang brings libFuzzer (libclang-rt) for the fuzz smoke run
-  packages+=(clang libclang-rt-dev)
+  packages+=(clang libclang-rt-dev time)
 fi
 
 missing=()

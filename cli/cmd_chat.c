@@ -1,0 +1,149 @@
+/* sprout chat -m MODEL [--system S] [sampling options]
+ *
+ * An interactive conversation with the model's chat template, streamed as it
+ * is generated. Line editing and history come from libedit. Commands:
+ * /reset, /system TEXT, /quit. Ctrl-C stops the current answer (it stays in
+ * the history); a second Ctrl-C, or Ctrl-C at the prompt, exits. */
+#include <editline/readline.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "gen_options.h"
+#include "sprout.h"
+
+static volatile sig_atomic_t generating, interrupted;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    if (generating && !interrupted) {
+        interrupted = 1; /* the streamer answers STOP */
+        return;
+    }
+    static const char bye[] = "\n";
+    if (write(STDOUT_FILENO, bye, 1) < 0) { /* nothing to do: we are leaving */
+    }
+    _exit(130);
+}
+
+static sprout_stream_status stream(const char *piece, size_t len, void *user) {
+    (void)user;
+    fwrite(piece, 1, len, stdout);
+    fflush(stdout);
+    return interrupted ? SPROUT_STREAM_STOP : SPROUT_STREAM_RUNNING;
+}
+
+/* One line from the user (malloc'd, no newline), or NULL at the end. */
+static char *read_line(bool tty) {
+    if (tty) {
+        char *line = readline("> ");
+        if (line && *line) add_history(line);
+        return line;
+    }
+    size_t cap = 256, n = 0;
+    char *buf = malloc(cap);
+    int c;
+    while (buf && (c = fgetc(stdin)) != EOF && c != '\n') {
+        if (n + 1 == cap) {
+            char *p = realloc(buf, cap *= 2);
+            if (!p) free(buf);
+            buf = p;
+            if (!buf) return NULL;
+        }
+        buf[n++] = (char)c;
+    }
+    if (!buf || (c == EOF && n == 0)) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+int cmd_chat(int argc, char **argv) {
+    gen_options o;
+    gen_options_init(&o);
+    const char *system_arg = NULL;
+    for (int i = 1; i < argc; i++) {
+        int r = gen_options_parse(&o, argc, argv, &i);
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        if (!strcmp(argv[i], "--system") && i + 1 < argc) system_arg = argv[++i];
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: sprout chat -m MODEL.gguf [--system TEXT] [options]\n"
+                   "  commands: /reset, /system TEXT, /quit; Ctrl-C stops an answer, twice exits\n%s",
+                   gen_options_help());
+            return 0;
+        } else {
+            fprintf(stderr, "sprout chat: unexpected argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!o.model) {
+        fprintf(stderr, "usage: sprout chat -m MODEL.gguf [--system TEXT] [options]\n");
+        return 2;
+    }
+    sprout_model *model = NULL;
+    sprout_pipeline *p = NULL;
+    sprout_status st = gen_options_open(&o, &model, &p);
+    char *system = system_arg ? strdup(system_arg) : NULL;
+    if (st == SPROUT_OK) st = sprout_chat_start(p, system);
+    if (st != SPROUT_OK) {
+        fprintf(stderr, "sprout chat: %s\n", sprout_last_error());
+        sprout_pipeline_free(p);
+        sprout_model_free(model);
+        free(system);
+        return 1;
+    }
+    struct sigaction sa = {.sa_handler = on_sigint};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    const bool tty = isatty(STDIN_FILENO);
+    int rc = 0;
+    for (;;) {
+        char *line = read_line(tty);
+        if (!line) break;
+        if (!strcmp(line, "/quit") || !strcmp(line, "/exit")) {
+            free(line);
+            break;
+        }
+        if (!strcmp(line, "/reset") || !strncmp(line, "/system", 7)) {
+            if (!strncmp(line, "/system", 7)) {
+                free(system);
+                const char *text = line + 7;
+                while (*text == ' ') text++;
+                system = *text ? strdup(text) : NULL;
+            }
+            st = sprout_chat_start(p, system);
+            if (st != SPROUT_OK) fprintf(stderr, "sprout chat: %s\n", sprout_last_error());
+            else printf("(conversation reset)\n");
+            free(line);
+            continue;
+        }
+        if (!*line) {
+            free(line);
+            continue;
+        }
+        sprout_result *r = NULL;
+        interrupted = 0;
+        generating = 1;
+        st = sprout_chat_generate(p, line, &o.cfg, stream, NULL, &r);
+        generating = 0;
+        free(line);
+        if (st != SPROUT_OK) {
+            fprintf(stderr, "\nsprout chat: %s\n", sprout_last_error());
+            rc = 1;
+            continue;
+        }
+        printf("\n");
+        if (sprout_result_finish_reason(r) == SPROUT_FINISH_LENGTH) fprintf(stderr, "(answer cut at the length limit)\n");
+        sprout_result_free(r);
+    }
+    free(system);
+    sprout_pipeline_free(p);
+    sprout_model_free(model);
+    return rc;
+}

@@ -1,0 +1,222 @@
+/* sprout run -m MODEL -p PROMPT [-f FILE] [--prompt-ids "ID ..."] [sampling options] [--chat] [--system S]
+ *            [--echo] [--logprobs K] [--json] [--metrics]
+ *
+ * Streams the continuation to stdout as it is generated, or prints one JSON
+ * object with --json. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "gen_options.h"
+#include "json_util.h"
+#include "sprout.h"
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: sprout run -m MODEL.gguf (-p PROMPT | -f FILE | --prompt-ids \"ID ...\") [options]\n"
+            "  -p, --prompt TEXT       the prompt (raw completion; BOS added as the model wants)\n"
+            "  -f, --file FILE         read the prompt from a file\n"
+            "  --prompt-ids \"ID ...\"   the prompt as token ids (nothing added)\n"
+            "  --chat                  send the prompt as a user turn, with the model's chat template\n"
+            "  --system TEXT           a system message for --chat\n"
+            "  --echo                  print the prompt before the continuation\n"
+            "  --logprobs K            record log-probabilities of each token and the K best (with --json)\n"
+            "  --json                  print one JSON object instead of streaming\n"
+            "  --metrics               print performance metrics to stderr\n"
+            "%s",
+            gen_options_help());
+}
+
+static sprout_stream_status print_piece(const char *piece, size_t len, void *user) {
+    (void)user;
+    fwrite(piece, 1, len, stdout);
+    fflush(stdout);
+    return SPROUT_STREAM_RUNNING;
+}
+
+static char *read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0, got;
+    char *buf = malloc(cap + 1);
+    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            char *p = realloc(buf, (cap *= 2) + 1);
+            if (!p) free(buf);
+            buf = p;
+        }
+    }
+    fclose(f);
+    if (buf) buf[n] = 0;
+    return buf;
+}
+
+static bool parse_ids(const char *s, sprout_token **ids, size_t *n) {
+    size_t cap = 16;
+    *ids = malloc(cap * sizeof **ids);
+    *n = 0;
+    while (*ids && *s) {
+        while (*s == ' ' || *s == ',' || *s == '\t' || *s == '\n') s++;
+        if (!*s) break;
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (end == s || errno || v < 0 || v > INT32_MAX) return false;
+        if (*n == cap) {
+            sprout_token *p = realloc(*ids, (cap *= 2) * sizeof **ids);
+            if (!p) return false;
+            *ids = p;
+        }
+        (*ids)[(*n)++] = (sprout_token)v;
+        s = end;
+    }
+    return *ids != NULL;
+}
+
+static json_t *metrics_json(const sprout_perf_metrics *m) {
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:f}", "load_ms", m->load_ms, "tokenize_ms", m->tokenize_ms,
+                     "ttft_ms", m->ttft_ms, "tpot_mean_ms", m->tpot_mean_ms, "tpot_std_ms", m->tpot_std_ms, "prefill_tokens_per_s",
+                     m->prefill_tokens_per_s, "decode_tokens_per_s", m->decode_tokens_per_s, "n_prompt_tokens", m->n_prompt_tokens,
+                     "n_prefill_tokens", m->n_prefill_tokens, "n_generated_tokens", m->n_generated_tokens, "total_ms", m->total_ms);
+}
+
+static json_t *result_json(const sprout_result *r, int logprobs) {
+    size_t n_prompt, n_tokens, text_len;
+    const sprout_token *prompt = sprout_result_prompt_tokens(r, &n_prompt), *tokens = sprout_result_tokens(r, &n_tokens);
+    const char *text = sprout_result_text(r, &text_len);
+    json_t *pj = json_array(), *tj = json_array();
+    for (size_t i = 0; i < n_prompt; i++) json_array_append_new(pj, json_integer(prompt[i]));
+    for (size_t i = 0; i < n_tokens; i++) json_array_append_new(tj, json_integer(tokens[i]));
+    sprout_finish_reason fr = sprout_result_finish_reason(r);
+    json_t *o = json_pack("{s:o, s:o, s:o, s:s}", "prompt_tokens", pj, "tokens", tj, "text", json_string_lossy(text, text_len),
+                          "finish_reason", sprout_finish_reason_str(fr));
+    if (logprobs > 0) {
+        json_t *lps = json_array();
+        for (size_t i = 0; i < n_tokens; i++) {
+            float lp;
+            const sprout_token *top_ids;
+            const float *top_lp;
+            size_t k;
+            if (sprout_result_logprob(r, i, &lp, &top_ids, &top_lp, &k) != SPROUT_OK) break;
+            json_t *top = json_array();
+            for (size_t j = 0; j < k; j++) json_array_append_new(top, json_pack("{s:i, s:o}", "token", top_ids[j], "logprob", json_float32(top_lp[j])));
+            json_array_append_new(lps, json_pack("{s:i, s:o, s:o}", "token", tokens[i], "logprob", json_float32(lp), "top", top));
+        }
+        json_object_set_new(o, "logprobs", lps);
+    }
+    sprout_perf_metrics m = {.struct_size = sizeof m};
+    sprout_result_metrics(r, &m);
+    json_object_set_new(o, "metrics", metrics_json(&m));
+    return o;
+}
+
+static void print_metrics(const sprout_result *r) {
+    sprout_perf_metrics m = {.struct_size = sizeof m};
+    sprout_result_metrics(r, &m);
+    fprintf(stderr,
+            "\nload %.1f ms | tokenize %.2f ms | prompt %d tokens (%d computed) at %.1f t/s | first token %.1f ms | "
+            "%d tokens at %.1f t/s (%.2f ± %.2f ms/token) | total %.1f ms\n",
+            m.load_ms, m.tokenize_ms, m.n_prompt_tokens, m.n_prefill_tokens, m.prefill_tokens_per_s, m.ttft_ms, m.n_generated_tokens,
+            m.decode_tokens_per_s, m.tpot_mean_ms, m.tpot_std_ms, m.total_ms);
+}
+
+int cmd_run(int argc, char **argv) {
+    gen_options o;
+    gen_options_init(&o);
+    const char *prompt = NULL, *file = NULL, *ids_text = NULL, *system = NULL;
+    bool chat = false, echo = false, as_json = false, metrics = false;
+    int32_t logprobs = 0;
+    for (int i = 1; i < argc; i++) {
+        int r = gen_options_parse(&o, argc, argv, &i);
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if ((!strcmp(a, "-p") || !strcmp(a, "--prompt")) && v) prompt = argv[++i];
+        else if ((!strcmp(a, "-f") || !strcmp(a, "--file")) && v) file = argv[++i];
+        else if (!strcmp(a, "--prompt-ids") && v) ids_text = argv[++i];
+        else if (!strcmp(a, "--system") && v) system = argv[++i];
+        else if (!strcmp(a, "--logprobs") && v) {
+            logprobs = atoi(argv[++i]);
+            if (logprobs < 0 || logprobs > 64) {
+                fprintf(stderr, "sprout run: --logprobs takes 0 to 64\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--chat")) chat = true;
+        else if (!strcmp(a, "--echo")) echo = true;
+        else if (!strcmp(a, "--json")) as_json = true;
+        else if (!strcmp(a, "--metrics")) metrics = true;
+        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "sprout run: unexpected argument '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!o.model || (!!prompt + !!file + !!ids_text) != 1 || (ids_text && chat)) {
+        usage(stderr);
+        return 2;
+    }
+    char *file_text = NULL;
+    if (file && !(file_text = read_file(file))) {
+        perror(file);
+        return 1;
+    }
+    if (file) prompt = file_text;
+    sprout_token *ids = NULL;
+    size_t n_ids = 0;
+    if (ids_text && !parse_ids(ids_text, &ids, &n_ids)) {
+        fprintf(stderr, "sprout run: --prompt-ids takes token ids separated by spaces\n");
+        free(ids);
+        return 2;
+    }
+    o.cfg.echo = echo;
+    o.cfg.logprobs = logprobs;
+
+    sprout_model *model = NULL;
+    sprout_pipeline *p = NULL;
+    sprout_result *r = NULL;
+    sprout_status st = gen_options_open(&o, &model, &p);
+    sprout_streamer streamer = as_json ? NULL : print_piece;
+    if (st == SPROUT_OK) {
+        if (chat) {
+            st = sprout_chat_start(p, system);
+            if (st == SPROUT_OK) st = sprout_chat_generate(p, prompt, &o.cfg, streamer, NULL, &r);
+        } else if (ids) {
+            if (echo && !as_json && sprout_model_tokenizer(model)) { /* the prompt as text first */
+                char buf[1 << 16];
+                size_t len = 0;
+                if (sprout_detokenize(sprout_model_tokenizer(model), ids, n_ids, 0, buf, sizeof buf, &len) == SPROUT_OK)
+                    fwrite(buf, 1, len, stdout);
+            }
+            st = sprout_generate_tokens(p, ids, n_ids, &o.cfg, streamer, NULL, &r);
+        } else {
+            st = sprout_generate(p, prompt, &o.cfg, streamer, NULL, &r);
+        }
+    }
+    int rc = 0;
+    if (st != SPROUT_OK) {
+        fprintf(stderr, "sprout run: %s: %s\n", sprout_status_str(st), sprout_last_error());
+        rc = 1;
+    } else {
+        if (as_json) {
+            json_t *j = result_json(r, logprobs);
+            rc = json_print(j);
+            json_decref(j);
+        } else {
+            putchar('\n');
+        }
+        if (metrics) print_metrics(r);
+    }
+    if (fflush(stdout) != 0) rc = 1;
+    sprout_result_free(r);
+    sprout_pipeline_free(p);
+    sprout_model_free(model);
+    free(ids);
+    free(file_text);
+    return rc;
+}

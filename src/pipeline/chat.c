@@ -1,0 +1,168 @@
+/* Chat sessions: the history is rendered with the chat template at every
+ * turn and tokenized whole; the generation loop then reuses the cached
+ * prefix, so only the new turn's tokens are computed, and the result is
+ * exactly what rendering the whole conversation at once would give. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/utf8.h"
+#include "pipeline/pipeline_internal.h"
+
+static char *dup_text(const char *s, size_t n) {
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = 0;
+    }
+    return d;
+}
+
+static sprout_status push_message(sprout_pipeline *p, const char *role, const char *content, size_t len) {
+    if (p->n_messages == p->cap_messages) {
+        size_t cap = p->cap_messages ? 2 * p->cap_messages : 8;
+        chat_message *m = realloc(p->messages, cap * sizeof *m);
+        if (!m) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+        p->messages = m;
+        p->cap_messages = cap;
+    }
+    chat_message *m = &p->messages[p->n_messages];
+    m->role = dup_text(role, strlen(role));
+    m->content = dup_text(content, len);
+    if (!m->role || !m->content) {
+        free(m->role);
+        free(m->content);
+        return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    p->n_messages++;
+    return SPROUT_OK;
+}
+
+static void pop_message(sprout_pipeline *p) {
+    if (!p->n_messages) return;
+    p->n_messages--;
+    free(p->messages[p->n_messages].role);
+    free(p->messages[p->n_messages].content);
+}
+
+static char *special_text(const sprout_tokenizer *tok, sprout_special which) {
+    sprout_token id = sprout_tokenizer_special(tok, which);
+    const char *text;
+    size_t len;
+    if (!tok || id < 0 || sprout_token_text(tok, id, &text, &len) != SPROUT_OK) return NULL;
+    return dup_text(text, len);
+}
+
+sprout_status sprout_chat_set_template(sprout_pipeline *p, const char *name_or_source) {
+    if (!p) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL pipeline");
+    const char *src;
+    size_t len;
+    sprout_status st = sprout_template_for_model(p->model->gguf, name_or_source, &src, &len);
+    sprout_template *t = NULL;
+    if (st == SPROUT_OK) st = sprout_template_parse(src, len, &t);
+    if (st != SPROUT_OK) return st;
+    sprout_template_free(p->chat_template);
+    p->chat_template = t;
+    return SPROUT_OK;
+}
+
+sprout_status sprout_chat_start(sprout_pipeline *p, const char *system_prompt) {
+    if (!p) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL pipeline");
+    if (!p->model->tokenizer) return sp_fail(SPROUT_ERR_UNSUPPORTED, "the model has no vocabulary: chat needs one");
+    sprout_chat_finish(p);
+    if (!p->chat_template) {
+        sprout_status st = sprout_chat_set_template(p, NULL);
+        if (st != SPROUT_OK) return st;
+    }
+    if (!p->bos_text) p->bos_text = special_text(p->model->tokenizer, SPROUT_SPECIAL_BOS);
+    if (!p->eos_text) p->eos_text = special_text(p->model->tokenizer, SPROUT_SPECIAL_EOS);
+    p->chat_active = true;
+    if (system_prompt && *system_prompt) {
+        if (!sp_utf8_is_valid(system_prompt, strlen(system_prompt)))
+            return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "the system prompt is not valid UTF-8");
+        return push_message(p, "system", system_prompt, strlen(system_prompt));
+    }
+    return SPROUT_OK;
+}
+
+size_t sprout_chat_history_length(const sprout_pipeline *p) { return p ? p->n_messages : 0; }
+
+sprout_status sprout_chat_history_message(const sprout_pipeline *p, size_t i, const char **role, const char **content) {
+    if (!p || i >= p->n_messages) return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "no message %zu", i);
+    if (role) *role = p->messages[i].role;
+    if (content) *content = p->messages[i].content;
+    return SPROUT_OK;
+}
+
+/* The whole conversation as the model's template renders it. */
+static sprout_status render(sprout_pipeline *p, char **prompt, size_t *len) {
+    sprout_chat_message *msgs = malloc((p->n_messages ? p->n_messages : 1) * sizeof *msgs);
+    if (!msgs) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < p->n_messages; i++) msgs[i] = (sprout_chat_message){p->messages[i].role, p->messages[i].content};
+    sprout_template_options opt = {.struct_size = sizeof opt,
+                                   .add_generation_prompt = true,
+                                   .bos_token = p->bos_text,
+                                   .eos_token = p->eos_text};
+    sprout_status st = sprout_template_render(p->chat_template, msgs, p->n_messages, &opt, prompt, len);
+    free(msgs);
+    return st;
+}
+
+sprout_status sprout_chat_generate(sprout_pipeline *p, const char *user_message, const sprout_generation_config *cfg,
+                                   sprout_streamer streamer, void *user, sprout_result **out) {
+    if (!p || !user_message || !out) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL pipeline, message or output");
+    *out = NULL;
+    if (!p->chat_active) {
+        sprout_status st = sprout_chat_start(p, NULL);
+        if (st != SPROUT_OK) return st;
+    }
+    const size_t msg_len = strlen(user_message);
+    if (!sp_utf8_is_valid(user_message, msg_len)) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "the message is not valid UTF-8");
+    sprout_status st = push_message(p, "user", user_message, msg_len);
+    if (st != SPROUT_OK) return st;
+
+    const double t0 = sp_now_ms();
+    char *prompt = NULL;
+    size_t prompt_len = 0;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if ((st = render(p, &prompt, &prompt_len)) == SPROUT_OK) {
+        /* the template writes special tokens as text; BOS is added only if
+         * the model wants one and the template did not write it */
+        const sprout_tokenizer *tok = p->model->tokenizer;
+        size_t cap = prompt_len + 8;
+        ids = malloc(cap * sizeof *ids);
+        if (!ids) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+        else st = sprout_tokenize(tok, prompt, prompt_len, SPROUT_TOKENIZE_PARSE_SPECIAL, ids + 1, cap - 1, &n);
+        sprout_token bos = sprout_tokenizer_special(tok, SPROUT_SPECIAL_BOS);
+        if (st == SPROUT_OK && sprout_tokenizer_adds_bos(tok) && bos >= 0 && (n == 0 || ids[1] != bos)) {
+            ids[0] = bos;
+            n++;
+        } else if (st == SPROUT_OK) {
+            memmove(ids, ids + 1, n * sizeof *ids);
+        }
+    }
+    sprout_generation_config c;
+    if (st == SPROUT_OK) {
+        sprout_generation_config_init(&c);
+        const sprout_generation_config *src = cfg ? cfg : &p->config;
+        memcpy(&c, src, src->struct_size && src->struct_size < sizeof c ? src->struct_size : sizeof c);
+        c.struct_size = sizeof c;
+        c.echo = false;
+        st = sp_generate(p, ids, n, NULL, 0, sp_now_ms() - t0, &c, streamer, user, out);
+    }
+    free(prompt);
+    free(ids);
+    if (st != SPROUT_OK || sprout_result_finish_reason(*out) == SPROUT_FINISH_CANCELLED) {
+        pop_message(p); /* the turn never happened */
+        return st;
+    }
+    size_t len;
+    const char *reply = sprout_result_text(*out, &len);
+    st = push_message(p, "assistant", reply, len);
+    if (st != SPROUT_OK) {
+        sprout_result_free(*out);
+        *out = NULL;
+    }
+    return st;
+}

@@ -1,0 +1,149 @@
+/* Pipelines: creation, configuration, and the raw-text entry points. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/error.h"
+#include "core/utf8.h"
+#include "pipeline/pipeline_internal.h"
+
+double sp_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+void sprout_generation_config_init(sprout_generation_config *c) {
+    if (!c) return;
+    memset(c, 0, sizeof *c);
+    c->struct_size = sizeof *c;
+    c->max_new_tokens = 256;
+    c->temperature = 0.8f;
+    c->top_k = 40;
+    c->top_p = 0.95f;
+    c->min_p = 0.05f;
+    c->repetition_penalty = 1.f;
+    c->repeat_last_n = 64;
+    c->seed = 42;
+}
+
+/* Copies a caller's config, which may be an older, shorter struct. */
+static void copy_config(sprout_generation_config *dst, const sprout_generation_config *src) {
+    sprout_generation_config_init(dst);
+    size_t n = src->struct_size && src->struct_size < sizeof *dst ? src->struct_size : sizeof *dst;
+    memcpy(dst, src, n);
+    dst->struct_size = sizeof *dst;
+}
+
+sprout_status sprout_pipeline_create(const sprout_model *model, const sprout_pipeline_params *params, sprout_pipeline **out) {
+    if (!out) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL output pointer");
+    *out = NULL;
+    if (!model) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL model");
+    sprout_pipeline_params pp = {.struct_size = sizeof pp};
+    if (params) memcpy(&pp, params, params->struct_size && params->struct_size < sizeof pp ? params->struct_size : sizeof pp);
+    const int32_t n_ctx = pp.n_ctx > 0 ? pp.n_ctx : model->params.n_ctx;
+    const int32_t n_batch = pp.n_batch > 0 ? (pp.n_batch < n_ctx ? pp.n_batch : n_ctx) : (n_ctx < 512 ? n_ctx : 512);
+    const int32_t n_threads = pp.n_threads > 0 ? pp.n_threads : model->params.n_threads;
+    const sprout_kv_type kv = pp.kv_type_set ? pp.kv_type : model->params.kv_type;
+    if (n_ctx < 1 || n_ctx > (1 << 24)) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "context length %d", n_ctx);
+    sprout_pipeline *p = calloc(1, sizeof *p);
+    if (!p) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    p->model = model;
+    p->n_ctx = n_ctx;
+    sprout_generation_config_init(&p->config);
+    sprout_status st = sp_context_init(&p->ctx, model, n_ctx, n_batch, 1, n_threads, kv == SPROUT_KV_F32 ? SP_KV_F32 : SP_KV_F16);
+    if (st == SPROUT_OK) st = sp_sampler_init(&p->sampler, model->hp.n_vocab, p->config.seed);
+    if (st == SPROUT_OK) {
+        p->cached = malloc((size_t)n_ctx * sizeof *p->cached);
+        p->logits = malloc((size_t)model->hp.n_vocab * sizeof *p->logits);
+        p->batch = malloc((size_t)n_batch * sizeof *p->batch);
+        if (!p->cached || !p->logits || !p->batch) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (st != SPROUT_OK) {
+        sprout_pipeline_free(p);
+        return st;
+    }
+    *out = p;
+    return SPROUT_OK;
+}
+
+void sprout_chat_finish(sprout_pipeline *p) {
+    if (!p) return;
+    for (size_t i = 0; i < p->n_messages; i++) {
+        free(p->messages[i].role);
+        free(p->messages[i].content);
+    }
+    p->n_messages = 0;
+    p->chat_active = false;
+}
+
+void sprout_pipeline_free(sprout_pipeline *p) {
+    if (!p) return;
+    sprout_chat_finish(p);
+    free(p->messages);
+    sprout_template_free(p->chat_template);
+    free(p->bos_text);
+    free(p->eos_text);
+    sp_context_free(&p->ctx);
+    sp_sampler_free(&p->sampler);
+    free(p->cached);
+    free(p->logits);
+    free(p->batch);
+    free(p);
+}
+
+int32_t sprout_pipeline_n_ctx(const sprout_pipeline *p) { return p ? p->n_ctx : 0; }
+int32_t sprout_pipeline_cached_tokens(const sprout_pipeline *p) { return p ? p->n_cached : 0; }
+int32_t sprout_pipeline_last_prefill_tokens(const sprout_pipeline *p) { return p ? p->last_prefill : 0; }
+
+sprout_status sprout_pipeline_get_config(const sprout_pipeline *p, sprout_generation_config *c) {
+    if (!p || !c) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL pipeline or config");
+    size_t n = c->struct_size && c->struct_size < sizeof *c ? c->struct_size : sizeof *c;
+    memcpy(c, &p->config, n);
+    c->struct_size = n;
+    return SPROUT_OK;
+}
+
+sprout_status sprout_pipeline_set_config(sprout_pipeline *p, const sprout_generation_config *c) {
+    if (!p || !c) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL pipeline or config");
+    copy_config(&p->config, c);
+    /* the pointers belong to the caller: a default config cannot keep them */
+    p->config.stop_strings = NULL;
+    p->config.n_stop_strings = 0;
+    p->config.stop_token_ids = NULL;
+    p->config.n_stop_token_ids = 0;
+    return SPROUT_OK;
+}
+
+sprout_status sprout_generate_tokens(sprout_pipeline *p, const sprout_token *prompt, size_t n_prompt,
+                                     const sprout_generation_config *cfg, sprout_streamer streamer, void *user,
+                                     sprout_result **out) {
+    if (!p || !out || (!prompt && n_prompt)) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL pipeline, prompt or output");
+    *out = NULL;
+    sprout_generation_config c;
+    copy_config(&c, cfg ? cfg : &p->config);
+    return sp_generate(p, prompt, n_prompt, NULL, 0, 0, &c, streamer, user, out);
+}
+
+sprout_status sprout_generate(sprout_pipeline *p, const char *prompt, const sprout_generation_config *cfg, sprout_streamer streamer,
+                              void *user, sprout_result **out) {
+    if (!p || !out || !prompt) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL pipeline, prompt or output");
+    *out = NULL;
+    if (!p->model->tokenizer) return sp_fail(SPROUT_ERR_UNSUPPORTED, "the model has no vocabulary: give the prompt as token ids");
+    const size_t len = strlen(prompt);
+    for (size_t i = 0; i < len;) {
+        size_t cl = sp_utf8_valid_prefix_len((const unsigned char *)prompt + i, len - i);
+        if (!cl) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "the prompt is not valid UTF-8 (byte %zu: 0x%02x)", i, (unsigned char)prompt[i]);
+        i += cl;
+    }
+    sprout_generation_config c;
+    copy_config(&c, cfg ? cfg : &p->config);
+    const double t0 = sp_now_ms();
+    size_t n = 0, cap = len + 8;
+    int32_t *ids = malloc(cap * sizeof *ids);
+    if (!ids) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    sprout_status st = sprout_tokenize(p->model->tokenizer, prompt, len, SPROUT_TOKENIZE_ADD_SPECIAL, ids, cap, &n);
+    if (st == SPROUT_OK) st = sp_generate(p, ids, n, prompt, len, sp_now_ms() - t0, &c, streamer, user, out);
+    free(ids);
+    return st;
+}

@@ -1,0 +1,62 @@
+/* The pipeline: one conversation's state over a shared model. */
+#ifndef SPROUT_PIPELINE_INTERNAL_H
+#define SPROUT_PIPELINE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model/model.h"
+#include "runtime/forward.h"
+#include "sampler/sampler.h"
+#include "sprout.h"
+
+typedef struct chat_message {
+    char *role, *content;
+} chat_message;
+
+struct sprout_pipeline {
+    const sprout_model *model;
+    sp_context ctx;
+    sp_sampler sampler;
+    sprout_generation_config config;
+    int32_t n_ctx;
+    int32_t *cached;        /* the tokens in the KV cache (sequence 0), in order */
+    int32_t n_cached;
+    int32_t last_prefill;
+    float *logits;          /* one row */
+    int32_t *batch_tokens;  /* scratch for building batches */
+    sp_batch_token *batch;
+    /* chat */
+    bool chat_active;
+    chat_message *messages;
+    size_t n_messages, cap_messages;
+    sprout_template *chat_template;
+    char *bos_text, *eos_text;
+};
+
+struct sprout_result {
+    char *text;
+    size_t text_len;
+    int32_t *tokens;
+    size_t n_tokens;
+    int32_t *prompt_tokens;
+    size_t n_prompt_tokens;
+    sprout_finish_reason finish;
+    int32_t top_k;          /* logprobs per token */
+    float *logprob;         /* n_tokens */
+    int32_t *top_ids;       /* n_tokens * top_k */
+    float *top_logprobs;
+    sprout_perf_metrics metrics;
+};
+
+/* The generation loop over prompt tokens (text prompts and chat turns are
+ * tokenized by the callers). prompt_text (may be NULL) is echoed. On
+ * CANCEL the cache is rolled back to what it held before this call's
+ * prompt. */
+sprout_status sp_generate(sprout_pipeline *p, const int32_t *prompt, size_t n_prompt, const char *prompt_text, size_t prompt_len,
+                          double tokenize_ms, const sprout_generation_config *cfg, sprout_streamer streamer, void *user,
+                          sprout_result **out);
+
+double sp_now_ms(void);
+
+#endif

@@ -1,0 +1,189 @@
+#include "sampler/sampler.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+/* xoshiro256** seeded through splitmix64: fast, and defined bit for bit. */
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t next_u64(sp_sampler *s) {
+    uint64_t *r = s->rng;
+    const uint64_t result = rotl(r[1] * 5, 7) * 9, t = r[1] << 17;
+    r[2] ^= r[0];
+    r[3] ^= r[1];
+    r[1] ^= r[2];
+    r[0] ^= r[3];
+    r[2] ^= t;
+    r[3] = rotl(r[3], 45);
+    return result;
+}
+
+double sp_sampler_uniform(sp_sampler *s) { return (double)(next_u64(s) >> 11) * 0x1.0p-53; }
+
+void sp_sampler_seed(sp_sampler *s, uint64_t seed) {
+    for (int i = 0; i < 4; i++) s->rng[i] = splitmix64(&seed);
+}
+
+sprout_status sp_sampler_init(sp_sampler *s, int32_t n_vocab, uint64_t seed) {
+    memset(s, 0, sizeof *s);
+    s->n_vocab = n_vocab;
+    s->cand = malloc((size_t)n_vocab * sizeof *s->cand);
+    s->counts = calloc((size_t)n_vocab, sizeof *s->counts);
+    if (!s->cand || !s->counts) {
+        sp_sampler_free(s);
+        return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory for the sampler");
+    }
+    sp_sampler_seed(s, seed);
+    return SPROUT_OK;
+}
+
+void sp_sampler_free(sp_sampler *s) {
+    free(s->cand);
+    free(s->counts);
+    memset(s, 0, sizeof *s);
+}
+
+/* Higher logit first; equal logits in id order, so results never depend on
+ * the sort's stability. */
+static int by_logit(const void *a, const void *b) {
+    const sp_candidate *x = a, *y = b;
+    if (x->logit != y->logit) return x->logit > y->logit ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Moves the k best candidates to the front (in no order): quickselect. */
+static void select_top(sp_candidate *c, int32_t n, int32_t k) {
+    int32_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        sp_candidate pivot = c[(lo + hi) / 2];
+        int32_t i = lo, j = hi;
+        while (i <= j) {
+            while (by_logit(&c[i], &pivot) < 0) i++;
+            while (by_logit(&c[j], &pivot) > 0) j--;
+            if (i <= j) {
+                sp_candidate t = c[i];
+                c[i] = c[j];
+                c[j] = t;
+                i++;
+                j--;
+            }
+        }
+        if (k - 1 <= j) hi = j;
+        else if (k - 1 >= i) lo = i;
+        else break;
+    }
+}
+
+static void apply_penalties(sp_sampler *s, const sp_sampling *cfg, const int32_t *history, size_t n_history) {
+    const bool any = cfg->repetition_penalty != 1.f || cfg->presence_penalty != 0.f || cfg->frequency_penalty != 0.f;
+    if (!any || n_history == 0 || cfg->repeat_last_n == 0) return;
+    size_t window = cfg->repeat_last_n < 0 || (size_t)cfg->repeat_last_n > n_history ? n_history : (size_t)cfg->repeat_last_n;
+    const int32_t *h = history + (n_history - window);
+    for (size_t i = 0; i < window; i++)
+        if (h[i] >= 0 && h[i] < s->n_vocab) s->counts[h[i]]++;
+    for (size_t i = 0; i < window; i++) {
+        int32_t id = h[i];
+        if (id < 0 || id >= s->n_vocab || s->counts[id] == 0) continue; /* each token once */
+        float *l = &s->cand[id].logit;
+        if (cfg->repetition_penalty != 1.f) *l = *l > 0 ? *l / cfg->repetition_penalty : *l * cfg->repetition_penalty;
+        *l -= cfg->presence_penalty + cfg->frequency_penalty * (float)s->counts[id];
+        s->counts[id] = 0;
+    }
+}
+
+int32_t sp_sample(sp_sampler *s, const float *logits, const sp_sampling *cfg, const int32_t *history, size_t n_history,
+                  const int32_t *banned, size_t n_banned) {
+    const int32_t n = s->n_vocab;
+    for (int32_t i = 0; i < n; i++) s->cand[i] = (sp_candidate){i, logits[i], 0.f};
+    for (size_t i = 0; i < n_banned; i++)
+        if (banned[i] >= 0 && banned[i] < n) s->cand[banned[i]].logit = -INFINITY;
+    apply_penalties(s, cfg, history, n_history);
+
+    if (!(cfg->temperature > 0.f)) { /* greedy: the first of the maximal */
+        int32_t best = 0;
+        for (int32_t i = 1; i < n; i++)
+            if (s->cand[i].logit > s->cand[best].logit) best = i;
+        s->cand[0] = (sp_candidate){best, s->cand[best].logit, 1.f};
+        s->n_last = 1;
+        return best;
+    }
+    for (int32_t i = 0; i < n; i++) s->cand[i].logit /= cfg->temperature;
+
+    int32_t keep = n;
+    if (cfg->top_k > 0 && cfg->top_k < n) {
+        select_top(s->cand, n, cfg->top_k);
+        keep = cfg->top_k;
+    }
+    qsort(s->cand, (size_t)keep, sizeof *s->cand, by_logit);
+    /* drop banned (-inf) tails so they never get a share */
+    while (keep > 1 && isinf(s->cand[keep - 1].logit) && s->cand[keep - 1].logit < 0) keep--;
+
+    const float max = s->cand[0].logit;
+    double sum = 0;
+    for (int32_t i = 0; i < keep; i++) sum += (s->cand[i].p = expf(s->cand[i].logit - max));
+    for (int32_t i = 0; i < keep; i++) s->cand[i].p = (float)(s->cand[i].p / sum);
+    if (cfg->top_p > 0.f && cfg->top_p < 1.f) { /* the smallest prefix holding top_p of the mass */
+        double cum = 0;
+        for (int32_t i = 0; i < keep; i++) {
+            cum += s->cand[i].p;
+            if (cum >= cfg->top_p) {
+                keep = i + 1;
+                break;
+            }
+        }
+    }
+    if (cfg->min_p > 0.f) { /* at least min_p times the best probability */
+        const float floor_p = cfg->min_p * s->cand[0].p;
+        int32_t k = 1;
+        while (k < keep && s->cand[k].p >= floor_p) k++;
+        keep = k;
+    }
+    sum = 0;
+    for (int32_t i = 0; i < keep; i++) sum += s->cand[i].p;
+    for (int32_t i = 0; i < keep; i++) s->cand[i].p = (float)(s->cand[i].p / sum);
+    s->n_last = keep;
+
+    double u = sp_sampler_uniform(s), cum = 0;
+    for (int32_t i = 0; i < keep; i++) {
+        cum += s->cand[i].p;
+        if (u < cum) return s->cand[i].id;
+    }
+    return s->cand[keep - 1].id;
+}
+
+int32_t sp_sampler_last_candidates(const sp_sampler *s, const sp_candidate **cand) {
+    *cand = s->cand;
+    return s->n_last;
+}
+
+float sp_logprob_top(const float *logits, int32_t n_vocab, int32_t token, int32_t k, int32_t *top_ids, float *top_lp) {
+    float max = logits[0];
+    for (int32_t i = 1; i < n_vocab; i++)
+        if (logits[i] > max) max = logits[i];
+    double sum = 0;
+    for (int32_t i = 0; i < n_vocab; i++) sum += exp((double)logits[i] - max);
+    const double lse = max + log(sum);
+    /* the k best by insertion into a small sorted list */
+    int32_t filled = 0;
+    for (int32_t i = 0; i < n_vocab && k > 0; i++) {
+        if (filled == k && !(logits[i] > logits[top_ids[k - 1]])) continue;
+        int32_t j = filled < k ? filled++ : k - 1;
+        while (j > 0 && logits[i] > logits[top_ids[j - 1]]) {
+            top_ids[j] = top_ids[j - 1];
+            j--;
+        }
+        top_ids[j] = i;
+    }
+    for (int32_t j = 0; j < filled; j++) top_lp[j] = (float)(logits[top_ids[j]] - lse);
+    return (float)(logits[token] - lse);
+}
