@@ -335,7 +335,8 @@ sprout_status sprout_token_to_piece(const sprout_tokenizer *tok, sprout_token id
 enum {
     SPROUT_DETOKENIZE_REMOVE_SPECIAL = 1 << 0,  /* drop a leading BOS / trailing EOS the model adds */
     SPROUT_DETOKENIZE_UNPARSE_SPECIAL = 1 << 1, /* render control tokens as their text */
-    SPROUT_DETOKENIZE_CLEAN_SPACES = 1 << 2     /* Hugging Face's clean_up_tokenization_spaces, where the model asks for it */
+    SPROUT_DETOKENIZE_CLEAN_SPACES = 1 << 2,    /* Hugging Face's clean_up_tokenization_spaces, where the model asks for it */
+    SPROUT_DETOKENIZE_CONTINUATION = 1 << 3     /* the tokens continue earlier text: keep the first piece's leading space */
 };
 
 /* Joins the pieces of tokens[0..n) into text (at most cap bytes, not

@@ -1,6 +1,7 @@
 /* The CLI end to end: the binary run on real files, its output parsed and
  * compared with what the data's READMEs and vectors state. */
 #include <jansson.h>
+#include <math.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -243,7 +244,82 @@ static void test_template_cli(void) {
     unlink(tmpl);
 }
 
+static void test_run(void) {
+    char path[1024], args[4096], *out;
+    snprintf(path, sizeof path, "%s/reference/stories260K-greedy.json", test_shared_dir());
+    json_t *ref = json_load_file(path, 0, NULL);
+    CHECK(ref != NULL);
+    const json_t *cases = json_object_get(ref, "cases");
+    for (size_t c = 0; ref && c < json_array_size(cases); c++) {
+        const json_t *cs = json_array_get(cases, c);
+        snprintf(args, sizeof args, "run -m '%s/models/stories260K.gguf' -p '%s' -n 64 --temp 0 --kv-type f32 --json -t 1", test_shared_dir(),
+                 json_string_value(json_object_get(cs, "prompt")));
+        json_t *j = run_json(args);
+        if (!j) continue;
+        CHECK(json_equal(json_object_get(j, "prompt_tokens"), json_object_get(cs, "prompt_tokens_with_bos")));
+        CHECK_MSG(json_equal(json_object_get(j, "tokens"), json_object_get(cs, "generated_tokens")), "case %zu tokens differ", c);
+        CHECK(json_equal(json_object_get(j, "text"), json_object_get(cs, "generated_text")));
+        CHECK(!strcmp(json_string_value(json_object_get(j, "finish_reason")), "length"));
+        CHECK(json_integer_value(json_object_get(json_object_get(j, "metrics"), "n_generated_tokens")) == 64);
+        json_decref(j);
+    }
+    json_decref(ref);
+    snprintf(args, sizeof args, "run -m '%s/models/stories260K.gguf' --prompt-ids '1 403 407 261 378' -n 5 --temp 0 --logprobs 3 --json",
+             test_shared_dir());
+    json_t *j = run_json(args);
+    if (j) {
+        const json_t *tokens = json_object_get(j, "tokens"), *lps = json_object_get(j, "logprobs");
+        CHECK(json_array_size(tokens) == 5 && json_integer_value(json_array_get(tokens, 0)) == 432);
+        CHECK(json_array_size(lps) == 5);
+        const json_t *first = json_array_get(lps, 0);
+        CHECK(json_integer_value(json_object_get(first, "token")) == 432);
+        CHECK(fabs(json_real_value(json_object_get(first, "logprob")) + 0.0317) < 2e-3);
+        CHECK(json_array_size(json_object_get(first, "top")) == 3);
+    }
+    json_decref(j);
+    /* streaming: the continuation, then a newline */
+    snprintf(args, sizeof args, "run -m '%s/models/stories260K.gguf' -p 'Once upon a time' -n 8 --temp 0", test_shared_dir());
+    CHECK(run_cli(args, false, &out) == 0);
+    CHECK_MSG(!strcmp(out, ", there was a little girl\n"), "got [%s]", out);
+    free(out);
+    snprintf(args, sizeof args, "run -m '%s/models/stories260K.gguf' -p 'Once upon a time' -n 8 --temp 0 --echo --stop girl", test_shared_dir());
+    CHECK(run_cli(args, false, &out) == 0);
+    CHECK_MSG(!strcmp(out, "Once upon a time, there was a little \n"), "got [%s]", out);
+    free(out);
+    snprintf(args, sizeof args, "run -m '%s/models/stories260K.gguf' -p 'Once upon a time' -n 4 --temp 0 --chat --system 'Be brief.'",
+             test_shared_dir());
+    CHECK(run_cli(args, false, &out) == 0 && strlen(out) > 1);
+    free(out);
+    /* errors: exit 1 and the reason */
+    snprintf(args, sizeof args, "run -m '%s/models/stories260K.gguf' -p 'Once upon a time there was' -c 4", test_shared_dir());
+    CHECK(run_cli(args, true, &out) == 1);
+    CHECK_MSG(strstr(out, "context holds 4"), "got [%s]", out);
+    free(out);
+    snprintf(args, sizeof args, "run -m '%s/tokenizer/ggml-vocab-gpt-2.gguf' -p hi", test_shared_dir());
+    CHECK(run_cli(args, true, &out) == 1 && strstr(out, "architecture 'gpt2' is not supported"));
+    free(out);
+    snprintf(args, sizeof args, "run -m '%s/tokenizer/ggml-vocab-llama-spm.gguf' -p hi", test_shared_dir());
+    CHECK(run_cli(args, true, &out) == 1 && strstr(out, "tensor 'token_embd.weight' is missing"));
+    free(out);
+    CHECK(run_cli("run -p hi", true, &out) == 2 && strstr(out, "usage"));
+    free(out);
+    snprintf(args, sizeof args, "run -m '%s/models/stories260K.gguf' -p hi --temp abc", test_shared_dir());
+    CHECK(run_cli(args, true, &out) == 2);
+    free(out);
+    /* chat from a pipe: two turns and the commands */
+    snprintf(args, sizeof args, "chat -m '%s/models/stories260K.gguf' -n 6 --temp 0 < '%s/chat_in.txt'", test_shared_dir(), test_temp_dir());
+    char in[512];
+    snprintf(in, sizeof in, "%s/chat_in.txt", test_temp_dir());
+    FILE *f = fopen(in, "wb");
+    fputs("Hello\n/system Be kind.\nOnce upon a time\n/reset\n/quit\n", f);
+    fclose(f);
+    CHECK(run_cli(args, false, &out) == 0 && strstr(out, "(conversation reset)"));
+    free(out);
+    unlink(in);
+}
+
 int main(void) {
+    test_run();
     test_template_cli();
     test_tokenize();
     test_stories_json();

@@ -182,7 +182,7 @@ sprout_status sp_generate(sprout_pipeline *p, const int32_t *prompt, size_t n_pr
     const int32_t top_k = cfg->logprobs > 0 ? (cfg->logprobs < 64 ? cfg->logprobs : 64) : -1;
     sprout_result *r = new_result(prompt, n_prompt, max_new, top_k);
     sprout_detokenizer *detok = NULL;
-    if (!r || (tok && sprout_detokenizer_create(tok, 0, &detok) != SPROUT_OK)) {
+    if (!r || (tok && sprout_detokenizer_create(tok, SPROUT_DETOKENIZE_CONTINUATION, &detok) != SPROUT_OK)) {
         sprout_result_free(r);
         return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     }

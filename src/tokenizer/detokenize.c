@@ -51,9 +51,9 @@ typedef struct detok_state {
     bool remove_space; /* the next piece with text loses one leading space */
 } detok_state;
 
-static void detok_start(const sp_vocab *v, detok_state *s) {
+static void detok_start(const sp_vocab *v, unsigned flags, detok_state *s) {
     s->first = true;
-    s->remove_space = v->add_space_prefix;
+    s->remove_space = v->add_space_prefix && !(flags & SPROUT_DETOKENIZE_CONTINUATION);
 }
 
 /* The piece to emit for `id` (possibly empty). */
@@ -87,7 +87,7 @@ sprout_status sprout_detokenize(const sprout_tokenizer *t, const sprout_token *t
     if ((flags & SPROUT_DETOKENIZE_REMOVE_SPECIAL) && v->add_eos && n > 0 && tokens[n - 1] == v->special[SPROUT_SPECIAL_EOS])
         n--;
     detok_state s;
-    detok_start(v, &s);
+    detok_start(v, flags, &s);
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         sp_token_text p = detok_piece(v, &s, tokens[i], flags);
@@ -120,7 +120,7 @@ sprout_status sprout_detokenizer_create(const sprout_tokenizer *t, unsigned flag
     if (!d) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     d->vocab = &t->vocab;
     d->flags = flags;
-    detok_start(d->vocab, &d->state);
+    detok_start(d->vocab, d->flags, &d->state);
     *out = d;
     return SPROUT_OK;
 }
@@ -210,6 +210,6 @@ sprout_status sprout_detokenizer_flush(sprout_detokenizer *d, const char **text,
     if (!reserve_out(d, 3 * d->n_held + 1)) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     *len = emit_complete(d, "", 0, true);
     *text = d->out;
-    detok_start(d->vocab, &d->state);
+    detok_start(d->vocab, d->flags, &d->state);
     return SPROUT_OK;
 }

@@ -1,0 +1,361 @@
+/* The engine end to end on the real stories260K model: llama.cpp's greedy
+ * references, batched against unbatched evaluation, chat sessions that reuse
+ * their cache, STOP and CANCEL, stop strings and ids, log-probabilities, and
+ * the errors a user can provoke. */
+#include <jansson.h>
+#include <math.h>
+#include <unistd.h>
+
+#include "gguf/gguf_writer.h"
+#include "runtime/forward.h"
+#include "test_util.h"
+
+static char model_path[1024];
+
+static sprout_model *load(sprout_kv_type kv, int threads) {
+    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = threads, .n_ctx = 512, .kv_type = kv};
+    sprout_model *m = NULL;
+    CHECK_MSG(sprout_model_load(model_path, &mp, &m) == SPROUT_OK, "%s", sprout_last_error());
+    return m;
+}
+
+static sprout_generation_config greedy(int n) {
+    sprout_generation_config c;
+    sprout_generation_config_init(&c);
+    c.temperature = 0;
+    c.max_new_tokens = n;
+    return c;
+}
+
+/* --- llama.cpp's references ---------------------------------------------------------------- */
+
+static void test_reference(sprout_kv_type kv, int threads) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/reference/stories260K-greedy.json", test_shared_dir());
+    json_t *ref = json_load_file(path, 0, NULL);
+    CHECK_MSG(ref != NULL, "cannot read %s", path);
+    sprout_model *m = load(kv, threads);
+    if (!ref || !m) return;
+    sprout_pipeline *p = NULL;
+    CHECK(sprout_pipeline_create(m, NULL, &p) == SPROUT_OK);
+    const json_t *cases = json_object_get(ref, "cases");
+    for (size_t c = 0; c < json_array_size(cases); c++) {
+        const json_t *cs = json_array_get(cases, c);
+        const json_t *want = json_object_get(cs, "generated_tokens"), *pt = json_object_get(cs, "prompt_tokens_with_bos");
+        sprout_generation_config cfg = greedy((int)json_array_size(want));
+        sprout_result *r = NULL;
+        CHECK_MSG(sprout_generate(p, json_string_value(json_object_get(cs, "prompt")), &cfg, NULL, NULL, &r) == SPROUT_OK, "%s",
+                  sprout_last_error());
+        if (!r) continue;
+        size_t n, np;
+        const sprout_token *toks = sprout_result_tokens(r, &n), *prompt = sprout_result_prompt_tokens(r, &np);
+        bool prompt_same = np == json_array_size(pt);
+        for (size_t i = 0; prompt_same && i < np; i++) prompt_same = prompt[i] == json_integer_value(json_array_get(pt, i));
+        size_t same = 0;
+        while (same < n && same < json_array_size(want) && toks[same] == json_integer_value(json_array_get(want, same))) same++;
+        CHECK_MSG(prompt_same, "case %zu: prompt tokens differ", c);
+        CHECK_MSG(same == json_array_size(want) && n == same, "case %zu (kv %s, %d threads): %zu of %zu tokens match", c,
+                  kv == SPROUT_KV_F32 ? "f32" : "f16", threads, same, json_array_size(want));
+        size_t len;
+        const char *text = sprout_result_text(r, &len);
+        const char *want_text = json_string_value(json_object_get(cs, "generated_text"));
+        CHECK_MSG(len == strlen(want_text) && !memcmp(text, want_text, len), "case %zu: text differs", c);
+        CHECK(sprout_result_finish_reason(r) == SPROUT_FINISH_LENGTH);
+
+        /* the first position's logits, through the forward pass itself */
+        if (kv == SPROUT_KV_F32) {
+            sp_context ctx;
+            CHECK(sp_context_init(&ctx, m, 512, 64, 1, threads, SP_KV_F32) == SPROUT_OK);
+            sp_batch_token b[64];
+            for (size_t i = 0; i < np; i++) b[i] = (sp_batch_token){prompt[i], (int32_t)i, 0, i == np - 1};
+            float logits[512];
+            CHECK(sp_forward(&ctx, b, (int32_t)np, logits) == SPROUT_OK);
+            double max = 0;
+            const json_t *fl = json_object_get(cs, "first_position_logits");
+            for (int v = 0; v < 512; v++) max = fmax(max, fabs(logits[v] - json_number_value(json_array_get(fl, (size_t)v))));
+            CHECK_MSG(max <= 1e-3, "case %zu: first-position logits differ by %g", c, max);
+            sp_context_free(&ctx);
+        }
+        sprout_result_free(r);
+    }
+    sprout_pipeline_free(p);
+    sprout_model_free(m);
+    json_decref(ref);
+}
+
+/* --- batching ------------------------------------------------------------------------------------ */
+
+static double max_diff(const float *a, const float *b, int n) {
+    double m = 0;
+    for (int i = 0; i < n; i++) m = fmax(m, fabs((double)a[i] - b[i]));
+    return m;
+}
+
+static void test_batching(void) {
+    sprout_model *m = load(SPROUT_KV_F32, 2);
+    if (!m) return;
+    const int32_t a[] = {1, 403, 407, 261, 378, 432, 383}, b[] = {1, 322, 353, 323, 410, 432};
+    const int na = 7, nb = 6, V = 512;
+    float alone_a[7 * 512], alone_b[6 * 512], together[13 * 512], stepwise[512];
+    sp_context ctx;
+    CHECK(sp_context_init(&ctx, m, 128, 32, 2, 2, SP_KV_F32) == SPROUT_OK);
+    sp_batch_token batch[16];
+    for (int i = 0; i < na; i++) batch[i] = (sp_batch_token){a[i], i, 0, true};
+    CHECK(sp_forward(&ctx, batch, na, alone_a) == SPROUT_OK);
+    sp_kv_clear(&ctx.kv, 0);
+    for (int i = 0; i < nb; i++) batch[i] = (sp_batch_token){b[i], i, 1, true};
+    CHECK(sp_forward(&ctx, batch, nb, alone_b) == SPROUT_OK);
+    sp_kv_clear(&ctx.kv, 1);
+    /* both sequences interleaved in one batch */
+    int k = 0;
+    for (int i = 0; i < na || i < nb; i++) {
+        if (i < na) batch[k++] = (sp_batch_token){a[i], i, 0, true};
+        if (i < nb) batch[k++] = (sp_batch_token){b[i], i, 1, true};
+    }
+    CHECK(sp_forward(&ctx, batch, k, together) == SPROUT_OK);
+    double worst = 0;
+    k = 0;
+    for (int i = 0; i < na || i < nb; i++) {
+        if (i < na) worst = fmax(worst, max_diff(together + (size_t)(k++) * V, alone_a + (size_t)i * V, V));
+        if (i < nb) worst = fmax(worst, max_diff(together + (size_t)(k++) * V, alone_b + (size_t)i * V, V));
+    }
+    CHECK_MSG(worst <= 1e-5, "two sequences in one batch differ from each alone by %g", worst);
+    /* the same prompt token by token */
+    sp_kv_clear(&ctx.kv, 0);
+    sp_kv_clear(&ctx.kv, 1);
+    worst = 0;
+    for (int i = 0; i < na; i++) {
+        sp_batch_token t = {a[i], i, 0, true};
+        CHECK(sp_forward(&ctx, &t, 1, stepwise) == SPROUT_OK);
+        worst = fmax(worst, max_diff(stepwise, alone_a + (size_t)i * V, V));
+    }
+    CHECK_MSG(worst <= 1e-5, "token by token differs from one batch by %g", worst);
+    /* a rolled-back sequence computes the same again */
+    sp_kv_truncate(&ctx.kv, 0, 3);
+    for (int i = 3; i < na; i++) batch[i - 3] = (sp_batch_token){a[i], i, 0, i == na - 1};
+    CHECK(sp_forward(&ctx, batch, na - 3, stepwise) == SPROUT_OK);
+    CHECK(max_diff(stepwise, alone_a + (size_t)(na - 1) * V, V) <= 1e-5);
+    /* bad batches are refused, and leave the cache as it was */
+    int32_t before = ctx.kv.seqs[0].n;
+    sp_batch_token bad = {9999, 100, 0, true};
+    CHECK(sp_forward(&ctx, &bad, 1, stepwise) == SPROUT_ERR_INVALID_ARGUMENT);
+    bad = (sp_batch_token){5, 2, 0, true}; /* a position behind the sequence's end */
+    CHECK(sp_forward(&ctx, &bad, 1, stepwise) == SPROUT_ERR_INVALID_ARGUMENT);
+    bad = (sp_batch_token){5, 50, 7, true};
+    CHECK(sp_forward(&ctx, &bad, 1, stepwise) == SPROUT_ERR_INVALID_ARGUMENT);
+    CHECK(ctx.kv.seqs[0].n == before);
+    sp_context_free(&ctx);
+    sprout_model_free(m);
+}
+
+/* --- chat ------------------------------------------------------------------------------------------ */
+
+typedef struct stream_ctl {
+    int pieces, stop_after;
+    sprout_stream_status answer;
+    char seen[4096];
+    size_t seen_len;
+} stream_ctl;
+
+static sprout_stream_status on_piece(const char *piece, size_t len, void *user) {
+    stream_ctl *s = user;
+    if (s->seen_len + len < sizeof s->seen) {
+        memcpy(s->seen + s->seen_len, piece, len);
+        s->seen_len += len;
+    }
+    return ++s->pieces >= s->stop_after ? s->answer : SPROUT_STREAM_RUNNING;
+}
+
+static void test_chat(void) {
+    sprout_model *m = load(SPROUT_KV_F32, 2);
+    if (!m) return;
+    sprout_pipeline *p = NULL;
+    CHECK(sprout_pipeline_create(m, NULL, &p) == SPROUT_OK);
+    CHECK(sprout_chat_start(p, "You tell stories.") == SPROUT_OK);
+    sprout_generation_config cfg = greedy(12);
+    const char *turns[] = {"Once upon a time", "Tell me about a dog", "And then?"};
+    int32_t prefill[3], cached_before[3];
+    sprout_result *r = NULL;
+    for (int t = 0; t < 3; t++) {
+        cached_before[t] = sprout_pipeline_cached_tokens(p);
+        CHECK_MSG(sprout_chat_generate(p, turns[t], &cfg, NULL, NULL, &r) == SPROUT_OK, "%s", sprout_last_error());
+        prefill[t] = sprout_pipeline_last_prefill_tokens(p);
+        size_t np;
+        sprout_result_prompt_tokens(r, &np);
+        /* only what is new in this turn was computed */
+        CHECK_MSG(t == 0 || prefill[t] <= (int32_t)np - cached_before[t] + 8, "turn %d computed %d of %zu prompt tokens", t, prefill[t], np);
+        CHECK_MSG(t == 0 || prefill[t] < (int32_t)np / 2, "turn %d recomputed most of the conversation (%d of %zu)", t, prefill[t], np);
+        if (t < 2) sprout_result_free(r);
+    }
+    CHECK(sprout_chat_history_length(p) == 7); /* system + 3 x (user, assistant) */
+    /* the third answer equals rendering the whole conversation at once */
+    size_t np, n3;
+    const sprout_token *prompt3 = sprout_result_prompt_tokens(r, &np);
+    const sprout_token *out3 = sprout_result_tokens(r, &n3);
+    sprout_pipeline *fresh = NULL;
+    CHECK(sprout_pipeline_create(m, NULL, &fresh) == SPROUT_OK);
+    sprout_result *whole = NULL;
+    CHECK(sprout_generate_tokens(fresh, prompt3, np, &cfg, NULL, NULL, &whole) == SPROUT_OK);
+    size_t nw;
+    const sprout_token *outw = sprout_result_tokens(whole, &nw);
+    CHECK_MSG(nw == n3 && !memcmp(outw, out3, n3 * sizeof *outw), "incremental chat differs from the whole conversation");
+    CHECK(sprout_pipeline_last_prefill_tokens(fresh) == (int32_t)np);
+    sprout_result_free(whole);
+    sprout_result_free(r);
+    sprout_pipeline_free(fresh);
+
+    /* STOP keeps the turn; CANCEL drops it from history and cache */
+    const int32_t cached = sprout_pipeline_cached_tokens(p);
+    stream_ctl stop = {.stop_after = 2, .answer = SPROUT_STREAM_STOP};
+    cfg.max_new_tokens = 30;
+    CHECK(sprout_chat_generate(p, "Stop soon", &cfg, on_piece, &stop, &r) == SPROUT_OK);
+    CHECK(sprout_result_finish_reason(r) == SPROUT_FINISH_STOPPED);
+    size_t n_stop;
+    sprout_result_tokens(r, &n_stop);
+    CHECK(n_stop >= 1 && n_stop < 30);
+    CHECK(sprout_chat_history_length(p) == 9);
+    CHECK(sprout_pipeline_cached_tokens(p) > cached);
+    sprout_result_free(r);
+    const int32_t cached_after_stop = sprout_pipeline_cached_tokens(p);
+    stream_ctl cancel = {.stop_after = 2, .answer = SPROUT_STREAM_CANCEL};
+    CHECK(sprout_chat_generate(p, "Cancel this", &cfg, on_piece, &cancel, &r) == SPROUT_OK);
+    CHECK(sprout_result_finish_reason(r) == SPROUT_FINISH_CANCELLED);
+    CHECK(sprout_chat_history_length(p) == 9);
+    CHECK_MSG(sprout_pipeline_cached_tokens(p) <= cached_after_stop, "cancel left %d cached tokens (was %d)",
+              sprout_pipeline_cached_tokens(p), cached_after_stop);
+    const char *role, *content;
+    CHECK(sprout_chat_history_message(p, 8, &role, &content) == SPROUT_OK && !strcmp(role, "assistant"));
+    sprout_result_free(r);
+    sprout_chat_finish(p);
+    CHECK(sprout_chat_history_length(p) == 0);
+    sprout_pipeline_free(p);
+    sprout_model_free(m);
+}
+
+/* --- stop strings, stop ids, logprobs, limits, errors --------------------------------------------------- */
+
+static void test_stops_and_limits(void) {
+    sprout_model *m = load(SPROUT_KV_F32, 1);
+    if (!m) return;
+    sprout_pipeline *p = NULL;
+    CHECK(sprout_pipeline_create(m, NULL, &p) == SPROUT_OK);
+    sprout_generation_config cfg = greedy(64);
+    sprout_result *r = NULL;
+    /* greedy continuation: ", there was a little girl named Lily." */
+    const char *stops[] = {"zzz", "little"};
+    cfg.stop_strings = stops;
+    cfg.n_stop_strings = 2;
+    stream_ctl s = {.stop_after = 1000};
+    CHECK(sprout_generate(p, "Once upon a time", &cfg, on_piece, &s, &r) == SPROUT_OK);
+    size_t len;
+    const char *text = sprout_result_text(r, &len);
+    CHECK_MSG(!strcmp(text, ", there was a "), "stop string: got [%s]", text);
+    CHECK(sprout_result_finish_reason(r) == SPROUT_FINISH_STOP_STRING);
+    CHECK_MSG(s.seen_len == len && !memcmp(s.seen, text, len), "streamed [%.*s]", (int)s.seen_len, s.seen);
+    sprout_result_free(r);
+    cfg.include_stop_string = true;
+    CHECK(sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r) == SPROUT_OK);
+    CHECK(!strcmp(sprout_result_text(r, NULL), ", there was a little"));
+    sprout_result_free(r);
+    cfg.n_stop_strings = 0;
+    cfg.include_stop_string = false;
+
+    const int32_t stop_ids[] = {286}; /* " was" */
+    cfg.stop_token_ids = stop_ids;
+    cfg.n_stop_token_ids = 1;
+    CHECK(sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r) == SPROUT_OK);
+    CHECK(sprout_result_finish_reason(r) == SPROUT_FINISH_STOP_TOKEN && !strcmp(sprout_result_text(r, NULL), ", there"));
+    sprout_result_free(r);
+    cfg.n_stop_token_ids = 0;
+
+    /* log-probabilities: log-softmax of the raw logits */
+    cfg.max_new_tokens = 3;
+    cfg.logprobs = 5;
+    CHECK(sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r) == SPROUT_OK);
+    float lp;
+    const sprout_token *top_ids;
+    const float *top_lp;
+    size_t k;
+    CHECK(sprout_result_logprob(r, 0, &lp, &top_ids, &top_lp, &k) == SPROUT_OK && k == 5);
+    CHECK_MSG(fabsf(lp - (-0.031703f)) < 2e-3 && top_ids[0] == 432 && top_ids[1] == 383 && top_lp[0] == lp, "logprob %g", lp);
+    CHECK(sprout_result_logprob(r, 3, &lp, NULL, NULL, NULL) == SPROUT_ERR_OUT_OF_RANGE);
+    sprout_result_free(r);
+    cfg.logprobs = 0;
+
+    /* max_new_tokens 0; the context's end; seeds; echo; min_new_tokens */
+    cfg.max_new_tokens = 0;
+    CHECK(sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r) == SPROUT_OK);
+    CHECK(sprout_result_finish_reason(r) == SPROUT_FINISH_LENGTH && sprout_result_tokens(r, &k) && k == 0);
+    sprout_result_free(r);
+    sprout_pipeline *small = NULL;
+    sprout_pipeline_params pp = {.struct_size = sizeof pp, .n_ctx = 16};
+    CHECK(sprout_pipeline_create(m, &pp, &small) == SPROUT_OK);
+    cfg.max_new_tokens = 100;
+    CHECK(sprout_generate(small, "Once upon a time", &cfg, NULL, NULL, &r) == SPROUT_OK);
+    sprout_result_tokens(r, &k);
+    CHECK_MSG(sprout_result_finish_reason(r) == SPROUT_FINISH_LENGTH && k == 12, "context end after %zu tokens", k);
+    sprout_result_free(r);
+    char longp[512] = "";
+    for (int i = 0; i < 40; i++) strcat(longp, "once ");
+    CHECK(sprout_generate(small, longp, &cfg, NULL, NULL, &r) == SPROUT_ERR_OUT_OF_RANGE);
+    CHECK_MSG(strstr(sprout_last_error(), "82 tokens") && strstr(sprout_last_error(), "holds 16"), "%s", sprout_last_error());
+    sprout_pipeline_free(small);
+
+    cfg = greedy(20);
+    cfg.temperature = 1.0f;
+    cfg.top_k = 0;
+    cfg.top_p = 1;
+    cfg.min_p = 0;
+    cfg.seed = 7;
+    sprout_result *r2 = NULL;
+    CHECK(sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r) == SPROUT_OK);
+    CHECK(sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r2) == SPROUT_OK);
+    CHECK(!strcmp(sprout_result_text(r, NULL), sprout_result_text(r2, NULL))); /* same seed, same text */
+    sprout_result_free(r2);
+    cfg.seed = 8;
+    CHECK(sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r2) == SPROUT_OK);
+    CHECK(strcmp(sprout_result_text(r, NULL), sprout_result_text(r2, NULL)) != 0);
+    sprout_result_free(r);
+    sprout_result_free(r2);
+    cfg = greedy(5);
+    cfg.echo = true;
+    CHECK(sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r) == SPROUT_OK);
+    CHECK(!strncmp(sprout_result_text(r, NULL), "Once upon a time, there", 23));
+    sprout_result_free(r);
+
+    /* errors */
+    CHECK(sprout_generate(p, "bad \xff utf-8", &cfg, NULL, NULL, &r) == SPROUT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(sprout_last_error(), "not valid UTF-8") != NULL);
+    CHECK(sprout_generate_tokens(p, NULL, 0, &cfg, NULL, NULL, &r) == SPROUT_ERR_INVALID_ARGUMENT);
+    const int32_t bad[] = {1, 99999};
+    CHECK(sprout_generate_tokens(p, bad, 2, &cfg, NULL, NULL, &r) == SPROUT_ERR_INVALID_ARGUMENT);
+    CHECK(sprout_generate(p, "", &cfg, NULL, NULL, &r) == SPROUT_OK); /* just BOS: allowed, as llama.cpp does */
+    sprout_result_free(r);
+    cfg.max_new_tokens = -1;
+    CHECK(sprout_generate(p, "x", &cfg, NULL, NULL, &r) == SPROUT_ERR_INVALID_ARGUMENT);
+    sprout_pipeline_free(p);
+    sprout_model_free(m);
+
+    /* an architecture sprout does not run */
+    char path[512];
+    snprintf(path, sizeof path, "%s/mamba.gguf", test_temp_dir());
+    sp_gguf_writer *w = sp_gguf_writer_new();
+    sp_gguf_writer_set_str(w, "general.architecture", "mamba", 5);
+    CHECK(sp_gguf_writer_write(w, path, NULL, NULL) == SPROUT_OK);
+    sp_gguf_writer_free(w);
+    sprout_model *mm = NULL;
+    CHECK(sprout_model_load(path, NULL, &mm) == SPROUT_ERR_UNSUPPORTED && strstr(sprout_last_error(), "'mamba'"));
+    unlink(path);
+    rmdir(test_temp_dir());
+}
+
+int main(void) {
+    snprintf(model_path, sizeof model_path, "%s/models/stories260K.gguf", test_shared_dir());
+    test_reference(SPROUT_KV_F32, 1);
+    test_reference(SPROUT_KV_F32, 2);
+    test_reference(SPROUT_KV_F16, 2);
+    test_batching();
+    test_chat();
+    test_stops_and_limits();
+    TEST_MAIN_END();
+}

@@ -1,0 +1,137 @@
+/* The sampler on hand-made logits: which candidates each filter leaves, the
+ * penalties' arithmetic, greedy ties, seeded reproducibility and the drawn
+ * distribution. */
+#include <math.h>
+
+#include "sampler/sampler.h"
+#include "test_util.h"
+
+static const sp_sampling plain = {.temperature = 1.f, .top_k = 0, .top_p = 1.f, .min_p = 0.f, .repetition_penalty = 1.f,
+                                  .repeat_last_n = 64};
+
+static int survivors(sp_sampler *s, const float *logits, sp_sampling cfg, int32_t *ids) {
+    sp_sample(s, logits, &cfg, NULL, 0, NULL, 0);
+    const sp_candidate *c;
+    int n = sp_sampler_last_candidates(s, &c);
+    for (int i = 0; i < n; i++) ids[i] = c[i].id;
+    return n;
+}
+
+static void test_filters(void) {
+    sp_sampler s;
+    CHECK(sp_sampler_init(&s, 5, 1) == SPROUT_OK);
+    const float logits[5] = {1, 2, 3, 4, 5}; /* softmax: .636 .234 .086 .032 .012 (best first) */
+    int32_t ids[5];
+    sp_sampling c = plain;
+    c.top_k = 3;
+    CHECK(survivors(&s, logits, c, ids) == 3 && ids[0] == 4 && ids[1] == 3 && ids[2] == 2);
+    c = plain;
+    c.top_p = 0.8f;
+    CHECK(survivors(&s, logits, c, ids) == 2 && ids[0] == 4 && ids[1] == 3);
+    c.top_p = 0.5f;
+    CHECK(survivors(&s, logits, c, ids) == 1);
+    c = plain;
+    c.min_p = 0.1f; /* keeps p >= 0.0636 */
+    CHECK(survivors(&s, logits, c, ids) == 3);
+    c.min_p = 0.5f;
+    CHECK(survivors(&s, logits, c, ids) == 1);
+    c = plain;
+    c.temperature = 100.f; /* flat: all five stay, nearly equal */
+    CHECK(survivors(&s, logits, c, ids) == 5);
+    const sp_candidate *cand;
+    sp_sampler_last_candidates(&s, &cand);
+    CHECK(fabsf(cand[0].p - 0.2f) < 0.01f);
+    /* the probabilities left are renormalised */
+    c = plain;
+    c.top_k = 2;
+    survivors(&s, logits, c, ids);
+    sp_sampler_last_candidates(&s, &cand);
+    CHECK(fabsf(cand[0].p - 0.7311f) < 1e-3f && fabsf(cand[0].p + cand[1].p - 1.f) < 1e-6f);
+    sp_sampler_free(&s);
+}
+
+static void test_greedy_and_penalties(void) {
+    sp_sampler s;
+    CHECK(sp_sampler_init(&s, 3, 1) == SPROUT_OK);
+    sp_sampling g = plain;
+    g.temperature = 0.f;
+    const float ties[3] = {3, 5, 5};
+    CHECK(sp_sample(&s, ties, &g, NULL, 0, NULL, 0) == 1); /* ties go to the lowest id */
+    const int32_t banned[] = {1};
+    CHECK(sp_sample(&s, ties, &g, NULL, 0, banned, 1) == 2);
+
+    const float logits[3] = {2, -2, 1};
+    const int32_t history[] = {0, 1};
+    sp_sampling c = plain;
+    c.repetition_penalty = 2.f; /* positive logits divided, negative ones multiplied */
+    sp_sample(&s, logits, &c, history, 2, NULL, 0);
+    const sp_candidate *cand;
+    int n = sp_sampler_last_candidates(&s, &cand);
+    float got[3] = {0, 0, 0};
+    for (int i = 0; i < n; i++) got[cand[i].id] = cand[i].logit;
+    CHECK_MSG(n == 3 && got[0] == 1.f && got[1] == -4.f && got[2] == 1.f, "%g %g %g", got[0], got[1], got[2]);
+    c = plain;
+    c.presence_penalty = 0.5f;
+    c.frequency_penalty = 0.25f;
+    const int32_t h2[] = {0, 0, 1};
+    sp_sample(&s, logits, &c, h2, 3, NULL, 0);
+    n = sp_sampler_last_candidates(&s, &cand);
+    for (int i = 0; i < n; i++) got[cand[i].id] = cand[i].logit;
+    CHECK_MSG(got[0] == 1.0f && got[1] == -2.75f && got[2] == 1.f, "%g %g %g", got[0], got[1], got[2]);
+    /* repeat_last_n limits the window: only the last token counts */
+    c.repeat_last_n = 1;
+    sp_sample(&s, logits, &c, h2, 3, NULL, 0);
+    n = sp_sampler_last_candidates(&s, &cand);
+    for (int i = 0; i < n; i++) got[cand[i].id] = cand[i].logit;
+    CHECK(got[0] == 2.f && got[1] == -2.75f);
+    sp_sampler_free(&s);
+}
+
+static void test_seed_and_distribution(void) {
+    sp_sampler a, b;
+    CHECK(sp_sampler_init(&a, 4, 123) == SPROUT_OK && sp_sampler_init(&b, 4, 123) == SPROUT_OK);
+    const float logits[4] = {0.f, 1.f, 2.f, 3.f};
+    int same = 0;
+    for (int i = 0; i < 200; i++) same += sp_sample(&a, logits, &plain, NULL, 0, NULL, 0) == sp_sample(&b, logits, &plain, NULL, 0, NULL, 0);
+    CHECK(same == 200);
+    sp_sampler_seed(&b, 124);
+    int differ = 0;
+    for (int i = 0; i < 200; i++) differ += sp_sample(&a, logits, &plain, NULL, 0, NULL, 0) != sp_sample(&b, logits, &plain, NULL, 0, NULL, 0);
+    CHECK(differ > 20);
+    /* the same seed gives the same numbers on every machine: fixed values */
+    sp_sampler_seed(&a, 42);
+    double u = sp_sampler_uniform(&a);
+    CHECK(u >= 0 && u < 1);
+    sp_sampler_seed(&b, 42);
+    CHECK(sp_sampler_uniform(&b) == u);
+    /* frequencies follow softmax */
+    int counts[4] = {0};
+    const int draws = 200000;
+    sp_sampler_seed(&a, 9);
+    for (int i = 0; i < draws; i++) counts[sp_sample(&a, logits, &plain, NULL, 0, NULL, 0)]++;
+    double z = exp(0) + exp(1) + exp(2) + exp(3);
+    for (int k = 0; k < 4; k++) CHECK_MSG(fabs(counts[k] / (double)draws - exp(k) / z) < 0.005, "token %d: %g vs %g", k, counts[k] / (double)draws, exp(k) / z);
+    sp_sampler_free(&a);
+    sp_sampler_free(&b);
+}
+
+static void test_logprobs(void) {
+    const float logits[4] = {0.f, 1.f, 2.f, 3.f};
+    int32_t ids[3];
+    float lps[3];
+    float lp = sp_logprob_top(logits, 4, 1, 3, ids, lps);
+    double lse = log(exp(0) + exp(1) + exp(2) + exp(3));
+    CHECK(fabs(lp - (1 - lse)) < 1e-6);
+    CHECK(ids[0] == 3 && ids[1] == 2 && ids[2] == 1 && fabs(lps[0] - (3 - lse)) < 1e-6);
+    const float ties[3] = {1.f, 1.f, 1.f};
+    sp_logprob_top(ties, 3, 0, 2, ids, lps);
+    CHECK(ids[0] == 0 && ids[1] == 1); /* ties: the lower id first */
+}
+
+int main(void) {
+    test_filters();
+    test_greedy_and_penalties();
+    test_seed_and_distribution();
+    test_logprobs();
+    TEST_MAIN_END();
+}
