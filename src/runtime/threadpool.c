@@ -63,14 +63,13 @@ sprout_status sp_threadpool_create(int n_threads, sp_threadpool **out) {
     }
     for (int i = 1; i < n_threads; i++) {
         worker_arg *arg = malloc(sizeof *arg);
+        if (arg) *arg = (worker_arg){pool, i};
         if (!arg || pthread_create(&pool->threads[i], NULL, worker, arg) != 0) {
             free(arg);
             pool->n_threads = i; /* only the started ones are joined */
             sp_threadpool_free(pool);
             return sp_fail(SPROUT_ERR_INTERNAL, "cannot start thread %d", i);
         }
-        arg->pool = pool;
-        arg->ith = i;
     }
     *out = pool;
     return SPROUT_OK;
