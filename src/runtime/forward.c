@@ -104,11 +104,16 @@ static void matmul_worker(void *p, int ith, int nth) {
                                 j->ctx->scratch + (int64_t)ith * j->ctx->scratch_stride);
 }
 
+/* Below this many multiply-adds a job is done on the calling thread:
+ * handing it out would cost more than it saves. */
+enum { PARALLEL_MIN_WORK = 1 << 15 };
+
 /* y[t][0..n_out) = W x[t] for n tokens. */
 static void matmul(const sp_context *ctx, const sp_weight *w, const float *x, int64_t x_stride, int64_t n, float *y,
                    int64_t y_stride) {
     matmul_job j = {ctx, w, x, x_stride, n, y, y_stride};
-    sp_threadpool_run(ctx->pool, matmul_worker, &j);
+    if (w->n_out * w->n_in * n < PARALLEL_MIN_WORK) matmul_worker(&j, 0, 1);
+    else sp_threadpool_run(ctx->pool, matmul_worker, &j);
 }
 
 typedef struct attention_job {
@@ -274,7 +279,9 @@ sprout_status sp_forward(sp_context *ctx, const sp_batch_token *batch, int32_t n
         attention_inputs(ctx, ly, batch, n);
         store_kv(ctx, il, n);
         attention_job aj = {ctx, batch, n, il};
-        sp_threadpool_run(ctx->pool, attention_worker, &aj);
+        const int64_t attn_work = (int64_t)n * hp->n_head * hp->head_dim_k * (ctx->kv.n_cells - ctx->kv.n_free);
+        if (attn_work < PARALLEL_MIN_WORK) attention_worker(&aj, 0, 1);
+        else sp_threadpool_run(ctx->pool, attention_worker, &aj);
         matmul(ctx, &ly->wo, ctx->attn, (int64_t)hp->n_head * hp->head_dim_v, n, ctx->o, e);
         add_bias(ctx->o, ly->bo, n, e, e);
         if (ly->post_attn_norm)

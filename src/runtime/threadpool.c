@@ -1,9 +1,16 @@
+/* Workers wait for the next job by spinning a short while and then
+ * sleeping on a condition variable: a decode step runs dozens of short jobs
+ * back to back, and waking a sleeping thread for each would cost more than
+ * the job. */
 #include "runtime/threadpool.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "core/error.h"
+
+enum { SPIN_ROUNDS = 20000 };
 
 struct sp_threadpool {
     int n_threads;
@@ -12,15 +19,22 @@ struct sp_threadpool {
     pthread_cond_t start, done;
     sp_parallel_fn fn;
     void *ctx;
-    unsigned generation; /* bumped for every job */
-    int pending;         /* workers still running the current job */
-    bool quit;
+    atomic_uint generation; /* bumped for every job */
+    atomic_int pending;     /* workers still running the current job */
+    atomic_int sleepers;    /* workers blocked on `start` */
+    atomic_bool quit;
 };
 
 typedef struct worker_arg {
     sp_threadpool *pool;
     int ith;
 } worker_arg;
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
 
 static void *worker(void *p) {
     worker_arg *arg = p;
@@ -29,20 +43,26 @@ static void *worker(void *p) {
     free(arg);
     unsigned seen = 0;
     for (;;) {
-        pthread_mutex_lock(&pool->lock);
-        while (pool->generation == seen && !pool->quit) pthread_cond_wait(&pool->start, &pool->lock);
-        if (pool->quit) {
-            pthread_mutex_unlock(&pool->lock);
-            return NULL;
+        unsigned gen = atomic_load_explicit(&pool->generation, memory_order_acquire);
+        for (int spin = 0; gen == seen && spin < SPIN_ROUNDS && !atomic_load(&pool->quit); spin++) {
+            cpu_relax();
+            gen = atomic_load_explicit(&pool->generation, memory_order_acquire);
         }
-        seen = pool->generation;
-        sp_parallel_fn fn = pool->fn;
-        void *ctx = pool->ctx;
-        pthread_mutex_unlock(&pool->lock);
-        fn(ctx, ith, pool->n_threads);
-        pthread_mutex_lock(&pool->lock);
-        if (--pool->pending == 0) pthread_cond_signal(&pool->done);
-        pthread_mutex_unlock(&pool->lock);
+        if (gen == seen) {
+            pthread_mutex_lock(&pool->lock);
+            atomic_fetch_add(&pool->sleepers, 1);
+            while ((gen = atomic_load(&pool->generation)) == seen && !atomic_load(&pool->quit)) pthread_cond_wait(&pool->start, &pool->lock);
+            atomic_fetch_sub(&pool->sleepers, 1);
+            pthread_mutex_unlock(&pool->lock);
+        }
+        if (atomic_load(&pool->quit)) return NULL;
+        seen = gen;
+        pool->fn(pool->ctx, ith, pool->n_threads);
+        if (atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_acq_rel) == 1) {
+            pthread_mutex_lock(&pool->lock);
+            pthread_cond_signal(&pool->done);
+            pthread_mutex_unlock(&pool->lock);
+        }
     }
 }
 
@@ -78,7 +98,7 @@ sprout_status sp_threadpool_create(int n_threads, sp_threadpool **out) {
 void sp_threadpool_free(sp_threadpool *pool) {
     if (!pool) return;
     pthread_mutex_lock(&pool->lock);
-    pool->quit = true;
+    atomic_store(&pool->quit, true);
     pthread_cond_broadcast(&pool->start);
     pthread_mutex_unlock(&pool->lock);
     for (int i = 1; pool->threads && i < pool->n_threads; i++) pthread_join(pool->threads[i], NULL);
@@ -96,15 +116,20 @@ void sp_threadpool_run(sp_threadpool *pool, sp_parallel_fn fn, void *ctx) {
         fn(ctx, 0, 1);
         return;
     }
-    pthread_mutex_lock(&pool->lock);
     pool->fn = fn;
     pool->ctx = ctx;
-    pool->pending = pool->n_threads - 1;
-    pool->generation++;
-    pthread_cond_broadcast(&pool->start);
-    pthread_mutex_unlock(&pool->lock);
+    atomic_store_explicit(&pool->pending, pool->n_threads - 1, memory_order_relaxed);
+    atomic_fetch_add(&pool->generation, 1); /* seq_cst: pairs with the sleepers check in the worker */
+    if (atomic_load(&pool->sleepers) > 0) {
+        pthread_mutex_lock(&pool->lock);
+        pthread_cond_broadcast(&pool->start);
+        pthread_mutex_unlock(&pool->lock);
+    }
     fn(ctx, 0, pool->n_threads);
-    pthread_mutex_lock(&pool->lock);
-    while (pool->pending > 0) pthread_cond_wait(&pool->done, &pool->lock);
-    pthread_mutex_unlock(&pool->lock);
+    for (int spin = 0; atomic_load_explicit(&pool->pending, memory_order_acquire) > 0 && spin < SPIN_ROUNDS; spin++) cpu_relax();
+    if (atomic_load_explicit(&pool->pending, memory_order_acquire) > 0) {
+        pthread_mutex_lock(&pool->lock);
+        while (atomic_load(&pool->pending) > 0) pthread_cond_wait(&pool->done, &pool->lock);
+        pthread_mutex_unlock(&pool->lock);
+    }
 }
