@@ -1,5 +1,7 @@
 /* general.file_type: the label of a whole file's quantization mix. The
  * numbers are llama.cpp's (LLAMA_FTYPE_*), kept stable across versions. */
+#include <strings.h>
+
 #include "sprout.h"
 
 const char *sprout_file_type_name(uint32_t file_type) {
@@ -15,4 +17,21 @@ const char *sprout_file_type_name(uint32_t file_type) {
      * label was inferred rather than chosen */
     file_type &= ~1024u;
     return file_type < sizeof names / sizeof names[0] ? names[file_type] : NULL;
+}
+
+bool sprout_file_type_from_name(const char *name, sprout_file_type *out) {
+    static const sprout_file_type producible[] = {
+        SPROUT_FTYPE_F32,    SPROUT_FTYPE_F16,    SPROUT_FTYPE_BF16,   SPROUT_FTYPE_Q4_0,   SPROUT_FTYPE_Q4_1,
+        SPROUT_FTYPE_Q5_0,   SPROUT_FTYPE_Q5_1,   SPROUT_FTYPE_Q8_0,   SPROUT_FTYPE_Q2_K,   SPROUT_FTYPE_Q3_K_S,
+        SPROUT_FTYPE_Q3_K_M, SPROUT_FTYPE_Q3_K_L, SPROUT_FTYPE_Q4_K_S, SPROUT_FTYPE_Q4_K_M, SPROUT_FTYPE_Q5_K_S,
+        SPROUT_FTYPE_Q5_K_M, SPROUT_FTYPE_Q6_K,
+    };
+    if (!name) return false;
+    for (size_t i = 0; i < sizeof producible / sizeof producible[0]; i++) {
+        if (!strcasecmp(name, sprout_file_type_name(producible[i]))) {
+            if (out) *out = producible[i];
+            return true;
+        }
+    }
+    return false;
 }

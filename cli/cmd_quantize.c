@@ -1,0 +1,203 @@
+/* sprout quantize IN.gguf OUT.gguf TYPE [options]
+ *
+ * Converts a model to a tensor type or one of llama.cpp's named mixes. On a
+ * terminal a progress line shows tensor i/N, throughput and the time left;
+ * Ctrl-C stops cleanly and leaves no output file behind. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "sprout.h"
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: sprout quantize IN.gguf OUT.gguf TYPE [options]\n"
+            "  TYPE: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K_S Q3_K_M Q3_K_L\n"
+            "        Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K\n"
+            "        (the _S/_M/_L mixes give the output, attention V and some FFN-down\n"
+            "        layers more bits, as llama-quantize does)\n"
+            "  --threads N                 worker threads (default: one per core)\n"
+            "  --pure                      use TYPE for every matrix: no mix\n"
+            "  --output-type T             tensor type for output.weight (e.g. Q8_0, F16)\n"
+            "  --token-embedding-type T    tensor type for token_embd.weight\n"
+            "  --leave-output-tensor       copy output.weight unchanged\n"
+            "  --split-max-size SIZE       write parts of at most SIZE bytes (K, M, G suffixes)\n"
+            "  --imatrix FILE              importance matrix (not supported yet)\n"
+            "  --verbose                   list every tensor's type\n");
+}
+
+/* "2G", "500M", "1024": bytes, powers of 1024 as llama.cpp's gguf-split reads them. */
+static bool parse_size(const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v <= 0) return false;
+    double scale = 1;
+    switch (*end) {
+    case 'k': case 'K': scale = 1024.0; end++; break;
+    case 'm': case 'M': scale = 1024.0 * 1024; end++; break;
+    case 'g': case 'G': scale = 1024.0 * 1024 * 1024; end++; break;
+    case 't': case 'T': scale = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    }
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end || v * scale > 1.8e19) return false;
+    *out = (uint64_t)(v * scale);
+    return *out > 0;
+}
+
+static bool parse_tensor_type(const char *s, int32_t *out) {
+    sprout_type t;
+    if (!sprout_type_from_name(s, &t) || !sprout_type_can_dequantize(t) || t == SPROUT_TYPE_Q8_K) return false;
+    *out = (int32_t)t;
+    return true;
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct cli_state {
+    bool tty, verbose;
+    double t0, last_draw;
+} cli_state;
+
+static void on_plan(void *user, const sprout_quantize_tensor_plan *p) {
+    cli_state *s = user;
+    if (p->wanted_type != p->to_type)
+        fprintf(stderr, "note: %s: rows do not fit %s blocks, using %s\n", p->tensor_name,
+                sprout_type_name(p->wanted_type), sprout_type_name(p->to_type));
+    else if (s->verbose)
+        fprintf(stderr, "  %-40s %-5s -> %s\n", p->tensor_name, sprout_type_name(p->from_type), sprout_type_name(p->to_type));
+}
+
+static bool on_progress(void *user, const sprout_quantize_progress *p) {
+    cli_state *s = user;
+    if (interrupted) return false;
+    const double now = now_seconds();
+    if (!s->tty || (now - s->last_draw < 0.2 && p->bytes_read < p->bytes_total)) return true;
+    s->last_draw = now;
+    const double elapsed = now - s->t0, mb = (double)p->bytes_read / 1e6;
+    const double rate = elapsed > 0 ? mb / elapsed : 0;
+    const double left = rate > 0 ? ((double)(p->bytes_total - p->bytes_read) / 1e6) / rate : 0;
+    fprintf(stderr, "\r\033[K[%4lld/%lld] %-32.32s %5s -> %-5s %3.0f%%  %6.1f MB/s  ETA %d:%02d",
+            (long long)p->tensor_index + 1, (long long)p->n_tensors, p->tensor_name, sprout_type_name(p->from_type),
+            sprout_type_name(p->to_type), p->bytes_total ? 100.0 * (double)p->bytes_read / (double)p->bytes_total : 100.0,
+            rate, (int)left / 60, (int)left % 60);
+    return true;
+}
+
+int cmd_quantize(int argc, char **argv) {
+    sprout_quantize_params params;
+    sprout_quantize_params_default(&params);
+    const char *positional[3] = {0};
+    int n_positional = 0;
+    cli_state state = {.tty = isatty(STDERR_FILENO)};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const bool has_value = i + 1 < argc;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--pure")) {
+            params.pure = true;
+        } else if (!strcmp(a, "--leave-output-tensor")) {
+            params.leave_output_tensor = true;
+        } else if (!strcmp(a, "--verbose")) {
+            state.verbose = true;
+        } else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) {
+            char *end;
+            long n = has_value ? strtol(argv[i + 1], &end, 10) : 0;
+            if (!has_value || *end || n < 1 || n > 1024) {
+                fprintf(stderr, "sprout quantize: --threads needs a number from 1 to 1024\n");
+                return 2;
+            }
+            params.n_threads = (int32_t)n;
+            i++;
+        } else if (!strcmp(a, "--output-type") || !strcmp(a, "--token-embedding-type")) {
+            int32_t *dst = a[2] == 'o' ? &params.output_type : &params.token_embedding_type;
+            if (!has_value || !parse_tensor_type(argv[i + 1], dst)) {
+                fprintf(stderr, "sprout quantize: %s needs a tensor type sprout can write (F32, F16, BF16, Q4_0 ... Q6_K), got '%s'\n",
+                        a, has_value ? argv[i + 1] : "");
+                return 2;
+            }
+            i++;
+        } else if (!strcmp(a, "--split-max-size")) {
+            if (!has_value || !parse_size(argv[i + 1], &params.split_max_bytes)) {
+                fprintf(stderr, "sprout quantize: --split-max-size needs a size such as 2G or 500M\n");
+                return 2;
+            }
+            i++;
+        } else if (!strcmp(a, "--imatrix")) {
+            fprintf(stderr, "sprout quantize: --imatrix is not supported yet; quantize without it "
+                            "(sprout then chooses the same weights as llama-quantize does without an imatrix)\n");
+            return 2;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "sprout quantize: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        } else if (n_positional < 3) {
+            positional[n_positional++] = a;
+        } else {
+            fprintf(stderr, "sprout quantize: unexpected argument '%s'\n", a);
+            return 2;
+        }
+    }
+    if (n_positional < 3) {
+        usage(stderr);
+        return 2;
+    }
+    if (!sprout_file_type_from_name(positional[2], &params.file_type)) {
+        fprintf(stderr, "sprout quantize: unknown type '%s' (sprout quantize --help lists them)\n", positional[2]);
+        return 2;
+    }
+    params.progress = on_progress;
+    params.plan = on_plan;
+    params.user = &state;
+
+    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    /* a file-size limit must fail the write (EFBIG), not kill us before the temporary file is removed */
+    signal(SIGXFSZ, SIG_IGN);
+
+    state.t0 = now_seconds();
+    sprout_quantize_report report;
+    sprout_status st = sprout_quantize_model(positional[0], positional[1], &params, &report);
+    if (state.tty) fprintf(stderr, "\r\033[K");
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (st == SPROUT_ERR_CANCELLED) {
+        fprintf(stderr, "sprout quantize: interrupted; no output written\n");
+        return 130;
+    }
+    if (st != SPROUT_OK) {
+        fprintf(stderr, "sprout quantize: %s\n", sprout_last_error());
+        return 1;
+    }
+    printf("%s: %s, %lld tensors (%lld converted", positional[1], sprout_file_type_name(params.file_type),
+           (long long)report.n_tensors, (long long)report.n_converted);
+    if (report.n_fallback) printf(", %lld with a fallback type", (long long)report.n_fallback);
+    if (report.n_requantized) printf(", %lld requantized from a quantized type", (long long)report.n_requantized);
+    printf(")\n  size %.2f MiB -> %.2f MiB (%.2fx)", (double)report.bytes_in / 1048576.0,
+           (double)report.bytes_out / 1048576.0,
+           report.bytes_out ? (double)report.bytes_in / (double)report.bytes_out : 0.0);
+    if (report.n_parts > 1) printf(" in %u parts", report.n_parts);
+    printf(", %.2f s (%.1f MB/s of input)\n", report.seconds,
+           report.seconds > 0 ? (double)report.bytes_in / 1e6 / report.seconds : 0.0);
+    return 0;
+}

@@ -1,0 +1,129 @@
+#include "quantize/recipe.h"
+
+#include <string.h>
+#include <strings.h>
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !memcmp(s + n - m, suffix, m);
+}
+
+sp_tensor_role sp_tensor_role_of(const char *name) {
+    static const struct {
+        const char *part;
+        sp_tensor_role role;
+    } parts[] = {
+        {"attn_qkv.weight", SP_ROLE_ATTN_QKV},     {"attn_v.weight", SP_ROLE_ATTN_V},
+        {"attn_k.weight", SP_ROLE_ATTN_K},       {"attn_q.weight", SP_ROLE_ATTN_Q},
+        {"attn_output.weight", SP_ROLE_ATTN_OUTPUT}, {"ffn_up", SP_ROLE_FFN_UP},
+        {"ffn_gate", SP_ROLE_FFN_GATE},          {"ffn_down", SP_ROLE_FFN_DOWN},
+    };
+    if (!strcmp(name, "output.weight")) return SP_ROLE_OUTPUT;
+    if (!strcmp(name, "token_embd.weight")) return SP_ROLE_TOKEN_EMBD;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (strstr(name, parts[i].part)) return parts[i].role;
+    return SP_ROLE_OTHER;
+}
+
+sprout_type sp_file_type_base(sprout_file_type file_type) {
+    switch (file_type) {
+    case SPROUT_FTYPE_F32: return SPROUT_TYPE_F32;
+    case SPROUT_FTYPE_F16: return SPROUT_TYPE_F16;
+    case SPROUT_FTYPE_BF16: return SPROUT_TYPE_BF16;
+    case SPROUT_FTYPE_Q4_0: return SPROUT_TYPE_Q4_0;
+    case SPROUT_FTYPE_Q4_1: return SPROUT_TYPE_Q4_1;
+    case SPROUT_FTYPE_Q5_0: return SPROUT_TYPE_Q5_0;
+    case SPROUT_FTYPE_Q5_1: return SPROUT_TYPE_Q5_1;
+    case SPROUT_FTYPE_Q8_0: return SPROUT_TYPE_Q8_0;
+    case SPROUT_FTYPE_Q2_K: return SPROUT_TYPE_Q2_K;
+    case SPROUT_FTYPE_Q3_K_S:
+    case SPROUT_FTYPE_Q3_K_M:
+    case SPROUT_FTYPE_Q3_K_L: return SPROUT_TYPE_Q3_K;
+    case SPROUT_FTYPE_Q4_K_S:
+    case SPROUT_FTYPE_Q4_K_M: return SPROUT_TYPE_Q4_K;
+    case SPROUT_FTYPE_Q5_K_S:
+    case SPROUT_FTYPE_Q5_K_M: return SPROUT_TYPE_Q5_K;
+    case SPROUT_FTYPE_Q6_K: return SPROUT_TYPE_Q6_K;
+    }
+    return SPROUT_TYPE_COUNT;
+}
+
+bool sp_tensor_is_quantizable(const char *name, int n_dims) {
+    return n_dims >= 2 && ends_with(name, "weight") && !strstr(name, "_norm.weight") &&
+           !strstr(name, "ffn_gate_inp.weight") && strcmp(name, "position_embd.weight") &&
+           strcmp(name, "token_types.weight") && !strstr(name, "ssm_conv1d") && !strstr(name, "attn_rel_b.weight");
+}
+
+/* The first and last eighth of the layers, and every third one between,
+ * are the ones whose errors hurt most. */
+static bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+sprout_type sp_recipe_choose(sp_recipe *r, sp_tensor_role role, int64_t ne0) {
+    const sprout_file_type ft = r->file_type;
+    sprout_type t = sp_file_type_base(ft);
+    if (role == SP_ROLE_OUTPUT || (!r->has_output && role == SP_ROLE_TOKEN_EMBD)) {
+        if (r->falcon || ne0 % sprout_type_block_size(t)) return SPROUT_TYPE_Q8_0;
+        return t == SPROUT_TYPE_Q8_0 ? t : SPROUT_TYPE_Q6_K;
+    }
+    switch (role) {
+    case SP_ROLE_ATTN_V: {
+        const int i = r->i_attn_v++;
+        if (ft == SPROUT_FTYPE_Q2_K) t = r->n_gqa >= 4 ? SPROUT_TYPE_Q4_K : SPROUT_TYPE_Q3_K;
+        else if (ft == SPROUT_FTYPE_Q3_K_M) t = i < 2 ? SPROUT_TYPE_Q5_K : SPROUT_TYPE_Q4_K;
+        else if (ft == SPROUT_FTYPE_Q3_K_L) t = SPROUT_TYPE_Q5_K;
+        else if ((ft == SPROUT_FTYPE_Q4_K_M || ft == SPROUT_FTYPE_Q5_K_M) && use_more_bits(i, r->n_attn_v))
+            t = SPROUT_TYPE_Q6_K;
+        else if (ft == SPROUT_FTYPE_Q4_K_S && i < 4) t = SPROUT_TYPE_Q5_K;
+        break;
+    }
+    case SP_ROLE_FFN_DOWN: {
+        const int i = r->i_ffn_down++, n = r->n_layer;
+        if (ft == SPROUT_FTYPE_Q2_K) t = SPROUT_TYPE_Q3_K;
+        else if (ft == SPROUT_FTYPE_Q3_K_M)
+            t = i < n / 16 ? SPROUT_TYPE_Q5_K
+                : (!r->falcon || use_more_bits(i, n)) ? SPROUT_TYPE_Q4_K
+                                                      : SPROUT_TYPE_Q3_K;
+        else if (ft == SPROUT_FTYPE_Q3_K_L) t = r->falcon ? SPROUT_TYPE_Q4_K : SPROUT_TYPE_Q5_K;
+        else if (ft == SPROUT_FTYPE_Q4_K_M) {
+            if (r->falcon)
+                t = i < n / 16 ? SPROUT_TYPE_Q6_K : use_more_bits(i, n) ? SPROUT_TYPE_Q5_K : SPROUT_TYPE_Q4_K;
+            else if (use_more_bits(i, n))
+                t = SPROUT_TYPE_Q6_K;
+        } else if (ft == SPROUT_FTYPE_Q5_K_M && use_more_bits(i, n))
+            t = SPROUT_TYPE_Q6_K;
+        else if (ft == SPROUT_FTYPE_Q4_K_S && !r->falcon && i < n / 8)
+            t = SPROUT_TYPE_Q5_K;
+        break;
+    }
+    case SP_ROLE_ATTN_QKV:
+        if (ft == SPROUT_FTYPE_Q3_K_M || ft == SPROUT_FTYPE_Q3_K_L) t = SPROUT_TYPE_Q4_K;
+        else if (ft == SPROUT_FTYPE_Q4_K_M) t = SPROUT_TYPE_Q5_K;
+        else if (ft == SPROUT_FTYPE_Q5_K_M) t = SPROUT_TYPE_Q6_K;
+        break;
+    case SP_ROLE_ATTN_OUTPUT:
+        if (!r->falcon) {
+            if (ft == SPROUT_FTYPE_Q2_K) t = SPROUT_TYPE_Q3_K;
+            else if (ft == SPROUT_FTYPE_Q3_K_M) t = SPROUT_TYPE_Q4_K;
+            else if (ft == SPROUT_FTYPE_Q3_K_L) t = SPROUT_TYPE_Q5_K;
+        } else if (ft == SPROUT_FTYPE_Q3_K_L) {
+            t = SPROUT_TYPE_Q4_K;
+        }
+        break;
+    default: break;
+    }
+    return t;
+}
+
+sprout_type sp_type_fitting_rows(sprout_type wanted, int64_t ne0) {
+    if (ne0 % sprout_type_block_size(wanted) == 0) return wanted;
+    sprout_type fallback;
+    switch (wanted) {
+    case SPROUT_TYPE_Q2_K:
+    case SPROUT_TYPE_Q3_K:
+    case SPROUT_TYPE_Q4_K: fallback = SPROUT_TYPE_Q5_0; break;
+    case SPROUT_TYPE_Q5_K: fallback = SPROUT_TYPE_Q5_1; break;
+    case SPROUT_TYPE_Q6_K: fallback = SPROUT_TYPE_Q8_0; break;
+    default: fallback = SPROUT_TYPE_F16; break;
+    }
+    return ne0 % sprout_type_block_size(fallback) == 0 ? fallback : SPROUT_TYPE_F16;
+}
