@@ -46,6 +46,10 @@ static void test_every_value_type(void) {
     const char *strs[] = {"a", "", "ccc"};
     CHECK(sp_gguf_writer_set_str_array(w, "t.strs", strs, NULL, 3) == SPROUT_OK);
     CHECK(sp_gguf_writer_set_array(w, "t.empty", SPROUT_GGUF_FLOAT32, NULL, 0) == SPROUT_OK);
+    CHECK(sp_gguf_writer_set_str(w, "t.empty_str", "", 0) == SPROUT_OK);
+    CHECK(sp_gguf_writer_set_str_array(w, "t.no_strs", NULL, NULL, 0) == SPROUT_OK);
+    const char unicode_key[] = "t.\xc3\xa9t\xc3\xa9.\xe6\xbc\xa2\xe5\xad\x97.\xf0\x9f\x8c\xb1";
+    CHECK(sp_gguf_writer_set_str(w, unicode_key, "\xf0\x9f\x8c\xb1 sprout", 11) == SPROUT_OK);
     uint32_t replaced = 7;
     CHECK(sp_gguf_writer_set_scalar(w, "t.u8", SPROUT_GGUF_UINT32, &replaced) == SPROUT_OK);
     CHECK(sp_gguf_writer_write(w, path, NULL, NULL) == SPROUT_OK);
@@ -57,7 +61,7 @@ static void test_every_value_type(void) {
     int64_t i;
     double d;
     uint32_t x;
-    CHECK(sprout_gguf_kv_count(g) == 16);
+    CHECK(sprout_gguf_kv_count(g) == 19);
     CHECK(!strcmp(sprout_gguf_kv_key(g, 0), "t.u8")); /* replaced in place */
     CHECK(sprout_gguf_get_u32(g, "t.u8", &x) == SPROUT_OK && x == 7);
     CHECK(sprout_gguf_value_i64(sprout_gguf_find(g, "t.i8"), &i) == SPROUT_OK && i == -100);
@@ -89,6 +93,10 @@ static void test_every_value_type(void) {
     CHECK(sprout_gguf_array_str(a, 1, &s, &n) == SPROUT_OK && n == 0);
     CHECK(sprout_gguf_array_str(a, 2, &s, &n) == SPROUT_OK && n == 3 && !memcmp(s, "ccc", 3));
     CHECK(sprout_gguf_array_len(sprout_gguf_find(g, "t.empty")) == 0);
+    CHECK(sprout_gguf_get_str(g, "t.empty_str", &s, &n) == SPROUT_OK && n == 0);
+    a = sprout_gguf_find(g, "t.no_strs");
+    CHECK(sprout_gguf_array_type(a) == SPROUT_GGUF_STRING && sprout_gguf_array_len(a) == 0);
+    CHECK(sprout_gguf_get_str(g, unicode_key, &s, &n) == SPROUT_OK && n == 11 && !memcmp(s, "\xf0\x9f\x8c\xb1 sprout", 11));
 
     /* a copy of every key, written again, is the same file byte for byte */
     char copy[512];

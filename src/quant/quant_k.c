@@ -20,45 +20,67 @@ static inline int clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > h
 
 /* --- sub-block searches ---------------------------------------------------- */
 
+/* The candidate scales of a search are independent, so each search runs
+ * them side by side: one lane per candidate, the elements in order. Every
+ * lane adds its terms in the same order as a one-candidate-at-a-time loop,
+ * so the results are bit for bit those of the reference algorithm, and the
+ * inner loops (fixed trip count, no branches) vectorize. */
+#define SEARCH_LANES 24
+/* The lanes fit 6 SSE, 3 AVX2 or 1.5 AVX-512 registers: on x86-64 the
+ * loader picks the widest the CPU has. No clone contracts multiply-adds
+ * (ISO C mode), so all give the same numbers. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define SEARCH_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define SEARCH_CLONES
+#endif
+#define SEARCH_MAX_N 32
+
+/* Round to nearest even, as sp_nearest_int, kept in float so it vectorizes:
+ * exact for |v| < 2^22, which bounds every level the searches compute. */
+static inline float round_to_level(float v, float lo, float hi) {
+    float r = (v + 12582912.f) - 12582912.f;
+    r = r < lo ? lo : r;
+    return r > hi ? hi : r;
+}
+
 /* Symmetric levels in [-nmax, nmax-1] for n values, stored as L = level+nmax.
  * Starts from the scale that maps the signed absmax to -nmax, then tries 18
  * nearby scales and keeps the one with the least error weighted by x^2 (the
  * least-squares scale for the chosen levels is returned). */
-static float search_symmetric(int n, int nmax, const float *x, int8_t *L) {
+SEARCH_CLONES static float search_symmetric(int n, int nmax, const float *x, int8_t *L) {
     float amax;
     const float max = sp_signed_absmax(x, n, &amax);
     if (amax < SP_K_EPS) {
         memset(L, 0, (size_t)n);
         return 0.f;
     }
-    float iscale = -(float)nmax / max;
-    float sumlx = 0.f, suml2 = 0.f;
+    /* lane 0: the absmax scale; lanes 1..18: steps -9..9 without 0 */
+    float iscale[SEARCH_LANES], sumlx[SEARCH_LANES] = {0}, suml2[SEARCH_LANES] = {0};
+    for (int s = 0; s < SEARCH_LANES; s++) {
+        const int step = s == 0 ? 0 : (s <= 9 ? s - 10 : s - 9);
+        iscale[s] = s == 0 ? -(float)nmax / max : -((float)nmax + 0.1f * (float)(s < 19 ? step : 9)) / max;
+    }
+    const float lo = (float)-nmax, hi = (float)(nmax - 1);
     for (int i = 0; i < n; i++) {
-        int l = clamp_int(sp_nearest_int(iscale * x[i]), -nmax, nmax - 1);
-        L[i] = (int8_t)(l + nmax);
-        float w = x[i] * x[i];
-        sumlx += w * x[i] * (float)l;
-        suml2 += w * (float)(l * l);
-    }
-    float scale = suml2 ? sumlx / suml2 : 0.f;
-    float best = scale * sumlx;
-    for (int step = -9; step <= 9; step++) {
-        if (step == 0) continue;
-        iscale = -((float)nmax + 0.1f * (float)step) / max;
-        sumlx = suml2 = 0.f;
-        for (int i = 0; i < n; i++) {
-            int l = clamp_int(sp_nearest_int(iscale * x[i]), -nmax, nmax - 1);
-            float w = x[i] * x[i];
-            sumlx += w * x[i] * (float)l;
-            suml2 += w * (float)(l * l);
-        }
-        if (suml2 > 0.f && sumlx * sumlx > best * suml2) {
-            for (int i = 0; i < n; i++)
-                L[i] = (int8_t)(nmax + clamp_int(sp_nearest_int(iscale * x[i]), -nmax, nmax - 1));
-            scale = sumlx / suml2;
-            best = scale * sumlx;
+        const float xi = x[i], w = xi * xi;
+        for (int s = 0; s < SEARCH_LANES; s++) {
+            const float l = round_to_level(iscale[s] * xi, lo, hi);
+            sumlx[s] += w * xi * l;
+            suml2[s] += w * (l * l);
         }
     }
+    int chosen = 0;
+    float scale = suml2[0] ? sumlx[0] / suml2[0] : 0.f;
+    float best = scale * sumlx[0];
+    for (int s = 1; s < 19; s++) {
+        if (suml2[s] > 0.f && sumlx[s] * sumlx[s] > best * suml2[s]) {
+            chosen = s;
+            scale = sumlx[s] / suml2[s];
+            best = scale * sumlx[s];
+        }
+    }
+    for (int i = 0; i < n; i++) L[i] = (int8_t)(nmax + clamp_int(sp_nearest_int(iscale[chosen] * x[i]), -nmax, nmax - 1));
     return scale;
 }
 
@@ -110,8 +132,8 @@ static float search_symmetric_refine(int n, int nmax, const float *x, int8_t *L)
  * range, solving the weighted least-squares scale and min for each set of
  * levels; keeps the least weighted error (absolute if use_mad, else
  * squared). Returns the scale and stores min in *min_out. */
-static float search_affine(int n, int nmax, const float *x, const float *w, uint8_t *L, float *min_out,
-                           uint8_t *Laux, float rmin, float rdelta, int nstep, bool use_mad) {
+SEARCH_CLONES static float search_affine(int n, int nmax, const float *x, const float *w, uint8_t *L, float *min_out,
+                           float rmin, float rdelta, int nstep, bool use_mad) {
     float min = x[0], max = x[0];
     float sum_w = w[0], sum_x = w[0] * x[0];
     for (int i = 1; i < n; i++) {
@@ -134,35 +156,64 @@ static float search_affine(int n, int nmax, const float *x, const float *w, uint
         float diff = scale * (float)L[i] + min - x[i];
         best_err += w[i] * (use_mad ? fabsf(diff) : diff * diff);
     }
-    for (int step = 0; step <= nstep; step++) {
-        iscale = (rmin + rdelta * (float)step + (float)nmax) / (max - min);
-        float sum_l = 0.f, sum_l2 = 0.f, sum_xl = 0.f;
+    /* Step s's levels depend on min, which the reference moves whenever a
+     * step improves: evaluate every remaining step with the current min,
+     * take the first improvement, and re-evaluate the steps after it only
+     * if min changed. A sub-block takes one or a few passes. */
+    float levels[SEARCH_MAX_N][SEARCH_LANES];
+    int first = 0;
+    while (first <= nstep) {
+        float step_iscale[SEARCH_LANES], sum_l[SEARCH_LANES] = {0}, sum_l2[SEARCH_LANES] = {0},
+            sum_xl[SEARCH_LANES] = {0};
+        for (int s = 0; s < SEARCH_LANES; s++)
+            step_iscale[s] = (rmin + rdelta * (float)(s <= nstep ? s : nstep) + (float)nmax) / (max - min);
+        const float top = (float)nmax;
         for (int i = 0; i < n; i++) {
-            int l = clamp_int(sp_nearest_int(iscale * (x[i] - min)), 0, nmax);
-            Laux[i] = (uint8_t)l;
-            sum_l += w[i] * (float)l;
-            sum_l2 += w[i] * (float)(l * l);
-            sum_xl += w[i] * (float)l * x[i];
+            const float xi = x[i], wi = w[i], xm = xi - min;
+            for (int s = 0; s < SEARCH_LANES; s++) {
+                const float l = round_to_level(step_iscale[s] * xm, 0.f, top);
+                levels[i][s] = l;
+                sum_l[s] += wi * l;
+                sum_l2[s] += wi * (l * l);
+                sum_xl[s] += wi * l * xi;
+            }
         }
-        float D = sum_w * sum_l2 - sum_l * sum_l;
-        if (D <= 0.f) continue;
-        float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
-        float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
-        if (this_min > 0.f) {
-            this_min = 0.f;
-            this_scale = sum_xl / sum_l2;
+        float step_scale[SEARCH_LANES], step_min[SEARCH_LANES], err[SEARCH_LANES] = {0};
+        bool solvable[SEARCH_LANES];
+        for (int s = 0; s < SEARCH_LANES; s++) {
+            const float D = sum_w * sum_l2[s] - sum_l[s] * sum_l[s];
+            solvable[s] = D > 0.f;
+            step_scale[s] = solvable[s] ? (sum_w * sum_xl[s] - sum_x * sum_l[s]) / D : 0.f;
+            step_min[s] = solvable[s] ? (sum_l2[s] * sum_x - sum_l[s] * sum_xl[s]) / D : 0.f;
+            if (step_min[s] > 0.f) {
+                step_min[s] = 0.f;
+                step_scale[s] = sum_xl[s] / sum_l2[s];
+            }
         }
-        float err = 0.f;
         for (int i = 0; i < n; i++) {
-            float diff = this_scale * (float)Laux[i] + this_min - x[i];
-            err += w[i] * (use_mad ? fabsf(diff) : diff * diff);
+            const float xi = x[i], wi = w[i];
+            if (use_mad) {
+                for (int s = 0; s < SEARCH_LANES; s++) err[s] += wi * fabsf(step_scale[s] * levels[i][s] + step_min[s] - xi);
+            } else {
+                for (int s = 0; s < SEARCH_LANES; s++) {
+                    const float diff = step_scale[s] * levels[i][s] + step_min[s] - xi;
+                    err[s] += wi * (diff * diff);
+                }
+            }
         }
-        if (err < best_err) {
-            memcpy(L, Laux, (size_t)n);
-            best_err = err;
-            scale = this_scale;
-            min = this_min;
+        int next = nstep + 1;
+        for (int s = first; s <= nstep; s++) {
+            if (!solvable[s] || !(err[s] < best_err)) continue;
+            for (int i = 0; i < n; i++) L[i] = (uint8_t)clamp_int(sp_nearest_int(levels[i][s]), 0, nmax);
+            best_err = err[s];
+            scale = step_scale[s];
+            if (step_min[s] != min) {
+                min = step_min[s];
+                next = s + 1;
+                break;
+            }
         }
+        first = next;
     }
     *min_out = -min;
     return scale;
@@ -228,13 +279,13 @@ static void pack_2bit_128(const uint8_t *L, uint8_t *q) {
 
 void sp_quantize_q2_K(const float *x, void *dst, int64_t n) {
     sp_block_q2_K *y = dst;
-    uint8_t L[SP_QK_K], Laux[16];
+    uint8_t L[SP_QK_K];
     float weights[16], mins[16], scales[16];
     for (int64_t b = 0; b < n / SP_QK_K; b++, x += SP_QK_K) {
         float max_scale = 0.f, max_min = 0.f;
         for (int j = 0; j < 16; j++) {
             for (int l = 0; l < 16; l++) weights[l] = fabsf(x[16 * j + l]);
-            scales[j] = search_affine(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.5f, 0.1f, 15, true);
+            scales[j] = search_affine(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], -0.5f, 0.1f, 15, true);
             if (scales[j] > max_scale) max_scale = scales[j];
             if (mins[j] > max_min) max_min = mins[j];
         }
@@ -357,7 +408,6 @@ void sp_dequantize_q3_K(const void *src, float *y, int64_t n) {
  * half factors, then levels recomputed against the decoded scales. */
 static void quantize_k_affine_superblock(const float *x, int nmax, float rmin, int nstep, uint16_t *d_out,
                                          uint16_t *dmin_out, uint8_t packed_scales[12], uint8_t L[SP_QK_K]) {
-    uint8_t Laux[32];
     float weights[32], mins[8], scales[8];
     float max_scale = 0.f, max_min = 0.f;
     for (int j = 0; j < 8; j++) {
@@ -366,7 +416,7 @@ static void quantize_k_affine_superblock(const float *x, int nmax, float rmin, i
         for (int l = 0; l < 32; l++) sum_x2 += xs[l] * xs[l];
         const float av_x = sqrtf(sum_x2 / 32.f);
         for (int l = 0; l < 32; l++) weights[l] = av_x + fabsf(xs[l]);
-        scales[j] = search_affine(32, nmax, xs, weights, L + 32 * j, &mins[j], Laux, rmin, 0.1f, nstep, false);
+        scales[j] = search_affine(32, nmax, xs, weights, L + 32 * j, &mins[j], rmin, 0.1f, nstep, false);
         if (scales[j] > max_scale) max_scale = scales[j];
         if (mins[j] > max_min) max_min = mins[j];
     }
