@@ -1,31 +1,48 @@
-/* Writes a GGUF with the exact shapes of a real model and random weights,
- * for benchmarks and memory tests: speed does not depend on the values.
- * Tensors are generated and quantized one at a time while the file is
- * written, so memory stays small whatever the model's size.
+/* Writes a GGUF with the exact tensor names, shapes and metadata of a real
+ * model, its real tokenizer, and random weights, for benchmarks and memory
+ * tests: speed does not depend on the values. Tensors are generated and
+ * quantized one at a time while the file is written, so memory stays small
+ * whatever the model's size.
  *
  * usage: make_model PRESET TYPE OUT.gguf [SEED]
  *   PRESET: tinyllama-1.1b, qwen2.5-0.5b, llama-3.2-1b, small-100m
- *   TYPE:   F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K */
+ *   TYPE:   a tensor type (F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K
+ *           Q4_K Q5_K Q6_K: every matrix in it) or a file type (Q4_K_M,
+ *           Q3_K_S ...: the model is written in F16, then quantized with
+ *           sprout_quantize_model's mix)
+ *
+ * The tokenizer (every tokenizer.* key) comes from the vocabulary GGUF of
+ * the real model in $SPROUT_SHARED_DIR/tokenizer (default: the shared folder
+ * CMake was configured with): TinyLlama and small-100m use Llama's
+ * SentencePiece vocabulary, Qwen2.5 Qwen2's BPE (151936 ids), Llama-3.2
+ * Llama 3's BPE (128256 ids).
+ *
+ * Weights (fixed seed, approximately normal): embeddings and the output
+ * matrix std 0.02; every other matrix std 1/sqrt(n_in) (n_in = its row
+ * length); biases std 0.02; norm weights 1 + 0.1 N(0, 1). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "core/error.h"
 #include "gguf/gguf_writer.h"
 #include "sprout.h"
 
 typedef struct preset {
-    const char *name, *arch;
+    const char *name, *arch, *vocab;
     int n_vocab, n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx;
     float rope_base, eps;
     bool tied, qkv_bias;
 } preset;
 
 static const preset presets[] = {
-    {"tinyllama-1.1b", "llama", 32000, 2048, 22, 32, 4, 5632, 2048, 10000.f, 1e-5f, false, false},
-    {"qwen2.5-0.5b", "qwen2", 151936, 896, 24, 14, 2, 4864, 32768, 1000000.f, 1e-6f, true, true},
-    {"llama-3.2-1b", "llama", 128256, 2048, 16, 32, 8, 8192, 131072, 500000.f, 1e-5f, true, false},
-    {"small-100m", "llama", 32000, 1024, 4, 16, 4, 2816, 2048, 10000.f, 1e-5f, false, false},
+    {"tinyllama-1.1b", "llama", "llama-spm", 32000, 2048, 22, 32, 4, 5632, 2048, 10000.f, 1e-5f, false, false},
+    {"qwen2.5-0.5b", "qwen2", "qwen2", 151936, 896, 24, 14, 2, 4864, 32768, 1000000.f, 1e-6f, true, true},
+    {"llama-3.2-1b", "llama", "llama-bpe", 128256, 2048, 16, 32, 8, 8192, 131072, 500000.f, 1e-5f, true, false},
+    {"small-100m", "llama", "llama-spm", 32000, 1024, 4, 16, 4, 2816, 2048, 10000.f, 1e-5f, false, false},
 };
 
 typedef struct tensor_spec {
@@ -71,6 +88,24 @@ static sprout_status fill(void *user, int64_t index, void *dst, uint64_t bytes) 
     return SPROUT_OK;
 }
 
+static sprout_status copy_tokenizer(sp_gguf_writer *w, const preset *p) {
+    const char *shared = getenv("SPROUT_SHARED_DIR");
+    char path[2048];
+    snprintf(path, sizeof path, "%s/tokenizer/ggml-vocab-%s.gguf", shared && *shared ? shared : SPROUT_SHARED_DIR_DEFAULT,
+             p->vocab);
+    sprout_gguf *vocab = NULL;
+    sprout_status st = sprout_gguf_open(path, &vocab);
+    for (int64_t i = 0; st == SPROUT_OK && i < sprout_gguf_kv_count(vocab); i++) {
+        const char *key = sprout_gguf_kv_key(vocab, i);
+        if (!strncmp(key, "tokenizer.", 10)) st = sp_gguf_writer_set_value(w, key, sprout_gguf_kv_value(vocab, i));
+    }
+    const sprout_gguf_value *tokens = vocab ? sprout_gguf_find(vocab, "tokenizer.ggml.tokens") : NULL;
+    if (st == SPROUT_OK && (!tokens || sprout_gguf_array_len(tokens) > (uint64_t)p->n_vocab))
+        st = sp_fail(SPROUT_ERR_FORMAT, "%s: no vocabulary of at most %d tokens", path, p->n_vocab);
+    sprout_gguf_close(vocab);
+    return st;
+}
+
 int main(int argc, char **argv) {
     if (argc < 4) {
         fprintf(stderr, "usage: make_model PRESET TYPE OUT.gguf [SEED]\n");
@@ -80,10 +115,15 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
         if (!strcmp(presets[i].name, argv[1])) p = &presets[i];
     sprout_type type;
-    if (!p || !sprout_type_from_name(argv[2], &type) || !sprout_type_can_dequantize(type)) {
+    sprout_file_type mix;
+    const bool is_mix = !sprout_type_from_name(argv[2], &type) && sprout_file_type_from_name(argv[2], &mix);
+    if (is_mix) type = SPROUT_TYPE_F16;
+    if (!p || !sprout_type_can_dequantize(type) || (!is_mix && !sprout_type_from_name(argv[2], &type))) {
         fprintf(stderr, "make_model: unknown preset '%s' or type '%s'\n", argv[1], argv[2]);
         return 2;
     }
+    char out[2048];
+    snprintf(out, sizeof out, is_mix ? "%s.f16-tmp" : "%s", argv[3]);
     gen g = {.seed = argc > 4 ? strtoull(argv[4], NULL, 10) : 1};
     const int head = p->n_embd / p->n_head, kv = head * p->n_head_kv;
     const int max_tensors = 4 + 12 * p->n_layer;
@@ -152,37 +192,31 @@ int main(int argc, char **argv) {
     f = p->eps;
     sp_gguf_writer_set_scalar(w, KEY("attention.layer_norm_rms_epsilon"), SPROUT_GGUF_FLOAT32, &f);
 #undef KEY
-    /* an SPM vocabulary: specials, the 256 byte tokens, then fillers */
-    const char **tokens = malloc((size_t)p->n_vocab * sizeof *tokens);
-    char *storage = malloc((size_t)p->n_vocab * 16);
-    float *scores = malloc((size_t)p->n_vocab * sizeof *scores);
-    int32_t *types = malloc((size_t)p->n_vocab * sizeof *types);
-    for (int i = 0; i < p->n_vocab; i++) {
-        char *t = storage + (size_t)i * 16;
-        if (i < 3) snprintf(t, 16, "%s", i == 0 ? "<unk>" : i == 1 ? "<s>" : "</s>");
-        else if (i < 259) snprintf(t, 16, "<0x%02X>", i - 3);
-        else snprintf(t, 16, "tok%d", i);
-        tokens[i] = t;
-        scores[i] = -(float)i;
-        types[i] = i == 0 ? 2 : i < 3 ? 3 : i < 259 ? 6 : 1;
+    sprout_file_type label;
+    if (!is_mix && sprout_file_type_from_name(sprout_type_name(type), &label)) {
+        u = (uint32_t)label;
+        sp_gguf_writer_set_scalar(w, "general.file_type", SPROUT_GGUF_UINT32, &u);
     }
-    sp_gguf_writer_set_str(w, "tokenizer.ggml.model", "llama", 5);
-    sp_gguf_writer_set_str_array(w, "tokenizer.ggml.tokens", tokens, NULL, (uint64_t)p->n_vocab);
-    sp_gguf_writer_set_array(w, "tokenizer.ggml.scores", SPROUT_GGUF_FLOAT32, scores, (uint64_t)p->n_vocab);
-    sp_gguf_writer_set_array(w, "tokenizer.ggml.token_type", SPROUT_GGUF_INT32, types, (uint64_t)p->n_vocab);
+    if (copy_tokenizer(w, p) != SPROUT_OK) {
+        fprintf(stderr, "make_model: %s\n", sprout_last_error());
+        return 1;
+    }
     for (int i = 0; i < n; i++) {
         const int64_t ne[2] = {g.specs[i].ne[0], g.specs[i].ne[1]};
         sp_gguf_writer_add_tensor(w, g.specs[i].name, g.specs[i].type, g.specs[i].n_dims, ne, NULL);
     }
     g.buf = malloc((size_t)(p->n_ff > p->n_embd ? p->n_ff : p->n_embd) * sizeof(float) * 2);
     sp_gguf_write_options opt = {.fill = fill, .fill_user = &g};
-    sprout_status st = sp_gguf_writer_write(w, argv[3], &opt, NULL);
+    sprout_status st = sp_gguf_writer_write(w, out, &opt, NULL);
+    if (st == SPROUT_OK && is_mix) {
+        sprout_quantize_params qp;
+        sprout_quantize_params_default(&qp);
+        qp.file_type = mix;
+        st = sprout_quantize_model(out, argv[3], &qp, NULL);
+        unlink(out);
+    }
     if (st != SPROUT_OK) fprintf(stderr, "make_model: %s\n", sprout_last_error());
     sp_gguf_writer_free(w);
-    free(tokens);
-    free(storage);
-    free(scores);
-    free(types);
     free(g.buf);
     free(g.specs);
     return st == SPROUT_OK ? 0 : 1;
