@@ -424,22 +424,37 @@ static sprout_status write_part(const sp_gguf_writer *w, const part_plan *plan, 
     return st;
 }
 
+/* An upper bound of a part's bytes before its first tensor's entry: the
+ * fixed header, the metadata (part 0) or the alignment key, the split keys,
+ * and the padding after the table. */
+static uint64_t part_overhead(const sp_gguf_writer *w, uint32_t part) {
+    uint64_t bytes = 4 + 4 + 8 + 8 + 82 + w->alignment;
+    if (part == 0)
+        for (int64_t i = 0; i < w->n_kv; i++) bytes += 8 + strlen(w->kvs[i].key) + w->kvs[i].value.len;
+    else
+        bytes += 33;
+    return bytes;
+}
+
 /* Splits the tensors into parts: a new part starts when the next tensor
- * would push the current one past either limit (a part holds at least one). */
+ * would push the current file past either limit (a part holds at least
+ * one). The byte limit covers the whole file, header included. */
 static uint32_t plan_parts(const sp_gguf_writer *w, const sp_gguf_write_options *opts, part_plan *plans) {
     uint32_t n = 0;
-    uint64_t bytes = 0;
+    uint64_t bytes = part_overhead(w, 0);
     plans[0] = (part_plan){0, 0};
     for (int64_t i = 0; i < w->n_tensors; i++) {
-        uint64_t tb = w->tensors[i].bytes;
-        bool over_bytes = opts && opts->split_max_bytes && bytes + tb > opts->split_max_bytes;
+        const wtensor *t = &w->tensors[i];
+        uint64_t tb = 8 + strlen(t->name) + 4 + 8 * (uint64_t)t->n_dims + 4 + 8;
+        if (!sp_add_u64(tb, t->bytes, &tb) || !sp_align_up_u64(tb, w->alignment, &tb)) tb = UINT64_MAX;
+        bool over_bytes = opts && opts->split_max_bytes && (bytes + tb < bytes || bytes + tb > opts->split_max_bytes);
         bool over_count = opts && opts->split_max_tensors && plans[n].count >= opts->split_max_tensors;
         if (plans[n].count > 0 && (over_bytes || over_count)) {
             plans[++n] = (part_plan){i, 0};
-            bytes = 0;
+            bytes = part_overhead(w, n);
         }
         plans[n].count++;
-        bytes += tb;
+        bytes = bytes + tb < bytes ? UINT64_MAX : bytes + tb;
     }
     return n + 1;
 }

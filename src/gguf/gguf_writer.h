@@ -44,7 +44,7 @@ sprout_status sp_gguf_writer_add_tensor(sp_gguf_writer *w, const char *name, spr
 typedef sprout_status (*sp_gguf_fill_fn)(void *user, int64_t index, void *dst, uint64_t bytes);
 
 typedef struct sp_gguf_write_options {
-    uint64_t split_max_bytes;   /* 0: no limit; else start a new part before exceeding it */
+    uint64_t split_max_bytes;   /* 0: no limit; else no part file exceeds it (unless one tensor does) */
     int64_t split_max_tensors;  /* 0: no limit */
     sp_gguf_fill_fn fill;       /* for tensors added with data == NULL */
     void *fill_user;
