@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/utf8.h"
 #include "pipeline/pipeline_internal.h"
+#include "tokenizer/tokenizer_internal.h"
 
 static char *dup_text(const char *s, size_t n) {
     char *d = malloc(n + 1);
@@ -130,10 +131,11 @@ sprout_status sprout_chat_generate(sprout_pipeline *p, const char *user_message,
         /* the template writes special tokens as text; BOS is added only if
          * the model wants one and the template did not write it */
         const sprout_tokenizer *tok = p->model->tokenizer;
-        size_t cap = prompt_len + 8;
-        ids = malloc(cap * sizeof *ids);
-        if (!ids) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
-        else st = sprout_tokenize(tok, prompt, prompt_len, SPROUT_TOKENIZE_PARSE_SPECIAL, ids + 1, cap - 1, &n);
+        sp_token_list list = {0};
+        sp_token_list_push(&list, -1); /* room for a BOS in front */
+        st = sp_tokenize_all(tok, prompt, prompt_len, SPROUT_TOKENIZE_PARSE_SPECIAL, &list);
+        ids = list.ids;
+        n = list.n > 0 ? list.n - 1 : 0;
         sprout_token bos = sprout_tokenizer_special(tok, SPROUT_SPECIAL_BOS);
         if (st == SPROUT_OK && sprout_tokenizer_adds_bos(tok) && bos >= 0 && (n == 0 || ids[1] != bos)) {
             ids[0] = bos;

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/utf8.h"
 #include "pipeline/pipeline_internal.h"
+#include "tokenizer/tokenizer_internal.h"
 
 double sp_now_ms(void) {
     struct timespec ts;
@@ -139,11 +140,10 @@ sprout_status sprout_generate(sprout_pipeline *p, const char *prompt, const spro
     sprout_generation_config c;
     copy_config(&c, cfg ? cfg : &p->config);
     const double t0 = sp_now_ms();
-    size_t n = 0, cap = len + 8;
-    int32_t *ids = malloc(cap * sizeof *ids);
-    if (!ids) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
-    sprout_status st = sprout_tokenize(p->model->tokenizer, prompt, len, SPROUT_TOKENIZE_ADD_SPECIAL, ids, cap, &n);
-    if (st == SPROUT_OK) st = sp_generate(p, ids, n, prompt, len, sp_now_ms() - t0, &c, streamer, user, out);
-    free(ids);
+    /* a byte-fallback vocabulary can need more ids than the prompt has bytes */
+    sp_token_list ids = {0};
+    sprout_status st = sp_tokenize_all(p->model->tokenizer, prompt, len, SPROUT_TOKENIZE_ADD_SPECIAL, &ids);
+    if (st == SPROUT_OK) st = sp_generate(p, ids.ids, ids.n, prompt, len, sp_now_ms() - t0, &c, streamer, user, out);
+    free(ids.ids);
     return st;
 }
