@@ -12,19 +12,7 @@
 static int run_cli(const char *args, bool merge_stderr, char **out) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "'%s' %s%s", SPROUT_CLI_PATH, args, merge_stderr ? " 2>&1" : "");
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    size_t n;
-    while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-        len += n;
-        if (cap - len < 4096) buf = realloc(buf, cap *= 2);
-    }
-    buf[len] = 0;
-    int status = pclose(p);
-    *out = buf;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return test_run_command(cmd, out);
 }
 
 static json_t *run_json(const char *args) {

@@ -19,18 +19,7 @@ static char stories[1024];
 static int sh(const char *cmdline, char **out) {
     char cmd[8192];
     snprintf(cmd, sizeof cmd, "S='%s'; cd '%s' && { %s ; } 2>&1", SPROUT_CLI_PATH, dir, cmdline);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t cap = 1 << 16, len = 0, n;
-    char *buf = malloc(cap);
-    while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-        len += n;
-        if (cap - len < 4096) buf = realloc(buf, cap *= 2);
-    }
-    buf[len] = 0;
-    int status = pclose(p);
-    *out = buf;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return test_run_command(cmd, out);
 }
 
 static int count_files(void) {

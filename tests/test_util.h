@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "sprout.h"
 
@@ -69,6 +70,28 @@ static inline char *test_read_file(const char *path, size_t *len) {
         if (len) *len = (size_t)n;
     }
     return buf;
+}
+
+/* Runs a shell command; *out gets everything it printed on stdout (the
+ * caller frees it). Returns its exit status, or -1 if it did not exit. */
+static inline int test_run_command(const char *cmd, char **out) {
+    FILE *p = popen(cmd, "r");
+    *out = NULL;
+    if (!p) return -1;
+    size_t cap = 1 << 16, len = 0, n;
+    char *buf = malloc(cap);
+    while (buf && (n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+        len += n;
+        if (cap - len < 4096) {
+            char *grown = realloc(buf, cap *= 2);
+            if (!grown) free(buf);
+            buf = grown;
+        }
+    }
+    if (buf) buf[len] = 0;
+    int status = pclose(p);
+    *out = buf ? buf : calloc(1, 1);
+    return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 /* A fresh temporary directory for files a test writes. */
