@@ -9,5 +9,6 @@ int cmd_template(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

@@ -120,6 +120,10 @@ sprout_status sprout_dequantize(int type, const void *src, float *dst, int64_t n
  * quantizer of `type`; dst must hold n / block_size blocks. */
 sprout_status sprout_quantize(int type, const float *src, void *dst, int64_t n);
 
+/* The kernel set the CPU was given at first use ("portable", "avx2" ...);
+ * SPROUT_CPU=generic in the environment forces the portable one. */
+const char *sprout_kernels_name(void);
+
 /* The name llama.cpp gives a general.file_type value ("Q4_K_M",
  * "MOSTLY_F16" is spelt "F16"); NULL for values it does not define. */
 const char *sprout_file_type_name(uint32_t file_type);

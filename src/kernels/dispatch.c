@@ -1,6 +1,10 @@
-/* Picks the kernels once, at first use. Only the portable set exists so
- * far; per-ISA sets are chosen here from cpuid as they are added. */
+/* Picks the kernels once, at first use, from what the CPU (and the OS, for
+ * the wider register state) supports. SPROUT_CPU=generic|avx2|avx512|amx
+ * caps the level, for tests and for comparisons; a level the CPU lacks, or
+ * one sprout has no kernels for yet, falls back to the best one below it. */
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "kernels/kernels.h"
 
@@ -10,6 +14,51 @@ static const sp_kernels portable = {
     .attention = sp_attention_portable,
 };
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define SP_HAVE_X86_KERNELS 1
+static const sp_kernels avx2 = {
+    .name = "avx2",
+    .matmul = sp_matmul_avx2,
+    .attention = sp_attention_portable,
+};
+#endif
+
 const sp_kernels *sp_kernels_portable(void) { return &portable; }
 
-const sp_kernels *sp_kernels_get(void) { return &portable; }
+static const sp_kernels *chosen;
+static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
+
+static bool cpu_has_avx2(void) {
+#ifdef SP_HAVE_X86_KERNELS
+    /* __builtin_cpu_supports also checks that the OS saves the AVX state */
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+#else
+    return false;
+#endif
+}
+
+const sp_kernels *sp_kernels_for_level(const char *level) {
+    if (!strcmp(level, "generic")) return &portable;
+#ifdef SP_HAVE_X86_KERNELS
+    if (!strcmp(level, "avx2") && cpu_has_avx2()) return &avx2;
+#endif
+    return NULL;
+}
+
+static void choose(void) {
+    chosen = &portable;
+    const char *cap = getenv("SPROUT_CPU");
+    if (cap && !strcmp(cap, "generic")) return;
+#ifdef SP_HAVE_X86_KERNELS
+    /* avx512 and amx have no kernels of their own yet: they get avx2's */
+    if (cpu_has_avx2()) chosen = &avx2;
+#endif
+}
+
+const sp_kernels *sp_kernels_get(void) {
+    pthread_once(&chosen_once, choose);
+    return chosen;
+}
+
+const char *sprout_kernels_name(void) { return sp_kernels_get()->name; }
