@@ -1,7 +1,7 @@
 /* Matmul for x86-64 CPUs with AVX2 and FMA (compiled with those flags only
  * here; dispatch.c calls it only when cpuid says so).
  *
- * Decode (a few tokens): Q8_0 and Q4_0 weights are dotted in int8 against
+ * Decode (a few tokens): Q8_0, Q4_0, Q4_K and Q6_K weights are dotted in int8 against
  * the activations quantized once per call to Q8_0 blocks, as llama.cpp
  * does, so each weight byte is read once and never widened to float; the
  * result differs from the float path by the activations' rounding (about
@@ -43,6 +43,7 @@ static float dot_f32(const float *a, const float *b, int64_t n) {
  * multiplied into every row's dot, so converting it once pays. */
 typedef struct act_block {
     float d;
+    int16_t sum[2]; /* of qs[0..15] and qs[16..31]: for the K-quants' mins and offsets */
     int8_t qs[32];
 } act_block;
 
@@ -70,6 +71,13 @@ static void quantize_activations(const float *x, int64_t n, act_block *q) {
         __m256i i8 = _mm256_packs_epi16(i16a, i16b);
         i8 = _mm256_permutevar8x32_epi32(i8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
         _mm256_storeu_si256((__m256i *)q[b].qs, i8);
+        int s0 = 0, s1 = 0;
+        for (int k = 0; k < 16; k++) {
+            s0 += q[b].qs[k];
+            s1 += q[b].qs[16 + k];
+        }
+        q[b].sum[0] = (int16_t)s0;
+        q[b].sum[1] = (int16_t)s1;
     }
 }
 
@@ -120,10 +128,73 @@ static float dot_q4_0(const sp_block_q4_0 *w, const act_block *a, int64_t nb) {
     return hsum256(_mm256_add_ps(acc0, acc1));
 }
 
+/* Q4_K: per 32-element sub-block x = d*sc*q - dmin*m with q in 0..15, so
+ * sum(x*a) = d*sc*ad*sum(q*qa) - dmin*m*ad*sum(qa). Unsigned nibbles go
+ * straight into maddubs; the mins use the activation block sums. */
+static float dot_q4_K(const sp_block_q4_K *w, const act_block *a, int64_t n_super) {
+    __m256 acc = _mm256_setzero_ps();
+    float mins = 0.f;
+    const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < n_super; b++, a += 8) {
+        const float d = _cvtsh_ss(w[b].d), dmin = _cvtsh_ss(w[b].dmin);
+        uint8_t sc[8], m[8];
+        for (int j = 0; j < 8; j++) sp_q4k_scale_min(j, w[b].scales, &sc[j], &m[j]);
+        for (int j = 0; j < 8; j++) mins += dmin * (float)m[j] * a[j].d * (float)(a[j].sum[0] + a[j].sum[1]);
+        for (int j = 0; j < 4; j++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j));
+            const __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+            const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)a[2 * j].qs)), ones);
+            const __m256i p_hi =
+                _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)a[2 * j + 1].qs)), ones);
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc[2 * j] * a[2 * j].d), _mm256_cvtepi32_ps(p_lo), acc);
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc[2 * j + 1] * a[2 * j + 1].d), _mm256_cvtepi32_ps(p_hi), acc);
+        }
+    }
+    return hsum256(acc) - mins;
+}
+
+/* Q6_K: x = d*s*(q - 32), q in 0..63, one signed scale s per 16 elements.
+ * maddubs of the unsigned q, then madd with the two scales of the 32
+ * elements (8 int16 lanes each) applies them in integer; the -32 offset
+ * comes off with the activation sums. */
+static float dot_q6_K(const sp_block_q6_K *w, const act_block *a, int64_t n_super) {
+    __m256 acc = _mm256_setzero_ps();
+    float offset = 0.f;
+    const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3);
+    for (int64_t b = 0; b < n_super; b++, a += 8) {
+        const float d = _cvtsh_ss(w[b].d);
+        const int8_t *sc = w[b].scales;
+        for (int j = 0; j < 8; j++)
+            offset += 32.f * d * a[j].d * (float)(sc[2 * j] * a[j].sum[0] + sc[2 * j + 1] * a[j].sum[1]);
+        const uint8_t *ql = w[b].ql, *qh = w[b].qh;
+        for (int h = 0; h < 2; h++, ql += 64, qh += 32) {
+            const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql), l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            const __m256i hb = _mm256_loadu_si256((const __m256i *)qh);
+            __m256i q[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_slli_epi16(_mm256_and_si256(hb, two), 4));
+            q[1] = _mm256_or_si256(_mm256_and_si256(l1, low4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), two), 4));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), two), 4));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), two), 4));
+            for (int k = 0; k < 4; k++) {
+                const int blk = 4 * h + k; /* 32-element chunk of the super-block */
+                const __m256i p16 = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)a[blk].qs));
+                const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(sc[2 * blk + 1]), _mm_set1_epi16(sc[2 * blk]));
+                const __m256i p32 = _mm256_madd_epi16(p16, scales);
+                acc = _mm256_fmadd_ps(_mm256_set1_ps(d * a[blk].d), _mm256_cvtepi32_ps(p32), acc);
+            }
+        }
+    }
+    return hsum256(acc) - offset;
+}
+
 void sp_matmul_avx2(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
                     int64_t o0, int64_t o1, float *scratch) {
-    const bool int8_path = (w->type == SPROUT_TYPE_Q8_0 || w->type == SPROUT_TYPE_Q4_0) && w->n_in % 32 == 0 &&
-                           n_tokens <= INT8_MAX_TOKENS;
+    const bool int8_type = w->type == SPROUT_TYPE_Q8_0 || w->type == SPROUT_TYPE_Q4_0 || w->type == SPROUT_TYPE_Q4_K ||
+                           w->type == SPROUT_TYPE_Q6_K;
+    const bool int8_path = int8_type && w->n_in % 32 == 0 && n_tokens <= INT8_MAX_TOKENS;
     if (int8_path) {
         /* scratch (n_in floats) holds one token's blocks: 36 bytes per 32 elements */
         act_block *a = (act_block *)scratch;
@@ -132,8 +203,14 @@ void sp_matmul_avx2(const sp_weight *w, const float *x, int64_t x_stride, int64_
             quantize_activations(x + t * x_stride, w->n_in, a);
             for (int64_t o = o0; o < o1; o++) {
                 const uint8_t *row = w->data + (size_t)o * w->row_bytes;
-                y[t * y_stride + o] = w->type == SPROUT_TYPE_Q8_0 ? dot_q8_0((const sp_block_q8_0 *)row, a, nb)
-                                                                  : dot_q4_0((const sp_block_q4_0 *)row, a, nb);
+                float v;
+                switch (w->type) {
+                case SPROUT_TYPE_Q8_0: v = dot_q8_0((const sp_block_q8_0 *)row, a, nb); break;
+                case SPROUT_TYPE_Q4_0: v = dot_q4_0((const sp_block_q4_0 *)row, a, nb); break;
+                case SPROUT_TYPE_Q4_K: v = dot_q4_K((const sp_block_q4_K *)row, a, nb / 8); break;
+                default: v = dot_q6_K((const sp_block_q6_K *)row, a, nb / 8); break;
+                }
+                y[t * y_stride + o] = v;
             }
         }
         return;

@@ -78,6 +78,20 @@ typedef struct {
 } sp_block_q4_K;
 static_assert(sizeof(sp_block_q4_K) == 144, "q4_K block layout");
 
+/* Scale and min of sub-block j of Q4_K/Q5_K from their 12 packed bytes:
+ * bytes 0-3 hold scales 0-3 (low 6 bits) and the top 2 bits of scales 4-7;
+ * bytes 4-7 the same for mins; bytes 8-11 the low 4 bits of scale j (low
+ * nibble) and min j (high nibble), j = 4..7. */
+static inline void sp_q4k_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (uint8_t)((q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4));
+        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
 typedef struct {
     uint16_t d, dmin;
     uint8_t scales[SP_K_SCALE_BYTES];

@@ -223,15 +223,6 @@ SEARCH_CLONES static float search_affine(int n, int nmax, const float *x, const 
  * 8 scales and 8 mins of 6 bits in 12 bytes: bytes 0-3 hold scales 0-3 (low 6
  * bits) and the top 2 bits of scales 4-7; bytes 4-7 the same for mins; bytes
  * 8-11 the low 4 bits of scale j (low nibble) and min j (high nibble), j=4..7. */
-static inline void k4_get_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
-    if (j < 4) {
-        *sc = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *sc = (uint8_t)((q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4));
-        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-    }
-}
 
 static void k4_pack_scales(const uint8_t sc[8], const uint8_t m[8], uint8_t q[12]) {
     memset(q, 0, 12);
@@ -432,7 +423,7 @@ static void quantize_k_affine_superblock(const float *x, int nmax, float rmin, i
     *dmin_out = sp_fp32_to_fp16(max_min / 63.f);
     for (int j = 0; j < 8; j++) {
         uint8_t sc, m;
-        k4_get_scale_min(j, packed_scales, &sc, &m);
+        sp_q4k_scale_min(j, packed_scales, &sc, &m);
         const float d = sp_fp16_to_fp32(*d_out) * (float)sc;
         if (!d) continue;
         const float dm = sp_fp16_to_fp32(*dmin_out) * (float)m;
@@ -458,9 +449,9 @@ void sp_dequantize_q4_K(const void *src, float *y, int64_t n) {
         const uint8_t *q = x[b].qs;
         for (int j = 0; j < SP_QK_K / 64; j++, q += 32) {
             uint8_t sc, m;
-            k4_get_scale_min(2 * j, x[b].scales, &sc, &m);
+            sp_q4k_scale_min(2 * j, x[b].scales, &sc, &m);
             const float d1 = d * (float)sc, m1 = dmin * (float)m;
-            k4_get_scale_min(2 * j + 1, x[b].scales, &sc, &m);
+            sp_q4k_scale_min(2 * j + 1, x[b].scales, &sc, &m);
             const float d2 = d * (float)sc, m2 = dmin * (float)m;
             for (int l = 0; l < 32; l++) *y++ = d1 * (float)(q[l] & 0x0F) - m1;
             for (int l = 0; l < 32; l++) *y++ = d2 * (float)(q[l] >> 4) - m2;
@@ -500,9 +491,9 @@ void sp_dequantize_q5_K(const void *src, float *y, int64_t n) {
         const uint8_t *ql = x[b].qs, *qh = x[b].qh;
         for (int j = 0; j < SP_QK_K / 64; j++, ql += 32) {
             uint8_t sc, m;
-            k4_get_scale_min(2 * j, x[b].scales, &sc, &m);
+            sp_q4k_scale_min(2 * j, x[b].scales, &sc, &m);
             const float d1 = d * (float)sc, m1 = dmin * (float)m;
-            k4_get_scale_min(2 * j + 1, x[b].scales, &sc, &m);
+            sp_q4k_scale_min(2 * j + 1, x[b].scales, &sc, &m);
             const float d2 = d * (float)sc, m2 = dmin * (float)m;
             const uint8_t u1 = (uint8_t)(1u << (2 * j)), u2 = (uint8_t)(2u << (2 * j));
             for (int l = 0; l < 32; l++) *y++ = d1 * (float)((ql[l] & 0x0F) + ((qh[l] & u1) ? 16 : 0)) - m1;
