@@ -1,21 +1,24 @@
 /* Matmul for x86-64 CPUs with AVX2 and FMA (compiled with those flags only
  * here; dispatch.c calls it only when cpuid says so).
  *
- * Decode (a few tokens): Q8_0, Q4_0, Q4_K and Q6_K weights are dotted in int8 against
- * the activations quantized once per call to Q8_0 blocks, as llama.cpp
- * does, so each weight byte is read once and never widened to float; the
- * result differs from the float path by the activations' rounding (about
- * 0.3% relative per dot). Prefill batches and the other types decode each
- * weight row once and dot it with every token in FMA registers. */
+ * Q8_0, Q4_0, Q4_K and Q6_K weights are dotted in int8 against the
+ * activations quantized once per call to 8-bit blocks of 32, as llama.cpp
+ * does, so weights are never widened to float; each weight row, read once,
+ * serves a tile of tokens. The result differs from the float path by the
+ * activations' rounding (about 1% relative per dot of random signs). The
+ * other types decode each weight row once and dot it with every token in
+ * FMA registers. */
 #include <immintrin.h>
+#include <stdlib.h>
 
 #include "kernels/kernels.h"
 #include "quant/blocks.h"
 #include "quant/fp16.h"
 #include "quant/quant.h"
 
-/* Most tokens the int8 path takes in one call; larger batches reuse decoded rows instead. */
-#define INT8_MAX_TOKENS 4
+/* Tokens whose quantized activations are kept at once: each weight row,
+ * read once, is dotted with all of them while it sits in L1. */
+#define TOKEN_TILE 32
 
 static inline float hsum256(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -194,26 +197,34 @@ void sp_matmul_avx2(const sp_weight *w, const float *x, int64_t x_stride, int64_
                     int64_t o0, int64_t o1, float *scratch) {
     const bool int8_type = w->type == SPROUT_TYPE_Q8_0 || w->type == SPROUT_TYPE_Q4_0 || w->type == SPROUT_TYPE_Q4_K ||
                            w->type == SPROUT_TYPE_Q6_K;
-    const bool int8_path = int8_type && w->n_in % 32 == 0 && n_tokens <= INT8_MAX_TOKENS;
+    const bool int8_path = int8_type && w->n_in % 32 == 0;
     if (int8_path) {
-        /* scratch (n_in floats) holds one token's blocks: 36 bytes per 32 elements */
-        act_block *a = (act_block *)scratch;
         const int64_t nb = w->n_in / 32;
-        for (int64_t t = 0; t < n_tokens; t++) {
-            quantize_activations(x + t * x_stride, w->n_in, a);
-            for (int64_t o = o0; o < o1; o++) {
-                const uint8_t *row = w->data + (size_t)o * w->row_bytes;
-                float v;
-                switch (w->type) {
-                case SPROUT_TYPE_Q8_0: v = dot_q8_0((const sp_block_q8_0 *)row, a, nb); break;
-                case SPROUT_TYPE_Q4_0: v = dot_q4_0((const sp_block_q4_0 *)row, a, nb); break;
-                case SPROUT_TYPE_Q4_K: v = dot_q4_K((const sp_block_q4_K *)row, a, nb / 8); break;
-                default: v = dot_q6_K((const sp_block_q6_K *)row, a, nb / 8); break;
+        /* one token's blocks fit the scratch (36-40 bytes per 32 elements); a tile of them does not */
+        act_block *acts = n_tokens > 1 ? malloc((size_t)(TOKEN_TILE * nb) * sizeof *acts) : (act_block *)scratch;
+        if (acts) {
+            for (int64_t t0 = 0; t0 < n_tokens; t0 += TOKEN_TILE) {
+                const int64_t tn = n_tokens - t0 < TOKEN_TILE ? n_tokens - t0 : TOKEN_TILE;
+                for (int64_t t = 0; t < tn; t++) quantize_activations(x + (t0 + t) * x_stride, w->n_in, acts + t * nb);
+                for (int64_t o = o0; o < o1; o++) {
+                    const uint8_t *row = w->data + (size_t)o * w->row_bytes;
+                    for (int64_t t = 0; t < tn; t++) {
+                        const act_block *a = acts + t * nb;
+                        float v;
+                        switch (w->type) {
+                        case SPROUT_TYPE_Q8_0: v = dot_q8_0((const sp_block_q8_0 *)row, a, nb); break;
+                        case SPROUT_TYPE_Q4_0: v = dot_q4_0((const sp_block_q4_0 *)row, a, nb); break;
+                        case SPROUT_TYPE_Q4_K: v = dot_q4_K((const sp_block_q4_K *)row, a, nb / 8); break;
+                        default: v = dot_q6_K((const sp_block_q6_K *)row, a, nb / 8); break;
+                        }
+                        y[(t0 + t) * y_stride + o] = v;
+                    }
                 }
-                y[t * y_stride + o] = v;
             }
+            if (n_tokens > 1) free(acts);
+            return;
         }
-        return;
+        /* no memory for a tile: the float path below needs none */
     }
     const sp_type_traits *t = sp_type_traits_of(w->type);
     for (int64_t o = o0; o < o1; o++) {
