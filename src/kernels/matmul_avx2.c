@@ -193,6 +193,81 @@ static float dot_q6_K(const sp_block_q6_K *w, const act_block *a, int64_t n_supe
     return hsum256(acc) - offset;
 }
 
+/* Q4_K and Q6_K rows against a tile of tokens: the scales are unpacked and
+ * the levels widened once per super-block, then used for every token
+ * (a[t * nb ...] is token t's blocks; out[t] gets its dot). */
+static void dot_q4_K_tile(const sp_block_q4_K *w, const act_block *acts, int64_t nb, int64_t tn, float *out) {
+    __m256 acc[TOKEN_TILE];
+    float mins[TOKEN_TILE];
+    for (int64_t t = 0; t < tn; t++) {
+        acc[t] = _mm256_setzero_ps();
+        mins[t] = 0.f;
+    }
+    const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < nb / 8; b++) {
+        const float d = _cvtsh_ss(w[b].d), dmin = _cvtsh_ss(w[b].dmin);
+        float dsc[8], dm[8];
+        for (int j = 0; j < 8; j++) {
+            uint8_t sc, m;
+            sp_q4k_scale_min(j, w[b].scales, &sc, &m);
+            dsc[j] = d * (float)sc;
+            dm[j] = dmin * (float)m;
+        }
+        for (int j = 0; j < 4; j++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j));
+            const __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+            for (int64_t t = 0; t < tn; t++) {
+                const act_block *a = acts + t * nb + 8 * b + 2 * j;
+                const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)a[0].qs)), ones);
+                const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)a[1].qs)), ones);
+                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dsc[2 * j] * a[0].d), _mm256_cvtepi32_ps(p_lo), acc[t]);
+                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dsc[2 * j + 1] * a[1].d), _mm256_cvtepi32_ps(p_hi), acc[t]);
+                mins[t] += dm[2 * j] * a[0].d * (float)(a[0].sum[0] + a[0].sum[1]) +
+                           dm[2 * j + 1] * a[1].d * (float)(a[1].sum[0] + a[1].sum[1]);
+            }
+        }
+    }
+    for (int64_t t = 0; t < tn; t++) out[t] = hsum256(acc[t]) - mins[t];
+}
+
+static void dot_q6_K_tile(const sp_block_q6_K *w, const act_block *acts, int64_t nb, int64_t tn, float *out) {
+    __m256 acc[TOKEN_TILE];
+    float offset[TOKEN_TILE];
+    for (int64_t t = 0; t < tn; t++) {
+        acc[t] = _mm256_setzero_ps();
+        offset[t] = 0.f;
+    }
+    const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3);
+    for (int64_t b = 0; b < nb / 8; b++) {
+        const float d = _cvtsh_ss(w[b].d);
+        const int8_t *sc = w[b].scales;
+        const uint8_t *ql = w[b].ql, *qh = w[b].qh;
+        for (int h = 0; h < 2; h++, ql += 64, qh += 32) {
+            const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql), l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            const __m256i hb = _mm256_loadu_si256((const __m256i *)qh);
+            __m256i q[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_slli_epi16(_mm256_and_si256(hb, two), 4));
+            q[1] = _mm256_or_si256(_mm256_and_si256(l1, low4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), two), 4));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), two), 4));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), two), 4));
+            for (int k = 0; k < 4; k++) {
+                const int blk = 4 * h + k;
+                const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(sc[2 * blk + 1]), _mm_set1_epi16(sc[2 * blk]));
+                for (int64_t t = 0; t < tn; t++) {
+                    const act_block *a = acts + t * nb + 8 * b + blk;
+                    const __m256i p16 = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)a->qs));
+                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * a->d), _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, scales)), acc[t]);
+                    offset[t] += 32.f * d * a->d * (float)(sc[2 * blk] * a->sum[0] + sc[2 * blk + 1] * a->sum[1]);
+                }
+            }
+        }
+    }
+    for (int64_t t = 0; t < tn; t++) out[t] = hsum256(acc[t]) - offset[t];
+}
+
 void sp_matmul_avx2(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
                     int64_t o0, int64_t o1, float *scratch) {
     const bool int8_type = w->type == SPROUT_TYPE_Q8_0 || w->type == SPROUT_TYPE_Q4_0 || w->type == SPROUT_TYPE_Q4_K ||
@@ -208,6 +283,13 @@ void sp_matmul_avx2(const sp_weight *w, const float *x, int64_t x_stride, int64_
                 for (int64_t t = 0; t < tn; t++) quantize_activations(x + (t0 + t) * x_stride, w->n_in, acts + t * nb);
                 for (int64_t o = o0; o < o1; o++) {
                     const uint8_t *row = w->data + (size_t)o * w->row_bytes;
+                    if (tn > 1 && (w->type == SPROUT_TYPE_Q4_K || w->type == SPROUT_TYPE_Q6_K)) {
+                        float dots[TOKEN_TILE];
+                        if (w->type == SPROUT_TYPE_Q4_K) dot_q4_K_tile((const sp_block_q4_K *)row, acts, nb, tn, dots);
+                        else dot_q6_K_tile((const sp_block_q6_K *)row, acts, nb, tn, dots);
+                        for (int64_t t = 0; t < tn; t++) y[(t0 + t) * y_stride + o] = dots[t];
+                        continue;
+                    }
                     for (int64_t t = 0; t < tn; t++) {
                         const act_block *a = acts + t * nb;
                         float v;
