@@ -156,6 +156,21 @@ static float dot_q4_K(const sp_block_q4_K *w, const act_block *a, int64_t n_supe
     return hsum256(acc) - mins;
 }
 
+/* The unsigned 6-bit levels (0..63) of one 128-element half of a Q6_K
+ * block, as four runs of 32: low nibbles of ql[0..31], of ql[32..63], high
+ * nibbles of both, each with its 2 bits from qh. */
+static inline void unpack_q6_K_half(const uint8_t *ql, const uint8_t *qh, __m256i q[4]) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3);
+    const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql), l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+    const __m256i hb = _mm256_loadu_si256((const __m256i *)qh);
+    q[0] = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_slli_epi16(_mm256_and_si256(hb, two), 4));
+    q[1] = _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), two), 4));
+    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), two), 4));
+    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), two), 4));
+}
+
 /* Q6_K: x = d*s*(q - 32), q in 0..63, one signed scale s per 16 elements.
  * maddubs of the unsigned q, then madd with the two scales of the 32
  * elements (8 int16 lanes each) applies them in integer; the -32 offset
@@ -163,7 +178,6 @@ static float dot_q4_K(const sp_block_q4_K *w, const act_block *a, int64_t n_supe
 static float dot_q6_K(const sp_block_q6_K *w, const act_block *a, int64_t n_super) {
     __m256 acc = _mm256_setzero_ps();
     float offset = 0.f;
-    const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3);
     for (int64_t b = 0; b < n_super; b++, a += 8) {
         const float d = _cvtsh_ss(w[b].d);
         const int8_t *sc = w[b].scales;
@@ -171,16 +185,8 @@ static float dot_q6_K(const sp_block_q6_K *w, const act_block *a, int64_t n_supe
             offset += 32.f * d * a[j].d * (float)(sc[2 * j] * a[j].sum[0] + sc[2 * j + 1] * a[j].sum[1]);
         const uint8_t *ql = w[b].ql, *qh = w[b].qh;
         for (int h = 0; h < 2; h++, ql += 64, qh += 32) {
-            const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql), l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-            const __m256i hb = _mm256_loadu_si256((const __m256i *)qh);
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_slli_epi16(_mm256_and_si256(hb, two), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(l1, low4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), two), 4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), two), 4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), two), 4));
+            unpack_q6_K_half(ql, qh, q);
             for (int k = 0; k < 4; k++) {
                 const int blk = 4 * h + k; /* 32-element chunk of the super-block */
                 const __m256i p16 = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)a[blk].qs));
@@ -237,22 +243,13 @@ static void dot_q6_K_tile(const sp_block_q6_K *w, const act_block *acts, int64_t
         acc[t] = _mm256_setzero_ps();
         offset[t] = 0.f;
     }
-    const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3);
     for (int64_t b = 0; b < nb / 8; b++) {
         const float d = _cvtsh_ss(w[b].d);
         const int8_t *sc = w[b].scales;
         const uint8_t *ql = w[b].ql, *qh = w[b].qh;
         for (int h = 0; h < 2; h++, ql += 64, qh += 32) {
-            const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql), l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-            const __m256i hb = _mm256_loadu_si256((const __m256i *)qh);
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_slli_epi16(_mm256_and_si256(hb, two), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(l1, low4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), two), 4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), two), 4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), two), 4));
+            unpack_q6_K_half(ql, qh, q);
             for (int k = 0; k < 4; k++) {
                 const int blk = 4 * h + k;
                 const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(sc[2 * blk + 1]), _mm_set1_epi16(sc[2 * blk]));
