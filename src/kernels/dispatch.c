@@ -19,7 +19,7 @@ static const sp_kernels portable = {
 static const sp_kernels avx2 = {
     .name = "avx2",
     .matmul = sp_matmul_avx2,
-    .attention = sp_attention_portable,
+    .attention = sp_attention_avx2,
 };
 #endif
 

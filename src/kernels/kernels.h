@@ -57,6 +57,7 @@ void sp_attention_portable(const sp_attention_args *a);
 /* x86-64 with AVX2 + FMA + F16C (matmul_avx2.c). */
 void sp_matmul_avx2(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
                     int64_t o0, int64_t o1, float *scratch);
+void sp_attention_avx2(const sp_attention_args *a);
 /* The table for a level ("generic", "avx2"), or NULL where this CPU or
  * build has none: for tests that compare every level present. */
 const sp_kernels *sp_kernels_for_level(const char *level);
