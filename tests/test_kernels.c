@@ -162,6 +162,7 @@ int main(void) {
     printf("matmul kernels vs portable (active: %s):\n", sprout_kernels_name());
     check_level("generic");
     check_level("avx2");
+    check_level("avx512");
     check_attention_level("generic");
     check_attention_level("avx2");
     TEST_MAIN_END();

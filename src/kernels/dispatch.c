@@ -21,6 +21,11 @@ static const sp_kernels avx2 = {
     .matmul = sp_matmul_avx2,
     .attention = sp_attention_avx2,
 };
+static const sp_kernels avx512 = {
+    .name = "avx512-vnni",
+    .matmul = sp_matmul_avx512vnni,
+    .attention = sp_attention_avx2,
+};
 #endif
 
 const sp_kernels *sp_kernels_portable(void) { return &portable; }
@@ -38,10 +43,20 @@ static bool cpu_has_avx2(void) {
 #endif
 }
 
+static bool cpu_has_avx512_vnni(void) {
+#ifdef SP_HAVE_X86_KERNELS
+    return cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+#else
+    return false;
+#endif
+}
+
 const sp_kernels *sp_kernels_for_level(const char *level) {
     if (!strcmp(level, "generic")) return &portable;
 #ifdef SP_HAVE_X86_KERNELS
     if (!strcmp(level, "avx2") && cpu_has_avx2()) return &avx2;
+    if (!strcmp(level, "avx512") && cpu_has_avx512_vnni()) return &avx512;
 #endif
     return NULL;
 }
@@ -51,8 +66,10 @@ static void choose(void) {
     const char *cap = getenv("SPROUT_CPU");
     if (cap && !strcmp(cap, "generic")) return;
 #ifdef SP_HAVE_X86_KERNELS
-    /* avx512 and amx have no kernels of their own yet: they get avx2's */
+    /* amx has no kernels of its own yet: it gets avx512's */
     if (cpu_has_avx2()) chosen = &avx2;
+    if ((cap && !strcmp(cap, "avx2")) || !cpu_has_avx512_vnni()) return;
+    chosen = &avx512;
 #endif
 }
 

@@ -58,7 +58,10 @@ void sp_attention_portable(const sp_attention_args *a);
 void sp_matmul_avx2(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
                     int64_t o0, int64_t o1, float *scratch);
 void sp_attention_avx2(const sp_attention_args *a);
-/* The table for a level ("generic", "avx2"), or NULL where this CPU or
+/* x86-64 with AVX-512 F/BW/VL/VNNI as well (matmul_avx512.c). */
+void sp_matmul_avx512vnni(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y,
+                          int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
+/* The table for a level ("generic", "avx2", "avx512"), or NULL where this CPU or
  * build has none: for tests that compare every level present. */
 const sp_kernels *sp_kernels_for_level(const char *level);
 

@@ -11,6 +11,11 @@
 #include <immintrin.h>
 #include <stdlib.h>
 
+/* matmul_avx512.c compiles this file again with VNNI on */
+#ifndef SP_MATMUL_NAME
+#define SP_MATMUL_NAME sp_matmul_avx2
+#endif
+
 #include "kernels/kernels.h"
 #include "quant/blocks.h"
 #include "quant/fp16.h"
@@ -84,11 +89,20 @@ static void quantize_activations(const float *x, int64_t n, act_block *q) {
     }
 }
 
+/* Unsigned bytes times signed bytes, summed in fours into 8 int32 lanes:
+ * one VNNI instruction, or two (with int16 pairs that cannot overflow for
+ * sprout's operands: at most 2 * 63 * 127) without. */
+static inline __m256i dot_u8_i8(__m256i u, __m256i s) {
+#ifdef SP_MATMUL_VNNI
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+#else
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
+}
+
 /* Sum of x[i] * y[i] over 32 signed bytes, as 8 int32 lanes turned to floats. */
 static inline __m256 dot_i8_32(__m256i x, __m256i y) {
-    const __m256i ax = _mm256_sign_epi8(x, x), sy = _mm256_sign_epi8(y, x);
-    const __m256i p16 = _mm256_maddubs_epi16(ax, sy);
-    return _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
+    return _mm256_cvtepi32_ps(dot_u8_i8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x)));
 }
 
 /* Two blocks per step into two accumulators: the int8 chain of one block
@@ -137,7 +151,7 @@ static float dot_q4_0(const sp_block_q4_0 *w, const act_block *a, int64_t nb) {
 static float dot_q4_K(const sp_block_q4_K *w, const act_block *a, int64_t n_super) {
     __m256 acc = _mm256_setzero_ps();
     float mins = 0.f;
-    const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
     for (int64_t b = 0; b < n_super; b++, a += 8) {
         const float d = _cvtsh_ss(w[b].d), dmin = _cvtsh_ss(w[b].dmin);
         uint8_t sc[8], m[8];
@@ -146,9 +160,8 @@ static float dot_q4_K(const sp_block_q4_K *w, const act_block *a, int64_t n_supe
         for (int j = 0; j < 4; j++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j));
             const __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-            const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)a[2 * j].qs)), ones);
-            const __m256i p_hi =
-                _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)a[2 * j + 1].qs)), ones);
+            const __m256i p_lo = dot_u8_i8(lo, _mm256_loadu_si256((const __m256i *)a[2 * j].qs));
+            const __m256i p_hi = dot_u8_i8(hi, _mm256_loadu_si256((const __m256i *)a[2 * j + 1].qs));
             acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc[2 * j] * a[2 * j].d), _mm256_cvtepi32_ps(p_lo), acc);
             acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc[2 * j + 1] * a[2 * j + 1].d), _mm256_cvtepi32_ps(p_hi), acc);
         }
@@ -209,7 +222,7 @@ static void dot_q4_K_tile(const sp_block_q4_K *w, const act_block *acts, int64_t
         acc[t] = _mm256_setzero_ps();
         mins[t] = 0.f;
     }
-    const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
     for (int64_t b = 0; b < nb / 8; b++) {
         const float d = _cvtsh_ss(w[b].d), dmin = _cvtsh_ss(w[b].dmin);
         float dsc[8], dm[8];
@@ -224,8 +237,8 @@ static void dot_q4_K_tile(const sp_block_q4_K *w, const act_block *acts, int64_t
             const __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
             for (int64_t t = 0; t < tn; t++) {
                 const act_block *a = acts + t * nb + 8 * b + 2 * j;
-                const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)a[0].qs)), ones);
-                const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)a[1].qs)), ones);
+                const __m256i p_lo = dot_u8_i8(lo, _mm256_loadu_si256((const __m256i *)a[0].qs));
+                const __m256i p_hi = dot_u8_i8(hi, _mm256_loadu_si256((const __m256i *)a[1].qs));
                 acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dsc[2 * j] * a[0].d), _mm256_cvtepi32_ps(p_lo), acc[t]);
                 acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dsc[2 * j + 1] * a[1].d), _mm256_cvtepi32_ps(p_hi), acc[t]);
                 mins[t] += dm[2 * j] * a[0].d * (float)(a[0].sum[0] + a[0].sum[1]) +
@@ -265,7 +278,7 @@ static void dot_q6_K_tile(const sp_block_q6_K *w, const act_block *acts, int64_t
     for (int64_t t = 0; t < tn; t++) out[t] = hsum256(acc[t]) - offset[t];
 }
 
-void sp_matmul_avx2(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
+void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
                     int64_t o0, int64_t o1, float *scratch) {
     const bool int8_type = w->type == SPROUT_TYPE_Q8_0 || w->type == SPROUT_TYPE_Q4_0 || w->type == SPROUT_TYPE_Q4_K ||
                            w->type == SPROUT_TYPE_Q6_K;
