@@ -1,0 +1,80 @@
+#!/bin/sh
+# sprout against llama.cpp on the same files: prefill (pp) and decode (tg)
+# tokens/s, side by side, as a markdown table of ratios and an SVG chart.
+#
+# usage: bench/compare.sh [OUT_DIR]
+#   BUILD=build            sprout's build folder (sprout, make_model)
+#   MODELS="Q4_0 Q4_K_M Q8_0 F16"   types of the TinyLlama-1.1B-shaped model
+#   PRESET=tinyllama-1.1b  make_model preset
+#   THREADS=2 PP=512 TG=128 REPS=3
+#   LLAMA_BENCH=/path/to/llama-bench   optional: without it only sprout runs
+# Models are written once under $TMPDIR (make_model, then sprout quantize).
+set -eu
+out=${1:-bench-results}
+build=${BUILD:-build}
+tmp=${TMPDIR:-/tmp}
+preset=${PRESET:-tinyllama-1.1b}
+threads=${THREADS:-2}
+pp=${PP:-512}
+tg=${TG:-128}
+reps=${REPS:-3}
+mkdir -p "$out"
+base="$tmp/sprout-$preset-F16.gguf"
+[ -f "$base" ] || "$build/make_model" "$preset" F16 "$base"
+
+# the number after "key": in a flat JSON object (one occurrence)
+json_num() { tr -d '\n ' | sed -n "s/.*\"$1\":\([-0-9.eE+]*\).*/\1/p"; }
+
+table="$out/compare.md"
+rows="$out/rows.txt"
+: > "$rows"
+{
+    echo "| model | sprout pp$pp | llama.cpp pp$pp | ratio | sprout tg$tg | llama.cpp tg$tg | ratio | sprout peak RSS MiB |"
+    echo "|---|---|---|---|---|---|---|---|"
+} > "$table"
+for type in ${MODELS:-Q4_0 Q4_K_M Q8_0 F16}; do
+    model="$tmp/sprout-$preset-$type.gguf"
+    [ -f "$model" ] || "$build/sprout" quantize "$base" "$model" "$type" > /dev/null
+    s=$("$build/sprout" bench -m "$model" -p "$pp" -n "$tg" -t "$threads" -r "$reps" --json)
+    s_pp=$(printf '%s' "$s" | sed 's/.*"prefill":{\([^}]*\)}.*/\1/' | json_num tokens_per_s)
+    s_tg=$(printf '%s' "$s" | sed 's/.*"decode":{\([^}]*\)}.*/\1/' | json_num tokens_per_s)
+    rss=$(printf '%s' "$s" | json_num peak_rss_bytes)
+    l_pp=-
+    l_tg=-
+    if [ -n "${LLAMA_BENCH:-}" ]; then
+        l=$("$LLAMA_BENCH" -m "$model" -p "$pp" -n "$tg" -t "$threads" -r "$reps" -o json 2> /dev/null || true)
+        # llama-bench prints one object per test: prefill first (n_gen 0), then decode
+        l_pp=$(printf '%s' "$l" | tr -d '\n ' | sed 's/},{/}\n{/g' | grep '"n_gen":0' | json_num avg_ts || true)
+        l_tg=$(printf '%s' "$l" | tr -d '\n ' | sed 's/},{/}\n{/g' | grep '"n_prompt":0' | json_num avg_ts || true)
+        [ -n "$l_pp" ] || l_pp=-
+        [ -n "$l_tg" ] || l_tg=-
+    fi
+    awk -v t="$type" -v sp="$s_pp" -v lp="$l_pp" -v st="$s_tg" -v lt="$l_tg" -v rss="$rss" 'BEGIN {
+        rp = lp == "-" ? "-" : sprintf("%.2fx", sp / lp); rt = lt == "-" ? "-" : sprintf("%.2fx", st / lt);
+        printf "| %s | %.1f | %s | %s | %.1f | %s | %s | %.0f |\n", t, sp, lp, rp, st, lt, rt, rss / 1048576 }' >> "$table"
+    echo "$type $s_pp $l_pp $s_tg $l_tg" >> "$rows"
+done
+
+# bars: tokens/s of each test, sprout and llama.cpp side by side
+awk -v pp="$pp" -v tg="$tg" '
+{ n++; name[n] = $1; v[n, 1] = $2; v[n, 2] = ($3 == "-" ? 0 : $3); v[n, 3] = $4; v[n, 4] = ($5 == "-" ? 0 : $5)
+  for (k = 1; k <= 4; k++) if (v[n, k] > max) max = v[n, k] }
+END {
+  w = 140 * n + 80; if (w < 500) w = 500; h = 300; scale = max > 0 ? 220 / max : 0
+  printf "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"11\">\n", w, h
+  split("#2e7d32 #9e9e9e #1565c0 #bdbdbd", color, " ")
+  split("sprout pp" pp " ,llama.cpp pp" pp " ,sprout tg" tg " ,llama.cpp tg" tg, label, ",")
+  for (k = 1; k <= 4; k++) printf "<rect x=\"%d\" y=\"8\" width=\"10\" height=\"10\" fill=\"%s\"/><text x=\"%d\" y=\"17\">%s</text>\n", 10 + (k - 1) * 120, color[k], 24 + (k - 1) * 120, label[k]
+  for (i = 1; i <= n; i++) {
+    x0 = 40 + (i - 1) * 140
+    for (k = 1; k <= 4; k++) {
+      bh = v[i, k] * scale; x = x0 + (k - 1) * 28
+      printf "<rect x=\"%d\" y=\"%.1f\" width=\"24\" height=\"%.1f\" fill=\"%s\"/>\n", x, 260 - bh, bh, color[k]
+      if (v[i, k] > 0) printf "<text x=\"%d\" y=\"%.1f\" font-size=\"9\">%.0f</text>\n", x, 256 - bh, v[i, k]
+    }
+    printf "<text x=\"%d\" y=\"280\">%s</text>\n", x0 + 30, name[i]
+  }
+  print "</svg>" }' "$rows" > "$out/compare.svg"
+rm -f "$rows"
+cat "$table"
+echo "chart: $out/compare.svg" >&2
