@@ -51,7 +51,8 @@ for type in ${MODELS:-Q4_0 Q4_K_M Q8_0 F16}; do
     fi
     awk -v t="$type" -v sp="$s_pp" -v lp="$l_pp" -v st="$s_tg" -v lt="$l_tg" -v rss="$rss" 'BEGIN {
         rp = lp == "-" ? "-" : sprintf("%.2fx", sp / lp); rt = lt == "-" ? "-" : sprintf("%.2fx", st / lt);
-        printf "| %s | %.1f | %s | %s | %.1f | %s | %s | %.0f |\n", t, sp, lp, rp, st, lt, rt, rss / 1048576 }' >> "$table"
+        lps = lp == "-" ? "-" : sprintf("%.1f", lp); lts = lt == "-" ? "-" : sprintf("%.1f", lt);
+        printf "| %s | %.1f | %s | %s | %.1f | %s | %s | %.0f |\n", t, sp, lps, rp, st, lts, rt, rss / 1048576 }' >> "$table"
     echo "$type $s_pp $l_pp $s_tg $l_tg" >> "$rows"
 done
 
