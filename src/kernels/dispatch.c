@@ -16,6 +16,7 @@ static const sp_kernels portable = {
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define SP_HAVE_X86_KERNELS 1
+#include <cpuid.h>
 static const sp_kernels avx2 = {
     .name = "avx2",
     .matmul = sp_matmul_avx2,
@@ -37,7 +38,10 @@ static bool cpu_has_avx2(void) {
 #ifdef SP_HAVE_X86_KERNELS
     /* __builtin_cpu_supports also checks that the OS saves the AVX state */
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    /* F16C is read from cpuid: not every compiler's builtin knows its name */
+    unsigned a, b, c, d;
+    const bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
 #else
     return false;
 #endif
@@ -45,8 +49,10 @@ static bool cpu_has_avx2(void) {
 
 static bool cpu_has_avx512_vnni(void) {
 #ifdef SP_HAVE_X86_KERNELS
+    unsigned a, b, c, d;
+    const bool vnni = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & bit_AVX512VNNI);
     return cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+           __builtin_cpu_supports("avx512vl") && vnni;
 #else
     return false;
 #endif
