@@ -55,6 +55,24 @@ typedef struct act_block {
     int8_t qs[32];
 } act_block;
 
+/* An F16 row against float activations, widened in registers: decoding
+ * into scratch first would read every row twice. */
+static float dot_f16(const uint16_t *w, const float *x, int64_t n) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i))), _mm256_loadu_ps(x + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i + 8))), _mm256_loadu_ps(x + i + 8), s1);
+        s2 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i + 16))), _mm256_loadu_ps(x + i + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i + 24))), _mm256_loadu_ps(x + i + 24), s3);
+    }
+    for (; i + 8 <= n; i += 8)
+        s0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i))), _mm256_loadu_ps(x + i), s0);
+    float s = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    for (; i < n; i++) s += _cvtsh_ss(w[i]) * x[i];
+    return s;
+}
+
 /* n (a multiple of 32) activations to blocks: one scale per 32, the
  * largest magnitude mapped to 127. */
 static void quantize_activations(const float *x, int64_t n, act_block *q) {
@@ -317,6 +335,10 @@ void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, int64_
             return;
         }
         /* no memory for a tile: the float path below needs none */
+    }
+    if (w->type == SPROUT_TYPE_F16 && n_tokens == 1) {
+        for (int64_t o = o0; o < o1; o++) y[o] = dot_f16((const uint16_t *)(w->data + (size_t)o * w->row_bytes), x, w->n_in);
+        return;
     }
     const sp_type_traits *t = sp_type_traits_of(w->type);
     for (int64_t o = o0; o < o1; o++) {
