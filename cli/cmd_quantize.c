@@ -27,7 +27,8 @@ static void usage(FILE *out) {
             "  TYPE: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K_S Q3_K_M Q3_K_L\n"
             "        Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K\n"
             "        (the _S/_M/_L mixes give the output, attention V and some FFN-down\n"
-            "        layers more bits, as llama-quantize does)\n"
+            "        layers more bits, as llama-quantize does), or its general.file_type\n"
+            "        number (15 = Q4_K_M)\n"
             "  --threads N                 worker threads (default: one per core)\n"
             "  --pure                      use TYPE for every matrix: no mix\n"
             "  --output-type T             tensor type for output.weight (e.g. Q8_0, F16)\n"
@@ -62,6 +63,17 @@ static bool parse_tensor_type(const char *s, int32_t *out) {
     if (!sprout_type_from_name(s, &t) || !sprout_type_can_dequantize(t) || t == SPROUT_TYPE_Q8_K) return false;
     *out = (int32_t)t;
     return true;
+}
+
+/* A name ("Q4_K_M", any case) or, as llama-quantize also takes, the
+ * general.file_type number ("15"). */
+static bool parse_file_type(const char *s, sprout_file_type *out) {
+    if (sprout_file_type_from_name(s, out)) return true;
+    char *end;
+    errno = 0;
+    const long v = strtol(s, &end, 10);
+    const char *name = *s && !*end && !errno && v >= 0 && v < 4096 ? sprout_file_type_name((uint32_t)v) : NULL;
+    return name && sprout_file_type_from_name(name, out);
 }
 
 static double now_seconds(void) {
@@ -160,7 +172,7 @@ int cmd_quantize(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    if (!sprout_file_type_from_name(positional[2], &params.file_type)) {
+    if (!parse_file_type(positional[2], &params.file_type)) {
         fprintf(stderr, "sprout quantize: unknown type '%s' (sprout quantize --help lists them)\n", positional[2]);
         return 2;
     }

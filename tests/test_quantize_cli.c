@@ -55,6 +55,8 @@ static void test_bad_arguments(void) {
     EXPECT("$S quantize", 2, "usage");
     snprintf(cmd, sizeof cmd, "$S quantize '%s' out.gguf Q9_9", stories);
     EXPECT(cmd, 2, "unknown type 'Q9_9'");
+    snprintf(cmd, sizeof cmd, "$S quantize '%s' out.gguf 19", stories); /* IQ2_XXS: a file type sprout cannot make */
+    EXPECT(cmd, 2, "unknown type '19'");
     snprintf(cmd, sizeof cmd, "$S quantize '%s' '%s' Q8_0", stories, stories);
     EXPECT(cmd, 1, "same file");
     EXPECT("$S quantize missing.gguf out.gguf Q8_0", 1, "missing.gguf");
@@ -84,6 +86,9 @@ static void test_quantize_and_run(void) {
     snprintf(cmd, sizeof cmd, "$S quantize f32.gguf q4km.gguf Q4_K_M");
     CHECK(sh(cmd, &out) == 0 && strstr(out, "ffn_down.weight: rows do not fit Q4_K blocks, using F16") &&
           strstr(out, "Q4_K_M") && strstr(out, "with a fallback type"));
+    free(out);
+    snprintf(cmd, sizeof cmd, "$S quantize f32.gguf by-number.gguf 7 && $S info by-number.gguf --json");
+    CHECK(sh(cmd, &out) == 0 && strstr(out, "\"file_type\": \"Q8_0\""));
     free(out);
     snprintf(cmd, sizeof cmd, "$S info q4km.gguf --json");
     CHECK(sh(cmd, &out) == 0 && strstr(out, "Q4_K_M"));
