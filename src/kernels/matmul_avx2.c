@@ -1,7 +1,7 @@
 /* Matmul for x86-64 CPUs with AVX2 and FMA (compiled with those flags only
  * here; dispatch.c calls it only when cpuid says so).
  *
- * Q8_0, Q4_0, Q4_K and Q6_K weights are dotted in int8 against the
+ * Q8_0, Q4_0, Q4_K, Q5_K and Q6_K weights are dotted in int8 against the
  * activations quantized once per call to 8-bit blocks of 32, as llama.cpp
  * does, so weights are never widened to float; each weight row, read once,
  * serves a tile of tokens. The result differs from the float path by the
@@ -166,24 +166,44 @@ static float dot_q4_0(const sp_block_q4_0 *w, const act_block *a, int64_t nb) {
 /* Q4_K: per 32-element sub-block x = d*sc*q - dmin*m with q in 0..15, so
  * sum(x*a) = d*sc*ad*sum(q*qa) - dmin*m*ad*sum(qa). Unsigned nibbles go
  * straight into maddubs; the mins use the activation block sums. */
+/* One Q4_K or Q5_K super-block (qh NULL for Q4_K; Q5_K's fifth bit of
+ * element 64j+l is bit 2j of qh[l], of 64j+32+l bit 2j+1). */
+static inline __attribute__((always_inline)) void dot_affine_k_super(uint16_t d16, uint16_t dmin16, const uint8_t *scales,
+                                                                     const uint8_t *qs, const uint8_t *qh,
+                                                                     const act_block *a, __m256 *acc, float *mins) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(1);
+    const float d = _cvtsh_ss(d16), dmin = _cvtsh_ss(dmin16);
+    uint8_t sc[8], m[8];
+    for (int j = 0; j < 8; j++) sp_q4k_scale_min(j, scales, &sc[j], &m[j]);
+    for (int j = 0; j < 8; j++) *mins += dmin * (float)m[j] * a[j].d * (float)(a[j].sum[0] + a[j].sum[1]);
+    const __m256i hb = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
+    for (int j = 0; j < 4; j++) {
+        const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
+        __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+        if (qh) {
+            /* a 16-bit shift then a per-byte mask keeps each byte's own bit */
+            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * j), bit), 4));
+            hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * j + 1), bit), 4));
+        }
+        const __m256i p_lo = dot_u8_i8(lo, _mm256_loadu_si256((const __m256i *)a[2 * j].qs));
+        const __m256i p_hi = dot_u8_i8(hi, _mm256_loadu_si256((const __m256i *)a[2 * j + 1].qs));
+        *acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc[2 * j] * a[2 * j].d), _mm256_cvtepi32_ps(p_lo), *acc);
+        *acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc[2 * j + 1] * a[2 * j + 1].d), _mm256_cvtepi32_ps(p_hi), *acc);
+    }
+}
+
 static float dot_q4_K(const sp_block_q4_K *w, const act_block *a, int64_t n_super) {
     __m256 acc = _mm256_setzero_ps();
     float mins = 0.f;
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    for (int64_t b = 0; b < n_super; b++, a += 8) {
-        const float d = _cvtsh_ss(w[b].d), dmin = _cvtsh_ss(w[b].dmin);
-        uint8_t sc[8], m[8];
-        for (int j = 0; j < 8; j++) sp_q4k_scale_min(j, w[b].scales, &sc[j], &m[j]);
-        for (int j = 0; j < 8; j++) mins += dmin * (float)m[j] * a[j].d * (float)(a[j].sum[0] + a[j].sum[1]);
-        for (int j = 0; j < 4; j++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j));
-            const __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-            const __m256i p_lo = dot_u8_i8(lo, _mm256_loadu_si256((const __m256i *)a[2 * j].qs));
-            const __m256i p_hi = dot_u8_i8(hi, _mm256_loadu_si256((const __m256i *)a[2 * j + 1].qs));
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc[2 * j] * a[2 * j].d), _mm256_cvtepi32_ps(p_lo), acc);
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc[2 * j + 1] * a[2 * j + 1].d), _mm256_cvtepi32_ps(p_hi), acc);
-        }
-    }
+    for (int64_t b = 0; b < n_super; b++, a += 8) dot_affine_k_super(w[b].d, w[b].dmin, w[b].scales, w[b].qs, NULL, a, &acc, &mins);
+    return hsum256(acc) - mins;
+}
+
+static float dot_q5_K(const sp_block_q5_K *w, const act_block *a, int64_t n_super) {
+    __m256 acc = _mm256_setzero_ps();
+    float mins = 0.f;
+    for (int64_t b = 0; b < n_super; b++, a += 8)
+        dot_affine_k_super(w[b].d, w[b].dmin, w[b].scales, w[b].qs, w[b].qh, a, &acc, &mins);
     return hsum256(acc) - mins;
 }
 
@@ -299,7 +319,7 @@ static void dot_q6_K_tile(const sp_block_q6_K *w, const act_block *acts, int64_t
 void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
                     int64_t o0, int64_t o1, float *scratch) {
     const bool int8_type = w->type == SPROUT_TYPE_Q8_0 || w->type == SPROUT_TYPE_Q4_0 || w->type == SPROUT_TYPE_Q4_K ||
-                           w->type == SPROUT_TYPE_Q6_K;
+                           w->type == SPROUT_TYPE_Q5_K || w->type == SPROUT_TYPE_Q6_K;
     const bool int8_path = int8_type && w->n_in % 32 == 0;
     if (int8_path) {
         const int64_t nb = w->n_in / 32;
@@ -325,6 +345,7 @@ void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, int64_
                         case SPROUT_TYPE_Q8_0: v = dot_q8_0((const sp_block_q8_0 *)row, a, nb); break;
                         case SPROUT_TYPE_Q4_0: v = dot_q4_0((const sp_block_q4_0 *)row, a, nb); break;
                         case SPROUT_TYPE_Q4_K: v = dot_q4_K((const sp_block_q4_K *)row, a, nb / 8); break;
+                        case SPROUT_TYPE_Q5_K: v = dot_q5_K((const sp_block_q5_K *)row, a, nb / 8); break;
                         default: v = dot_q6_K((const sp_block_q6_K *)row, a, nb / 8); break;
                         }
                         y[(t0 + t) * y_stride + o] = v;
