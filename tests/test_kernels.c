@@ -20,7 +20,8 @@ static float frand(void) {
  * 8 bits per 32-element block: about 1% of a dot of random signs. */
 static double bound_for(sprout_type type, int64_t n_tokens) {
     const bool int8 = (type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_Q4_K ||
-                       type == SPROUT_TYPE_Q5_K || type == SPROUT_TYPE_Q6_K);
+                       type == SPROUT_TYPE_Q5_K || type == SPROUT_TYPE_Q6_K || type == SPROUT_TYPE_Q4_1 ||
+                       type == SPROUT_TYPE_Q5_0 || type == SPROUT_TYPE_Q5_1);
     (void)n_tokens;
     return int8 ? 2.5e-2 : 1e-5;
 }

@@ -1,7 +1,7 @@
 /* Matmul for x86-64 CPUs with AVX2 and FMA (compiled with those flags only
  * here; dispatch.c calls it only when cpuid says so).
  *
- * Q8_0, Q4_0, Q4_K, Q5_K and Q6_K weights are dotted in int8 against the
+ * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K weights are dotted in int8 against the
  * activations quantized once per call to 8-bit blocks of 32, as llama.cpp
  * does, so weights are never widened to float; each weight row, read once,
  * serves a tile of tokens. The result differs from the float path by the
@@ -9,7 +9,9 @@
  * other types decode each weight row once and dot it with every token in
  * FMA registers. */
 #include <immintrin.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* matmul_avx512.c compiles this file again with VNNI on */
 #ifndef SP_MATMUL_NAME
@@ -250,6 +252,54 @@ static float dot_q6_K(const sp_block_q6_K *w, const act_block *a, int64_t n_supe
     return hsum256(acc) - offset;
 }
 
+/* Unsigned 4-bit levels of a legacy block (elements 0..15 the low nibbles,
+ * 16..31 the high ones), with bit i of qh (if any) as element i's fifth bit. */
+static inline __m256i unpack_legacy_levels(const uint8_t qs[16], const uint8_t *qh) {
+    const __m128i packed = _mm_loadu_si128((const __m128i *)qs);
+    __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0F));
+    if (qh) {
+        /* byte i takes byte i/8 of qh, keeps bit i%8, and turns it into 16 */
+        uint32_t bits;
+        memcpy(&bits, qh, 4);
+        const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits),
+                                                   _mm256_setr_epi64x(0, 0x0101010101010101ll, 0x0202020202020202ll,
+                                                                      0x0303030303030303ll));
+        const __m256i mask = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+        const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, mask), mask);
+        q = _mm256_or_si256(q, _mm256_and_si256(set, _mm256_set1_epi8(16)));
+    }
+    return q;
+}
+
+/* Q4_1, Q5_0 and Q5_1: x = d*q + m (m = -16d for Q5_0), so
+ * sum(x*a) = d*ad*sum(q*qa) + m*ad*sum(qa). */
+static inline __attribute__((always_inline)) float dot_legacy(const uint8_t *row, int64_t nb, size_t block_bytes,
+                                                              size_t qs_at, int qh_at, bool has_min, const act_block *a) {
+    __m256 acc = _mm256_setzero_ps();
+    float offsets = 0.f;
+    for (int64_t b = 0; b < nb; b++, row += block_bytes) {
+        uint16_t d16, m16 = 0;
+        memcpy(&d16, row, 2);
+        if (has_min) memcpy(&m16, row + 2, 2);
+        const float d = _cvtsh_ss(d16), m = has_min ? _cvtsh_ss(m16) : -16.f * d;
+        const __m256i q = unpack_legacy_levels(row + qs_at, qh_at >= 0 ? row + qh_at : NULL);
+        const __m256i p = dot_u8_i8(q, _mm256_loadu_si256((const __m256i *)a[b].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d * a[b].d), _mm256_cvtepi32_ps(p), acc);
+        offsets += m * a[b].d * (float)(a[b].sum[0] + a[b].sum[1]);
+    }
+    return hsum256(acc) + offsets;
+}
+
+static float dot_q4_1(const uint8_t *row, const act_block *a, int64_t nb) {
+    return dot_legacy(row, nb, sizeof(sp_block_q4_1), offsetof(sp_block_q4_1, qs), -1, true, a);
+}
+static float dot_q5_0(const uint8_t *row, const act_block *a, int64_t nb) {
+    return dot_legacy(row, nb, sizeof(sp_block_q5_0), offsetof(sp_block_q5_0, qs), (int)offsetof(sp_block_q5_0, qh), false, a);
+}
+static float dot_q5_1(const uint8_t *row, const act_block *a, int64_t nb) {
+    return dot_legacy(row, nb, sizeof(sp_block_q5_1), offsetof(sp_block_q5_1, qs), (int)offsetof(sp_block_q5_1, qh), true, a);
+}
+
 /* Q4_K and Q6_K rows against a tile of tokens: the scales are unpacked and
  * the levels widened once per super-block, then used for every token
  * (a[t * nb ...] is token t's blocks; out[t] gets its dot). */
@@ -319,7 +369,8 @@ static void dot_q6_K_tile(const sp_block_q6_K *w, const act_block *acts, int64_t
 void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
                     int64_t o0, int64_t o1, float *scratch) {
     const bool int8_type = w->type == SPROUT_TYPE_Q8_0 || w->type == SPROUT_TYPE_Q4_0 || w->type == SPROUT_TYPE_Q4_K ||
-                           w->type == SPROUT_TYPE_Q5_K || w->type == SPROUT_TYPE_Q6_K;
+                           w->type == SPROUT_TYPE_Q5_K || w->type == SPROUT_TYPE_Q6_K || w->type == SPROUT_TYPE_Q4_1 ||
+                           w->type == SPROUT_TYPE_Q5_0 || w->type == SPROUT_TYPE_Q5_1;
     const bool int8_path = int8_type && w->n_in % 32 == 0;
     if (int8_path) {
         const int64_t nb = w->n_in / 32;
@@ -346,6 +397,9 @@ void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, int64_
                         case SPROUT_TYPE_Q4_0: v = dot_q4_0((const sp_block_q4_0 *)row, a, nb); break;
                         case SPROUT_TYPE_Q4_K: v = dot_q4_K((const sp_block_q4_K *)row, a, nb / 8); break;
                         case SPROUT_TYPE_Q5_K: v = dot_q5_K((const sp_block_q5_K *)row, a, nb / 8); break;
+                        case SPROUT_TYPE_Q4_1: v = dot_q4_1(row, a, nb); break;
+                        case SPROUT_TYPE_Q5_0: v = dot_q5_0(row, a, nb); break;
+                        case SPROUT_TYPE_Q5_1: v = dot_q5_1(row, a, nb); break;
                         default: v = dot_q6_K((const sp_block_q6_K *)row, a, nb / 8); break;
                         }
                         y[(t0 + t) * y_stride + o] = v;
