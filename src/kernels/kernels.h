@@ -38,10 +38,16 @@ typedef struct sp_attention_args {
     float *out;            /* head_dim_v */
 } sp_attention_args;
 
+/* Floats of per-thread scratch a matmul over rows of n_in elements may use:
+ * a decoded row, or the 8-bit activations of a tile of 32 tokens (40 bytes
+ * per 32 elements each). Callers size their scratch with it once, so no
+ * kernel allocates inside the token loop. */
+static inline int64_t sp_matmul_scratch_floats(int64_t n_in) { return 10 * n_in + 64; }
+
 typedef struct sp_kernels {
     const char *name;
     /* y[t * y_stride + o] = W[o] . x[t * x_stride + :] for o in [o0, o1),
-     * t in [0, n_tokens). scratch holds n_in floats. */
+     * t in [0, n_tokens). scratch holds sp_matmul_scratch_floats(n_in). */
     void (*matmul)(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
                    int64_t o0, int64_t o1, float *scratch);
     void (*attention)(const sp_attention_args *a);

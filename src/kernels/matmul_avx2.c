@@ -10,7 +10,6 @@
  * FMA registers. */
 #include <immintrin.h>
 #include <stddef.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* matmul_avx512.c compiles this file again with VNNI on */
@@ -366,6 +365,45 @@ static void dot_q6_K_tile(const sp_block_q6_K *w, const act_block *acts, int64_t
     for (int64_t t = 0; t < tn; t++) out[t] = hsum256(acc[t]) - offset[t];
 }
 
+/* One int8-path row against one token's activation blocks. */
+static float dot_int8_row(sprout_type type, const uint8_t *row, const act_block *a, int64_t nb) {
+    switch (type) {
+    case SPROUT_TYPE_Q8_0: return dot_q8_0((const sp_block_q8_0 *)row, a, nb);
+    case SPROUT_TYPE_Q4_0: return dot_q4_0((const sp_block_q4_0 *)row, a, nb);
+    case SPROUT_TYPE_Q4_1: return dot_q4_1(row, a, nb);
+    case SPROUT_TYPE_Q5_0: return dot_q5_0(row, a, nb);
+    case SPROUT_TYPE_Q5_1: return dot_q5_1(row, a, nb);
+    case SPROUT_TYPE_Q4_K: return dot_q4_K((const sp_block_q4_K *)row, a, nb / 8);
+    case SPROUT_TYPE_Q5_K: return dot_q5_K((const sp_block_q5_K *)row, a, nb / 8);
+    default: return dot_q6_K((const sp_block_q6_K *)row, a, nb / 8);
+    }
+}
+
+/* The int8 path: activations of up to TOKEN_TILE tokens quantized into the
+ * caller's scratch (sp_matmul_scratch_floats covers a full tile), then each
+ * weight row, read once, dotted with all of them. */
+static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
+                        int64_t o0, int64_t o1, act_block *acts) {
+    _Static_assert(sizeof(act_block) <= 10 * 32 * sizeof(float) / TOKEN_TILE, "a tile fits sp_matmul_scratch_floats");
+    const int64_t nb = w->n_in / 32;
+    const bool tiled_k = w->type == SPROUT_TYPE_Q4_K || w->type == SPROUT_TYPE_Q6_K;
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += TOKEN_TILE) {
+        const int64_t tn = n_tokens - t0 < TOKEN_TILE ? n_tokens - t0 : TOKEN_TILE;
+        for (int64_t t = 0; t < tn; t++) quantize_activations(x + (t0 + t) * x_stride, w->n_in, acts + t * nb);
+        for (int64_t o = o0; o < o1; o++) {
+            const uint8_t *row = w->data + (size_t)o * w->row_bytes;
+            if (tn > 1 && tiled_k) {
+                float dots[TOKEN_TILE];
+                if (w->type == SPROUT_TYPE_Q4_K) dot_q4_K_tile((const sp_block_q4_K *)row, acts, nb, tn, dots);
+                else dot_q6_K_tile((const sp_block_q6_K *)row, acts, nb, tn, dots);
+                for (int64_t t = 0; t < tn; t++) y[(t0 + t) * y_stride + o] = dots[t];
+            } else {
+                for (int64_t t = 0; t < tn; t++) y[(t0 + t) * y_stride + o] = dot_int8_row(w->type, row, acts + t * nb, nb);
+            }
+        }
+    }
+}
+
 void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
                     int64_t o0, int64_t o1, float *scratch) {
     const bool int8_type = w->type == SPROUT_TYPE_Q8_0 || w->type == SPROUT_TYPE_Q4_0 || w->type == SPROUT_TYPE_Q4_K ||
@@ -373,43 +411,8 @@ void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, int64_
                            w->type == SPROUT_TYPE_Q5_0 || w->type == SPROUT_TYPE_Q5_1;
     const bool int8_path = int8_type && w->n_in % 32 == 0;
     if (int8_path) {
-        const int64_t nb = w->n_in / 32;
-        /* one token's blocks fit the scratch (36-40 bytes per 32 elements); a tile of them does not */
-        act_block *acts = n_tokens > 1 ? malloc((size_t)(TOKEN_TILE * nb) * sizeof *acts) : (act_block *)scratch;
-        if (acts) {
-            for (int64_t t0 = 0; t0 < n_tokens; t0 += TOKEN_TILE) {
-                const int64_t tn = n_tokens - t0 < TOKEN_TILE ? n_tokens - t0 : TOKEN_TILE;
-                for (int64_t t = 0; t < tn; t++) quantize_activations(x + (t0 + t) * x_stride, w->n_in, acts + t * nb);
-                for (int64_t o = o0; o < o1; o++) {
-                    const uint8_t *row = w->data + (size_t)o * w->row_bytes;
-                    if (tn > 1 && (w->type == SPROUT_TYPE_Q4_K || w->type == SPROUT_TYPE_Q6_K)) {
-                        float dots[TOKEN_TILE];
-                        if (w->type == SPROUT_TYPE_Q4_K) dot_q4_K_tile((const sp_block_q4_K *)row, acts, nb, tn, dots);
-                        else dot_q6_K_tile((const sp_block_q6_K *)row, acts, nb, tn, dots);
-                        for (int64_t t = 0; t < tn; t++) y[(t0 + t) * y_stride + o] = dots[t];
-                        continue;
-                    }
-                    for (int64_t t = 0; t < tn; t++) {
-                        const act_block *a = acts + t * nb;
-                        float v;
-                        switch (w->type) {
-                        case SPROUT_TYPE_Q8_0: v = dot_q8_0((const sp_block_q8_0 *)row, a, nb); break;
-                        case SPROUT_TYPE_Q4_0: v = dot_q4_0((const sp_block_q4_0 *)row, a, nb); break;
-                        case SPROUT_TYPE_Q4_K: v = dot_q4_K((const sp_block_q4_K *)row, a, nb / 8); break;
-                        case SPROUT_TYPE_Q5_K: v = dot_q5_K((const sp_block_q5_K *)row, a, nb / 8); break;
-                        case SPROUT_TYPE_Q4_1: v = dot_q4_1(row, a, nb); break;
-                        case SPROUT_TYPE_Q5_0: v = dot_q5_0(row, a, nb); break;
-                        case SPROUT_TYPE_Q5_1: v = dot_q5_1(row, a, nb); break;
-                        default: v = dot_q6_K((const sp_block_q6_K *)row, a, nb / 8); break;
-                        }
-                        y[(t0 + t) * y_stride + o] = v;
-                    }
-                }
-            }
-            if (n_tokens > 1) free(acts);
-            return;
-        }
-        /* no memory for a tile: the float path below needs none */
+        matmul_int8(w, x, x_stride, n_tokens, y, y_stride, o0, o1, (act_block *)scratch);
+        return;
     }
     if (w->type == SPROUT_TYPE_F16 && n_tokens == 1) {
         for (int64_t o = o0; o < o1; o++) y[o] = dot_f16((const uint16_t *)(w->data + (size_t)o * w->row_bytes), x, w->n_in);

@@ -349,7 +349,7 @@ sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_
     ctx->cells = malloc((size_t)nb * sizeof(int32_t));
     int64_t widest = e > f ? e : f;
     if (na > widest) widest = na;
-    ctx->scratch_stride = widest + 64;
+    ctx->scratch_stride = sp_matmul_scratch_floats(widest);
     ctx->scratch = malloc((size_t)(ctx->scratch_stride * sp_threadpool_size(ctx->pool)) * sizeof(float));
     if (!ctx->x || !ctx->h || !ctx->o || !ctx->ff_out || !ctx->q || !ctx->k || !ctx->v || !ctx->qkv || !ctx->attn || !ctx->ff_a ||
         !ctx->ff_b || !ctx->cells || !ctx->scratch) {
