@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include "commands.h"
 #include "sprout.h"
@@ -118,11 +117,7 @@ int cmd_bench(int argc, char **argv) {
     sprout_status st = sprout_pipeline_create(model, &pp, &p);
     double *pp_rate = calloc((size_t)reps, sizeof *pp_rate), *tg_rate = calloc((size_t)reps, sizeof *tg_rate),
            *ttft = calloc((size_t)reps, sizeof *ttft);
-    int32_t used_threads = (int32_t)threads;
-    if (used_threads <= 0) {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        used_threads = cpus > 0 ? (int32_t)cpus : 1;
-    }
+    const int32_t used_threads = sprout_pipeline_n_threads(p);
     /* one untimed warm-up of each kind: page faults and first-touch belong to load, not speed */
     sprout_perf_metrics m;
     if (st == SPROUT_OK) st = run_once(p, n_vocab, n_prompt > 0 ? (int32_t)(n_prompt < 32 ? n_prompt : 32) : 1, 1, 999, &m);

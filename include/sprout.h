@@ -581,6 +581,8 @@ typedef struct sprout_pipeline_params {
 sprout_status sprout_pipeline_create(const sprout_model *model, const sprout_pipeline_params *params, sprout_pipeline **out);
 void sprout_pipeline_free(sprout_pipeline *p);
 int32_t sprout_pipeline_n_ctx(const sprout_pipeline *p);
+/* Threads the pipeline computes with (0 for NULL). */
+int32_t sprout_pipeline_n_threads(const sprout_pipeline *p);
 /* Tokens currently held in the KV cache (prompt and output of earlier calls). */
 int32_t sprout_pipeline_cached_tokens(const sprout_pipeline *p);
 /* Tokens the last generate call actually ran through the model for its

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "core/error.h"
 #include "quant/quant.h"
+#include "runtime/threadpool.h"
 
 /* What each architecture does that the tensors alone do not say. */
 typedef struct arch_traits {
@@ -362,10 +362,7 @@ sprout_status sprout_model_load(const char *path, const sprout_model_params *par
     }
     sprout_model_params defaults = {.struct_size = sizeof defaults};
     if (params) memcpy(&defaults, params, params->struct_size && params->struct_size < sizeof defaults ? params->struct_size : sizeof defaults);
-    if (defaults.n_threads <= 0) {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        defaults.n_threads = cpus > 0 ? (int32_t)cpus : 1;
-    }
+    if (defaults.n_threads <= 0) defaults.n_threads = sp_threadpool_default_size();
     if (defaults.n_ctx <= 0) defaults.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
     m->params = defaults;
     m->load_ms = now_ms() - t0;

@@ -94,6 +94,7 @@ void sprout_pipeline_free(sprout_pipeline *p) {
 }
 
 int32_t sprout_pipeline_n_ctx(const sprout_pipeline *p) { return p ? p->n_ctx : 0; }
+int32_t sprout_pipeline_n_threads(const sprout_pipeline *p) { return p ? sp_threadpool_size(p->ctx.pool) : 0; }
 int32_t sprout_pipeline_cached_tokens(const sprout_pipeline *p) { return p ? p->n_cached : 0; }
 int32_t sprout_pipeline_last_prefill_tokens(const sprout_pipeline *p) { return p ? p->last_prefill : 0; }
 

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "core/error.h"
 #include "gguf/gguf_writer.h"
@@ -244,11 +243,7 @@ sprout_status sprout_quantize_model(const char *in_path, const char *out_path, c
     quantize_job job = {.in = in, .params = params, .n_tensors = n};
     sp_gguf_writer *w = sp_gguf_writer_new();
     job.plan = calloc(n > 0 ? (size_t)n : 1, sizeof *job.plan);
-    int n_threads = params->n_threads;
-    if (n_threads <= 0) {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        n_threads = cpus > 0 ? (int)cpus : 1;
-    }
+    const int n_threads = params->n_threads > 0 ? params->n_threads : sp_threadpool_default_size();
     if (!w || !job.plan) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "quantize: out of memory");
     if (st == SPROUT_OK) st = plan_tensors(in, params, job.plan, report);
     if (st == SPROUT_OK) st = build_writer(in, params, job.plan, w);
