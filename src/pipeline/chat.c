@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/utf8.h"
 #include "pipeline/pipeline_internal.h"
+#include "pipeline/sequence.h"
 #include "tokenizer/tokenizer_internal.h"
 
 static char *dup_text(const char *s, size_t n) {

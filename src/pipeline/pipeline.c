@@ -6,13 +6,8 @@
 #include "core/error.h"
 #include "core/utf8.h"
 #include "pipeline/pipeline_internal.h"
+#include "pipeline/sequence.h"
 #include "tokenizer/tokenizer_internal.h"
-
-double sp_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 void sprout_generation_config_init(sprout_generation_config *c) {
     if (!c) return;

@@ -57,6 +57,4 @@ sprout_status sp_generate(sprout_pipeline *p, const int32_t *prompt, size_t n_pr
                           double tokenize_ms, const sprout_generation_config *cfg, sprout_streamer streamer, void *user,
                           sprout_result **out);
 
-double sp_now_ms(void);
-
 #endif

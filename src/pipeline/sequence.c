@@ -1,0 +1,280 @@
+/* The generation state machine shared by pipelines and the scheduler:
+ * sample, record, stream, stop. Text reaches the streamer in whole UTF-8
+ * characters and never includes text that may still become part of a stop
+ * string. */
+#include "pipeline/sequence.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/error.h"
+#include "pipeline/pipeline_internal.h"
+
+double sp_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static bool text_put(sp_text_buf *b, const char *s, size_t n) {
+    if (n > SIZE_MAX / 4 || b->len > SIZE_MAX / 4) return false;
+    if (b->cap - b->len < n + 1) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap - b->len < n + 1) cap *= 2;
+        char *d = realloc(b->data, cap);
+        if (!d) return false;
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = 0;
+    return true;
+}
+
+/* --- stop strings ----------------------------------------------------------------------------- */
+
+/* Where the earliest stop string starts in text[from..len), or -1. */
+static int64_t find_stop(const sprout_generation_config *cfg, const char *text, size_t len, size_t from, size_t *stop_len) {
+    int64_t best = -1;
+    for (size_t i = 0; i < cfg->n_stop_strings; i++) {
+        const char *s = cfg->stop_strings[i];
+        size_t n = s ? strlen(s) : 0;
+        if (!n || len < n) continue;
+        size_t start = from > n ? from - n : 0; /* a match may begin in text already checked */
+        const char *hit = memmem(text + start, len - start, s, n);
+        if (hit && (best < 0 || hit - text < best)) {
+            best = hit - text;
+            *stop_len = n;
+        }
+    }
+    return best;
+}
+
+/* Bytes at the end of text that begin some stop string (held back). */
+static size_t stop_prefix_tail(const sprout_generation_config *cfg, const char *text, size_t len) {
+    size_t hold = 0;
+    for (size_t i = 0; i < cfg->n_stop_strings; i++) {
+        const char *s = cfg->stop_strings[i];
+        size_t n = s ? strlen(s) : 0;
+        for (size_t k = n > 0 ? n - 1 : 0; k > hold; k--)
+            if (k <= len && !memcmp(text + len - k, s, k)) {
+                hold = k;
+                break;
+            }
+    }
+    return hold;
+}
+
+/* --- streaming ------------------------------------------------------------------------------------ */
+
+/* Sends text[emitted..upto) to the streamer. */
+static void emit(sp_seq *s, size_t upto) {
+    if (upto <= s->emitted) return;
+    if (s->streamer && s->stream == SPROUT_STREAM_RUNNING) {
+        sprout_stream_status st = s->streamer(s->text.data + s->emitted, upto - s->emitted, s->user);
+        if (st == SPROUT_STREAM_STOP || st == SPROUT_STREAM_CANCEL) s->stream = st;
+    }
+    s->emitted = upto;
+}
+
+/* New text from the detokenizer: check for stop strings, stream what is
+ * safe. Returns false when a stop string ended generation. */
+static bool add_text(sp_seq *s, const char *piece, size_t n, bool final) {
+    const size_t before = s->text.len;
+    if (n && !text_put(&s->text, piece, n)) {
+        s->oom = true;
+        return false;
+    }
+    size_t stop_len = 0;
+    int64_t at = s->cfg->n_stop_strings ? find_stop(s->cfg, s->text.data, s->text.len, before, &stop_len) : -1;
+    if (at >= 0) {
+        s->final_len = (size_t)at + (s->cfg->include_stop_string ? stop_len : 0);
+        s->stopped_by_string = true;
+        emit(s, s->final_len);
+        return false;
+    }
+    size_t hold = final ? 0 : stop_prefix_tail(s->cfg, s->text.data, s->text.len);
+    emit(s, s->text.len - hold);
+    return true;
+}
+
+/* --- the sequence --------------------------------------------------------------------------------- */
+
+static sprout_result *new_result(const int32_t *prompt, size_t n_prompt, int32_t max_tokens, int32_t top_k) {
+    sprout_result *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    const size_t n_out = (size_t)(max_tokens > 0 ? max_tokens : 1);
+    r->prompt_tokens = malloc((n_prompt ? n_prompt : 1) * sizeof(int32_t));
+    r->tokens = malloc(n_out * sizeof(int32_t));
+    r->logprob = top_k >= 0 ? malloc(n_out * sizeof(float)) : NULL;
+    r->top_k = top_k;
+    if (top_k > 0) {
+        r->top_ids = malloc(n_out * (size_t)top_k * sizeof(int32_t));
+        r->top_logprobs = malloc(n_out * (size_t)top_k * sizeof(float));
+    }
+    if (!r->prompt_tokens || !r->tokens || (top_k >= 0 && !r->logprob) || (top_k > 0 && (!r->top_ids || !r->top_logprobs))) {
+        sprout_result_free(r);
+        return NULL;
+    }
+    if (n_prompt) memcpy(r->prompt_tokens, prompt, n_prompt * sizeof(int32_t));
+    r->n_prompt_tokens = n_prompt;
+    return r;
+}
+
+sprout_status sp_seq_begin(sp_seq *s, const sprout_model *model, sp_sampler *sampler, int32_t n_ctx, const int32_t *prompt,
+                           size_t n_prompt, const char *prompt_text, size_t prompt_len, double t_start, double tokenize_ms,
+                           const sprout_generation_config *cfg, sprout_streamer streamer, void *user) {
+    memset(s, 0, sizeof *s);
+    if (n_prompt == 0) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "the prompt is empty (no tokens, and the model adds no BOS)");
+    if (n_prompt >= (size_t)n_ctx)
+        return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "the prompt has %zu tokens but the context holds %d (at least one must stay free)",
+                       n_prompt, n_ctx);
+    for (size_t i = 0; i < n_prompt; i++)
+        if (prompt[i] < 0 || prompt[i] >= model->hp.n_vocab)
+            return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "prompt token %zu: id %d is outside the vocabulary (0..%d)", i, prompt[i],
+                           model->hp.n_vocab - 1);
+    if (cfg->max_new_tokens < 0) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "max_new_tokens is negative (%d)", cfg->max_new_tokens);
+    /* logprobs: -1 records none; 0..64 the chosen token's and that many best */
+    const int32_t top_k = cfg->logprobs > 0 ? (cfg->logprobs < 64 ? cfg->logprobs : 64) : -1;
+    const sprout_tokenizer *tok = model->tokenizer;
+    s->model = model;
+    s->cfg = cfg;
+    s->streamer = streamer;
+    s->user = user;
+    s->sampler = sampler;
+    s->t_start = t_start;
+    s->tokenize_ms = tokenize_ms;
+    s->result = new_result(prompt, n_prompt, cfg->max_new_tokens, top_k);
+    if (!s->result || (tok && sprout_detokenizer_create(tok, SPROUT_DETOKENIZE_CONTINUATION, &s->detok) != SPROUT_OK)) {
+        sprout_result_free(s->result);
+        s->result = NULL;
+        return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    s->sampling = (sp_sampling){cfg->temperature,        cfg->top_k,          cfg->top_p,
+                                cfg->min_p,              cfg->repetition_penalty, cfg->repeat_last_n,
+                                cfg->presence_penalty,   cfg->frequency_penalty};
+    /* end-of-generation tokens, masked under ignore_eos and before min_new_tokens */
+    for (int32_t id = 0; tok && id < sprout_tokenizer_vocab_size(tok) && s->n_eog < 16; id++)
+        if (sprout_tokenizer_is_eog(tok, id)) s->eog[s->n_eog++] = id;
+    sp_sampler_seed(sampler, cfg->seed);
+    if (cfg->echo && prompt_text) {
+        s->oom = !text_put(&s->text, prompt_text, prompt_len);
+        emit(s, s->text.len);
+    }
+    return SPROUT_OK;
+}
+
+void sp_seq_prefill_started(sp_seq *s, int32_t n_prefill) {
+    s->n_prefill = n_prefill;
+    s->t_prefill = sp_now_ms();
+}
+
+void sp_seq_prefill_done(sp_seq *s) { s->t_prefilled = s->t_last = sp_now_ms(); }
+
+static bool in_list(const int32_t *list, size_t n, int32_t id) {
+    for (size_t i = 0; i < n; i++)
+        if (list[i] == id) return true;
+    return false;
+}
+
+bool sp_seq_next(sp_seq *s, const float *logits, const int32_t *history, size_t n_history, bool room, int32_t *feed) {
+    sprout_result *r = s->result;
+    const sprout_generation_config *cfg = s->cfg;
+    const sprout_tokenizer *tok = s->model->tokenizer;
+    if (sp_seq_finished(s)) return false;
+    const int32_t i = (int32_t)r->n_tokens;
+    if (i >= cfg->max_new_tokens) {
+        s->finish = SPROUT_FINISH_LENGTH;
+        return false;
+    }
+    const bool mask_eog = cfg->ignore_eos || i < cfg->min_new_tokens;
+    const int32_t next = sp_sample(s->sampler, logits, &s->sampling, history, n_history, s->eog, mask_eog ? s->n_eog : 0);
+    const double t_now = sp_now_ms();
+    if (i == 0) s->t_first = t_now;
+    else {
+        s->tpot_sum += t_now - s->t_last;
+        s->tpot_sq += (t_now - s->t_last) * (t_now - s->t_last);
+    }
+    s->t_last = t_now;
+    if (r->logprob)
+        r->logprob[i] = sp_logprob_top(logits, s->model->hp.n_vocab, next, r->top_k > 0 ? r->top_k : 0,
+                                       r->top_ids ? r->top_ids + (size_t)i * (size_t)r->top_k : NULL,
+                                       r->top_logprobs ? r->top_logprobs + (size_t)i * (size_t)r->top_k : NULL);
+    if (!cfg->ignore_eos && tok && sprout_tokenizer_is_eog(tok, next)) {
+        s->finish = SPROUT_FINISH_EOS;
+        return false;
+    }
+    if (in_list(cfg->stop_token_ids, cfg->n_stop_token_ids, next)) {
+        s->finish = SPROUT_FINISH_STOP_TOKEN;
+        return false;
+    }
+    r->tokens[r->n_tokens++] = next;
+    if (s->detok) {
+        const char *piece;
+        size_t n;
+        if (sprout_detokenizer_push(s->detok, next, &piece, &n) != SPROUT_OK) n = 0;
+        if (!add_text(s, piece, n, false) && !s->oom) s->finish = SPROUT_FINISH_STOP_STRING;
+    }
+    if (s->oom) return false;
+    if (s->stream == SPROUT_STREAM_CANCEL) {
+        s->finish = SPROUT_FINISH_CANCELLED;
+        return false;
+    }
+    if (s->stream == SPROUT_STREAM_STOP) s->finish = SPROUT_FINISH_STOPPED;
+    if (!room) { /* no room to feed it: the context is full */
+        if (s->finish == SPROUT_FINISH_NONE) s->finish = SPROUT_FINISH_LENGTH;
+        return false;
+    }
+    *feed = next;
+    return true;
+}
+
+sprout_status sp_seq_end(sp_seq *s, sprout_status st, sprout_result **out) {
+    sprout_result *r = s->result;
+    if (s->finish == SPROUT_FINISH_NONE) s->finish = SPROUT_FINISH_LENGTH;
+    if (st == SPROUT_OK && !s->oom && s->detok && s->finish != SPROUT_FINISH_CANCELLED && !s->stopped_by_string) {
+        /* the held-back tail, and any unfinished character */
+        const char *piece;
+        size_t n;
+        sprout_detokenizer_flush(s->detok, &piece, &n);
+        add_text(s, piece, n, true);
+        if (s->stopped_by_string) s->finish = SPROUT_FINISH_STOP_STRING;
+    }
+    sprout_detokenizer_free(s->detok);
+    s->detok = NULL;
+    if (st == SPROUT_OK && s->oom) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st != SPROUT_OK) {
+        free(s->text.data);
+        sprout_result_free(r);
+        s->result = NULL;
+        return st;
+    }
+    const size_t final_len = s->stopped_by_string ? s->final_len : s->text.len;
+    r->text = s->text.data ? s->text.data : calloc(1, 1);
+    r->text_len = r->text ? final_len : 0;
+    if (r->text) r->text[r->text_len] = 0;
+    r->finish = s->finish;
+
+    const double t_end = sp_now_ms();
+    sprout_perf_metrics *m = &r->metrics;
+    m->struct_size = sizeof *m;
+    m->load_ms = s->model->load_ms;
+    m->tokenize_ms = s->tokenize_ms;
+    m->n_prompt_tokens = (int32_t)r->n_prompt_tokens;
+    m->n_prefill_tokens = s->n_prefill;
+    m->n_generated_tokens = (int32_t)r->n_tokens;
+    m->ttft_ms = s->t_first > 0 ? s->t_first - s->t_start : 0;
+    const double n_tpot = r->n_tokens > 1 ? (double)r->n_tokens - 1 : 0;
+    m->tpot_mean_ms = n_tpot > 0 ? s->tpot_sum / n_tpot : 0;
+    m->tpot_std_ms = n_tpot > 0 ? sqrt(fmax(0, s->tpot_sq / n_tpot - m->tpot_mean_ms * m->tpot_mean_ms)) : 0;
+    m->prefill_tokens_per_s =
+        s->t_prefilled > s->t_prefill && s->n_prefill ? s->n_prefill / ((s->t_prefilled - s->t_prefill) / 1e3) : 0;
+    m->decode_tokens_per_s = s->tpot_sum > 0 ? n_tpot / (s->tpot_sum / 1e3) : 0;
+    m->total_ms = t_end - s->t_start;
+    s->result = NULL;
+    *out = r;
+    return SPROUT_OK;
+}

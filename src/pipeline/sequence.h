@@ -1,0 +1,69 @@
+/* One generation as a state machine, independent of how its forward passes
+ * are run: a pipeline drives one at a time, the scheduler drives many in
+ * one batch. The caller prefills the prompt, then repeatedly hands the
+ * logits of the last fed token to sp_seq_next(), which samples, records,
+ * streams and checks every stop condition, and says which token to feed
+ * next. sp_seq_end() turns it into a sprout_result. */
+#ifndef SPROUT_PIPELINE_SEQUENCE_H
+#define SPROUT_PIPELINE_SEQUENCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sampler/sampler.h"
+#include "sprout.h"
+
+typedef struct sp_text_buf {
+    char *data;
+    size_t len, cap;
+} sp_text_buf;
+
+typedef struct sp_seq {
+    const sprout_model *model;
+    const sprout_generation_config *cfg; /* must outlive the sequence */
+    sprout_streamer streamer;
+    void *user;
+    sp_sampler *sampler;
+    sp_sampling sampling;
+    sprout_detokenizer *detok;
+    sprout_result *result;
+    int32_t eog[16];
+    size_t n_eog;
+    sp_text_buf text;
+    size_t emitted;   /* bytes of text already given to the streamer */
+    size_t final_len; /* text kept after a stop string */
+    bool stopped_by_string, oom;
+    sprout_stream_status stream;
+    sprout_finish_reason finish;
+    int32_t n_prefill;      /* prompt tokens computed (the rest were cached) */
+    double t_start, t_prefill, t_prefilled, t_first, t_last, tpot_sum, tpot_sq, tokenize_ms;
+} sp_seq;
+
+/* Checks the prompt against the vocabulary and the context, allocates the
+ * result, seeds the sampler and streams the echo. t_start: when the call
+ * began (tokenizing included). */
+sprout_status sp_seq_begin(sp_seq *s, const sprout_model *model, sp_sampler *sampler, int32_t n_ctx, const int32_t *prompt,
+                           size_t n_prompt, const char *prompt_text, size_t prompt_len, double t_start, double tokenize_ms,
+                           const sprout_generation_config *cfg, sprout_streamer streamer, void *user);
+
+/* Marks the prefill of n_prefill prompt tokens as started / finished. */
+void sp_seq_prefill_started(sp_seq *s, int32_t n_prefill);
+void sp_seq_prefill_done(sp_seq *s);
+
+/* Given the logits after the last fed token and the tokens the sequence's
+ * cache holds (what the penalties look at): samples the next token. Returns
+ * true with *feed set when that token must go through the model (also when
+ * generation has just ended by a streamer STOP or a stop string: the cache
+ * then holds the whole reply); `room` says whether the context has space
+ * for it. sp_seq_finished() tells whether to call again. */
+bool sp_seq_next(sp_seq *s, const float *logits, const int32_t *history, size_t n_history, bool room, int32_t *feed);
+static inline bool sp_seq_finished(const sp_seq *s) { return s->finish != SPROUT_FINISH_NONE || s->oom; }
+
+/* Ends the sequence: a status other than OK (a failed forward pass) frees
+ * everything and is returned; otherwise the result goes to *out. */
+sprout_status sp_seq_end(sp_seq *s, sprout_status st, sprout_result **out);
+
+double sp_now_ms(void);
+
+#endif
