@@ -47,7 +47,8 @@ typedef enum sprout_status {
     SPROUT_ERR_TYPE_MISMATCH = 7,    /* a value of another type than asked for */
     SPROUT_ERR_OUT_OF_RANGE = 8,     /* a value that does not fit the request */
     SPROUT_ERR_INTERNAL = 9,
-    SPROUT_ERR_CANCELLED = 10        /* a callback asked to stop */
+    SPROUT_ERR_CANCELLED = 10,       /* a callback asked to stop */
+    SPROUT_ERR_BUSY = 11             /* no room now (a full queue); try again later */
 } sprout_status;
 
 /* A fixed English name for a status ("format error"); never NULL. */
@@ -688,6 +689,109 @@ typedef struct sprout_perf_metrics {
 } sprout_perf_metrics;
 
 sprout_status sprout_result_metrics(const sprout_result *r, sprout_perf_metrics *out);
+
+/* ---------------------------------------------------------------------------
+ * Prompts for chat models
+ *
+ * Renders an OpenAI-style messages array (JSON text: [{"role":..,
+ * "content":..}, ...], any extra fields visible to the template) with the
+ * model's chat template (or `template_override`: a built-in name or Jinja
+ * source) and tokenizes it the way the template expects: special-token
+ * text is parsed, BOS is added when the model wants one and the template
+ * did not write it. Text and ids are freed with sprout_free(); either
+ * output may be NULL.
+ * ------------------------------------------------------------------------- */
+sprout_status sprout_model_chat_prompt(const sprout_model *model, const char *template_override, const char *messages_json,
+                                       bool add_generation_prompt, char **text, size_t *text_len, sprout_token **ids,
+                                       size_t *n_ids);
+/* A raw-text prompt as sprout_generate tokenizes it (BOS as the model wants,
+ * special-token text not parsed, unless parse_special). */
+sprout_status sprout_model_tokenize_prompt(const sprout_model *model, const char *text, size_t len, bool parse_special,
+                                           sprout_token **ids, size_t *n_ids);
+
+/* ---------------------------------------------------------------------------
+ * Scheduler: many concurrent generations over one model
+ *
+ * A scheduler owns N slots (sequences in one shared KV cache) and one engine
+ * thread. Any thread may submit a request (prompt tokens, its own config,
+ * streamer and completion callback); the engine thread steps all active
+ * requests in one batched forward pass per step: one token for each request
+ * that is generating, plus a bounded chunk of prompt for requests still
+ * prefilling, so a long prompt never stalls the others. Requests beyond the
+ * slots wait in a bounded queue; beyond it, submit fails with SPROUT_ERR_BUSY.
+ * A request whose prompt starts with tokens a free slot still caches reuses
+ * them. Outputs do not depend on what else is running.
+ *
+ * Callbacks run on the engine thread: keep them short, never call the
+ * scheduler's blocking functions from them.
+ *
+ *   sprout_scheduler *s;
+ *   sprout_scheduler_create(model, NULL, &s);
+ *   sprout_request_params rp = {.struct_size = sizeof rp, .prompt = ids, .n_prompt = n, .config = &cfg};
+ *   sprout_request *req;
+ *   if (sprout_scheduler_submit(s, &rp, &req) == SPROUT_OK) {
+ *       sprout_result *r;
+ *       if (sprout_request_wait(req, &r) == SPROUT_OK) { ...; sprout_result_free(r); }
+ *       sprout_request_free(req);
+ *   }
+ *   sprout_scheduler_free(s);
+ * ------------------------------------------------------------------------- */
+typedef struct sprout_scheduler sprout_scheduler;
+typedef struct sprout_request sprout_request;
+
+typedef struct sprout_scheduler_params {
+    size_t struct_size;     /* sizeof(sprout_scheduler_params) */
+    int32_t n_slots;        /* concurrent generations; 0: from the cores and the context */
+    int32_t n_ctx;          /* context of each slot; 0: the model's default */
+    int32_t n_batch;        /* tokens per forward pass; 0: 512 */
+    int32_t prefill_chunk;  /* prompt tokens one request may add to a step; 0: 256 */
+    int32_t n_queue;        /* requests that may wait for a slot; 0: 64, < 0: none */
+    int32_t n_threads;      /* 0: the model's default */
+    sprout_kv_type kv_type; /* used when kv_type_set */
+    bool kv_type_set;
+} sprout_scheduler_params;
+
+sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_scheduler_params *params, sprout_scheduler **out);
+/* Ends what is running (finish reason "cancelled") or queued (wait fails
+ * with SPROUT_ERR_CANCELLED), stops the engine thread, frees. Requests not
+ * yet freed stay valid for wait and free. */
+void sprout_scheduler_free(sprout_scheduler *s);
+int32_t sprout_scheduler_n_slots(const sprout_scheduler *s);
+int32_t sprout_scheduler_n_ctx(const sprout_scheduler *s);
+
+typedef struct sprout_request_params {
+    size_t struct_size;                      /* sizeof(sprout_request_params) */
+    const sprout_token *prompt;              /* copied */
+    size_t n_prompt;
+    const sprout_generation_config *config;  /* copied, stop strings included; NULL: defaults */
+    sprout_streamer streamer;                /* may be NULL */
+    void (*on_done)(sprout_request *req, void *user); /* once, when the result is ready; may be NULL */
+    void *user;
+} sprout_request_params;
+
+/* Queues a request. SPROUT_ERR_BUSY: the queue is full. SPROUT_ERR_OUT_OF_RANGE:
+ * the prompt does not fit a slot's context. */
+sprout_status sprout_scheduler_submit(sprout_scheduler *s, const sprout_request_params *params, sprout_request **out);
+/* Ends a request as soon as possible (finish reason "cancelled"); safe from
+ * any thread, also from its own streamer, and on a finished request. */
+void sprout_request_cancel(sprout_request *req);
+bool sprout_request_done(const sprout_request *req);
+/* Waits for the end; on success the result goes to *out (once: the caller
+ * frees it). */
+sprout_status sprout_request_wait(sprout_request *req, sprout_result **out);
+/* Cancels if still running, waits for the end and frees. */
+void sprout_request_free(sprout_request *req);
+
+typedef struct sprout_scheduler_stats {
+    size_t struct_size;
+    int32_t n_slots, busy_slots, queued;
+    uint64_t requests_done, requests_rejected;
+    uint64_t prompt_tokens, cached_prompt_tokens, generated_tokens;
+    uint64_t steps;          /* forward passes */
+    double busy_ms;          /* time spent in steps */
+} sprout_scheduler_stats;
+
+sprout_status sprout_scheduler_stats_get(const sprout_scheduler *s, sprout_scheduler_stats *out);
 
 /* Frees memory the library handed to the caller. */
 void sprout_free(void *p);

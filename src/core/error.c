@@ -29,6 +29,7 @@ const char *sprout_status_str(sprout_status status) {
     case SPROUT_ERR_OUT_OF_RANGE: return "out of range";
     case SPROUT_ERR_INTERNAL: return "internal error";
     case SPROUT_ERR_CANCELLED: return "cancelled";
+    case SPROUT_ERR_BUSY: return "busy";
     }
     return "unknown status";
 }

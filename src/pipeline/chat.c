@@ -55,6 +55,81 @@ static char *special_text(const sprout_tokenizer *tok, sprout_special which) {
     return dup_text(text, len);
 }
 
+/* A rendered template to ids: the template writes special tokens as text;
+ * BOS is added only if the model wants one and the template did not write it. */
+static sprout_status templated_tokens(const sprout_tokenizer *tok, const char *text, size_t len, int32_t **ids, size_t *n) {
+    sp_token_list list = {0};
+    sp_token_list_push(&list, -1); /* room for a BOS in front */
+    sprout_status st = sp_tokenize_all(tok, text, len, SPROUT_TOKENIZE_PARSE_SPECIAL, &list);
+    size_t count = list.n > 0 ? list.n - 1 : 0;
+    sprout_token bos = sprout_tokenizer_special(tok, SPROUT_SPECIAL_BOS);
+    if (st == SPROUT_OK && !list.ids) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st == SPROUT_OK && sprout_tokenizer_adds_bos(tok) && bos >= 0 && (count == 0 || list.ids[1] != bos)) {
+        list.ids[0] = bos;
+        count++;
+    } else if (st == SPROUT_OK) {
+        memmove(list.ids, list.ids + 1, count * sizeof *list.ids);
+    }
+    if (st != SPROUT_OK) {
+        free(list.ids);
+        return st;
+    }
+    *ids = list.ids;
+    *n = count;
+    return SPROUT_OK;
+}
+
+sprout_status sprout_model_tokenize_prompt(const sprout_model *model, const char *text, size_t len, bool parse_special,
+                                           sprout_token **ids, size_t *n_ids) {
+    if (!model || (!text && len) || !ids || !n_ids) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL model, text or output");
+    *ids = NULL;
+    *n_ids = 0;
+    if (!model->tokenizer) return sp_fail(SPROUT_ERR_UNSUPPORTED, "the model has no vocabulary");
+    if (!sp_utf8_is_valid(text ? text : "", len)) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "the prompt is not valid UTF-8");
+    if (parse_special) return templated_tokens(model->tokenizer, text ? text : "", len, ids, n_ids);
+    sp_token_list list = {0};
+    sprout_status st = sp_tokenize_all(model->tokenizer, text ? text : "", len, SPROUT_TOKENIZE_ADD_SPECIAL, &list);
+    if (st != SPROUT_OK) {
+        free(list.ids);
+        return st;
+    }
+    *ids = list.ids;
+    *n_ids = list.n;
+    return SPROUT_OK;
+}
+
+sprout_status sprout_model_chat_prompt(const sprout_model *model, const char *template_override, const char *messages_json,
+                                       bool add_generation_prompt, char **text, size_t *text_len, sprout_token **ids,
+                                       size_t *n_ids) {
+    if (!model || !messages_json) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL model or messages");
+    if (!model->tokenizer) return sp_fail(SPROUT_ERR_UNSUPPORTED, "the model has no vocabulary: chat needs one");
+    const char *src;
+    size_t src_len;
+    sprout_template *t = NULL;
+    sprout_status st = sprout_template_for_model(model->gguf, template_override, &src, &src_len);
+    if (st == SPROUT_OK) st = sprout_template_parse(src, src_len, &t);
+    if (st != SPROUT_OK) return st;
+    char *bos = special_text(model->tokenizer, SPROUT_SPECIAL_BOS), *eos = special_text(model->tokenizer, SPROUT_SPECIAL_EOS);
+    sprout_template_options opt = {.struct_size = sizeof opt,
+                                   .add_generation_prompt = add_generation_prompt,
+                                   .bos_token = bos,
+                                   .eos_token = eos};
+    char *rendered = NULL;
+    size_t rendered_len = 0;
+    st = sprout_template_render_json(t, messages_json, &opt, &rendered, &rendered_len);
+    sprout_template_free(t);
+    free(bos);
+    free(eos);
+    if (st == SPROUT_OK && ids && n_ids) st = templated_tokens(model->tokenizer, rendered, rendered_len, ids, n_ids);
+    if (st == SPROUT_OK && text) {
+        *text = rendered;
+        if (text_len) *text_len = rendered_len;
+    } else {
+        free(rendered);
+    }
+    return st;
+}
+
 sprout_status sprout_chat_set_template(sprout_pipeline *p, const char *name_or_source) {
     if (!p) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL pipeline");
     const char *src;
@@ -128,23 +203,7 @@ sprout_status sprout_chat_generate(sprout_pipeline *p, const char *user_message,
     size_t prompt_len = 0;
     int32_t *ids = NULL;
     size_t n = 0;
-    if ((st = render(p, &prompt, &prompt_len)) == SPROUT_OK) {
-        /* the template writes special tokens as text; BOS is added only if
-         * the model wants one and the template did not write it */
-        const sprout_tokenizer *tok = p->model->tokenizer;
-        sp_token_list list = {0};
-        sp_token_list_push(&list, -1); /* room for a BOS in front */
-        st = sp_tokenize_all(tok, prompt, prompt_len, SPROUT_TOKENIZE_PARSE_SPECIAL, &list);
-        ids = list.ids;
-        n = list.n > 0 ? list.n - 1 : 0;
-        sprout_token bos = sprout_tokenizer_special(tok, SPROUT_SPECIAL_BOS);
-        if (st == SPROUT_OK && sprout_tokenizer_adds_bos(tok) && bos >= 0 && (n == 0 || ids[1] != bos)) {
-            ids[0] = bos;
-            n++;
-        } else if (st == SPROUT_OK) {
-            memmove(ids, ids + 1, n * sizeof *ids);
-        }
-    }
+    if ((st = render(p, &prompt, &prompt_len)) == SPROUT_OK) st = templated_tokens(p->model->tokenizer, prompt, prompt_len, &ids, &n);
     sprout_generation_config c;
     if (st == SPROUT_OK) {
         sprout_generation_config_init(&c);

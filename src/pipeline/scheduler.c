@@ -1,0 +1,519 @@
+/* Continuous batching: N slots share one KV cache (one sequence each) and
+ * one engine thread. Every step runs one forward pass over a token for each
+ * generating slot plus bounded prompt chunks of prefilling slots; each
+ * slot's sequence state machine then samples from its own logits row.
+ *
+ * Threads: callers touch only the queue and the stats (under the
+ * scheduler's lock) and their requests (under each request's lock); slots
+ * belong to the engine thread alone. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "pipeline/pipeline_internal.h"
+#include "pipeline/sequence.h"
+
+struct sprout_request {
+    sprout_scheduler *sched;
+    int32_t *prompt;
+    size_t n_prompt;
+    sprout_generation_config cfg; /* its stop lists point into the request */
+    char **stops;
+    int32_t *stop_ids;
+    sprout_streamer streamer;
+    void (*on_done)(sprout_request *req, void *user);
+    void *user;
+    double t_submit;
+    atomic_bool cancel;
+    /* the end, under the request's own lock (it outlives the scheduler) */
+    pthread_mutex_t mu;
+    pthread_cond_t ended;
+    bool done, taken;
+    int refs; /* the caller's and the engine's */
+    sprout_status status;
+    char error[512];
+    sprout_result *result;
+    sprout_request *next; /* in the queue, under sched->mu */
+};
+
+typedef struct slot {
+    sprout_request *req;  /* NULL: free */
+    sp_seq seq;
+    sp_sampler sampler;
+    int32_t *cached;      /* the tokens this slot's KV cache holds, in order */
+    int32_t n_cached;
+    int32_t n_fed_prompt; /* prompt tokens in the cache (== n_prompt once prefilled) */
+    int32_t pending;      /* the sampled token to feed next; -1: none */
+    int32_t logits_row;   /* this step's row of logits; -1: none */
+    int32_t n_step_tokens;
+    uint64_t last_used;   /* for choosing among equally good free slots */
+} slot;
+
+struct sprout_scheduler {
+    const sprout_model *model;
+    sp_context ctx;
+    int32_t n_slots, n_ctx, n_batch, prefill_chunk, n_queue;
+    slot *slots;
+    float *logits;        /* n_slots rows */
+    sp_batch_token *batch;
+    uint64_t clock;
+    int32_t prefill_turn; /* round-robin start among prefilling slots */
+    pthread_t engine;
+    bool engine_started;
+    /* under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t work;
+    sprout_request *queue_head, *queue_tail;
+    int32_t queued, busy;
+    bool stopping;
+    sprout_scheduler_stats stats;
+};
+
+/* --- requests ---------------------------------------------------------------------------------------- */
+
+static void request_destroy(sprout_request *req) {
+    for (size_t i = 0; req->stops && i < req->cfg.n_stop_strings; i++) free(req->stops[i]);
+    free(req->stops);
+    free(req->stop_ids);
+    free(req->prompt);
+    sprout_result_free(req->result);
+    pthread_cond_destroy(&req->ended);
+    pthread_mutex_destroy(&req->mu);
+    free(req);
+}
+
+static void request_unref(sprout_request *req) {
+    pthread_mutex_lock(&req->mu);
+    const int left = --req->refs;
+    pthread_mutex_unlock(&req->mu);
+    if (left == 0) request_destroy(req);
+}
+
+static sprout_request *request_new(const sprout_request_params *rp) {
+    sprout_request *req = calloc(1, sizeof *req);
+    if (!req) return NULL;
+    sprout_generation_config_init(&req->cfg);
+    if (rp->config) {
+        size_t n = rp->config->struct_size && rp->config->struct_size < sizeof req->cfg ? rp->config->struct_size : sizeof req->cfg;
+        memcpy(&req->cfg, rp->config, n);
+        req->cfg.struct_size = sizeof req->cfg;
+    }
+    bool ok = true;
+    req->prompt = malloc((rp->n_prompt ? rp->n_prompt : 1) * sizeof *req->prompt);
+    ok = req->prompt != NULL;
+    if (ok && rp->n_prompt) memcpy(req->prompt, rp->prompt, rp->n_prompt * sizeof *req->prompt);
+    req->n_prompt = rp->n_prompt;
+    const size_t n_stops = req->cfg.stop_strings ? req->cfg.n_stop_strings : 0;
+    req->stops = calloc(n_stops ? n_stops : 1, sizeof *req->stops);
+    ok = ok && req->stops;
+    for (size_t i = 0; ok && i < n_stops; i++) ok = (req->stops[i] = strdup(req->cfg.stop_strings[i] ? req->cfg.stop_strings[i] : "")) != NULL;
+    req->cfg.stop_strings = (const char *const *)req->stops;
+    req->cfg.n_stop_strings = n_stops;
+    const size_t n_ids = req->cfg.stop_token_ids ? req->cfg.n_stop_token_ids : 0;
+    req->stop_ids = malloc((n_ids ? n_ids : 1) * sizeof *req->stop_ids);
+    ok = ok && req->stop_ids;
+    if (ok && n_ids) memcpy(req->stop_ids, req->cfg.stop_token_ids, n_ids * sizeof *req->stop_ids);
+    req->cfg.stop_token_ids = req->stop_ids;
+    req->cfg.n_stop_token_ids = n_ids;
+    req->streamer = rp->streamer;
+    req->on_done = rp->on_done;
+    req->user = rp->user;
+    req->refs = 2;
+    atomic_init(&req->cancel, false);
+    pthread_mutex_init(&req->mu, NULL);
+    pthread_cond_init(&req->ended, NULL);
+    if (!ok) {
+        request_destroy(req);
+        return NULL;
+    }
+    return req;
+}
+
+/* Publishes the end of a request: on_done first, so that a waiter that
+ * frees the request's user data does so after the callback. */
+static void request_finish(sprout_scheduler *s, sprout_request *req, sprout_status st, sprout_result *result) {
+    if (st != SPROUT_OK) snprintf(req->error, sizeof req->error, "%s", sprout_last_error());
+    pthread_mutex_lock(&s->mu);
+    s->stats.requests_done++;
+    if (result) s->stats.generated_tokens += result->n_tokens;
+    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_lock(&req->mu);
+    req->status = st;
+    req->result = result;
+    pthread_mutex_unlock(&req->mu);
+    if (req->on_done) req->on_done(req, req->user);
+    pthread_mutex_lock(&req->mu);
+    req->done = true;
+    pthread_cond_broadcast(&req->ended);
+    pthread_mutex_unlock(&req->mu);
+    request_unref(req);
+}
+
+void sprout_request_cancel(sprout_request *req) {
+    if (req) atomic_store(&req->cancel, true);
+}
+
+bool sprout_request_done(const sprout_request *req) {
+    if (!req) return true;
+    sprout_request *r = (sprout_request *)req; /* the lock, not the state, changes */
+    pthread_mutex_lock(&r->mu);
+    bool done = r->done;
+    pthread_mutex_unlock(&r->mu);
+    return done;
+}
+
+sprout_status sprout_request_wait(sprout_request *req, sprout_result **out) {
+    if (out) *out = NULL;
+    if (!req) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL request");
+    pthread_mutex_lock(&req->mu);
+    while (!req->done) pthread_cond_wait(&req->ended, &req->mu);
+    sprout_status st = req->status;
+    if (st == SPROUT_OK && out) {
+        if (req->taken) st = SPROUT_ERR_NOT_FOUND;
+        else {
+            *out = req->result;
+            req->result = NULL;
+            req->taken = true;
+        }
+    }
+    pthread_mutex_unlock(&req->mu);
+    if (st == SPROUT_ERR_NOT_FOUND) return sp_fail(st, "the request's result was already taken");
+    if (st != SPROUT_OK) return sp_fail(st, "%s", req->error);
+    return SPROUT_OK;
+}
+
+void sprout_request_free(sprout_request *req) {
+    if (!req) return;
+    sprout_request_cancel(req);
+    pthread_mutex_lock(&req->mu);
+    while (!req->done) pthread_cond_wait(&req->ended, &req->mu);
+    pthread_mutex_unlock(&req->mu);
+    request_unref(req);
+}
+
+/* --- the engine ------------------------------------------------------------------------------------- */
+
+static int32_t common_prefix(const int32_t *a, int32_t na, const int32_t *b, int32_t nb) {
+    int32_t i = 0;
+    while (i < na && i < nb && a[i] == b[i]) i++;
+    return i;
+}
+
+/* The free slot that caches the longest start of the prompt (least recently
+ * used among equals, so that other cached prefixes live longer). */
+static slot *choose_slot(sprout_scheduler *s, const sprout_request *req, int32_t *reuse) {
+    slot *best = NULL;
+    int32_t best_len = -1;
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        slot *sl = &s->slots[i];
+        if (sl->req) continue;
+        int32_t len = common_prefix(sl->cached, sl->n_cached, req->prompt, (int32_t)req->n_prompt);
+        if (len > best_len || (len == best_len && sl->last_used < best->last_used)) {
+            best = sl;
+            best_len = len;
+        }
+    }
+    /* the last prompt token always runs again: its logits were not kept */
+    if (best_len >= (int32_t)req->n_prompt) best_len = (int32_t)req->n_prompt - 1;
+    *reuse = best_len < 0 ? 0 : best_len;
+    return best;
+}
+
+static void end_slot(sprout_scheduler *s, slot *sl, sprout_status st) {
+    sprout_result *r = NULL;
+    st = sp_seq_end(&sl->seq, st, &r);
+    sprout_request *req = sl->req;
+    sl->req = NULL;
+    sl->pending = -1;
+    sl->last_used = ++s->clock;
+    pthread_mutex_lock(&s->mu);
+    s->busy--;
+    pthread_mutex_unlock(&s->mu);
+    request_finish(s, req, st, st == SPROUT_OK ? r : NULL);
+}
+
+/* Moves queued requests into free slots. Called without mu. */
+static void admit(sprout_scheduler *s) {
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        sprout_request *req = s->busy < s->n_slots ? s->queue_head : NULL;
+        if (req) {
+            s->queue_head = req->next;
+            if (!s->queue_head) s->queue_tail = NULL;
+            s->queued--;
+            s->busy++;
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (!req) return;
+        int32_t reuse = 0;
+        slot *sl = choose_slot(s, req, &reuse);
+        sl->req = req;
+        sl->pending = -1;
+        sprout_status st = sp_seq_begin(&sl->seq, s->model, &sl->sampler, s->n_ctx, req->prompt, req->n_prompt, NULL, 0,
+                                        req->t_submit, 0, &req->cfg, req->streamer, req->user);
+        if (st != SPROUT_OK) {
+            sl->req = NULL;
+            pthread_mutex_lock(&s->mu);
+            s->busy--;
+            pthread_mutex_unlock(&s->mu);
+            request_finish(s, req, st, NULL);
+            continue;
+        }
+        sp_kv_truncate(&s->ctx.kv, (int32_t)(sl - s->slots), reuse);
+        sl->n_cached = reuse;
+        sl->n_fed_prompt = reuse;
+        sp_seq_prefill_started(&sl->seq, (int32_t)req->n_prompt - reuse);
+        pthread_mutex_lock(&s->mu);
+        s->stats.prompt_tokens += req->n_prompt;
+        s->stats.cached_prompt_tokens += (uint64_t)reuse;
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+static void add_token(sprout_scheduler *s, int32_t *n, slot *sl, int32_t token, bool logits) {
+    s->batch[*n] = (sp_batch_token){token, sl->n_cached + sl->n_step_tokens, (int32_t)(sl - s->slots), logits};
+    sl->n_step_tokens++;
+    (*n)++;
+}
+
+/* One forward pass over all active slots. */
+static void step(sprout_scheduler *s) {
+    int32_t n = 0, n_rows = 0;
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        slot *sl = &s->slots[i];
+        sl->logits_row = -1;
+        sl->n_step_tokens = 0;
+        if (!sl->req) continue;
+        if (atomic_load(&sl->req->cancel)) sl->seq.finish = SPROUT_FINISH_CANCELLED;
+        if (sp_seq_finished(&sl->seq)) {
+            end_slot(s, sl, SPROUT_OK);
+            continue;
+        }
+        if (sl->pending >= 0) {
+            sl->logits_row = n_rows++;
+            add_token(s, &n, sl, sl->pending, true);
+        }
+    }
+    /* prompt chunks in the room left, taking turns so no prompt starves */
+    for (int32_t k = 0; k < s->n_slots && n < s->n_batch; k++) {
+        slot *sl = &s->slots[(s->prefill_turn + k) % s->n_slots];
+        if (!sl->req || sl->n_fed_prompt >= (int32_t)sl->req->n_prompt) continue;
+        int32_t left = (int32_t)sl->req->n_prompt - sl->n_fed_prompt;
+        int32_t chunk = left < s->prefill_chunk ? left : s->prefill_chunk;
+        if (chunk > s->n_batch - n) chunk = s->n_batch - n;
+        for (int32_t j = 0; j < chunk; j++) {
+            bool last = sl->n_fed_prompt + j == (int32_t)sl->req->n_prompt - 1;
+            if (last) sl->logits_row = n_rows++;
+            add_token(s, &n, sl, sl->req->prompt[sl->n_fed_prompt + j], last);
+        }
+    }
+    s->prefill_turn = (s->prefill_turn + 1) % s->n_slots;
+    if (n == 0) return;
+
+    const double t0 = sp_now_ms();
+    sprout_status st = sp_forward(&s->ctx, s->batch, n, s->logits);
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        slot *sl = &s->slots[i];
+        if (!sl->req || !sl->n_step_tokens) continue;
+        if (st != SPROUT_OK) {
+            sp_kv_truncate(&s->ctx.kv, i, sl->n_cached);
+            end_slot(s, sl, st);
+            continue;
+        }
+        /* the tokens just computed are now cached */
+        for (int32_t t = 0; t < n; t++)
+            if (s->batch[t].seq == i) sl->cached[sl->n_cached++] = s->batch[t].token;
+        if (sl->pending >= 0) sl->pending = -1;
+        else {
+            sl->n_fed_prompt += sl->n_step_tokens;
+            if (sl->n_fed_prompt == (int32_t)sl->req->n_prompt) sp_seq_prefill_done(&sl->seq);
+        }
+        if (sl->logits_row < 0) continue;
+        const float *row = s->logits + (size_t)sl->logits_row * (size_t)s->model->hp.n_vocab;
+        int32_t next;
+        if (sp_seq_next(&sl->seq, row, sl->cached, (size_t)sl->n_cached, sl->n_cached < s->n_ctx, &next)) sl->pending = next;
+        /* a sequence that just ended needs no more passes: its cache keeps
+         * what was computed, which later prompts may reuse */
+        if (sp_seq_finished(&sl->seq)) end_slot(s, sl, SPROUT_OK);
+    }
+    pthread_mutex_lock(&s->mu);
+    s->stats.steps++;
+    s->stats.busy_ms += sp_now_ms() - t0;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void *engine_main(void *arg) {
+    sprout_scheduler *s = arg;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        while (!s->stopping && s->busy == 0 && s->queued == 0) pthread_cond_wait(&s->work, &s->mu);
+        const bool stopping = s->stopping;
+        pthread_mutex_unlock(&s->mu);
+        if (stopping) break;
+        admit(s);
+        step(s);
+    }
+    /* shutting down: running requests end as cancelled, queued ones fail */
+    for (int32_t i = 0; i < s->n_slots; i++)
+        if (s->slots[i].req) {
+            s->slots[i].seq.finish = SPROUT_FINISH_CANCELLED;
+            end_slot(s, &s->slots[i], SPROUT_OK);
+        }
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        sprout_request *req = s->queue_head;
+        if (req) {
+            s->queue_head = req->next;
+            s->queued--;
+        }
+        s->queue_tail = s->queue_head ? s->queue_tail : NULL;
+        pthread_mutex_unlock(&s->mu);
+        if (!req) break;
+        sp_fail(SPROUT_ERR_CANCELLED, "the scheduler shut down before the request started");
+        request_finish(s, req, SPROUT_ERR_CANCELLED, NULL);
+    }
+    return NULL;
+}
+
+/* --- setup and submission ------------------------------------------------------------------------------ */
+
+/* Enough slots to keep the cores busy in decode, no more KV memory than
+ * about 2 GiB. */
+static int32_t default_slots(const sprout_model *m, int32_t n_ctx, sprout_kv_type kv) {
+    int32_t n = 4;
+    const double cell_bytes = (double)m->hp.n_layer * 2.0 * m->hp.n_head_kv * m->hp.head_dim_k * (kv == SPROUT_KV_F32 ? 4 : 2);
+    while (n > 1 && cell_bytes * n_ctx * n > 2.0 * 1024 * 1024 * 1024) n--;
+    return n;
+}
+
+sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_scheduler_params *params, sprout_scheduler **out) {
+    if (!out) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL output pointer");
+    *out = NULL;
+    if (!model) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL model");
+    sprout_scheduler_params sp = {.struct_size = sizeof sp};
+    if (params) memcpy(&sp, params, params->struct_size && params->struct_size < sizeof sp ? params->struct_size : sizeof sp);
+    const sprout_kv_type kv = sp.kv_type_set ? sp.kv_type : model->params.kv_type;
+    const int32_t n_ctx = sp.n_ctx > 0 ? sp.n_ctx : model->params.n_ctx;
+    if (n_ctx < 2 || n_ctx > (1 << 24)) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "context length %d", n_ctx);
+    const int32_t n_slots = sp.n_slots > 0 ? sp.n_slots : default_slots(model, n_ctx, kv);
+    if (n_slots > 256) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "%d slots (at most 256)", n_slots);
+    if ((int64_t)n_slots * n_ctx > (1 << 24))
+        return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "%d slots of %d tokens is too large a cache", n_slots, n_ctx);
+    int32_t n_batch = sp.n_batch > 0 ? sp.n_batch : 512;
+    if (n_batch < n_slots) n_batch = n_slots; /* every generating slot gets its token each step */
+    const int32_t n_threads = sp.n_threads > 0 ? sp.n_threads : model->params.n_threads;
+
+    sprout_scheduler *s = calloc(1, sizeof *s);
+    if (!s) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    s->model = model;
+    s->n_slots = n_slots;
+    s->n_ctx = n_ctx;
+    s->n_batch = n_batch;
+    s->prefill_chunk = sp.prefill_chunk > 0 ? sp.prefill_chunk : 256;
+    s->n_queue = sp.n_queue > 0 ? sp.n_queue : sp.n_queue < 0 ? 0 : 64;
+    s->stats.struct_size = sizeof s->stats;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->work, NULL);
+    sprout_status st =
+        sp_context_init(&s->ctx, model, n_slots * n_ctx, n_batch, n_slots, n_threads, kv == SPROUT_KV_F32 ? SP_KV_F32 : SP_KV_F16);
+    s->slots = calloc((size_t)n_slots, sizeof *s->slots);
+    s->logits = malloc((size_t)n_slots * (size_t)model->hp.n_vocab * sizeof *s->logits);
+    s->batch = malloc((size_t)n_batch * sizeof *s->batch);
+    if (st == SPROUT_OK && (!s->slots || !s->logits || !s->batch)) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int32_t i = 0; st == SPROUT_OK && i < n_slots; i++) {
+        s->slots[i].pending = -1;
+        s->slots[i].cached = malloc((size_t)n_ctx * sizeof(int32_t));
+        if (!s->slots[i].cached) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+        else st = sp_sampler_init(&s->slots[i].sampler, model->hp.n_vocab, 0);
+    }
+    if (st == SPROUT_OK && pthread_create(&s->engine, NULL, engine_main, s) != 0)
+        st = sp_fail(SPROUT_ERR_INTERNAL, "cannot start the engine thread");
+    if (st != SPROUT_OK) {
+        sprout_scheduler_free(s);
+        return st;
+    }
+    s->engine_started = true;
+    *out = s;
+    return SPROUT_OK;
+}
+
+void sprout_scheduler_free(sprout_scheduler *s) {
+    if (!s) return;
+    if (s->engine_started) {
+        pthread_mutex_lock(&s->mu);
+        s->stopping = true;
+        pthread_cond_broadcast(&s->work);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->engine, NULL);
+    }
+    for (int32_t i = 0; s->slots && i < s->n_slots; i++) {
+        free(s->slots[i].cached);
+        sp_sampler_free(&s->slots[i].sampler);
+    }
+    free(s->slots);
+    free(s->logits);
+    free(s->batch);
+    sp_context_free(&s->ctx);
+    pthread_cond_destroy(&s->work);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+int32_t sprout_scheduler_n_slots(const sprout_scheduler *s) { return s ? s->n_slots : 0; }
+int32_t sprout_scheduler_n_ctx(const sprout_scheduler *s) { return s ? s->n_ctx : 0; }
+
+sprout_status sprout_scheduler_submit(sprout_scheduler *s, const sprout_request_params *params, sprout_request **out) {
+    if (!out) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL output pointer");
+    *out = NULL;
+    if (!s || !params || (!params->prompt && params->n_prompt)) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL scheduler or prompt");
+    sprout_request_params rp = {.struct_size = sizeof rp};
+    memcpy(&rp, params, params->struct_size && params->struct_size < sizeof rp ? params->struct_size : sizeof rp);
+    if (rp.n_prompt == 0) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "the prompt is empty");
+    if (rp.n_prompt >= (size_t)s->n_ctx)
+        return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "the prompt has %zu tokens but the context holds %d (at least one must stay free)",
+                       rp.n_prompt, s->n_ctx);
+    for (size_t i = 0; i < rp.n_prompt; i++)
+        if (rp.prompt[i] < 0 || rp.prompt[i] >= s->model->hp.n_vocab)
+            return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "prompt token %zu: id %d is outside the vocabulary (0..%d)", i, rp.prompt[i],
+                           s->model->hp.n_vocab - 1);
+    if (rp.config && rp.config->max_new_tokens < 0)
+        return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "max_new_tokens is negative (%d)", rp.config->max_new_tokens);
+    sprout_request *req = request_new(&rp);
+    if (!req) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    req->sched = s;
+    req->t_submit = sp_now_ms();
+    pthread_mutex_lock(&s->mu);
+    const bool room = !s->stopping && s->queued < s->n_queue + (s->n_slots - s->busy);
+    if (room) {
+        if (s->queue_tail) s->queue_tail->next = req;
+        else s->queue_head = req;
+        s->queue_tail = req;
+        s->queued++;
+        pthread_cond_signal(&s->work);
+    } else {
+        s->stats.requests_rejected++;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!room) request_destroy(req);
+    if (!room) return sp_fail(SPROUT_ERR_BUSY, "all %d slots are busy and %d requests are waiting", s->n_slots, s->n_queue);
+    *out = req;
+    return SPROUT_OK;
+}
+
+sprout_status sprout_scheduler_stats_get(const sprout_scheduler *s, sprout_scheduler_stats *out) {
+    if (!s || !out) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL scheduler or output");
+    sprout_scheduler *m = (sprout_scheduler *)s; /* the mutex, not the state, changes */
+    pthread_mutex_lock(&m->mu);
+    sprout_scheduler_stats st = m->stats;
+    st.n_slots = m->n_slots;
+    st.busy_slots = m->busy;
+    st.queued = m->queued;
+    pthread_mutex_unlock(&m->mu);
+    size_t n = out->struct_size && out->struct_size < sizeof st ? out->struct_size : sizeof st;
+    memcpy(out, &st, n);
+    out->struct_size = n;
+    return SPROUT_OK;
+}
