@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "json_util.h"
+#include "json/json_util.h"
 #include "sprout.h"
 
 enum { ARRAY_PREVIEW = 16 }; /* elements shown of a long metadata array */
@@ -20,107 +20,18 @@ static const char *const special_tokens[][2] = {
     {"pad", "padding_token_id"},   {"cls", "cls_token_id"},     {"mask", "mask_token_id"},
 };
 
-/* --- metadata values as JSON -------------------------------------------------------- */
-
-static json_t *scalar_json(const sprout_gguf_value *v) {
-    switch (sprout_gguf_value_type(v)) {
-    case SPROUT_GGUF_BOOL: {
-        bool b = false;
-        sprout_gguf_value_bool(v, &b);
-        return json_boolean(b);
-    }
-    case SPROUT_GGUF_FLOAT32: {
-        double d = 0;
-        sprout_gguf_value_f64(v, &d);
-        return json_float32((float)d);
-    }
-    case SPROUT_GGUF_FLOAT64: {
-        double d = 0;
-        sprout_gguf_value_f64(v, &d);
-        return json_real(d);
-    }
-    case SPROUT_GGUF_STRING: {
-        const char *s;
-        size_t n;
-        sprout_gguf_value_str(v, &s, &n);
-        return json_string_lossy(s, n);
-    }
-    case SPROUT_GGUF_UINT64: {
-        uint64_t u = 0;
-        sprout_gguf_value_u64(v, &u);
-        return u > (uint64_t)INT64_MAX ? json_real((double)u) : json_integer((json_int_t)u);
-    }
-    default: {
-        int64_t i = 0;
-        sprout_gguf_value_i64(v, &i);
-        return json_integer((json_int_t)i);
-    }
-    }
-}
-
-static json_t *array_elem_json(const sprout_gguf_value *a, uint64_t i, uint64_t limit);
-
-/* A value as JSON; arrays longer than `limit` show their first `limit`
- * elements, with "count" telling the real length. */
-static json_t *value_json(const sprout_gguf_value *v, uint64_t limit) {
-    if (sprout_gguf_value_type(v) != SPROUT_GGUF_ARRAY) return scalar_json(v);
-    uint64_t n = sprout_gguf_array_len(v);
-    json_t *values = json_array();
-    for (uint64_t i = 0; i < n && i < limit; i++) json_array_append_new(values, array_elem_json(v, i, limit));
-    return json_pack("{s:s, s:s, s:I, s:o, s:b}", "type", "array", "element_type",
-                     sprout_gguf_type_name(sprout_gguf_array_type(v)), "count", (json_int_t)n, "values", values,
-                     "truncated", n > limit);
-}
-
-static json_t *array_elem_json(const sprout_gguf_value *a, uint64_t i, uint64_t limit) {
-    switch (sprout_gguf_array_type(a)) {
-    case SPROUT_GGUF_ARRAY: return value_json(sprout_gguf_array_elem(a, i), limit);
-    case SPROUT_GGUF_STRING: {
-        const char *s = "";
-        size_t len = 0;
-        sprout_gguf_array_str(a, i, &s, &len);
-        return json_string_lossy(s, len);
-    }
-    case SPROUT_GGUF_BOOL: {
-        bool b = false;
-        sprout_gguf_array_bool(a, i, &b);
-        return json_boolean(b);
-    }
-    case SPROUT_GGUF_FLOAT32: {
-        double d = 0;
-        sprout_gguf_array_f64(a, i, &d);
-        return json_float32((float)d);
-    }
-    case SPROUT_GGUF_FLOAT64: {
-        double d = 0;
-        sprout_gguf_array_f64(a, i, &d);
-        return json_real(d);
-    }
-    case SPROUT_GGUF_UINT64: {
-        uint64_t u = 0;
-        sprout_gguf_array_u64(a, i, &u);
-        return u > (uint64_t)INT64_MAX ? json_real((double)u) : json_integer((json_int_t)u);
-    }
-    default: {
-        int64_t x = 0;
-        sprout_gguf_array_i64(a, i, &x);
-        return json_integer((json_int_t)x);
-    }
-    }
-}
-
 /* The value of "ARCH.suffix" as JSON (null when absent). Per-layer arrays
  * (some models vary heads or FFN width by layer) come out whole. */
 static json_t *arch_key(const sprout_gguf *g, const char *arch, const char *suffix) {
     char key[256];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
     const sprout_gguf_value *v = sprout_gguf_find(g, key);
-    return v ? value_json(v, UINT64_MAX) : json_null();
+    return v ? json_gguf_value(v, UINT64_MAX, true) : json_null();
 }
 
 static json_t *key_json(const sprout_gguf *g, const char *key) {
     const sprout_gguf_value *v = sprout_gguf_find(g, key);
-    return v ? value_json(v, UINT64_MAX) : json_null();
+    return v ? json_gguf_value(v, UINT64_MAX, true) : json_null();
 }
 
 /* --- gathering ------------------------------------------------------------------------ */
@@ -236,7 +147,7 @@ static json_t *gather(const char *path, const sprout_gguf *g, bool with_tensors,
     if (with_metadata) {
         json_t *meta = json_object();
         for (int64_t i = 0; i < sprout_gguf_kv_count(g); i++)
-            json_object_set_new(meta, sprout_gguf_kv_key(g, i), value_json(sprout_gguf_kv_value(g, i), ARRAY_PREVIEW));
+            json_object_set_new(meta, sprout_gguf_kv_key(g, i), json_gguf_value(sprout_gguf_kv_value(g, i), ARRAY_PREVIEW, true));
         json_object_set_new(info, "metadata", meta);
     }
     if (tensor_list) json_object_set_new(info, "tensors", tensor_list);

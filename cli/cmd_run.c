@@ -10,7 +10,7 @@
 
 #include "commands.h"
 #include "gen_options.h"
-#include "json_util.h"
+#include "json/json_util.h"
 #include "sprout.h"
 
 static void usage(FILE *out) {

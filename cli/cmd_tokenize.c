@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "json_util.h"
+#include "json/json_util.h"
 #include "sprout.h"
 
 static void usage(FILE *out) {

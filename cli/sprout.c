@@ -16,6 +16,7 @@ static const command commands[] = {
     {"run", cmd_run, "generate a continuation of a prompt (or one chat turn with --chat)"},
     {"chat", cmd_chat, "talk with a model interactively, with its chat template"},
     {"quantize", cmd_quantize, "convert a GGUF to another tensor type or a Q4_K_M-style mix"},
+    {"serve", cmd_serve, "serve the OpenAI and Ollama HTTP APIs, many clients at once"},
     {"bench", cmd_bench, "measure prefill and decode speed, load time, time to first token and memory"},
     {"info", cmd_info, "show a GGUF model's architecture, sizes, tokenizer and tensors"},
     {"tokenize", cmd_tokenize, "turn text into token ids with a model's own vocabulary"},

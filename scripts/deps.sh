@@ -3,7 +3,7 @@
 # already present, so `make run` and `make test` work on a fresh machine.
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config libjansson-dev libpcre2-dev libutf8proc-dev libedit-dev)
+packages=(build-essential cmake pkg-config libjansson-dev libpcre2-dev libutf8proc-dev libedit-dev libmicrohttpd-dev)
 if [ "${1:-}" = "--test" ]; then
   # clang brings libFuzzer (libclang-rt) for the fuzz smoke run
   packages+=(clang libclang-rt-dev time)

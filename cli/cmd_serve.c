@@ -1,0 +1,92 @@
+/* sprout serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N]
+ *              [-c CTX] [-t THREADS] [--api-key KEY] [--alias NAME]
+ *              [--max-body BYTES] [--queue N]
+ *
+ * An OpenAI- and Ollama-compatible HTTP server over the library's
+ * continuous-batching scheduler. SIGINT/SIGTERM stop it cleanly (exit 0). */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "server/server.h"
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: sprout serve -m MODEL.gguf [options]\n"
+            "  --host ADDR        address to listen on (default 127.0.0.1)\n"
+            "  --port N           port (default 8080; 0 picks a free one)\n"
+            "  --parallel N       requests generating at once (default: from the cores and the context)\n"
+            "  -c, --ctx N        context of each request (default: the model's, at most 4096)\n"
+            "  -t, --threads N    threads for the forward passes (default: one per core)\n"
+            "  --api-key KEY      require 'Authorization: Bearer KEY' (also $SPROUT_API_KEY)\n"
+            "  --alias NAME       the model's name in the APIs (default: the file name)\n"
+            "  --max-body BYTES   largest request body (default 16777216)\n"
+            "  --queue N          requests that may wait for a slot before 503 (default 64)\n");
+}
+
+static bool parse_long(const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+int cmd_serve(int argc, char **argv) {
+    sp_server_options o = {.host = "127.0.0.1", .port = 8080, .api_key = getenv("SPROUT_API_KEY")};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "sprout serve: %s needs a value (or is unknown)\n", a);
+            usage(stderr);
+            return 2;
+        }
+        const char *v = argv[++i];
+        long n = 0;
+        bool ok = true;
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) o.model_path = v;
+        else if (!strcmp(a, "--host")) o.host = v;
+        else if (!strcmp(a, "--port")) ok = parse_long(v, 0, 65535, &n) && ((o.port = (int)n), true);
+        else if (!strcmp(a, "--parallel") || !strcmp(a, "-np")) ok = parse_long(v, 1, 256, &n) && ((o.n_slots = (int32_t)n), true);
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) ok = parse_long(v, 2, 1 << 24, &n) && ((o.n_ctx = (int32_t)n), true);
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = parse_long(v, 1, 1024, &n) && ((o.n_threads = (int32_t)n), true);
+        else if (!strcmp(a, "--api-key")) o.api_key = v;
+        else if (!strcmp(a, "--alias")) o.alias = v;
+        else if (!strcmp(a, "--max-body")) ok = parse_long(v, 1, LONG_MAX, &n) && ((o.max_body = (size_t)n), true);
+        else if (!strcmp(a, "--queue")) ok = parse_long(v, 0, 1 << 20, &n) && ((o.n_queue = n ? (int32_t)n : -1), true);
+        else {
+            fprintf(stderr, "sprout serve: unknown option %s\n", a);
+            usage(stderr);
+            return 2;
+        }
+        if (!ok) {
+            fprintf(stderr, "sprout serve: bad value for %s: '%s'\n", a, v);
+            return 2;
+        }
+    }
+    if (!o.model_path) {
+        fprintf(stderr, "sprout serve: -m MODEL is required\n");
+        usage(stderr);
+        return 2;
+    }
+    /* the signals go to sigwait in this thread only: block them before any
+     * other thread starts, so every thread inherits the mask */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN); /* a client that hangs up is an error return, not a death */
+    return sp_server_run(&o, &stop);
+}

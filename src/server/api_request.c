@@ -1,0 +1,362 @@
+/* Request bodies of the OpenAI and Ollama APIs to one sp_api_request. Every
+ * field is type-checked and range-checked; an error names the field. Fields
+ * the APIs define but sprout does not use are ignored, as OpenAI-compatible
+ * servers do. */
+#include "server/api_request.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct parser {
+    char *error;
+    size_t error_size;
+    bool failed;
+} parser;
+
+static bool fail(parser *p, const char *fmt, ...) {
+    if (p->failed) return false;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->error, p->error_size, fmt, ap);
+    va_end(ap);
+    p->failed = true;
+    return false;
+}
+
+static const char *type_name(const json_t *v) {
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER:
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "a value";
+}
+
+/* The field, or NULL when absent or null (both mean "default"). */
+static const json_t *field(const json_t *obj, const char *key) {
+    const json_t *v = json_object_get(obj, key);
+    return v && !json_is_null(v) ? v : NULL;
+}
+
+static bool get_bool(parser *p, const json_t *obj, const char *key, const char *where, bool *out) {
+    const json_t *v = field(obj, key);
+    if (!v) return true;
+    if (!json_is_boolean(v)) return fail(p, "%s%s: expected a boolean, got %s", where, key, type_name(v));
+    *out = json_is_true(v);
+    return true;
+}
+
+static bool get_number(parser *p, const json_t *obj, const char *key, const char *where, double lo, double hi, float *out) {
+    const json_t *v = field(obj, key);
+    if (!v) return true;
+    if (!json_is_number(v)) return fail(p, "%s%s: expected a number, got %s", where, key, type_name(v));
+    double d = json_number_value(v);
+    if (!(d >= lo && d <= hi)) return fail(p, "%s%s: %g is outside %g..%g", where, key, d, lo, hi);
+    *out = (float)d;
+    return true;
+}
+
+static bool get_int(parser *p, const json_t *obj, const char *key, const char *where, long long lo, long long hi, long long *out,
+                    bool *present) {
+    const json_t *v = field(obj, key);
+    if (!v) return true;
+    long long x;
+    if (json_is_integer(v)) x = json_integer_value(v);
+    else if (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)) && fabs(json_real_value(v)) < 9e15)
+        x = (long long)json_real_value(v);
+    else return fail(p, "%s%s: expected an integer, got %s", where, key, json_is_number(v) ? "a fraction" : type_name(v));
+    if (x < lo || x > hi) return fail(p, "%s%s: %lld is outside %lld..%lld", where, key, x, lo, hi);
+    *out = x;
+    if (present) *present = true;
+    return true;
+}
+
+static bool get_string(parser *p, const json_t *obj, const char *key, const char *where, char **out) {
+    const json_t *v = field(obj, key);
+    if (!v) return true;
+    if (!json_is_string(v)) return fail(p, "%s%s: expected a string, got %s", where, key, type_name(v));
+    free(*out);
+    *out = strndup(json_string_value(v), json_string_length(v));
+    if (!*out) return fail(p, "out of memory");
+    if (strlen(*out) != json_string_length(v)) return fail(p, "%s%s: the string contains a NUL character", where, key);
+    return true;
+}
+
+/* stop: a string or an array of strings. */
+static bool get_stops(parser *p, sp_api_request *r, const json_t *obj, const char *key, const char *where) {
+    const json_t *v = field(obj, key);
+    if (!v) return true;
+    size_t n = json_is_array(v) ? json_array_size(v) : 1;
+    if (!json_is_string(v) && !json_is_array(v))
+        return fail(p, "%s%s: expected a string or an array of strings, got %s", where, key, type_name(v));
+    if (n > SP_API_MAX_STOPS) return fail(p, "%s%s: %zu stop strings (at most %d)", where, key, n, SP_API_MAX_STOPS);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *s = json_is_array(v) ? json_array_get(v, i) : v;
+        if (!json_is_string(s)) return fail(p, "%s%s[%zu]: expected a string, got %s", where, key, i, type_name(s));
+        if (json_string_length(s) == 0 || r->cfg.n_stop_strings >= SP_API_MAX_STOPS) continue;
+        char *copy = strndup(json_string_value(s), json_string_length(s));
+        if (!copy) return fail(p, "out of memory");
+        r->stops[r->cfg.n_stop_strings++] = copy;
+    }
+    r->cfg.stop_strings = (const char *const *)r->stops;
+    return true;
+}
+
+/* content: a string, null, or (OpenAI) an array of {"type":"text","text":...}
+ * parts, which are joined. */
+static bool flatten_content(parser *p, const json_t *content, size_t index, json_t **out) {
+    if (!content || json_is_null(content)) {
+        *out = json_string("");
+        return true;
+    }
+    if (json_is_string(content)) {
+        *out = json_incref((json_t *)content);
+        return true;
+    }
+    if (!json_is_array(content))
+        return fail(p, "messages[%zu].content: expected a string or an array of text parts, got %s", index, type_name(content));
+    size_t total = 0;
+    for (size_t i = 0; i < json_array_size(content); i++) {
+        const json_t *part = json_array_get(content, i);
+        const json_t *type = json_object_get(part, "type"), *text = json_object_get(part, "text");
+        if (!json_is_object(part) || !json_is_string(type))
+            return fail(p, "messages[%zu].content[%zu]: expected an object with a \"type\"", index, i);
+        if (strcmp(json_string_value(type), "text"))
+            return fail(p, "messages[%zu].content[%zu].type: \"%s\" is not supported (only text)", index, i, json_string_value(type));
+        if (!json_is_string(text)) return fail(p, "messages[%zu].content[%zu].text: expected a string", index, i);
+        total += json_string_length(text);
+    }
+    char *joined = malloc(total + 1);
+    if (!joined) return fail(p, "out of memory");
+    size_t at = 0;
+    for (size_t i = 0; i < json_array_size(content); i++) {
+        const json_t *text = json_object_get(json_array_get(content, i), "text");
+        memcpy(joined + at, json_string_value(text), json_string_length(text));
+        at += json_string_length(text);
+    }
+    *out = json_stringn(joined, at);
+    free(joined);
+    return *out != NULL || fail(p, "out of memory");
+}
+
+static bool parse_messages(parser *p, sp_api_request *r, const json_t *body, bool ollama) {
+    const json_t *msgs = json_object_get(body, "messages");
+    if (!msgs || json_is_null(msgs)) {
+        if (ollama) msgs = NULL; /* Ollama: no messages loads the model */
+        else return fail(p, "messages: required");
+    }
+    if (msgs && !json_is_array(msgs)) return fail(p, "messages: expected an array, got %s", type_name(msgs));
+    if (!ollama && json_array_size(msgs) == 0) return fail(p, "messages: must not be empty");
+    json_t *clean = json_array();
+    for (size_t i = 0; clean && i < json_array_size(msgs); i++) {
+        const json_t *m = json_array_get(msgs, i);
+        if (!json_is_object(m)) {
+            json_decref(clean);
+            return fail(p, "messages[%zu]: expected an object, got %s", i, type_name(m));
+        }
+        const json_t *role = json_object_get(m, "role");
+        if (!json_is_string(role) || json_string_length(role) == 0) {
+            json_decref(clean);
+            return fail(p, "messages[%zu].role: expected a non-empty string", i);
+        }
+        const json_t *images = json_object_get(m, "images");
+        if (images && json_is_array(images) && json_array_size(images) > 0) {
+            json_decref(clean);
+            return fail(p, "messages[%zu].images: images are not supported by this model", i);
+        }
+        json_t *content = NULL;
+        if (!flatten_content(p, json_object_get(m, "content"), i, &content)) {
+            json_decref(clean);
+            return false;
+        }
+        json_t *copy = json_deep_copy(m);
+        if (!copy || json_object_set_new(copy, "content", content)) {
+            json_decref(copy);
+            json_decref(clean);
+            return fail(p, "out of memory");
+        }
+        json_array_append_new(clean, copy);
+    }
+    if (!clean) return fail(p, "out of memory");
+    r->n_messages = json_array_size(clean);
+    r->messages_json = json_dumps(clean, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(clean);
+    return r->messages_json != NULL || fail(p, "out of memory");
+}
+
+/* The sampling fields OpenAI defines, plus llama.cpp's common extensions. */
+static bool parse_openai_sampling(parser *p, sp_api_request *r, const json_t *body) {
+    long long v = 0, n = 1;
+    bool present = false;
+    sprout_generation_config *c = &r->cfg;
+    get_int(p, body, "n", "", 1, 128, &n, NULL);
+    if (!p->failed && n != 1) return fail(p, "n: only 1 choice per request is supported (got %lld)", n);
+    get_int(p, body, "max_tokens", "", 0, INT32_MAX, &v, &present);
+    get_int(p, body, "max_completion_tokens", "", 0, INT32_MAX, &v, &present);
+    if (present) {
+        c->max_new_tokens = (int32_t)v;
+        r->max_tokens_set = true;
+    }
+    get_number(p, body, "temperature", "", 0, 2, &c->temperature);
+    get_number(p, body, "top_p", "", 0, 1, &c->top_p);
+    get_number(p, body, "min_p", "", 0, 1, &c->min_p);
+    get_number(p, body, "presence_penalty", "", -2, 2, &c->presence_penalty);
+    get_number(p, body, "frequency_penalty", "", -2, 2, &c->frequency_penalty);
+    get_number(p, body, "repeat_penalty", "", 0, 10, &c->repetition_penalty);
+    if (get_int(p, body, "top_k", "", 0, INT32_MAX, &v, &(bool){false}) && field(body, "top_k")) c->top_k = (int32_t)v;
+    present = false;
+    get_int(p, body, "seed", "", INT64_MIN, INT64_MAX, &v, &present);
+    if (present) {
+        c->seed = (uint64_t)v;
+        r->seed_set = true;
+    }
+    get_stops(p, r, body, "stop", "");
+    get_bool(p, body, "stream", "", &r->stream);
+    const json_t *so = field(body, "stream_options");
+    if (so && !json_is_object(so)) return fail(p, "stream_options: expected an object, got %s", type_name(so));
+    if (so) get_bool(p, so, "include_usage", "stream_options.", &r->include_usage);
+    return !p->failed;
+}
+
+static bool parse_ollama_options(parser *p, sp_api_request *r, const json_t *body) {
+    const json_t *o = field(body, "options");
+    if (!o) return true;
+    if (!json_is_object(o)) return fail(p, "options: expected an object, got %s", type_name(o));
+    sprout_generation_config *c = &r->cfg;
+    long long v = 0;
+    bool present = false;
+    get_int(p, o, "num_predict", "options.", -2, INT32_MAX, &v, &present);
+    if (present && v >= 0) {
+        c->max_new_tokens = (int32_t)v;
+        r->max_tokens_set = true;
+    }
+    present = false;
+    get_int(p, o, "num_ctx", "options.", 1, 1 << 24, &v, &present);
+    if (present) r->num_ctx = (int32_t)v;
+    get_number(p, o, "temperature", "options.", 0, 100, &c->temperature);
+    present = false;
+    get_int(p, o, "top_k", "options.", 0, INT32_MAX, &v, &present);
+    if (present) c->top_k = (int32_t)v;
+    get_number(p, o, "top_p", "options.", 0, 1, &c->top_p);
+    get_number(p, o, "min_p", "options.", 0, 1, &c->min_p);
+    get_number(p, o, "repeat_penalty", "options.", 0, 10, &c->repetition_penalty);
+    present = false;
+    get_int(p, o, "repeat_last_n", "options.", -1, INT32_MAX, &v, &present);
+    if (present) c->repeat_last_n = (int32_t)v;
+    get_number(p, o, "presence_penalty", "options.", -2, 2, &c->presence_penalty);
+    get_number(p, o, "frequency_penalty", "options.", -2, 2, &c->frequency_penalty);
+    present = false;
+    get_int(p, o, "seed", "options.", INT64_MIN, INT64_MAX, &v, &present);
+    if (present && v >= 0) { /* Ollama: -1 is "random" */
+        c->seed = (uint64_t)v;
+        r->seed_set = true;
+    }
+    get_stops(p, r, o, "stop", "options.");
+    return !p->failed;
+}
+
+static void defaults(sp_api_request *r, sp_api_kind kind) {
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->logprobs = -1;
+    sprout_generation_config_init(&r->cfg);
+    if (kind == SP_API_OPENAI_CHAT || kind == SP_API_OPENAI_COMPLETION) {
+        /* OpenAI's documented defaults */
+        r->cfg.temperature = 1.f;
+        r->cfg.top_p = 1.f;
+        r->cfg.max_new_tokens = kind == SP_API_OPENAI_COMPLETION ? 16 : 0;
+        r->max_tokens_set = kind == SP_API_OPENAI_COMPLETION;
+    } else {
+        /* Ollama's */
+        r->stream = true;
+        r->cfg.temperature = 0.8f;
+        r->cfg.top_k = 40;
+        r->cfg.top_p = 0.9f;
+        r->cfg.min_p = 0.f;
+        r->cfg.repetition_penalty = 1.1f;
+        r->cfg.repeat_last_n = 64;
+    }
+}
+
+bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api_request *r, char *error, size_t error_size) {
+    defaults(r, kind);
+    parser p = {error, error_size, false};
+    if (error_size) error[0] = 0;
+    json_error_t jerr;
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) return fail(&p, "invalid JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column);
+    if (!json_is_object(root)) {
+        fail(&p, "the body must be a JSON object, got %s", type_name(root));
+        json_decref(root);
+        return false;
+    }
+    get_string(&p, root, "model", "", &r->model);
+    long long v = 0;
+    bool present = false;
+    switch (kind) {
+    case SP_API_OPENAI_CHAT:
+        parse_messages(&p, r, root, false);
+        parse_openai_sampling(&p, r, root);
+        get_bool(&p, root, "logprobs", "", &(bool){false});
+        if (json_is_true(json_object_get(root, "logprobs"))) r->logprobs = 0;
+        get_int(&p, root, "top_logprobs", "", 0, 20, &v, &present);
+        if (present) {
+            if (r->logprobs < 0 && !p.failed) fail(&p, "top_logprobs: needs \"logprobs\": true");
+            r->logprobs = (int32_t)v;
+        }
+        break;
+    case SP_API_OPENAI_COMPLETION: {
+        const json_t *pr = json_object_get(root, "prompt");
+        if (json_is_array(pr) && json_array_size(pr) == 1) pr = json_array_get(pr, 0);
+        if (!pr || !json_is_string(pr)) fail(&p, "prompt: expected a string%s", pr ? " (or an array of one string)" : ", required");
+        else if (!(r->prompt = strndup(json_string_value(pr), json_string_length(pr)))) fail(&p, "out of memory");
+        else if (strlen(r->prompt) != json_string_length(pr)) fail(&p, "prompt: the string contains a NUL character");
+        parse_openai_sampling(&p, r, root);
+        get_bool(&p, root, "echo", "", &r->echo);
+        get_int(&p, root, "logprobs", "", 0, 5, &v, &present);
+        if (present) r->logprobs = (int32_t)v;
+        break;
+    }
+    case SP_API_OLLAMA_CHAT:
+        parse_messages(&p, r, root, true);
+        get_bool(&p, root, "stream", "", &r->stream);
+        parse_ollama_options(&p, r, root);
+        break;
+    case SP_API_OLLAMA_GENERATE: {
+        get_string(&p, root, "prompt", "", &r->prompt);
+        get_string(&p, root, "system", "", &r->system);
+        get_bool(&p, root, "raw", "", &r->raw);
+        get_bool(&p, root, "stream", "", &r->stream);
+        const json_t *images = field(root, "images");
+        if (images && (!json_is_array(images) || json_array_size(images) > 0))
+            fail(&p, "images: images are not supported by this model");
+        parse_ollama_options(&p, r, root);
+        break;
+    }
+    }
+    if (!p.failed && r->model && strlen(r->model) == 0) {
+        free(r->model);
+        r->model = NULL;
+    }
+    json_decref(root);
+    return !p.failed;
+}
+
+void sp_api_request_free(sp_api_request *r) {
+    if (!r) return;
+    free(r->model);
+    free(r->messages_json);
+    free(r->prompt);
+    free(r->system);
+    for (size_t i = 0; i < SP_API_MAX_STOPS; i++) free(r->stops[i]);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,48 @@
+/* The generation requests of the OpenAI and Ollama APIs, parsed and
+ * validated into one shape: which prompt (messages or text), which
+ * sampling, which output options. Needs no model, so it can be fuzzed
+ * alone; what depends on the model (tokenizing, the context) comes after. */
+#ifndef SPROUT_SERVER_API_REQUEST_H
+#define SPROUT_SERVER_API_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "sprout.h"
+
+typedef enum sp_api_kind {
+    SP_API_OPENAI_CHAT,       /* POST /v1/chat/completions */
+    SP_API_OPENAI_COMPLETION, /* POST /v1/completions */
+    SP_API_OLLAMA_CHAT,       /* POST /api/chat */
+    SP_API_OLLAMA_GENERATE    /* POST /api/generate */
+} sp_api_kind;
+
+enum { SP_API_MAX_STOPS = 16 };
+
+typedef struct sp_api_request {
+    sp_api_kind kind;
+    char *model;          /* NULL when absent */
+    char *messages_json;  /* chat: the messages, content flattened to text */
+    size_t n_messages;
+    char *prompt;         /* completion / generate */
+    char *system;         /* generate: a system prompt */
+    bool raw;             /* generate: the prompt goes to the model as is */
+    bool stream;
+    bool include_usage;   /* OpenAI stream_options.include_usage */
+    bool echo;            /* completions */
+    bool max_tokens_set;  /* else: until the context is full */
+    int32_t logprobs;     /* -1: none; else how many alternatives per token */
+    int32_t num_ctx;      /* Ollama options.num_ctx (0: not given) */
+    bool seed_set;
+    sprout_generation_config cfg;
+    char *stops[SP_API_MAX_STOPS];
+} sp_api_request;
+
+/* Parses a request body. On failure returns false with `error` saying
+ * what is wrong and naming the field ("messages[1].content: expected a
+ * string or an array of text parts"). The request is freed either way
+ * with sp_api_request_free. */
+bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api_request *req, char *error, size_t error_size);
+void sp_api_request_free(sp_api_request *req);
+
+#endif

@@ -1,0 +1,269 @@
+/* Generation requests of both APIs: parse, build the prompt, check it
+ * against the context, submit to the scheduler, then either stream what
+ * the engine produces (a reader that the connection's thread pulls from)
+ * or wait and answer once. A client that hangs up cancels its request at
+ * once: the waits poll its socket. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/server_internal.h"
+
+sp_usage sp_usage_of(const sprout_result *r) {
+    sprout_perf_metrics m = {.struct_size = sizeof m};
+    sprout_result_metrics(r, &m);
+    return (sp_usage){m.n_prompt_tokens, m.n_prompt_tokens - m.n_prefill_tokens, m.n_generated_tokens};
+}
+
+const char *sp_finish_word(const sprout_result *r) {
+    return sprout_result_finish_reason(r) == SPROUT_FINISH_LENGTH ? "length" : "stop";
+}
+
+/* --- the job's life ---------------------------------------------------------------------------------------- */
+
+static void job_free(sp_job *j) {
+    if (!j) return;
+    sprout_request_free(j->sreq); /* cancels if still running */
+    sp_api_request_free(&j->req);
+    sprout_free(j->prompt);
+    free(j->out.data);
+    pthread_cond_destroy(&j->cond);
+    pthread_mutex_destroy(&j->mu);
+    atomic_fetch_sub(&j->srv->active_jobs, 1);
+    free(j);
+}
+
+/* The client closed its end (or the socket failed). */
+static bool client_gone(int fd) {
+    if (fd < 0) return false;
+    struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
+    if (poll(&p, 1, 0) <= 0) return false;
+    if (p.revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL)) return true;
+    char byte;
+    return (p.revents & POLLIN) && recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+/* Waits (mu held) for output or the end, cancelling if the client left. */
+static void wait_for_engine(sp_job *j, bool want_output) {
+    while (!j->engine_done && !(want_output && j->out.len > j->out_sent)) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 100 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&j->cond, &j->mu, &until);
+        if (!j->engine_done && client_gone(j->fd)) sprout_request_cancel(j->sreq);
+    }
+}
+
+/* Engine thread: a piece of text. */
+static sprout_stream_status on_piece(const char *piece, size_t len, void *user) {
+    sp_job *j = user;
+    pthread_mutex_lock(&j->mu);
+    j->fmt->piece(j, piece, len, &j->out);
+    pthread_cond_signal(&j->cond);
+    pthread_mutex_unlock(&j->mu);
+    return SPROUT_STREAM_RUNNING;
+}
+
+/* Engine thread: the end. */
+static void on_done(sprout_request *req, void *user) {
+    (void)req;
+    sp_job *j = user;
+    pthread_mutex_lock(&j->mu);
+    j->engine_done = true;
+    pthread_cond_signal(&j->cond);
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* The connection's thread pulls the stream from here. */
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    sp_job *j = cls;
+    pthread_mutex_lock(&j->mu);
+    wait_for_engine(j, true);
+    if (j->out.len == j->out_sent && j->engine_done && !j->final_written) {
+        pthread_mutex_unlock(&j->mu);
+        sprout_result *r = NULL;
+        sprout_status st = sprout_request_wait(j->sreq, &r);
+        pthread_mutex_lock(&j->mu);
+        j->fmt->stream_end(j, st, r, &j->out);
+        j->final_written = true;
+        sprout_result_free(r);
+    }
+    ssize_t n = 0;
+    if (j->out.len > j->out_sent) {
+        size_t avail = j->out.len - j->out_sent;
+        n = (ssize_t)(avail < max ? avail : max);
+        memcpy(buf, j->out.data + j->out_sent, (size_t)n);
+        j->out_sent += (size_t)n;
+        if (j->out_sent == j->out.len) j->out.len = j->out_sent = 0;
+    } else {
+        n = MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    pthread_mutex_unlock(&j->mu);
+    return n;
+}
+
+static void stream_free(void *cls) { job_free(cls); }
+
+/* --- the prompt ------------------------------------------------------------------------------------------------ */
+
+/* Messages for a generate request that is not raw: its system and prompt. */
+static char *generate_messages(const sp_api_request *r) {
+    json_t *msgs = json_array();
+    if (r->system && *r->system) json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "system", "content", r->system));
+    json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "user", "content", r->prompt ? r->prompt : ""));
+    char *text = json_dumps(msgs, JSON_COMPACT);
+    json_decref(msgs);
+    return text;
+}
+
+static sprout_status build_prompt(sp_server *srv, sp_job *j) {
+    const sp_api_request *r = &j->req;
+    switch (r->kind) {
+    case SP_API_OPENAI_CHAT:
+    case SP_API_OLLAMA_CHAT:
+        return sprout_model_chat_prompt(srv->model, NULL, r->messages_json, true, NULL, NULL, &j->prompt, &j->n_prompt);
+    case SP_API_OPENAI_COMPLETION:
+        /* as llama.cpp's server: special-token text in a raw prompt is parsed */
+        return sprout_model_tokenize_prompt(srv->model, r->prompt, strlen(r->prompt), true, &j->prompt, &j->n_prompt);
+    case SP_API_OLLAMA_GENERATE:
+        if (r->raw) return sprout_model_tokenize_prompt(srv->model, r->prompt, strlen(r->prompt), true, &j->prompt, &j->n_prompt);
+        else {
+            char *msgs = generate_messages(r);
+            sprout_status st = msgs ? sprout_model_chat_prompt(srv->model, NULL, msgs, true, NULL, NULL, &j->prompt, &j->n_prompt)
+                                    : SPROUT_ERR_OUT_OF_MEMORY;
+            free(msgs);
+            return st;
+        }
+    }
+    return SPROUT_ERR_INTERNAL;
+}
+
+/* Ollama answers a request without a prompt by loading the model. */
+static enum MHD_Result reply_loaded(sp_server *srv, struct MHD_Connection *c, const sp_api_request *r) {
+    char when[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    json_t *v = json_pack("{s:s, s:s, s:b, s:s}", "model", srv->model_name, "created_at", when, "done", 1, "done_reason", "load");
+    if (r->kind == SP_API_OLLAMA_CHAT) json_object_set_new(v, "message", json_pack("{s:s, s:s}", "role", "assistant", "content", ""));
+    else json_object_set_new(v, "response", json_string(""));
+    return sp_reply_json(srv, c, 200, v);
+}
+
+/* --- the handler ---------------------------------------------------------------------------------------------- */
+
+enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, sp_api_kind kind, const char *url, const char *body,
+                                     size_t len) {
+    const sp_api_style style = sp_style_of(url);
+    sp_job *j = calloc(1, sizeof *j);
+    if (!j) return MHD_NO;
+    atomic_fetch_add(&srv->active_jobs, 1);
+    j->srv = srv;
+    j->fd = -1;
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cond, NULL);
+    static const sp_api_format *const formats[] = {&sp_openai_chat_format, &sp_openai_completion_format, &sp_ollama_chat_format,
+                                                   &sp_ollama_generate_format};
+    j->fmt = formats[kind];
+    enum MHD_Result res;
+    char error[512];
+    if (!sp_api_request_parse(kind, body, len, &j->req, error, sizeof error)) {
+        const char *colon = strchr(error, ':');
+        char param[64] = "";
+        if (colon && strncmp(error, "invalid JSON", 12) && (size_t)(colon - error) < sizeof param)
+            snprintf(param, sizeof param, "%.*s", (int)(colon - error), error);
+        res = sp_reply_error(srv, c, style, 400, *param ? param : NULL, "%s", error);
+        job_free(j);
+        return res;
+    }
+    sp_api_request *r = &j->req;
+    if (!sp_model_name_matches(srv, r->model)) {
+        res = sp_reply_error(srv, c, style, 404, "model", "model \"%s\" not found (this server has \"%s\")", r->model, srv->model_name);
+        job_free(j);
+        return res;
+    }
+    if ((kind == SP_API_OLLAMA_CHAT && r->n_messages == 0) || (kind == SP_API_OLLAMA_GENERATE && (!r->prompt || !*r->prompt))) {
+        res = reply_loaded(srv, c, r);
+        job_free(j);
+        return res;
+    }
+    sprout_status st = build_prompt(srv, j);
+    if (st != SPROUT_OK) {
+        res = sp_reply_error(srv, c, style, st == SPROUT_ERR_OUT_OF_MEMORY ? 500 : 400, NULL, "%s", sprout_last_error());
+        job_free(j);
+        return res;
+    }
+    /* the context: the slot's, or less if the request asks (Ollama's num_ctx) */
+    int32_t n_ctx = sprout_scheduler_n_ctx(srv->sched);
+    if (r->num_ctx > 0 && r->num_ctx < n_ctx) n_ctx = r->num_ctx;
+    if (j->n_prompt >= (size_t)n_ctx) {
+        res = sp_reply_error(srv, c, style, 400, kind == SP_API_OPENAI_CHAT || kind == SP_API_OLLAMA_CHAT ? "messages" : "prompt",
+                             "the prompt has %zu tokens but the context holds %d", j->n_prompt, n_ctx);
+        job_free(j);
+        return res;
+    }
+    const int32_t room = n_ctx - (int32_t)j->n_prompt;
+    if (!r->max_tokens_set || r->cfg.max_new_tokens > room) r->cfg.max_new_tokens = room;
+    if (!r->seed_set) r->cfg.seed = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull + atomic_fetch_add(&srv->seed_counter, 1);
+    /* "logprobs" alone asks for the chosen token's; the library counts alternatives */
+    if (r->logprobs >= 0) r->cfg.logprobs = r->logprobs > 0 ? r->logprobs : 1;
+
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    j->fd = ci ? ci->connect_fd : -1;
+    j->created = (int64_t)time(NULL);
+    static atomic_ullong serial;
+    snprintf(j->id, sizeof j->id, "%s-%llx%llx", kind == SP_API_OPENAI_CHAT ? "chatcmpl" : "cmpl", (unsigned long long)j->created,
+             (unsigned long long)atomic_fetch_add(&serial, 1));
+    if (r->stream && r->echo && r->prompt) j->fmt->piece(j, r->prompt, strlen(r->prompt), &j->out);
+
+    sprout_request_params rp = {.struct_size = sizeof rp,
+                                .prompt = j->prompt,
+                                .n_prompt = j->n_prompt,
+                                .config = &r->cfg,
+                                .streamer = r->stream ? on_piece : NULL,
+                                .on_done = on_done,
+                                .user = j};
+    pthread_rwlock_rdlock(&srv->sched_lock);
+    st = srv->sched && !atomic_load(&srv->stopping) ? sprout_scheduler_submit(srv->sched, &rp, &j->sreq) : SPROUT_ERR_BUSY;
+    pthread_rwlock_unlock(&srv->sched_lock);
+    if (st != SPROUT_OK) {
+        const bool busy = st == SPROUT_ERR_BUSY;
+        res = sp_reply_error(srv, c, style, busy ? 503 : 400, NULL, "%s",
+                             busy && atomic_load(&srv->stopping) ? "the server is shutting down" : sprout_last_error());
+        job_free(j);
+        return res;
+    }
+
+    if (r->stream) {
+        struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_reader, j, stream_free);
+        if (!resp) {
+            job_free(j);
+            return MHD_NO;
+        }
+        MHD_add_response_header(resp, "Content-Type", j->fmt->stream_type);
+        MHD_add_response_header(resp, "Cache-Control", "no-cache");
+        MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
+        res = MHD_queue_response(c, 200, resp);
+        MHD_destroy_response(resp); /* the job now belongs to the response */
+        return res;
+    }
+    pthread_mutex_lock(&j->mu);
+    wait_for_engine(j, false);
+    pthread_mutex_unlock(&j->mu);
+    sprout_result *result = NULL;
+    st = sprout_request_wait(j->sreq, &result);
+    if (st != SPROUT_OK) res = sp_reply_error(srv, c, style, 500, NULL, "generation failed: %s", sprout_last_error());
+    else res = sp_reply_json(srv, c, 200, j->fmt->response(j, result));
+    sprout_result_free(result);
+    job_free(j);
+    return res;
+}

@@ -1,0 +1,320 @@
+/* The HTTP side: libmicrohttpd with a thread per connection (a generation
+ * blocks its connection's thread, never the engine), request bodies up to
+ * --max-body, API-key checks, routing, and the server's life cycle: listen,
+ * load, serve, drain on a signal. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "json/json_util.h"
+#include "server/server_internal.h"
+
+/* --- replies ------------------------------------------------------------------------------------------- */
+
+sp_api_style sp_style_of(const char *url) { return !strncmp(url, "/api/", 5) ? SP_STYLE_OLLAMA : SP_STYLE_OPENAI; }
+
+static void add_common_headers(struct MHD_Response *r) {
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+    MHD_add_response_header(r, "Server", "sprout");
+}
+
+static enum MHD_Result send_body(sp_server *srv, struct MHD_Connection *c, unsigned status, const char *type, char *body, size_t len) {
+    if (status >= 400) atomic_fetch_add(&srv->http_errors, 1);
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", type);
+    add_common_headers(r);
+    enum MHD_Result res = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return res;
+}
+
+enum MHD_Result sp_reply_json(sp_server *srv, struct MHD_Connection *c, unsigned status, json_t *v) {
+    char *body = v ? json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(v);
+    if (!body) return MHD_NO;
+    return send_body(srv, c, status, "application/json", body, strlen(body));
+}
+
+enum MHD_Result sp_reply_text(sp_server *srv, struct MHD_Connection *c, unsigned status, const char *type, const char *text) {
+    char *body = strdup(text);
+    if (!body) return MHD_NO;
+    return send_body(srv, c, status, type, body, strlen(body));
+}
+
+static const char *openai_error_type(unsigned status) {
+    switch (status) {
+    case 401: return "authentication_error";
+    case 404: return "not_found_error";
+    case 503: return "server_busy";
+    }
+    return status >= 500 ? "server_error" : "invalid_request_error";
+}
+
+json_t *sp_error_json(sp_api_style style, unsigned status, const char *param, const char *message) {
+    if (style == SP_STYLE_OLLAMA) return json_pack("{s:o*}", "error", json_string_lossy(message, strlen(message)));
+    return json_pack("{s:{s:o*, s:s, s:s?, s:i}}", "error", "message", json_string_lossy(message, strlen(message)), "type",
+                     openai_error_type(status), "param", param, "code", (int)status);
+}
+
+enum MHD_Result sp_reply_error(sp_server *srv, struct MHD_Connection *c, sp_api_style style, unsigned status, const char *param,
+                               const char *fmt, ...) {
+    char message[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    return sp_reply_json(srv, c, status, sp_error_json(style, status, param, message));
+}
+
+bool sp_buf_put(sp_buf *b, const char *s, size_t n) {
+    if (b->cap - b->len < n + 1) {
+        size_t cap = b->cap ? b->cap : 1024;
+        while (cap - b->len < n + 1) cap *= 2;
+        char *d = realloc(b->data, cap);
+        if (!d) return false;
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = 0;
+    return true;
+}
+
+bool sp_buf_json(sp_buf *b, const char *prefix, json_t *v, const char *suffix) {
+    char *text = v ? json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(v);
+    bool ok = text && sp_buf_put(b, prefix, strlen(prefix)) && sp_buf_put(b, text, strlen(text)) && sp_buf_put(b, suffix, strlen(suffix));
+    free(text);
+    return ok;
+}
+
+/* --- routing ------------------------------------------------------------------------------------------- */
+
+static enum MHD_Result handle_root(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
+    (void)url, (void)body, (void)len;
+    return sp_reply_text(srv, c, 200, "text/plain", "sprout is running");
+}
+
+#define GENERATION_HANDLER(name, kind)                                                                               \
+    static enum MHD_Result name(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) { \
+        return sp_handle_generation(srv, c, kind, url, body, len);                                                   \
+    }
+GENERATION_HANDLER(handle_openai_chat, SP_API_OPENAI_CHAT)
+GENERATION_HANDLER(handle_openai_completion, SP_API_OPENAI_COMPLETION)
+GENERATION_HANDLER(handle_ollama_chat, SP_API_OLLAMA_CHAT)
+GENERATION_HANDLER(handle_ollama_generate, SP_API_OLLAMA_GENERATE)
+
+typedef struct route {
+    const char *method, *path;
+    sp_handler handler;
+    bool before_ready; /* answers while the model loads (and without a key) */
+} route;
+
+static const route routes[] = {
+    {"GET", "/", handle_root, true},
+    {"GET", "/health", sp_handle_health, true},
+    {"GET", "/metrics", sp_handle_metrics, false},
+    {"POST", "/tokenize", sp_handle_tokenize, false},
+    {"POST", "/detokenize", sp_handle_detokenize, false},
+    {"GET", "/v1/models", sp_handle_openai_models, false},
+    {"POST", "/v1/chat/completions", handle_openai_chat, false},
+    {"POST", "/v1/completions", handle_openai_completion, false},
+    {"POST", "/chat/completions", handle_openai_chat, false},
+    {"POST", "/completions", handle_openai_completion, false},
+    {"POST", "/api/generate", handle_ollama_generate, false},
+    {"POST", "/api/chat", handle_ollama_chat, false},
+    {"GET", "/api/tags", sp_handle_ollama_tags, false},
+    {"POST", "/api/show", sp_handle_ollama_show, false},
+    {"GET", "/api/version", sp_handle_ollama_version, true},
+    {"GET", "/api/ps", sp_handle_ollama_ps, false},
+};
+
+typedef struct upload {
+    sp_buf body;
+    bool too_large;
+} upload;
+
+static bool authorized(const sp_server *srv, struct MHD_Connection *c) {
+    if (!srv->opt.api_key || !*srv->opt.api_key) return true;
+    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!auth || strncasecmp(auth, "Bearer ", 7)) return false;
+    auth += 7;
+    while (*auth == ' ') auth++;
+    /* compare all bytes whatever the first difference, so timing says nothing */
+    const size_t n = strlen(srv->opt.api_key), m = strlen(auth);
+    unsigned diff = n != m;
+    for (size_t i = 0; i < n; i++) diff |= (unsigned)(srv->opt.api_key[i] ^ (i < m ? auth[i] : 0));
+    return diff == 0;
+}
+
+static enum MHD_Result dispatch(sp_server *srv, struct MHD_Connection *c, const char *url, const char *method, const upload *up) {
+    const sp_api_style style = sp_style_of(url);
+    if (!strcmp(method, "OPTIONS")) { /* CORS preflight */
+        struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+        if (!r) return MHD_NO;
+        add_common_headers(r);
+        MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+        enum MHD_Result res = MHD_queue_response(c, 204, r);
+        MHD_destroy_response(r);
+        return res;
+    }
+    const route *found = NULL;
+    bool path_known = false;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (!strcmp(url, routes[i].path)) {
+            path_known = true;
+            if (!strcmp(method, routes[i].method) || (!strcmp(method, "HEAD") && !strcmp(routes[i].method, "GET"))) found = &routes[i];
+        }
+    if (!found && path_known) return sp_reply_error(srv, c, style, 405, NULL, "%s is not allowed on %s", method, url);
+    if (!found) return sp_reply_error(srv, c, style, 404, NULL, "no such endpoint: %s %s", method, url);
+    if (up->too_large)
+        return sp_reply_error(srv, c, style, 413, NULL, "the request body is larger than %zu bytes", srv->opt.max_body);
+    if (!found->before_ready && !authorized(srv, c)) return sp_reply_error(srv, c, style, 401, NULL, "invalid or missing API key");
+    if (!found->before_ready && !atomic_load(&srv->ready))
+        return sp_reply_error(srv, c, style, 503, NULL, "the model is still loading");
+    return found->handler(srv, c, url, up->body.data ? up->body.data : "", up->body.len);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_size, void **con_cls) {
+    (void)version;
+    sp_server *srv = cls;
+    upload *up = *con_cls;
+    if (!up) { /* headers are in; the body (if any) follows */
+        if (!(up = calloc(1, sizeof *up))) return MHD_NO;
+        *con_cls = up;
+        atomic_fetch_add(&srv->http_requests, 1);
+        const char *length = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (length && strtoull(length, NULL, 10) > srv->opt.max_body) up->too_large = true;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (!up->too_large && up->body.len + *upload_size > srv->opt.max_body) up->too_large = true;
+        if (!up->too_large && !sp_buf_put(&up->body, upload_data, *upload_size)) return MHD_NO;
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    return dispatch(srv, c, url, method, up);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode code) {
+    (void)cls, (void)c, (void)code;
+    upload *up = *con_cls;
+    if (!up) return;
+    free(up->body.data);
+    free(up);
+    *con_cls = NULL;
+}
+
+/* --- life cycle ----------------------------------------------------------------------------------------- */
+
+static void name_from_path(sp_server *srv) {
+    if (srv->opt.alias && *srv->opt.alias) {
+        snprintf(srv->model_name, sizeof srv->model_name, "%s", srv->opt.alias);
+        return;
+    }
+    const char *base = strrchr(srv->opt.model_path, '/');
+    base = base ? base + 1 : srv->opt.model_path;
+    size_t n = strlen(base);
+    if (n > 5 && !strcmp(base + n - 5, ".gguf")) n -= 5;
+    snprintf(srv->model_name, sizeof srv->model_name, "%.*s", (int)n, base);
+}
+
+bool sp_model_name_matches(const sp_server *srv, const char *name) {
+    if (!name || !*name) return true; /* one model: no name means it */
+    const size_t n = strlen(srv->model_name);
+    if (strncmp(name, srv->model_name, n)) return false;
+    return !name[n] || !strcmp(name + n, ":latest") || !strcmp(name + n, ".gguf");
+}
+
+int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
+    sp_server *srv = calloc(1, sizeof *srv);
+    if (!srv) return 1;
+    srv->opt = *options;
+    pthread_rwlock_init(&srv->sched_lock, NULL);
+    if (!srv->opt.host) srv->opt.host = "127.0.0.1";
+    if (!srv->opt.max_body) srv->opt.max_body = 16u << 20;
+    name_from_path(srv);
+    struct stat stt;
+    if (stat(srv->opt.model_path, &stt) == 0) {
+        srv->model_mtime = stt.st_mtime;
+        srv->model_bytes = (uint64_t)stt.st_size;
+    }
+
+    struct sockaddr_in6 addr6 = {0};
+    struct sockaddr_in addr4 = {0};
+    const struct sockaddr *addr;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    if (inet_pton(AF_INET, srv->opt.host, &addr4.sin_addr) == 1) {
+        addr4.sin_family = AF_INET;
+        addr4.sin_port = htons((uint16_t)srv->opt.port);
+        addr = (const struct sockaddr *)&addr4;
+    } else if (inet_pton(AF_INET6, srv->opt.host, &addr6.sin6_addr) == 1) {
+        addr6.sin6_family = AF_INET6;
+        addr6.sin6_port = htons((uint16_t)srv->opt.port);
+        addr = (const struct sockaddr *)&addr6;
+        flags |= MHD_USE_IPv6;
+    } else {
+        fprintf(stderr, "sprout serve: --host %s is not an IPv4 or IPv6 address\n", srv->opt.host);
+        free(srv);
+        return 2;
+    }
+    srv->daemon = MHD_start_daemon(flags, (uint16_t)srv->opt.port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, addr,
+                                   MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_LIMIT, 512u,
+                                   MHD_OPTION_CONNECTION_TIMEOUT, 600u, MHD_OPTION_END);
+    if (!srv->daemon) {
+        fprintf(stderr, "sprout serve: cannot listen on %s:%d (in use, or not allowed)\n", srv->opt.host, srv->opt.port);
+        free(srv);
+        return 1;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    const int port = info ? info->port : srv->opt.port;
+    fprintf(stderr, "sprout serve: listening on http://%s%s%s:%d (loading %s)\n", strchr(srv->opt.host, ':') ? "[" : "", srv->opt.host,
+            strchr(srv->opt.host, ':') ? "]" : "", port, srv->opt.model_path);
+
+    int rc = 0;
+    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = srv->opt.n_threads, .n_ctx = srv->opt.n_ctx};
+    sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = srv->opt.n_slots, .n_ctx = srv->opt.n_ctx,
+                                  .n_queue = srv->opt.n_queue, .n_threads = srv->opt.n_threads};
+    if (sprout_model_load(srv->opt.model_path, &mp, &srv->model) != SPROUT_OK ||
+        sprout_scheduler_create(srv->model, &sp, &srv->sched) != SPROUT_OK) {
+        fprintf(stderr, "sprout serve: %s\n", sprout_last_error());
+        rc = 1;
+    } else {
+        atomic_store(&srv->ready, true);
+        fprintf(stderr, "sprout serve: ready: model \"%s\", %d slots of %d tokens, kernels %s\n", srv->model_name,
+                sprout_scheduler_n_slots(srv->sched), sprout_scheduler_n_ctx(srv->sched), sprout_kernels_name());
+        int sig = 0;
+        while (sigwait(signals, &sig) != 0) {
+        }
+        fprintf(stderr, "sprout serve: signal %d: finishing in-flight requests\n", sig);
+    }
+
+    /* stop accepting; give running generations a moment, then cut them short */
+    atomic_store(&srv->stopping, true);
+    MHD_quiesce_daemon(srv->daemon);
+    for (int waited = 0; atomic_load(&srv->active_jobs) > 0 && waited < 100; waited++) usleep(20 * 1000);
+    pthread_rwlock_wrlock(&srv->sched_lock);
+    sprout_scheduler_free(srv->sched); /* what still runs ends "cancelled" and its response completes */
+    srv->sched = NULL;
+    pthread_rwlock_unlock(&srv->sched_lock);
+    for (int waited = 0; atomic_load(&srv->active_jobs) > 0 && waited < 500; waited++) usleep(10 * 1000);
+    MHD_stop_daemon(srv->daemon);
+    sprout_model_free(srv->model);
+    fprintf(stderr, "sprout serve: stopped\n");
+    pthread_rwlock_destroy(&srv->sched_lock);
+    free(srv);
+    return rc;
+}

@@ -1,0 +1,194 @@
+/* The Ollama API's words: generate and chat (NDJSON streams or one object,
+ * durations in nanoseconds), and the model endpoints: tags, show, ps,
+ * version. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "json/json_util.h"
+#include "server/server_internal.h"
+
+/* RFC 3339 with nanoseconds, as Ollama writes times. */
+static json_t *timestamp(int64_t seconds, long nanos) {
+    char when[64];
+    time_t t = (time_t)seconds;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    size_t n = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(when + n, sizeof when - n, ".%09ldZ", nanos);
+    return json_string(when);
+}
+
+static json_t *now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return timestamp((int64_t)ts.tv_sec, ts.tv_nsec);
+}
+
+static json_t *head(const sp_job *j, bool done) {
+    return json_pack("{s:s, s:o, s:b}", "model", j->srv->model_name, "created_at", now(), "done", done);
+}
+
+/* The closing fields: why it ended, counts and durations (ns). */
+static void add_totals(const sp_job *j, const sprout_result *r, json_t *v) {
+    sprout_perf_metrics m = {.struct_size = sizeof m};
+    sprout_result_metrics(r, &m);
+    const double prompt_ms = m.prefill_tokens_per_s > 0 ? m.n_prefill_tokens / m.prefill_tokens_per_s * 1e3 : 0;
+    const double eval_ms = m.total_ms - m.ttft_ms + m.tpot_mean_ms > 0 ? m.total_ms - m.ttft_ms + m.tpot_mean_ms : 0;
+    json_object_set_new(v, "done_reason", json_string(sp_finish_word(r)));
+    json_object_set_new(v, "total_duration", json_integer((json_int_t)(m.total_ms * 1e6)));
+    json_object_set_new(v, "load_duration", json_integer((json_int_t)(m.load_ms * 1e6)));
+    json_object_set_new(v, "prompt_eval_count", json_integer(m.n_prompt_tokens));
+    json_object_set_new(v, "prompt_eval_duration", json_integer((json_int_t)(prompt_ms * 1e6)));
+    json_object_set_new(v, "eval_count", json_integer(m.n_generated_tokens));
+    json_object_set_new(v, "eval_duration", json_integer((json_int_t)(eval_ms * 1e6)));
+    if (j->req.kind == SP_API_OLLAMA_GENERATE) { /* the conversation's tokens, for callers that pass it back */
+        json_t *context = json_array();
+        size_t np, n;
+        const sprout_token *p = sprout_result_prompt_tokens(r, &np), *t = sprout_result_tokens(r, &n);
+        for (size_t i = 0; i < np; i++) json_array_append_new(context, json_integer(p[i]));
+        for (size_t i = 0; i < n; i++) json_array_append_new(context, json_integer(t[i]));
+        json_object_set_new(v, "context", context);
+    }
+}
+
+static json_t *message(const char *text, size_t len) {
+    return json_pack("{s:s, s:o}", "role", "assistant", "content", json_string_lossy(text, len));
+}
+
+static void set_text(const sp_job *j, json_t *v, const char *text, size_t len) {
+    if (j->req.kind == SP_API_OLLAMA_CHAT) json_object_set_new(v, "message", message(text, len));
+    else json_object_set_new(v, "response", json_string_lossy(text, len));
+}
+
+static void piece(sp_job *j, const char *text, size_t len, sp_buf *out) {
+    json_t *v = head(j, false);
+    set_text(j, v, text, len);
+    sp_buf_json(out, "", v, "\n");
+}
+
+static void stream_end(sp_job *j, sprout_status st, const sprout_result *r, sp_buf *out) {
+    if (st != SPROUT_OK) {
+        char text[600];
+        snprintf(text, sizeof text, "generation failed: %s", sprout_last_error());
+        sp_buf_json(out, "", sp_error_json(SP_STYLE_OLLAMA, 500, NULL, text), "\n");
+        return;
+    }
+    json_t *v = head(j, true);
+    set_text(j, v, "", 0);
+    add_totals(j, r, v);
+    sp_buf_json(out, "", v, "\n");
+}
+
+static json_t *response(sp_job *j, const sprout_result *r) {
+    size_t len;
+    const char *text = sprout_result_text(r, &len);
+    json_t *v = head(j, true);
+    set_text(j, v, text, len);
+    add_totals(j, r, v);
+    return v;
+}
+
+const sp_api_format sp_ollama_chat_format = {"application/x-ndjson", piece, stream_end, response};
+const sp_api_format sp_ollama_generate_format = {"application/x-ndjson", piece, stream_end, response};
+
+/* --- models ---------------------------------------------------------------------------------------------------------- */
+
+/* "1.1B", "260K": the parameter count as Ollama shows it. */
+static json_t *parameter_size(const sprout_gguf *g) {
+    double n = 0;
+    for (int64_t i = 0; i < sprout_gguf_tensor_count(g); i++) n += (double)sprout_gguf_tensor_elements(g, i);
+    char text[32];
+    if (n >= 1e9) snprintf(text, sizeof text, "%.1fB", n / 1e9);
+    else if (n >= 1e6) snprintf(text, sizeof text, "%.0fM", n / 1e6);
+    else snprintf(text, sizeof text, "%.0fK", n / 1e3);
+    return json_string(text);
+}
+
+static json_t *details(const sp_server *srv) {
+    const sprout_gguf *g = sprout_model_gguf(srv->model);
+    const char *arch = sprout_model_architecture(srv->model);
+    uint32_t ftype = 0;
+    const char *quant = sprout_gguf_get_u32(g, "general.file_type", &ftype) == SPROUT_OK ? sprout_file_type_name(ftype) : NULL;
+    return json_pack("{s:s, s:s, s:s, s:[s], s:o, s:s}", "parent_model", "", "format", "gguf", "family", arch, "families", arch,
+                     "parameter_size", parameter_size(g), "quantization_level", quant ? quant : "unknown");
+}
+
+/* A stable digest-like id for the file (its name, size and time). */
+static json_t *digest(const sp_server *srv) {
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = srv->opt.model_path; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    h ^= srv->model_bytes * 31 + (uint64_t)srv->model_mtime;
+    char text[80];
+    snprintf(text, sizeof text, "%016llx%016llx%016llx%016llx", (unsigned long long)h, (unsigned long long)(h * 3),
+             (unsigned long long)(h * 5), (unsigned long long)(h * 7));
+    return json_string(text);
+}
+
+static json_t *model_entry(const sp_server *srv) {
+    char name[300];
+    snprintf(name, sizeof name, "%s:latest", srv->model_name);
+    return json_pack("{s:s, s:s, s:o, s:I, s:o, s:o}", "name", name, "model", name, "modified_at", timestamp(srv->model_mtime, 0),
+                     "size", (json_int_t)srv->model_bytes, "digest", digest(srv), "details", details(srv));
+}
+
+enum MHD_Result sp_handle_ollama_tags(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
+    (void)url, (void)body, (void)len;
+    return sp_reply_json(srv, c, 200, json_pack("{s:[o]}", "models", model_entry(srv)));
+}
+
+enum MHD_Result sp_handle_ollama_ps(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
+    (void)url, (void)body, (void)len;
+    json_t *m = model_entry(srv);
+    json_object_set_new(m, "expires_at", timestamp((int64_t)time(NULL) + 10 * 365 * 86400, 0)); /* never unloaded */
+    json_object_set_new(m, "size_vram", json_integer(0));
+    return sp_reply_json(srv, c, 200, json_pack("{s:[o]}", "models", m));
+}
+
+enum MHD_Result sp_handle_ollama_version(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
+    (void)url, (void)body, (void)len;
+    return sp_reply_json(srv, c, 200, json_pack("{s:s}", "version", sprout_version()));
+}
+
+enum MHD_Result sp_handle_ollama_show(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
+    (void)url;
+    json_error_t err;
+    json_t *req = json_loadb(body, len, 0, &err);
+    if (!json_is_object(req)) {
+        json_decref(req);
+        return sp_reply_error(srv, c, SP_STYLE_OLLAMA, 400, NULL, "invalid JSON: %s", req ? "expected an object" : err.text);
+    }
+    const json_t *name = json_object_get(req, "model");
+    if (!name || json_is_null(name)) name = json_object_get(req, "name");
+    if (name && !json_is_string(name)) {
+        json_decref(req);
+        return sp_reply_error(srv, c, SP_STYLE_OLLAMA, 400, "model", "model: expected a string");
+    }
+    if (!sp_model_name_matches(srv, name ? json_string_value(name) : NULL)) {
+        enum MHD_Result res = sp_reply_error(srv, c, SP_STYLE_OLLAMA, 404, "model", "model '%s' not found", json_string_value(name));
+        json_decref(req);
+        return res;
+    }
+    const bool verbose = json_is_true(json_object_get(req, "verbose"));
+    json_decref(req);
+
+    const sprout_gguf *g = sprout_model_gguf(srv->model);
+    json_t *info = json_object();
+    for (int64_t i = 0; i < sprout_gguf_kv_count(g); i++) {
+        const sprout_gguf_value *v = sprout_gguf_kv_value(g, i);
+        const bool big = sprout_gguf_value_type(v) == SPROUT_GGUF_ARRAY && sprout_gguf_array_len(v) > 64;
+        /* vocabularies are large: Ollama leaves them out unless asked */
+        json_object_set_new(info, sprout_gguf_kv_key(g, i), big && !verbose ? json_null() : json_gguf_value(v, UINT64_MAX, false));
+    }
+    const char *tmpl = "";
+    size_t tmpl_len = 0;
+    if (sprout_template_for_model(g, NULL, &tmpl, &tmpl_len) != SPROUT_OK) tmpl_len = 0;
+    char modelfile[1200], parameters[256];
+    snprintf(modelfile, sizeof modelfile, "# Modelfile generated by sprout\nFROM %s\n", srv->opt.model_path);
+    snprintf(parameters, sizeof parameters, "num_ctx %d\ntemperature 0.8\ntop_k 40\ntop_p 0.9\nrepeat_penalty 1.1\n",
+             sprout_scheduler_n_ctx(srv->sched));
+    json_t *v = json_pack("{s:s, s:s, s:o, s:o, s:o, s:[s], s:o}", "modelfile", modelfile, "parameters", parameters, "template",
+                          json_string_lossy(tmpl, tmpl_len), "details", details(srv), "model_info", info, "capabilities",
+                          "completion", "modified_at", timestamp(srv->model_mtime, 0));
+    return sp_reply_json(srv, c, 200, v);
+}

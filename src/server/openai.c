@@ -1,0 +1,204 @@
+/* The OpenAI API's words: chat completions and completions (whole and as
+ * server-sent events), log-probabilities, usage, and the model list. */
+#include <stdio.h>
+#include <string.h>
+
+#include "json/json_util.h"
+#include "server/server_internal.h"
+
+static json_t *usage_json(const sprout_result *r) {
+    sp_usage u = sp_usage_of(r);
+    return json_pack("{s:I, s:I, s:I, s:{s:I}}", "prompt_tokens", (json_int_t)u.prompt, "completion_tokens", (json_int_t)u.completion,
+                     "total_tokens", (json_int_t)(u.prompt + u.completion), "prompt_tokens_details", "cached_tokens",
+                     (json_int_t)u.cached);
+}
+
+static json_t *envelope(const sp_job *j, const char *object) {
+    return json_pack("{s:s, s:s, s:I, s:s, s:s}", "id", j->id, "object", object, "created", (json_int_t)j->created, "model",
+                     j->srv->model_name, "system_fingerprint", "sprout");
+}
+
+/* A token's text and bytes, as the logprobs objects give them. */
+static void token_fields(const sp_job *j, sprout_token id, json_t *into) {
+    const char *piece = "";
+    size_t n = 0;
+    sprout_token_to_piece(sprout_model_tokenizer(j->srv->model), id, false, &piece, &n);
+    json_object_set_new(into, "token", json_string_lossy(piece, n));
+    json_t *bytes = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(bytes, json_integer((unsigned char)piece[i]));
+    json_object_set_new(into, "bytes", bytes);
+}
+
+/* Chat: {"content": [{token, logprob, bytes, top_logprobs: [...]}, ...]} */
+static json_t *chat_logprobs(const sp_job *j, const sprout_result *r) {
+    if (j->req.logprobs < 0) return json_null();
+    size_t n;
+    const sprout_token *toks = sprout_result_tokens(r, &n);
+    json_t *content = json_array();
+    for (size_t i = 0; i < n; i++) {
+        float lp = 0;
+        const sprout_token *top_ids = NULL;
+        const float *top_lp = NULL;
+        size_t k = 0;
+        sprout_result_logprob(r, i, &lp, &top_ids, &top_lp, &k);
+        json_t *entry = json_object();
+        token_fields(j, toks[i], entry);
+        json_object_set_new(entry, "logprob", json_float32(lp));
+        json_t *tops = json_array();
+        for (size_t t = 0; t < k && t < (size_t)j->req.logprobs; t++) {
+            json_t *alt = json_object();
+            token_fields(j, top_ids[t], alt);
+            json_object_set_new(alt, "logprob", json_float32(top_lp[t]));
+            json_array_append_new(tops, alt);
+        }
+        json_object_set_new(entry, "top_logprobs", tops);
+        json_array_append_new(content, entry);
+    }
+    return json_pack("{s:o}", "content", content);
+}
+
+/* Completions: {tokens, token_logprobs, top_logprobs: [{text: lp}], text_offset} */
+static json_t *completion_logprobs(const sp_job *j, const sprout_result *r) {
+    if (j->req.logprobs < 0) return json_null();
+    size_t n;
+    const sprout_token *toks = sprout_result_tokens(r, &n);
+    json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(), *offsets = json_array();
+    size_t offset = j->req.echo && j->req.prompt ? strlen(j->req.prompt) : 0;
+    const sprout_tokenizer *tok = sprout_model_tokenizer(j->srv->model);
+    for (size_t i = 0; i < n; i++) {
+        float lp = 0;
+        const sprout_token *top_ids = NULL;
+        const float *top_lp = NULL;
+        size_t k = 0;
+        sprout_result_logprob(r, i, &lp, &top_ids, &top_lp, &k);
+        const char *piece = "";
+        size_t len = 0;
+        sprout_token_to_piece(tok, toks[i], false, &piece, &len);
+        json_array_append_new(tokens, json_string_lossy(piece, len));
+        json_array_append_new(lps, json_float32(lp));
+        json_array_append_new(offsets, json_integer((json_int_t)offset));
+        offset += len;
+        json_t *alts = json_object();
+        for (size_t t = 0; t < k && t < (size_t)j->req.logprobs; t++) {
+            sprout_token_to_piece(tok, top_ids[t], false, &piece, &len);
+            json_t *key = json_string_lossy(piece, len);
+            if (key) json_object_set_new(alts, json_string_value(key), json_float32(top_lp[t]));
+            json_decref(key);
+        }
+        json_array_append_new(tops, alts);
+    }
+    return json_pack("{s:o, s:o, s:o, s:o}", "tokens", tokens, "token_logprobs", lps, "top_logprobs", tops, "text_offset", offsets);
+}
+
+/* --- chat -------------------------------------------------------------------------------------------------------- */
+
+static void chat_chunk(sp_job *j, json_t *delta, const char *finish, sp_buf *out) {
+    json_t *v = envelope(j, "chat.completion.chunk");
+    json_t *choice = json_pack("{s:i, s:o, s:n}", "index", 0, "delta", delta, "logprobs");
+    json_object_set_new(choice, "finish_reason", finish ? json_string(finish) : json_null());
+    json_object_set_new(v, "choices", json_pack("[o]", choice));
+    sp_buf_json(out, "data: ", v, "\n\n");
+}
+
+static void chat_piece(sp_job *j, const char *text, size_t len, sp_buf *out) {
+    if (!j->role_sent) {
+        chat_chunk(j, json_pack("{s:s, s:s}", "role", "assistant", "content", ""), NULL, out);
+        j->role_sent = true;
+    }
+    chat_chunk(j, json_pack("{s:o}", "content", json_string_lossy(text, len)), NULL, out);
+}
+
+static void stream_error(sp_job *j, sprout_status st, sp_buf *out) {
+    (void)j;
+    char message[600];
+    snprintf(message, sizeof message, "generation failed: %s", sprout_last_error());
+    sp_buf_json(out, "data: ", sp_error_json(SP_STYLE_OPENAI, st == SPROUT_ERR_BUSY ? 503 : 500, NULL, message), "\n\n");
+    sp_buf_put(out, "data: [DONE]\n\n", 14);
+}
+
+static void chat_stream_end(sp_job *j, sprout_status st, const sprout_result *r, sp_buf *out) {
+    if (st != SPROUT_OK) {
+        stream_error(j, st, out);
+        return;
+    }
+    if (!j->role_sent) {
+        chat_chunk(j, json_pack("{s:s, s:s}", "role", "assistant", "content", ""), NULL, out);
+        j->role_sent = true;
+    }
+    chat_chunk(j, json_object(), sp_finish_word(r), out);
+    if (j->req.include_usage) {
+        json_t *v = envelope(j, "chat.completion.chunk");
+        json_object_set_new(v, "choices", json_array());
+        json_object_set_new(v, "usage", usage_json(r));
+        sp_buf_json(out, "data: ", v, "\n\n");
+    }
+    sp_buf_put(out, "data: [DONE]\n\n", 14);
+}
+
+static json_t *chat_response(sp_job *j, const sprout_result *r) {
+    size_t len;
+    const char *text = sprout_result_text(r, &len);
+    json_t *v = envelope(j, "chat.completion");
+    json_object_set_new(v, "choices",
+                        json_pack("[{s:i, s:{s:s, s:o}, s:o, s:s}]", "index", 0, "message", "role", "assistant", "content",
+                                  json_string_lossy(text, len), "logprobs", chat_logprobs(j, r), "finish_reason", sp_finish_word(r)));
+    json_object_set_new(v, "usage", usage_json(r));
+    return v;
+}
+
+const sp_api_format sp_openai_chat_format = {"text/event-stream", chat_piece, chat_stream_end, chat_response};
+
+/* --- completions ------------------------------------------------------------------------------------------------- */
+
+static void completion_chunk(sp_job *j, json_t *text, const char *finish, sp_buf *out) {
+    json_t *v = envelope(j, "text_completion");
+    json_t *choice = json_pack("{s:o, s:i, s:n}", "text", text, "index", 0, "logprobs");
+    json_object_set_new(choice, "finish_reason", finish ? json_string(finish) : json_null());
+    json_object_set_new(v, "choices", json_pack("[o]", choice));
+    sp_buf_json(out, "data: ", v, "\n\n");
+}
+
+static void completion_piece(sp_job *j, const char *text, size_t len, sp_buf *out) {
+    completion_chunk(j, json_string_lossy(text, len), NULL, out);
+}
+
+static void completion_stream_end(sp_job *j, sprout_status st, const sprout_result *r, sp_buf *out) {
+    if (st != SPROUT_OK) {
+        stream_error(j, st, out);
+        return;
+    }
+    completion_chunk(j, json_string(""), sp_finish_word(r), out);
+    if (j->req.include_usage) {
+        json_t *v = envelope(j, "text_completion");
+        json_object_set_new(v, "choices", json_array());
+        json_object_set_new(v, "usage", usage_json(r));
+        sp_buf_json(out, "data: ", v, "\n\n");
+    }
+    sp_buf_put(out, "data: [DONE]\n\n", 14);
+}
+
+static json_t *completion_response(sp_job *j, const sprout_result *r) {
+    size_t len;
+    const char *text = sprout_result_text(r, &len);
+    sp_buf all = {0};
+    if (j->req.echo && j->req.prompt) sp_buf_put(&all, j->req.prompt, strlen(j->req.prompt));
+    sp_buf_put(&all, text, len);
+    json_t *v = envelope(j, "text_completion");
+    json_object_set_new(v, "choices", json_pack("[{s:o, s:i, s:o, s:s}]", "text", json_string_lossy(all.data ? all.data : "", all.len),
+                                                "index", 0, "logprobs", completion_logprobs(j, r), "finish_reason",
+                                                sp_finish_word(r)));
+    free(all.data);
+    json_object_set_new(v, "usage", usage_json(r));
+    return v;
+}
+
+const sp_api_format sp_openai_completion_format = {"text/event-stream", completion_piece, completion_stream_end, completion_response};
+
+/* --- models -------------------------------------------------------------------------------------------------------- */
+
+enum MHD_Result sp_handle_openai_models(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
+    (void)url, (void)body, (void)len;
+    json_t *model = json_pack("{s:s, s:s, s:I, s:s}", "id", srv->model_name, "object", "model", "created",
+                              (json_int_t)srv->model_mtime, "owned_by", "sprout");
+    return sp_reply_json(srv, c, 200, json_pack("{s:s, s:[o]}", "object", "list", "data", model));
+}

@@ -1,0 +1,146 @@
+/* Operations endpoints: health, Prometheus metrics, and the tokenizer
+ * (llama.cpp server's /tokenize and /detokenize shapes). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json/json_util.h"
+#include "server/server_internal.h"
+
+enum MHD_Result sp_handle_health(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
+    (void)url, (void)body, (void)len;
+    if (!atomic_load(&srv->ready)) return sp_reply_json(srv, c, 503, json_pack("{s:s}", "status", "loading model"));
+    return sp_reply_json(srv, c, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+static void metric(sp_buf *b, const char *name, const char *type, const char *help, double value) {
+    char line[512];
+    int n = snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, value);
+    if (n > 0) sp_buf_put(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+enum MHD_Result sp_handle_metrics(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
+    (void)url, (void)body, (void)len;
+    sprout_scheduler_stats st = {.struct_size = sizeof st};
+    pthread_rwlock_rdlock(&srv->sched_lock);
+    if (srv->sched) sprout_scheduler_stats_get(srv->sched, &st);
+    pthread_rwlock_unlock(&srv->sched_lock);
+    sp_buf b = {0};
+    metric(&b, "sprout_http_requests_total", "counter", "HTTP requests received.", (double)atomic_load(&srv->http_requests));
+    metric(&b, "sprout_http_errors_total", "counter", "HTTP responses with a 4xx or 5xx status.", (double)atomic_load(&srv->http_errors));
+    metric(&b, "sprout_requests_total", "counter", "Generation requests finished.", (double)st.requests_done);
+    metric(&b, "sprout_requests_rejected_total", "counter", "Generation requests turned away with a full queue.",
+           (double)st.requests_rejected);
+    metric(&b, "sprout_prompt_tokens_total", "counter", "Prompt tokens received.", (double)st.prompt_tokens);
+    metric(&b, "sprout_prompt_tokens_cached_total", "counter", "Prompt tokens reused from the KV cache.",
+           (double)st.cached_prompt_tokens);
+    metric(&b, "sprout_generated_tokens_total", "counter", "Tokens generated.", (double)st.generated_tokens);
+    metric(&b, "sprout_forward_passes_total", "counter", "Batched forward passes run.", (double)st.steps);
+    metric(&b, "sprout_tokens_per_second", "gauge", "Generated tokens per second of engine time, since the start.",
+           st.busy_ms > 0 ? (double)st.generated_tokens / (st.busy_ms / 1e3) : 0);
+    metric(&b, "sprout_slots", "gauge", "Generation slots.", st.n_slots);
+    metric(&b, "sprout_busy_slots", "gauge", "Slots generating now.", st.busy_slots);
+    metric(&b, "sprout_queue_length", "gauge", "Requests waiting for a slot.", st.queued);
+    if (!b.data) return MHD_NO;
+    enum MHD_Result res = sp_reply_text(srv, c, 200, "text/plain; version=0.0.4", b.data);
+    free(b.data);
+    return res;
+}
+
+static json_t *parse_object(sp_server *srv, struct MHD_Connection *c, const char *body, size_t len, enum MHD_Result *res) {
+    json_error_t err;
+    json_t *v = json_loadb(body, len, 0, &err);
+    if (json_is_object(v)) return v;
+    *res = sp_reply_error(srv, c, SP_STYLE_OPENAI, 400, NULL, "invalid JSON: %s", v ? "expected an object" : err.text);
+    json_decref(v);
+    return NULL;
+}
+
+enum MHD_Result sp_handle_tokenize(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
+    (void)url;
+    enum MHD_Result res = MHD_NO;
+    json_t *req = parse_object(srv, c, body, len, &res);
+    if (!req) return res;
+    const json_t *content = json_object_get(req, "content"), *add = json_object_get(req, "add_special"),
+                 *parse = json_object_get(req, "parse_special"), *pieces = json_object_get(req, "with_pieces");
+    const char *bad = !json_is_string(content)            ? "content: expected a string"
+                      : add && !json_is_boolean(add)       ? "add_special: expected a boolean"
+                      : parse && !json_is_boolean(parse)   ? "parse_special: expected a boolean"
+                      : pieces && !json_is_boolean(pieces) ? "with_pieces: expected a boolean"
+                                                           : NULL;
+    if (bad) {
+        res = sp_reply_error(srv, c, SP_STYLE_OPENAI, 400, NULL, "%s", bad);
+        json_decref(req);
+        return res;
+    }
+    const sprout_tokenizer *tok = sprout_model_tokenizer(srv->model);
+    const unsigned flags = (json_is_true(add) ? SPROUT_TOKENIZE_ADD_SPECIAL : 0) | (!parse || json_is_true(parse) ? SPROUT_TOKENIZE_PARSE_SPECIAL : 0);
+    const char *text = json_string_value(content);
+    const size_t text_len = json_string_length(content);
+    size_t cap = text_len + 16, n = 0;
+    sprout_token *ids = malloc(cap * sizeof *ids);
+    sprout_status st = ids ? sprout_tokenize(tok, text, text_len, flags, ids, cap, &n) : SPROUT_ERR_OUT_OF_MEMORY;
+    if (st == SPROUT_ERR_OUT_OF_RANGE) {
+        sprout_token *more = realloc(ids, (n ? n : 1) * sizeof *ids);
+        st = more ? sprout_tokenize(tok, text, text_len, flags, ids = more, n, &n) : SPROUT_ERR_OUT_OF_MEMORY;
+    }
+    if (st != SPROUT_OK) {
+        res = sp_reply_error(srv, c, SP_STYLE_OPENAI, 500, NULL, "%s", sprout_last_error());
+    } else {
+        json_t *list = json_array();
+        for (size_t i = 0; i < n; i++) {
+            if (!json_is_true(pieces)) {
+                json_array_append_new(list, json_integer(ids[i]));
+                continue;
+            }
+            const char *piece = "";
+            size_t plen = 0;
+            sprout_token_to_piece(tok, ids[i], true, &piece, &plen);
+            json_array_append_new(list, json_pack("{s:i, s:o}", "id", ids[i], "piece", json_string_lossy(piece, plen)));
+        }
+        res = sp_reply_json(srv, c, 200, json_pack("{s:o}", "tokens", list));
+    }
+    free(ids);
+    json_decref(req);
+    return res;
+}
+
+enum MHD_Result sp_handle_detokenize(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
+    (void)url;
+    enum MHD_Result res = MHD_NO;
+    json_t *req = parse_object(srv, c, body, len, &res);
+    if (!req) return res;
+    const json_t *tokens = json_object_get(req, "tokens");
+    const int32_t n_vocab = sprout_model_n_vocab(srv->model);
+    if (!json_is_array(tokens)) {
+        res = sp_reply_error(srv, c, SP_STYLE_OPENAI, 400, "tokens", "tokens: expected an array of token ids");
+        json_decref(req);
+        return res;
+    }
+    const size_t n = json_array_size(tokens);
+    sprout_token *ids = malloc((n ? n : 1) * sizeof *ids);
+    for (size_t i = 0; ids && i < n; i++) {
+        const json_t *id = json_array_get(tokens, i);
+        if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) >= n_vocab) {
+            res = sp_reply_error(srv, c, SP_STYLE_OPENAI, 400, "tokens", "tokens[%zu]: expected a token id in 0..%d", i, n_vocab - 1);
+            free(ids);
+            json_decref(req);
+            return res;
+        }
+        ids[i] = (sprout_token)json_integer_value(id);
+    }
+    const sprout_tokenizer *tok = sprout_model_tokenizer(srv->model);
+    size_t text_len = 0;
+    char *text = NULL;
+    sprout_status st = ids ? sprout_detokenize(tok, ids, n, 0, NULL, 0, &text_len) : SPROUT_ERR_OUT_OF_MEMORY;
+    if (st == SPROUT_OK || st == SPROUT_ERR_OUT_OF_RANGE) {
+        text = malloc(text_len + 1);
+        st = text ? sprout_detokenize(tok, ids, n, 0, text, text_len, &text_len) : SPROUT_ERR_OUT_OF_MEMORY;
+    }
+    if (st != SPROUT_OK) res = sp_reply_error(srv, c, SP_STYLE_OPENAI, 500, NULL, "%s", sprout_last_error());
+    else res = sp_reply_json(srv, c, 200, json_pack("{s:o}", "content", json_string_lossy(text, text_len)));
+    free(text);
+    free(ids);
+    json_decref(req);
+    return res;
+}

@@ -1,0 +1,29 @@
+/* `sprout serve`: HTTP (libmicrohttpd) mapped onto the library's
+ * scheduler, speaking the OpenAI and Ollama APIs. */
+#ifndef SPROUT_SERVER_H
+#define SPROUT_SERVER_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sp_server_options {
+    const char *model_path;
+    const char *host;     /* address to bind; default 127.0.0.1 */
+    int port;             /* default 8080; 0: any free port (printed) */
+    int32_t n_slots;      /* 0: the scheduler's default */
+    int32_t n_ctx;        /* per slot; 0: the model's default */
+    int32_t n_threads;    /* 0: all cores */
+    int32_t n_queue;      /* 0: the scheduler's default */
+    const char *api_key;  /* NULL: no authentication */
+    const char *alias;    /* the model's name in the APIs; NULL: the file's */
+    size_t max_body;      /* bytes; 0: 16 MiB */
+} sp_server_options;
+
+/* Listens, loads the model (GET /health says 503 meanwhile), serves until
+ * one of `signals` (blocked in every thread by the caller) arrives, then
+ * stops accepting, lets in-flight requests end, and returns the process
+ * exit status. */
+int sp_server_run(const sp_server_options *options, const sigset_t *signals);
+
+#endif

@@ -1,0 +1,121 @@
+/* What the server's files share: the server state, the HTTP reply helpers,
+ * and the per-API formats of generation responses. */
+#ifndef SPROUT_SERVER_INTERNAL_H
+#define SPROUT_SERVER_INTERNAL_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "server/api_request.h"
+#include "server/server.h"
+#include "sprout.h"
+
+typedef struct sp_server {
+    sp_server_options opt;
+    struct MHD_Daemon *daemon;
+    atomic_bool ready, stopping;
+    sprout_model *model;
+    sprout_scheduler *sched;
+    pthread_rwlock_t sched_lock; /* readers use sched; shutdown frees it */
+    char model_name[256];
+    int64_t model_mtime;     /* seconds since the epoch */
+    uint64_t model_bytes;
+    atomic_ullong http_requests, http_errors;
+    atomic_int active_jobs;
+    atomic_ullong seed_counter;
+} sp_server;
+
+/* --- replies ------------------------------------------------------------------------------------------- */
+
+/* Which error shape a URL's clients expect. */
+typedef enum sp_api_style { SP_STYLE_OPENAI, SP_STYLE_OLLAMA } sp_api_style;
+sp_api_style sp_style_of(const char *url);
+
+/* Sends v (consumed) as the body with `status`. */
+enum MHD_Result sp_reply_json(sp_server *srv, struct MHD_Connection *c, unsigned status, json_t *v);
+enum MHD_Result sp_reply_text(sp_server *srv, struct MHD_Connection *c, unsigned status, const char *type, const char *text);
+/* An error in the style the URL's API uses; `param` names the field (may be NULL). */
+enum MHD_Result sp_reply_error(sp_server *srv, struct MHD_Connection *c, sp_api_style style, unsigned status, const char *param,
+                               const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* The JSON value of an error, for replies and for stream events. */
+json_t *sp_error_json(sp_api_style style, unsigned status, const char *param, const char *message);
+
+
+/* --- generation ------------------------------------------------------------------------------------------ */
+
+typedef struct sp_buf {
+    char *data;
+    size_t len, cap;
+} sp_buf;
+bool sp_buf_put(sp_buf *b, const char *s, size_t n);
+/* Appends v (consumed) as compact JSON between prefix and suffix. */
+bool sp_buf_json(sp_buf *b, const char *prefix, json_t *v, const char *suffix);
+
+typedef struct sp_job sp_job;
+
+/* How one API words a generation. */
+typedef struct sp_api_format {
+    const char *stream_type; /* Content-Type of a streamed response */
+    /* streamed text */
+    void (*piece)(sp_job *job, const char *text, size_t len, sp_buf *out);
+    /* the end of a stream: st is the generation's status, r its result (NULL on error) */
+    void (*stream_end)(sp_job *job, sprout_status st, const sprout_result *r, sp_buf *out);
+    /* the whole response of a request that does not stream */
+    json_t *(*response)(sp_job *job, const sprout_result *r);
+} sp_api_format;
+
+struct sp_job {
+    sp_server *srv;
+    const sp_api_format *fmt;
+    sp_api_request req;
+    char id[48];
+    int64_t created;       /* seconds since the epoch */
+    sprout_token *prompt;
+    size_t n_prompt;
+    bool role_sent;        /* OpenAI chat streams open with the role */
+    /* below: shared with the engine thread, under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    sp_buf out;
+    size_t out_sent;
+    bool engine_done, final_written;
+    sprout_request *sreq;
+    int fd;                /* the client's socket, to notice a hang-up */
+};
+
+/* A generation request of any of the four kinds. */
+enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, sp_api_kind kind, const char *url, const char *body,
+                                     size_t len);
+
+/* The four formats (openai.c, ollama.c). */
+extern const sp_api_format sp_openai_chat_format, sp_openai_completion_format, sp_ollama_chat_format, sp_ollama_generate_format;
+
+/* Usage figures of a result. */
+typedef struct sp_usage {
+    int64_t prompt, cached, completion;
+} sp_usage;
+sp_usage sp_usage_of(const sprout_result *r);
+/* OpenAI's and Ollama's words for why generation ended. */
+const char *sp_finish_word(const sprout_result *r);
+
+/* Whether a model name in a request means the model served. */
+bool sp_model_name_matches(const sp_server *srv, const char *name);
+
+/* --- endpoints ------------------------------------------------------------------------------------------ */
+
+typedef enum MHD_Result (*sp_handler)(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len);
+enum MHD_Result sp_handle_openai_models(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
+enum MHD_Result sp_handle_ollama_tags(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
+enum MHD_Result sp_handle_ollama_ps(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
+enum MHD_Result sp_handle_ollama_show(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
+enum MHD_Result sp_handle_ollama_version(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
+enum MHD_Result sp_handle_health(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
+enum MHD_Result sp_handle_metrics(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
+enum MHD_Result sp_handle_tokenize(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
+enum MHD_Result sp_handle_detokenize(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
+
+#endif
