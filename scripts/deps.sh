@@ -6,7 +6,12 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config libjansson-dev libpcre2-dev libutf8proc-dev libedit-dev libmicrohttpd-dev)
 if [ "${1:-}" = "--test" ]; then
   # clang brings libFuzzer (libclang-rt) for the fuzz smoke run
-  packages+=(clang libclang-rt-dev time)
+  # wrk for the server's load run; node and npm fetch and run the real
+  # OpenAI and Ollama client libraries (a node that is already there, from
+  # Debian or elsewhere, is used as it is)
+  packages+=(clang libclang-rt-dev time wrk curl)
+  command -v node >/dev/null 2>&1 || packages+=(nodejs)
+  command -v npm >/dev/null 2>&1 || packages+=(npm)
 fi
 
 missing=()

@@ -1,0 +1,55 @@
+/* libFuzzer target over the server's request path: the first byte picks
+ * the API ('0' OpenAI chat, '1' completions, '2' Ollama chat, '3' Ollama
+ * generate), the rest is the body. Parsing and validation must accept or
+ * name the bad field, never crash; what they accept must render with the
+ * real model's chat template and tokenize, as the server then does. */
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/api_request.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+static sprout_model *model;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc, (void)argv;
+    const char *dir = getenv("SPROUT_SHARED_DIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/models/stories260K.gguf", dir && *dir ? dir : SPROUT_SHARED_DIR_DEFAULT);
+    if (sprout_model_load(path, NULL, &model) != SPROUT_OK) {
+        fprintf(stderr, "fuzz_request: %s\n", sprout_last_error());
+        abort();
+    }
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size < 1) return 0;
+    const sp_api_kind kind = (sp_api_kind)((data[0] - '0') & 3);
+    sp_api_request req;
+    char error[256];
+    if (!sp_api_request_parse(kind, (const char *)data + 1, size - 1, &req, error, sizeof error)) {
+        if (!error[0]) abort(); /* a rejection always says why */
+        sp_api_request_free(&req);
+        return 0;
+    }
+    if (req.cfg.n_stop_strings > SP_API_MAX_STOPS || req.cfg.max_new_tokens < 0 || req.logprobs > 20) abort();
+    sprout_token *ids = NULL;
+    size_t n = 0;
+    if (req.messages_json) {
+        json_t *again = json_loads(req.messages_json, 0, NULL); /* what the template sees is valid JSON */
+        if (!json_is_array(again)) abort();
+        json_decref(again);
+        sprout_model_chat_prompt(model, NULL, req.messages_json, true, NULL, NULL, &ids, &n);
+    } else if (req.prompt) {
+        sprout_model_tokenize_prompt(model, req.prompt, strlen(req.prompt), true, &ids, &n);
+    }
+    sprout_free(ids);
+    sp_api_request_free(&req);
+    return 0;
+}
