@@ -220,6 +220,7 @@ static bool parse_openai_sampling(parser *p, sp_api_request *r, const json_t *bo
         r->seed_set = true;
     }
     get_stops(p, r, body, "stop", "");
+    get_bool(p, body, "ignore_eos", "", &c->ignore_eos); /* llama.cpp's extension, for benchmarks */
     get_bool(p, body, "stream", "", &r->stream);
     const json_t *so = field(body, "stream_options");
     if (so && !json_is_object(so)) return fail(p, "stream_options: expected an object, got %s", type_name(so));
