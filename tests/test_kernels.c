@@ -159,11 +159,70 @@ static void check_attention_level(const char *level) {
     printf("  %-8s attention: %d cases, worst rel RMS %.2g\n", level, cases, worst);
 }
 
+/* A token's output must not depend on what else is in the batch, nor on
+ * which rows a thread takes: continuous batching promises each request the
+ * output it gets alone. Bit for bit, at every level, for every type. */
+static void check_batch_invariance(const char *level) {
+    const sp_kernels *k = sp_kernels_for_level(level);
+    if (!k) return;
+    static const sprout_type types[] = {SPROUT_TYPE_F32,  SPROUT_TYPE_F16,  SPROUT_TYPE_BF16, SPROUT_TYPE_Q8_0,
+                                        SPROUT_TYPE_Q4_0, SPROUT_TYPE_Q4_1, SPROUT_TYPE_Q5_0, SPROUT_TYPE_Q5_1,
+                                        SPROUT_TYPE_Q2_K, SPROUT_TYPE_Q3_K, SPROUT_TYPE_Q4_K, SPROUT_TYPE_Q5_K,
+                                        SPROUT_TYPE_Q6_K};
+    static const int64_t lengths[] = {96, 256, 768};
+    static const int64_t batches[] = {2, 5, 9, 17, 33};
+    int cases = 0, differing = 0;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const sprout_type type = types[ti];
+        for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+            const int64_t n_in = lengths[li], n_out = 19;
+            if (n_in % sprout_type_block_size(type)) continue;
+            uint64_t row_bytes = 0;
+            sp_type_row_bytes(type, n_in, &row_bytes);
+            uint8_t *wdata = malloc((size_t)(row_bytes * (uint64_t)n_out));
+            float *row = malloc((size_t)n_in * sizeof(float));
+            for (int64_t o = 0; o < n_out; o++) {
+                for (int64_t i = 0; i < n_in; i++) row[i] = frand();
+                sprout_quantize(type, row, wdata + (size_t)o * row_bytes, n_in);
+            }
+            const sp_weight w = {wdata, type, n_in, n_out, (size_t)row_bytes};
+            float *scratch = malloc((size_t)sp_matmul_scratch_floats(n_in) * sizeof(float));
+            for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++) {
+                const int64_t n = batches[bi];
+                float *x = malloc((size_t)(n_in * n) * sizeof(float));
+                float *y = malloc((size_t)(n_out * n) * sizeof(float)), *alone = malloc((size_t)n_out * sizeof(float));
+                for (int64_t i = 0; i < n_in * n; i++) x[i] = frand();
+                k->matmul(&w, x, n_in, n, y, n_out, 0, n_out, scratch);
+                for (int64_t t = 0; t < n; t++) {
+                    const int64_t split = 1 + (t * 7) % (n_out - 1); /* another thread's share */
+                    k->matmul(&w, x + t * n_in, n_in, 1, alone, n_out, 0, split, scratch);
+                    k->matmul(&w, x + t * n_in, n_in, 1, alone, n_out, split, n_out, scratch);
+                    const bool same = !memcmp(alone, y + t * n_out, (size_t)n_out * sizeof(float));
+                    differing += !same;
+                    CHECK_MSG(same, "%s %s n_in %lld: token %lld of %lld differs from the same token alone", level, sprout_type_name(type),
+                              (long long)n_in, (long long)t, (long long)n);
+                    cases++;
+                }
+                free(x);
+                free(y);
+                free(alone);
+            }
+            free(scratch);
+            free(wdata);
+            free(row);
+        }
+    }
+    printf("  %-8s batch invariance: %d tokens, %d differ from alone\n", level, cases, differing);
+}
+
 int main(void) {
     printf("matmul kernels vs portable (active: %s):\n", sprout_kernels_name());
     /* "generic" is the portable reference itself: nothing to compare */
     check_level("avx2");
     check_level("avx512");
     check_attention_level("avx2");
+    check_batch_invariance("generic");
+    check_batch_invariance("avx2");
+    check_batch_invariance("avx512");
     TEST_MAIN_END();
 }

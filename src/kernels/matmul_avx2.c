@@ -25,6 +25,8 @@
 /* Tokens whose quantized activations are kept at once: each weight row,
  * read once, is dotted with all of them while it sits in L1. */
 #define TOKEN_TILE 32
+/* Tokens whose accumulators a kernel keeps in registers at once. */
+#define TOKEN_GROUP 8
 
 static inline float hsum256(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -119,6 +121,15 @@ static inline __m256i dot_u8_i8(__m256i u, __m256i s) {
 #endif
 }
 
+/* acc + dot_u8_i8(u, s), fused where VNNI can. */
+static inline __m256i dot_u8_i8_acc(__m256i acc, __m256i u, __m256i s) {
+#ifdef SP_MATMUL_VNNI
+    return _mm256_dpbusd_epi32(acc, u, s);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+#endif
+}
+
 /* Sum of x[i] * y[i] over 32 signed bytes, as 8 int32 lanes turned to floats. */
 static inline __m256 dot_i8_32(__m256i x, __m256i y) {
     return _mm256_cvtepi32_ps(dot_u8_i8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x)));
@@ -126,43 +137,8 @@ static inline __m256 dot_i8_32(__m256i x, __m256i y) {
 
 /* Two blocks per step into two accumulators: the int8 chain of one block
  * overlaps the other's. Weight scales convert in hardware (F16C). */
-static float dot_q8_0(const sp_block_q8_0 *w, const act_block *a, int64_t nb) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        const __m256i x0 = _mm256_loadu_si256((const __m256i *)w[b].qs), x1 = _mm256_loadu_si256((const __m256i *)w[b + 1].qs);
-        const __m256i y0 = _mm256_loadu_si256((const __m256i *)a[b].qs), y1 = _mm256_loadu_si256((const __m256i *)a[b + 1].qs);
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(w[b].d) * a[b].d), dot_i8_32(x0, y0), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(w[b + 1].d) * a[b + 1].d), dot_i8_32(x1, y1), acc1);
-    }
-    for (; b < nb; b++) {
-        const __m256i x = _mm256_loadu_si256((const __m256i *)w[b].qs), y = _mm256_loadu_si256((const __m256i *)a[b].qs);
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(w[b].d) * a[b].d), dot_i8_32(x, y), acc0);
-    }
-    return hsum256(_mm256_add_ps(acc0, acc1));
-}
 
-/* Elements 0..15 of a Q4_0 block are its low nibbles, 16..31 the high ones. */
-static inline __m256i unpack_q4_0(const sp_block_q4_0 *blk) {
-    const __m128i packed = _mm_loadu_si128((const __m128i *)blk->qs);
-    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
-    return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0F)), _mm256_set1_epi8(8));
-}
 
-static float dot_q4_0(const sp_block_q4_0 *w, const act_block *a, int64_t nb) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        const __m256i y0 = _mm256_loadu_si256((const __m256i *)a[b].qs), y1 = _mm256_loadu_si256((const __m256i *)a[b + 1].qs);
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(w[b].d) * a[b].d), dot_i8_32(unpack_q4_0(&w[b]), y0), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(w[b + 1].d) * a[b + 1].d), dot_i8_32(unpack_q4_0(&w[b + 1]), y1), acc1);
-    }
-    for (; b < nb; b++) {
-        const __m256i y = _mm256_loadu_si256((const __m256i *)a[b].qs);
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(w[b].d) * a[b].d), dot_i8_32(unpack_q4_0(&w[b]), y), acc0);
-    }
-    return hsum256(_mm256_add_ps(acc0, acc1));
-}
 
 /* Q4_K: per 32-element sub-block x = d*sc*q - dmin*m with q in 0..15, so
  * sum(x*a) = d*sc*ad*sum(q*qa) - dmin*m*ad*sum(qa). Unsigned nibbles go
@@ -193,12 +169,6 @@ static inline __attribute__((always_inline)) void dot_affine_k_super(uint16_t d1
     }
 }
 
-static float dot_q4_K(const sp_block_q4_K *w, const act_block *a, int64_t n_super) {
-    __m256 acc = _mm256_setzero_ps();
-    float mins = 0.f;
-    for (int64_t b = 0; b < n_super; b++, a += 8) dot_affine_k_super(w[b].d, w[b].dmin, w[b].scales, w[b].qs, NULL, a, &acc, &mins);
-    return hsum256(acc) - mins;
-}
 
 static float dot_q5_K(const sp_block_q5_K *w, const act_block *a, int64_t n_super) {
     __m256 acc = _mm256_setzero_ps();
@@ -227,29 +197,6 @@ static inline void unpack_q6_K_half(const uint8_t *ql, const uint8_t *qh, __m256
  * maddubs of the unsigned q, then madd with the two scales of the 32
  * elements (8 int16 lanes each) applies them in integer; the -32 offset
  * comes off with the activation sums. */
-static float dot_q6_K(const sp_block_q6_K *w, const act_block *a, int64_t n_super) {
-    __m256 acc = _mm256_setzero_ps();
-    float offset = 0.f;
-    for (int64_t b = 0; b < n_super; b++, a += 8) {
-        const float d = _cvtsh_ss(w[b].d);
-        const int8_t *sc = w[b].scales;
-        for (int j = 0; j < 8; j++)
-            offset += 32.f * d * a[j].d * (float)(sc[2 * j] * a[j].sum[0] + sc[2 * j + 1] * a[j].sum[1]);
-        const uint8_t *ql = w[b].ql, *qh = w[b].qh;
-        for (int h = 0; h < 2; h++, ql += 64, qh += 32) {
-            __m256i q[4];
-            unpack_q6_K_half(ql, qh, q);
-            for (int k = 0; k < 4; k++) {
-                const int blk = 4 * h + k; /* 32-element chunk of the super-block */
-                const __m256i p16 = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)a[blk].qs));
-                const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(sc[2 * blk + 1]), _mm_set1_epi16(sc[2 * blk]));
-                const __m256i p32 = _mm256_madd_epi16(p16, scales);
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(d * a[blk].d), _mm256_cvtepi32_ps(p32), acc);
-            }
-        }
-    }
-    return hsum256(acc) - offset;
-}
 
 /* Unsigned 4-bit levels of a legacy block (elements 0..15 the low nibbles,
  * 16..31 the high ones), with bit i of qh (if any) as element i's fifth bit. */
@@ -300,12 +247,15 @@ static float dot_q5_1(const uint8_t *row, const act_block *a, int64_t nb) {
 }
 
 /* Q4_K and Q6_K rows against a tile of tokens: the scales are unpacked and
- * the levels widened once per super-block, then used for every token
- * (a[t * nb ...] is token t's blocks; out[t] gets its dot). */
-static void dot_q4_K_tile(const sp_block_q4_K *w, const act_block *acts, int64_t nb, int64_t tn, float *out) {
-    __m256 acc[TOKEN_TILE];
-    float mins[TOKEN_TILE];
-    for (int64_t t = 0; t < tn; t++) {
+ * the levels widened once per super-block, then used for every token of a
+ * group of up to TOKEN_GROUP, whose accumulators stay in registers (a[t * nb ...]
+ * is token t's blocks; out[t] gets its dot). The group size is a constant
+ * in each copy the compiler makes, so its loops unroll. */
+static inline __attribute__((always_inline)) void q4_K_group(const sp_block_q4_K *w, const act_block *acts, int64_t nb,
+                                                             const int G, float *out) {
+    __m256 acc[TOKEN_GROUP];
+    float mins[TOKEN_GROUP];
+    for (int t = 0; t < G; t++) {
         acc[t] = _mm256_setzero_ps();
         mins[t] = 0.f;
     }
@@ -322,7 +272,7 @@ static void dot_q4_K_tile(const sp_block_q4_K *w, const act_block *acts, int64_t
         for (int j = 0; j < 4; j++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j));
             const __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-            for (int64_t t = 0; t < tn; t++) {
+            for (int t = 0; t < G; t++) {
                 const act_block *a = acts + t * nb + 8 * b + 2 * j;
                 const __m256i p_lo = dot_u8_i8(lo, _mm256_loadu_si256((const __m256i *)a[0].qs));
                 const __m256i p_hi = dot_u8_i8(hi, _mm256_loadu_si256((const __m256i *)a[1].qs));
@@ -333,13 +283,38 @@ static void dot_q4_K_tile(const sp_block_q4_K *w, const act_block *acts, int64_t
             }
         }
     }
-    for (int64_t t = 0; t < tn; t++) out[t] = hsum256(acc[t]) - mins[t];
+    for (int t = 0; t < G; t++) out[t] = hsum256(acc[t]) - mins[t];
 }
 
-static void dot_q6_K_tile(const sp_block_q6_K *w, const act_block *acts, int64_t nb, int64_t tn, float *out) {
-    __m256 acc[TOKEN_TILE];
-    float offset[TOKEN_TILE];
-    for (int64_t t = 0; t < tn; t++) {
+/* Runs CALL(t0, G) over tn tokens in groups of up to TOKEN_GROUP, each
+ * with a constant G. */
+#define FOR_TOKEN_GROUPS(CALL, tn)                                             \
+    do {                                                                       \
+        int64_t t0_ = 0;                                                       \
+        for (; t0_ + TOKEN_GROUP <= (tn); t0_ += TOKEN_GROUP) CALL(t0_, TOKEN_GROUP); \
+        switch ((tn) - t0_) {                                                  \
+        case 7: CALL(t0_, 7); break;                                           \
+        case 6: CALL(t0_, 6); break;                                           \
+        case 5: CALL(t0_, 5); break;                                           \
+        case 4: CALL(t0_, 4); break;                                           \
+        case 3: CALL(t0_, 3); break;                                           \
+        case 2: CALL(t0_, 2); break;                                           \
+        case 1: CALL(t0_, 1); break;                                           \
+        default: break;                                                        \
+        }                                                                      \
+    } while (0)
+
+static void dot_q4_K_tile(const sp_block_q4_K *w, const act_block *acts, int64_t nb, int64_t tn, float *out) {
+#define CALL(t0, G) q4_K_group(w, acts + (t0) * nb, nb, G, out + (t0))
+    FOR_TOKEN_GROUPS(CALL, tn);
+#undef CALL
+}
+
+static inline __attribute__((always_inline)) void q6_K_group(const sp_block_q6_K *w, const act_block *acts, int64_t nb,
+                                                             const int G, float *out) {
+    __m256 acc[TOKEN_GROUP];
+    float offset[TOKEN_GROUP];
+    for (int t = 0; t < G; t++) {
         acc[t] = _mm256_setzero_ps();
         offset[t] = 0.f;
     }
@@ -353,7 +328,7 @@ static void dot_q6_K_tile(const sp_block_q6_K *w, const act_block *acts, int64_t
             for (int k = 0; k < 4; k++) {
                 const int blk = 4 * h + k;
                 const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(sc[2 * blk + 1]), _mm_set1_epi16(sc[2 * blk]));
-                for (int64_t t = 0; t < tn; t++) {
+                for (int t = 0; t < G; t++) {
                     const act_block *a = acts + t * nb + 8 * b + blk;
                     const __m256i p16 = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)a->qs));
                     acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * a->d), _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, scales)), acc[t]);
@@ -362,43 +337,247 @@ static void dot_q6_K_tile(const sp_block_q6_K *w, const act_block *acts, int64_t
             }
         }
     }
-    for (int64_t t = 0; t < tn; t++) out[t] = hsum256(acc[t]) - offset[t];
+    for (int t = 0; t < G; t++) out[t] = hsum256(acc[t]) - offset[t];
+}
+
+static void dot_q6_K_tile(const sp_block_q6_K *w, const act_block *acts, int64_t nb, int64_t tn, float *out) {
+#define CALL(t0, G) q6_K_group(w, acts + (t0) * nb, nb, G, out + (t0))
+    FOR_TOKEN_GROUPS(CALL, tn);
+#undef CALL
 }
 
 /* One int8-path row against one token's activation blocks. */
 static float dot_int8_row(sprout_type type, const uint8_t *row, const act_block *a, int64_t nb) {
     switch (type) {
-    case SPROUT_TYPE_Q8_0: return dot_q8_0((const sp_block_q8_0 *)row, a, nb);
-    case SPROUT_TYPE_Q4_0: return dot_q4_0((const sp_block_q4_0 *)row, a, nb);
     case SPROUT_TYPE_Q4_1: return dot_q4_1(row, a, nb);
     case SPROUT_TYPE_Q5_0: return dot_q5_0(row, a, nb);
     case SPROUT_TYPE_Q5_1: return dot_q5_1(row, a, nb);
-    case SPROUT_TYPE_Q4_K: return dot_q4_K((const sp_block_q4_K *)row, a, nb / 8);
-    case SPROUT_TYPE_Q5_K: return dot_q5_K((const sp_block_q5_K *)row, a, nb / 8);
-    default: return dot_q6_K((const sp_block_q6_K *)row, a, nb / 8);
+    default: return dot_q5_K((const sp_block_q5_K *)row, a, nb / 8);
     }
+}
+
+/* --- blocks in lanes (Q4_0, Q8_0) -------------------------------------------------------------
+ * One row against a tile of tokens, eight blocks at a time, each block in
+ * its own int32 lane: the eight blocks' levels are transposed (vector m
+ * holds bytes 4m..4m+3 of every block) and so are the activations (once per
+ * token), so eight dot-product instructions leave each block's exact sum in
+ * its lane with no horizontal adds. The scales (weight times activation)
+ * then multiply as one vector, the lanes accumulate along the row and one
+ * fixed horizontal sum ends it. The weights are unpacked and transposed once
+ * per eight blocks for all tokens. A token's arithmetic is the same whatever
+ * the token count, so its output does not depend on what else is in the
+ * batch, which continuous batching relies on. */
+
+/* Lane j of the result: the sum of p[j]'s eight int32 lanes (exact). */
+static inline __attribute__((always_inline)) __m256i sum_lanes8(const __m256i p[8]) {
+    const __m256i h01 = _mm256_hadd_epi32(p[0], p[1]), h23 = _mm256_hadd_epi32(p[2], p[3]);
+    const __m256i h45 = _mm256_hadd_epi32(p[4], p[5]), h67 = _mm256_hadd_epi32(p[6], p[7]);
+    const __m256i h0123 = _mm256_hadd_epi32(h01, h23), h4567 = _mm256_hadd_epi32(h45, h67);
+    return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20), _mm256_permute2x128_si256(h0123, h4567, 0x31));
+}
+
+/* v[m] = dword m of every w[j], in lane j (an 8x8 transpose of dwords). */
+static inline __attribute__((always_inline)) void transpose8x8_epi32(const __m256i w[8], __m256i v[8]) {
+    __m256i t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_epi32(w[2 * i], w[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_epi32(w[2 * i], w[2 * i + 1]);
+    }
+    for (int h = 0; h < 2; h++) { /* rows 0-3, then 4-7 */
+        u[4 * h + 0] = _mm256_unpacklo_epi64(t[4 * h + 0], t[4 * h + 2]);
+        u[4 * h + 1] = _mm256_unpackhi_epi64(t[4 * h + 0], t[4 * h + 2]);
+        u[4 * h + 2] = _mm256_unpacklo_epi64(t[4 * h + 1], t[4 * h + 3]);
+        u[4 * h + 3] = _mm256_unpackhi_epi64(t[4 * h + 1], t[4 * h + 3]);
+    }
+    for (int m = 0; m < 4; m++) {
+        v[m] = _mm256_permute2x128_si256(u[m], u[4 + m], 0x20);
+        v[m + 4] = _mm256_permute2x128_si256(u[m], u[4 + m], 0x31);
+    }
+}
+
+/* Q8_0 levels go in as unsigned bytes (level + 128) where VNNI multiplies
+ * them without saturating; without VNNI maddubs could saturate, so the
+ * signs move onto the activations instead. */
+#ifdef SP_MATMUL_VNNI
+#define Q8_0_UNSIGNED 1
+#else
+#define Q8_0_UNSIGNED 0
+#endif
+
+/* A tile's activations: the blocks, and for eight blocks at a time their
+ * levels transposed, scales and sums, per token in rows of nb8 blocks (nb
+ * rounded up to 8, the padding zero) so that eight of each load at once. */
+typedef struct act_tile {
+    act_block *blocks; /* token t's at t * nb */
+    __m256i *qs_t;     /* token t's at t * nb8: eight vectors per eight blocks */
+    float *d;          /* token t's at t * nb8 */
+    int32_t *sum;      /* times the weight type's level offset */
+    int64_t nb, nb8;
+} act_tile;
+
+/* Blocks [b, b + nv) of a row (nv <= 8), levels transposed into v[0..8)
+ * (zero past nv; Q8_0 may leave them as they are), and their eight scales. Shuffles are the scarce
+ * resource here: Q4_0's packed halves are transposed before the nibbles
+ * are split, a 4x4 transpose per 128-bit lane instead of an 8x8 one. */
+static inline __attribute__((always_inline)) __m256 load_blocks8(sprout_type type, const uint8_t *row, int64_t b, int nv, bool transpose,
+                                                                 __m256i v[8]) {
+    const size_t block_bytes = type == SPROUT_TYPE_Q4_0 ? sizeof(sp_block_q4_0) : sizeof(sp_block_q8_0);
+    uint16_t d16[8] = {0};
+    for (int j = 0; j < 8; j++)
+        if (j < nv) memcpy(&d16[j], row + (size_t)(b + j) * block_bytes, sizeof d16[j]);
+    if (type == SPROUT_TYPE_Q4_0) {
+        /* a[j] = [packed block j | packed block j + 4] */
+        __m256i a[4];
+        for (int j = 0; j < 4; j++) {
+            const __m128i lo = j < nv ? _mm_loadu_si128((const __m128i *)(row + (size_t)(b + j) * block_bytes + 2)) : _mm_setzero_si128();
+            const __m128i hi =
+                j + 4 < nv ? _mm_loadu_si128((const __m128i *)(row + (size_t)(b + j + 4) * block_bytes + 2)) : _mm_setzero_si128();
+            a[j] = _mm256_set_m128i(hi, lo);
+        }
+        const __m256i t0 = _mm256_unpacklo_epi32(a[0], a[1]), t1 = _mm256_unpackhi_epi32(a[0], a[1]);
+        const __m256i t2 = _mm256_unpacklo_epi32(a[2], a[3]), t3 = _mm256_unpackhi_epi32(a[2], a[3]);
+        const __m256i p[4] = {_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2), _mm256_unpacklo_epi64(t1, t3),
+                              _mm256_unpackhi_epi64(t1, t3)};
+        const __m256i low4 = _mm256_set1_epi8(0x0F);
+        for (int m = 0; m < 4; m++) { /* packed dword m: elements 4m.. in its low nibbles, 16 + 4m.. in its high ones */
+            v[m] = _mm256_and_si256(p[m], low4);
+            v[m + 4] = _mm256_and_si256(_mm256_srli_epi16(p[m], 4), low4);
+        }
+    } else {
+        __m256i w[8];
+        for (int j = 0; j < 8; j++) {
+            w[j] = j < nv ? _mm256_loadu_si256((const __m256i *)(row + (size_t)(b + j) * block_bytes + 2)) : _mm256_setzero_si256();
+            if (Q8_0_UNSIGNED && j < nv) w[j] = _mm256_xor_si256(w[j], _mm256_set1_epi8((char)0x80));
+        }
+        if (transpose) transpose8x8_epi32(w, v);
+        else memcpy(v, w, sizeof w);
+    }
+    /* gathered in registers: eight 2-byte stores and a wide reload would stall */
+    return _mm256_cvtph_ps(_mm_setr_epi16((short)d16[0], (short)d16[1], (short)d16[2], (short)d16[3], (short)d16[4], (short)d16[5],
+                                          (short)d16[6], (short)d16[7]));
+}
+
+/* acc += the eight blocks' dots with token t, each times its two scales.
+ * The block sums come from transposed levels, or (transposed false) from
+ * whole blocks and horizontal adds: fewer shuffles for a single token. The
+ * sums are exact integers either way, so the result is the same. */
+static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_type type, const __m256i v[8], __m256 dw,
+                                                                       const act_tile *at, int64_t t, int64_t b, bool transposed,
+                                                                       __m256 acc) {
+    const __m256i *y = at->qs_t + t * at->nb8 + b;
+    const act_block *a = at->blocks + t * at->nb + b;
+    __m256i sums;
+    if (transposed) {
+        __m256i part[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()}; /* two chains: half the latency */
+        for (int m = 0; m < 8; m++) {
+            const __m256i ym = _mm256_loadu_si256(y + m);
+            if (type == SPROUT_TYPE_Q8_0 && !Q8_0_UNSIGNED)
+                part[m & 1] = _mm256_add_epi32(part[m & 1], dot_u8_i8(_mm256_sign_epi8(v[m], v[m]), _mm256_sign_epi8(ym, v[m])));
+            else
+                part[m & 1] = dot_u8_i8_acc(part[m & 1], v[m], ym);
+        }
+        sums = _mm256_add_epi32(part[0], part[1]);
+    } else {
+        __m256i p[8];
+        for (int j = 0; j < 8; j++) {
+            /* padding blocks have zero levels; their activations may be anything but are finite */
+            const __m256i yj = b + j < at->nb ? _mm256_loadu_si256((const __m256i *)a[j].qs) : _mm256_setzero_si256();
+            p[j] = type == SPROUT_TYPE_Q8_0 && !Q8_0_UNSIGNED ? dot_u8_i8(_mm256_sign_epi8(v[j], v[j]), _mm256_sign_epi8(yj, v[j]))
+                                                               : dot_u8_i8(v[j], yj);
+        }
+        sums = sum_lanes8(p);
+    }
+    if (type == SPROUT_TYPE_Q4_0 || Q8_0_UNSIGNED) /* the levels' offset, times the activations' sums */
+        sums = _mm256_sub_epi32(sums, _mm256_loadu_si256((const __m256i *)(at->sum + t * at->nb8 + b)));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dw, _mm256_loadu_ps(at->d + t * at->nb8 + b)), acc);
+}
+
+/* One row against G tokens from t0 (G constant in each copy, so the
+ * accumulators stay in registers). */
+static inline __attribute__((always_inline)) void blocks8_group(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
+                                                                const int G, float *out) {
+    __m256 acc[TOKEN_GROUP];
+    for (int k = 0; k < G; k++) acc[k] = _mm256_setzero_ps();
+    const int64_t nb = at->nb;
+    /* for one or two tokens Q8_0's 8x8 transpose costs more shuffles than it saves */
+    const bool transpose = type == SPROUT_TYPE_Q4_0 || G > 2;
+    __m256i v[8];
+    for (int64_t b = 0; b < nb; b += 8) {
+        const __m256 dw = load_blocks8(type, row, b, nb - b < 8 ? (int)(nb - b) : 8, transpose, v);
+        for (int k = 0; k < G; k++) acc[k] = accumulate_blocks8(type, v, dw, at, t0 + k, b, transpose, acc[k]);
+    }
+    for (int k = 0; k < G; k++) out[k] = hsum256(acc[k]);
+}
+
+/* Token t's activations in the transposed layout, with its scales and
+ * offset-weighted sums (offset: what the weight type adds to its levels). */
+static void prepare_act_tile(act_tile *at, int64_t t, int offset) {
+    const act_block *blocks = at->blocks + t * at->nb;
+    for (int64_t b = 0; b < at->nb8; b += 8) {
+        __m256i q[8];
+        for (int j = 0; j < 8; j++)
+            q[j] = b + j < at->nb ? _mm256_loadu_si256((const __m256i *)blocks[b + j].qs) : _mm256_setzero_si256();
+        __m256i v[8];
+        transpose8x8_epi32(q, v);
+        for (int m = 0; m < 8; m++) _mm256_storeu_si256(at->qs_t + t * at->nb8 + b + m, v[m]);
+    }
+    for (int64_t b = 0; b < at->nb8; b++) {
+        at->d[t * at->nb8 + b] = b < at->nb ? blocks[b].d : 0.f;
+        at->sum[t * at->nb8 + b] = b < at->nb ? offset * (blocks[b].sum[0] + blocks[b].sum[1]) : 0;
+    }
+}
+
+static void dot_q4_0_tile(const uint8_t *row, const act_tile *at, int64_t tn, float *out) {
+#define CALL(t0, G) blocks8_group(SPROUT_TYPE_Q4_0, row, at, t0, G, out + (t0))
+    FOR_TOKEN_GROUPS(CALL, tn);
+#undef CALL
+}
+
+static void dot_q8_0_tile(const uint8_t *row, const act_tile *at, int64_t tn, float *out) {
+#define CALL(t0, G) blocks8_group(SPROUT_TYPE_Q8_0, row, at, t0, G, out + (t0))
+    FOR_TOKEN_GROUPS(CALL, tn);
+#undef CALL
+}
+
+/* What a type's blocks8 kernel adds to its levels to make them unsigned. */
+static int type_level_offset(sprout_type type) {
+    return type == SPROUT_TYPE_Q4_0 ? 8 : type == SPROUT_TYPE_Q8_0 && Q8_0_UNSIGNED ? 128 : 0;
 }
 
 /* The int8 path: activations of up to TOKEN_TILE tokens quantized into the
  * caller's scratch (sp_matmul_scratch_floats covers a full tile), then each
- * weight row, read once, dotted with all of them. */
+ * weight row, read once, dotted with all of them. Q4_0, Q8_0, Q4_K and
+ * Q6_K take their tile kernels for any token count, one token included. */
 static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
-                        int64_t o0, int64_t o1, act_block *acts) {
-    _Static_assert(sizeof(act_block) <= 10 * 32 * sizeof(float) / TOKEN_TILE, "a tile fits sp_matmul_scratch_floats");
-    const int64_t nb = w->n_in / 32;
-    const bool tiled_k = w->type == SPROUT_TYPE_Q4_K || w->type == SPROUT_TYPE_Q6_K;
+                        int64_t o0, int64_t o1, float *scratch) {
+    _Static_assert(sizeof(act_block) + 32 + 2 * sizeof(float) <= 20 * 32 * sizeof(float) / TOKEN_TILE, "a tile fits the scratch");
+    const int64_t nb = w->n_in / 32, nb8 = (nb + 7) & ~(int64_t)7;
+    act_tile at = {NULL, (__m256i *)scratch, NULL, NULL, nb, nb8};
+    at.blocks = (act_block *)(at.qs_t + TOKEN_TILE * nb8);
+    at.d = (float *)(at.blocks + TOKEN_TILE * nb);
+    at.sum = (int32_t *)(at.d + TOKEN_TILE * nb8);
+    const sprout_type type = w->type;
+    const int offset = type_level_offset(type);
+    const bool tiled = type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q6_K;
     for (int64_t t0 = 0; t0 < n_tokens; t0 += TOKEN_TILE) {
         const int64_t tn = n_tokens - t0 < TOKEN_TILE ? n_tokens - t0 : TOKEN_TILE;
-        for (int64_t t = 0; t < tn; t++) quantize_activations(x + (t0 + t) * x_stride, w->n_in, acts + t * nb);
+        for (int64_t t = 0; t < tn; t++) {
+            quantize_activations(x + (t0 + t) * x_stride, w->n_in, at.blocks + t * nb);
+            if (type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_Q8_0) prepare_act_tile(&at, t, offset);
+        }
         for (int64_t o = o0; o < o1; o++) {
             const uint8_t *row = w->data + (size_t)o * w->row_bytes;
-            if (tn > 1 && tiled_k) {
+            if (tiled) {
                 float dots[TOKEN_TILE];
-                if (w->type == SPROUT_TYPE_Q4_K) dot_q4_K_tile((const sp_block_q4_K *)row, acts, nb, tn, dots);
-                else dot_q6_K_tile((const sp_block_q6_K *)row, acts, nb, tn, dots);
+                switch (type) {
+                case SPROUT_TYPE_Q4_0: dot_q4_0_tile(row, &at, tn, dots); break;
+                case SPROUT_TYPE_Q8_0: dot_q8_0_tile(row, &at, tn, dots); break;
+                case SPROUT_TYPE_Q4_K: dot_q4_K_tile((const sp_block_q4_K *)row, at.blocks, nb, tn, dots); break;
+                default: dot_q6_K_tile((const sp_block_q6_K *)row, at.blocks, nb, tn, dots); break;
+                }
                 for (int64_t t = 0; t < tn; t++) y[(t0 + t) * y_stride + o] = dots[t];
             } else {
-                for (int64_t t = 0; t < tn; t++) y[(t0 + t) * y_stride + o] = dot_int8_row(w->type, row, acts + t * nb, nb);
+                for (int64_t t = 0; t < tn; t++) y[(t0 + t) * y_stride + o] = dot_int8_row(type, row, at.blocks + t * nb, nb);
             }
         }
     }
@@ -411,7 +590,7 @@ void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, int64_
                            w->type == SPROUT_TYPE_Q5_0 || w->type == SPROUT_TYPE_Q5_1;
     const bool int8_path = int8_type && w->n_in % 32 == 0;
     if (int8_path) {
-        matmul_int8(w, x, x_stride, n_tokens, y, y_stride, o0, o1, (act_block *)scratch);
+        matmul_int8(w, x, x_stride, n_tokens, y, y_stride, o0, o1, scratch);
         return;
     }
     if (w->type == SPROUT_TYPE_F16 && n_tokens == 1) {
