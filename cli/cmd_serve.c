@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "gen_options.h"
 #include "server/server.h"
 
 static void usage(FILE *out) {
@@ -30,14 +31,6 @@ static void usage(FILE *out) {
             "  --queue N          requests that may wait for a slot before 503 (default 64)\n");
 }
 
-static bool parse_long(const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return false;
-    *out = v;
-    return true;
-}
 
 int cmd_serve(int argc, char **argv) {
     sp_server_options o = {.host = "127.0.0.1", .port = 8080, .api_key = getenv("SPROUT_API_KEY")};
@@ -53,18 +46,18 @@ int cmd_serve(int argc, char **argv) {
             return 2;
         }
         const char *v = argv[++i];
-        long n = 0;
+        int32_t n = 0;
         bool ok = true;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o.model_path = v;
         else if (!strcmp(a, "--host")) o.host = v;
-        else if (!strcmp(a, "--port")) ok = parse_long(v, 0, 65535, &n) && ((o.port = (int)n), true);
-        else if (!strcmp(a, "--parallel") || !strcmp(a, "-np")) ok = parse_long(v, 1, 256, &n) && ((o.n_slots = (int32_t)n), true);
-        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) ok = parse_long(v, 2, 1 << 24, &n) && ((o.n_ctx = (int32_t)n), true);
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = parse_long(v, 1, 1024, &n) && ((o.n_threads = (int32_t)n), true);
+        else if (!strcmp(a, "--port")) ok = cli_parse_int(v, 0, 65535, &n) && ((o.port = (int)n), true);
+        else if (!strcmp(a, "--parallel") || !strcmp(a, "-np")) ok = cli_parse_int(v, 1, 256, &o.n_slots);
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) ok = cli_parse_int(v, 2, 1 << 24, &o.n_ctx);
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = cli_parse_int(v, 1, 1024, &o.n_threads);
         else if (!strcmp(a, "--api-key")) o.api_key = v;
         else if (!strcmp(a, "--alias")) o.alias = v;
-        else if (!strcmp(a, "--max-body")) ok = parse_long(v, 1, LONG_MAX, &n) && ((o.max_body = (size_t)n), true);
-        else if (!strcmp(a, "--queue")) ok = parse_long(v, 0, 1 << 20, &n) && ((o.n_queue = n ? (int32_t)n : -1), true);
+        else if (!strcmp(a, "--max-body")) ok = cli_parse_int(v, 1, INT32_MAX, &n) && ((o.max_body = (size_t)n), true);
+        else if (!strcmp(a, "--queue")) ok = cli_parse_int(v, 0, 1 << 20, &n) && ((o.n_queue = n ? n : -1), true);
         else {
             fprintf(stderr, "sprout serve: unknown option %s\n", a);
             usage(stderr);

@@ -11,7 +11,7 @@ void gen_options_init(gen_options *o) {
     o->cfg.stop_strings = o->stops;
 }
 
-static bool parse_int(const char *s, long lo, long hi, int32_t *out) {
+bool cli_parse_int(const char *s, long lo, long hi, int32_t *out) {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
@@ -50,16 +50,16 @@ int gen_options_parse(gen_options *o, int argc, char **argv, int *i) {
     }
     (*i)++;
     if (IS("-m") || IS("--model")) o->model = v;
-    else if (IS("-c") || IS("--ctx-size")) ok = parse_int(v, 1, 1 << 24, &o->n_ctx);
-    else if (IS("-t") || IS("--threads")) ok = parse_int(v, 1, 256, &o->n_threads);
-    else if (IS("-n") || IS("--n-predict")) ok = parse_int(v, 0, 1 << 24, &c->max_new_tokens);
-    else if (IS("--min-new-tokens")) ok = parse_int(v, 0, 1 << 24, &c->min_new_tokens);
+    else if (IS("-c") || IS("--ctx-size")) ok = cli_parse_int(v, 1, 1 << 24, &o->n_ctx);
+    else if (IS("-t") || IS("--threads")) ok = cli_parse_int(v, 1, 256, &o->n_threads);
+    else if (IS("-n") || IS("--n-predict")) ok = cli_parse_int(v, 0, 1 << 24, &c->max_new_tokens);
+    else if (IS("--min-new-tokens")) ok = cli_parse_int(v, 0, 1 << 24, &c->min_new_tokens);
     else if (IS("--temp")) ok = parse_float(v, &c->temperature);
-    else if (IS("--top-k")) ok = parse_int(v, 0, 1 << 30, &c->top_k);
+    else if (IS("--top-k")) ok = cli_parse_int(v, 0, 1 << 30, &c->top_k);
     else if (IS("--top-p")) ok = parse_float(v, &c->top_p);
     else if (IS("--min-p")) ok = parse_float(v, &c->min_p);
     else if (IS("--repeat-penalty")) ok = parse_float(v, &c->repetition_penalty);
-    else if (IS("--repeat-last-n")) ok = parse_int(v, -1, 1 << 24, &c->repeat_last_n);
+    else if (IS("--repeat-last-n")) ok = cli_parse_int(v, -1, 1 << 24, &c->repeat_last_n);
     else if (IS("--presence-penalty")) ok = parse_float(v, &c->presence_penalty);
     else if (IS("--frequency-penalty")) ok = parse_float(v, &c->frequency_penalty);
     else if (IS("--seed")) {

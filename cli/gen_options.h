@@ -23,6 +23,9 @@ void gen_options_init(gen_options *o);
 int gen_options_parse(gen_options *o, int argc, char **argv, int *i);
 const char *gen_options_help(void);
 
+/* A whole decimal number in [lo, hi]; false for anything else. */
+bool cli_parse_int(const char *s, long lo, long hi, int32_t *out);
+
 /* Loads the model and creates a pipeline as the options say. */
 sprout_status gen_options_open(const gen_options *o, sprout_model **model, sprout_pipeline **pipeline);
 

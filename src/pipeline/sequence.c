@@ -18,21 +18,6 @@ double sp_now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-static bool text_put(sp_text_buf *b, const char *s, size_t n) {
-    if (n > SIZE_MAX / 4 || b->len > SIZE_MAX / 4) return false;
-    if (b->cap - b->len < n + 1) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap - b->len < n + 1) cap *= 2;
-        char *d = realloc(b->data, cap);
-        if (!d) return false;
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = 0;
-    return true;
-}
 
 /* --- stop strings ----------------------------------------------------------------------------- */
 
@@ -84,7 +69,7 @@ static void emit(sp_seq *s, size_t upto) {
  * safe. Returns false when a stop string ended generation. */
 static bool add_text(sp_seq *s, const char *piece, size_t n, bool final) {
     const size_t before = s->text.len;
-    if (n && !text_put(&s->text, piece, n)) {
+    if (n && !sp_buf_put(&s->text, piece, n)) {
         s->oom = true;
         return false;
     }
@@ -161,7 +146,7 @@ sprout_status sp_seq_begin(sp_seq *s, const sprout_model *model, sp_sampler *sam
         if (sprout_tokenizer_is_eog(tok, id)) s->eog[s->n_eog++] = id;
     sp_sampler_seed(sampler, cfg->seed);
     if (cfg->echo && prompt_text) {
-        s->oom = !text_put(&s->text, prompt_text, prompt_len);
+        s->oom = !sp_buf_put(&s->text, prompt_text, prompt_len);
         emit(s, s->text.len);
     }
     return SPROUT_OK;

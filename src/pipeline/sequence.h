@@ -11,13 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/buf.h"
 #include "sampler/sampler.h"
 #include "sprout.h"
-
-typedef struct sp_text_buf {
-    char *data;
-    size_t len, cap;
-} sp_text_buf;
 
 typedef struct sp_seq {
     const sprout_model *model;
@@ -30,7 +26,7 @@ typedef struct sp_seq {
     sprout_result *result;
     int32_t eog[16];
     size_t n_eog;
-    sp_text_buf text;
+    sp_buf text;
     size_t emitted;   /* bytes of text already given to the streamer */
     size_t final_len; /* text kept after a stop string */
     bool stopped_by_string, oom;

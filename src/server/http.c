@@ -76,20 +76,6 @@ enum MHD_Result sp_reply_error(sp_server *srv, struct MHD_Connection *c, sp_api_
     return sp_reply_json(srv, c, status, sp_error_json(style, status, param, message));
 }
 
-bool sp_buf_put(sp_buf *b, const char *s, size_t n) {
-    if (b->cap - b->len < n + 1) {
-        size_t cap = b->cap ? b->cap : 1024;
-        while (cap - b->len < n + 1) cap *= 2;
-        char *d = realloc(b->data, cap);
-        if (!d) return false;
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = 0;
-    return true;
-}
 
 bool sp_buf_json(sp_buf *b, const char *prefix, json_t *v, const char *suffix) {
     char *text = v ? json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
@@ -97,6 +83,16 @@ bool sp_buf_json(sp_buf *b, const char *prefix, json_t *v, const char *suffix) {
     bool ok = text && sp_buf_put(b, prefix, strlen(prefix)) && sp_buf_put(b, text, strlen(text)) && sp_buf_put(b, suffix, strlen(suffix));
     free(text);
     return ok;
+}
+
+json_t *sp_parse_object(sp_server *srv, struct MHD_Connection *c, sp_api_style style, const char *body, size_t len,
+                        enum MHD_Result *res) {
+    json_error_t err;
+    json_t *v = json_loadb(body, len, 0, &err);
+    if (json_is_object(v)) return v;
+    *res = sp_reply_error(srv, c, style, 400, NULL, "invalid JSON: %s", v ? "expected an object" : err.text);
+    json_decref(v);
+    return NULL;
 }
 
 /* --- routing ------------------------------------------------------------------------------------------- */

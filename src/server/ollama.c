@@ -152,12 +152,9 @@ enum MHD_Result sp_handle_ollama_version(sp_server *srv, struct MHD_Connection *
 
 enum MHD_Result sp_handle_ollama_show(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
     (void)url;
-    json_error_t err;
-    json_t *req = json_loadb(body, len, 0, &err);
-    if (!json_is_object(req)) {
-        json_decref(req);
-        return sp_reply_error(srv, c, SP_STYLE_OLLAMA, 400, NULL, "invalid JSON: %s", req ? "expected an object" : err.text);
-    }
+    enum MHD_Result res = MHD_NO;
+    json_t *req = sp_parse_object(srv, c, SP_STYLE_OLLAMA, body, len, &res);
+    if (!req) return res;
     const json_t *name = json_object_get(req, "model");
     if (!name || json_is_null(name)) name = json_object_get(req, "name");
     if (name && !json_is_string(name)) {
@@ -165,7 +162,7 @@ enum MHD_Result sp_handle_ollama_show(sp_server *srv, struct MHD_Connection *c, 
         return sp_reply_error(srv, c, SP_STYLE_OLLAMA, 400, "model", "model: expected a string");
     }
     if (!sp_model_name_matches(srv, name ? json_string_value(name) : NULL)) {
-        enum MHD_Result res = sp_reply_error(srv, c, SP_STYLE_OLLAMA, 404, "model", "model '%s' not found", json_string_value(name));
+        res = sp_reply_error(srv, c, SP_STYLE_OLLAMA, 404, "model", "model '%s' not found", json_string_value(name));
         json_decref(req);
         return res;
     }

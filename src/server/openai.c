@@ -116,6 +116,17 @@ static void stream_error(sp_job *j, sprout_status st, sp_buf *out) {
     sp_buf_put(out, "data: [DONE]\n\n", 14);
 }
 
+/* The usage chunk (when asked for) and the end marker. */
+static void stream_close(sp_job *j, const char *object, const sprout_result *r, sp_buf *out) {
+    if (j->req.include_usage) {
+        json_t *v = envelope(j, object);
+        json_object_set_new(v, "choices", json_array());
+        json_object_set_new(v, "usage", usage_json(r));
+        sp_buf_json(out, "data: ", v, "\n\n");
+    }
+    sp_buf_put(out, "data: [DONE]\n\n", 14);
+}
+
 static void chat_stream_end(sp_job *j, sprout_status st, const sprout_result *r, sp_buf *out) {
     if (st != SPROUT_OK) {
         stream_error(j, st, out);
@@ -126,13 +137,7 @@ static void chat_stream_end(sp_job *j, sprout_status st, const sprout_result *r,
         j->role_sent = true;
     }
     chat_chunk(j, json_object(), sp_finish_word(r), out);
-    if (j->req.include_usage) {
-        json_t *v = envelope(j, "chat.completion.chunk");
-        json_object_set_new(v, "choices", json_array());
-        json_object_set_new(v, "usage", usage_json(r));
-        sp_buf_json(out, "data: ", v, "\n\n");
-    }
-    sp_buf_put(out, "data: [DONE]\n\n", 14);
+    stream_close(j, "chat.completion.chunk", r, out);
 }
 
 static json_t *chat_response(sp_job *j, const sprout_result *r) {
@@ -168,13 +173,7 @@ static void completion_stream_end(sp_job *j, sprout_status st, const sprout_resu
         return;
     }
     completion_chunk(j, json_string(""), sp_finish_word(r), out);
-    if (j->req.include_usage) {
-        json_t *v = envelope(j, "text_completion");
-        json_object_set_new(v, "choices", json_array());
-        json_object_set_new(v, "usage", usage_json(r));
-        sp_buf_json(out, "data: ", v, "\n\n");
-    }
-    sp_buf_put(out, "data: [DONE]\n\n", 14);
+    stream_close(j, "text_completion", r, out);
 }
 
 static json_t *completion_response(sp_job *j, const sprout_result *r) {

@@ -47,19 +47,11 @@ enum MHD_Result sp_handle_metrics(sp_server *srv, struct MHD_Connection *c, cons
     return res;
 }
 
-static json_t *parse_object(sp_server *srv, struct MHD_Connection *c, const char *body, size_t len, enum MHD_Result *res) {
-    json_error_t err;
-    json_t *v = json_loadb(body, len, 0, &err);
-    if (json_is_object(v)) return v;
-    *res = sp_reply_error(srv, c, SP_STYLE_OPENAI, 400, NULL, "invalid JSON: %s", v ? "expected an object" : err.text);
-    json_decref(v);
-    return NULL;
-}
 
 enum MHD_Result sp_handle_tokenize(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
     (void)url;
     enum MHD_Result res = MHD_NO;
-    json_t *req = parse_object(srv, c, body, len, &res);
+    json_t *req = sp_parse_object(srv, c, SP_STYLE_OPENAI, body, len, &res);
     if (!req) return res;
     const json_t *content = json_object_get(req, "content"), *add = json_object_get(req, "add_special"),
                  *parse = json_object_get(req, "parse_special"), *pieces = json_object_get(req, "with_pieces");
@@ -108,7 +100,7 @@ enum MHD_Result sp_handle_tokenize(sp_server *srv, struct MHD_Connection *c, con
 enum MHD_Result sp_handle_detokenize(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
     (void)url;
     enum MHD_Result res = MHD_NO;
-    json_t *req = parse_object(srv, c, body, len, &res);
+    json_t *req = sp_parse_object(srv, c, SP_STYLE_OPENAI, body, len, &res);
     if (!req) return res;
     const json_t *tokens = json_object_get(req, "tokens");
     const int32_t n_vocab = sprout_model_n_vocab(srv->model);

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "core/buf.h"
 #include "server/api_request.h"
 #include "server/server.h"
 #include "sprout.h"
@@ -41,17 +42,16 @@ enum MHD_Result sp_reply_text(sp_server *srv, struct MHD_Connection *c, unsigned
 enum MHD_Result sp_reply_error(sp_server *srv, struct MHD_Connection *c, sp_api_style style, unsigned status, const char *param,
                                const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
+/* A request body that must be a JSON object; NULL after replying 400. */
+json_t *sp_parse_object(sp_server *srv, struct MHD_Connection *c, sp_api_style style, const char *body, size_t len,
+                        enum MHD_Result *res);
+
 /* The JSON value of an error, for replies and for stream events. */
 json_t *sp_error_json(sp_api_style style, unsigned status, const char *param, const char *message);
 
 
 /* --- generation ------------------------------------------------------------------------------------------ */
 
-typedef struct sp_buf {
-    char *data;
-    size_t len, cap;
-} sp_buf;
-bool sp_buf_put(sp_buf *b, const char *s, size_t n);
 /* Appends v (consumed) as compact JSON between prefix and suffix. */
 bool sp_buf_json(sp_buf *b, const char *prefix, json_t *v, const char *suffix);
 
