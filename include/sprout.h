@@ -767,6 +767,12 @@ typedef struct sprout_request_params {
     sprout_streamer streamer;                /* may be NULL */
     void (*on_done)(sprout_request *req, void *user); /* once, when the result is ready; may be NULL */
     void *user;
+    /* each token that joins the output, as it is chosen (before its text
+     * is streamed), with its log-probability and the config's `logprobs`
+     * best alternatives (logprob 0 and n_top 0 unless config->logprobs > 0);
+     * may be NULL */
+    void (*on_token)(sprout_request *req, sprout_token id, float logprob, const sprout_token *top_ids, const float *top_logprobs,
+                     size_t n_top, void *user);
 } sprout_request_params;
 
 /* Queues a request. SPROUT_ERR_BUSY: the queue is full. SPROUT_ERR_OUT_OF_RANGE:

@@ -25,6 +25,8 @@ struct sprout_request {
     int32_t *stop_ids;
     sprout_streamer streamer;
     void (*on_done)(sprout_request *req, void *user);
+    void (*on_token)(sprout_request *req, sprout_token id, float logprob, const sprout_token *top_ids, const float *top_logprobs,
+                     size_t n_top, void *user);
     void *user;
     double t_submit;
     atomic_bool cancel;
@@ -120,6 +122,7 @@ static sprout_request *request_new(const sprout_request_params *rp) {
     req->cfg.n_stop_token_ids = n_ids;
     req->streamer = rp->streamer;
     req->on_done = rp->on_done;
+    req->on_token = rp->on_token;
     req->user = rp->user;
     req->refs = 2;
     atomic_init(&req->cancel, false);
@@ -235,6 +238,11 @@ static void end_slot(sprout_scheduler *s, slot *sl, sprout_status st) {
     request_finish(s, req, st, st == SPROUT_OK ? r : NULL);
 }
 
+static void token_to_caller(void *ctx, int32_t id, float logprob, const int32_t *top_ids, const float *top_logprobs, int32_t n_top) {
+    sprout_request *req = ctx;
+    req->on_token(req, id, logprob, top_ids, top_logprobs, (size_t)n_top, req->user);
+}
+
 /* Moves queued requests into free slots. Called without mu. */
 static void admit(sprout_scheduler *s) {
     for (;;) {
@@ -261,6 +269,10 @@ static void admit(sprout_scheduler *s) {
             pthread_mutex_unlock(&s->mu);
             request_finish(s, req, st, NULL);
             continue;
+        }
+        if (req->on_token) {
+            sl->seq.on_token = token_to_caller;
+            sl->seq.token_ctx = req;
         }
         sp_kv_truncate(&s->ctx.kv, (int32_t)(sl - s->slots), reuse);
         sl->n_cached = reuse;

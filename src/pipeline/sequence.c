@@ -196,6 +196,9 @@ bool sp_seq_next(sp_seq *s, const float *logits, const int32_t *history, size_t 
         s->finish = SPROUT_FINISH_STOP_TOKEN;
         return false;
     }
+    if (s->on_token)
+        s->on_token(s->token_ctx, next, r->logprob ? r->logprob[i] : 0.f, r->top_ids ? r->top_ids + (size_t)i * (size_t)r->top_k : NULL,
+                    r->top_logprobs ? r->top_logprobs + (size_t)i * (size_t)r->top_k : NULL, r->top_k > 0 ? r->top_k : 0);
     r->tokens[r->n_tokens++] = next;
     if (s->detok) {
         const char *piece;

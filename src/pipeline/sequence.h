@@ -20,6 +20,9 @@ typedef struct sp_seq {
     const sprout_generation_config *cfg; /* must outlive the sequence */
     sprout_streamer streamer;
     void *user;
+    /* each chosen token, before its text (set after sp_seq_begin; may be NULL) */
+    void (*on_token)(void *ctx, int32_t id, float logprob, const int32_t *top_ids, const float *top_logprobs, int32_t n_top);
+    void *token_ctx;
     sp_sampler *sampler;
     sp_sampling sampling;
     sprout_detokenizer *detok;

@@ -30,6 +30,7 @@ static void job_free(sp_job *j) {
     sp_api_request_free(&j->req);
     sprout_free(j->prompt);
     free(j->out.data);
+    free(j->pending);
     pthread_cond_destroy(&j->cond);
     pthread_mutex_destroy(&j->mu);
     atomic_fetch_sub(&j->srv->active_jobs, 1);
@@ -69,6 +70,35 @@ static sprout_stream_status on_piece(const char *piece, size_t len, void *user) 
     pthread_cond_signal(&j->cond);
     pthread_mutex_unlock(&j->mu);
     return SPROUT_STREAM_RUNNING;
+}
+
+/* Engine thread: a token joins the output; its log-probabilities wait for
+ * the chunk that carries its text. */
+static void on_token(sprout_request *req, sprout_token id, float logprob, const sprout_token *top_ids, const float *top_logprobs,
+                     size_t n_top, void *user) {
+    (void)req;
+    sp_job *j = user;
+    pthread_mutex_lock(&j->mu);
+    if (j->n_pending == j->cap_pending) {
+        size_t cap = j->cap_pending ? 2 * j->cap_pending : 16;
+        sp_token_lp *more = realloc(j->pending, cap * sizeof *more);
+        if (more) {
+            j->pending = more;
+            j->cap_pending = cap;
+        }
+    }
+    if (j->n_pending < j->cap_pending) {
+        sp_token_lp *e = &j->pending[j->n_pending++];
+        e->id = id;
+        e->logprob = logprob;
+        e->n_top = (int)(n_top < (size_t)j->req.logprobs ? n_top : (size_t)j->req.logprobs);
+        if (e->n_top > SP_MAX_TOP_LOGPROBS) e->n_top = SP_MAX_TOP_LOGPROBS;
+        for (int t = 0; t < e->n_top; t++) {
+            e->top_ids[t] = top_ids[t];
+            e->top_logprobs[t] = top_logprobs[t];
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
 }
 
 /* Engine thread: the end. */
@@ -223,6 +253,7 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
     static atomic_ullong serial;
     snprintf(j->id, sizeof j->id, "%s-%llx%llx", kind == SP_API_OPENAI_CHAT ? "chatcmpl" : "cmpl", (unsigned long long)j->created,
              (unsigned long long)atomic_fetch_add(&serial, 1));
+    if (r->echo && r->prompt) j->text_offset = strlen(r->prompt);
     if (r->stream && r->echo && r->prompt) j->fmt->piece(j, r->prompt, strlen(r->prompt), &j->out);
 
     sprout_request_params rp = {.struct_size = sizeof rp,
@@ -231,7 +262,8 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
                                 .config = &r->cfg,
                                 .streamer = r->stream ? on_piece : NULL,
                                 .on_done = on_done,
-                                .user = j};
+                                .user = j,
+                                .on_token = r->stream && r->logprobs >= 0 ? on_token : NULL};
     pthread_rwlock_rdlock(&srv->sched_lock);
     st = srv->sched && !atomic_load(&srv->stopping) ? sprout_scheduler_submit(srv->sched, &rp, &j->sreq) : SPROUT_ERR_BUSY;
     pthread_rwlock_unlock(&srv->sched_lock);

@@ -1,6 +1,7 @@
 /* The OpenAI API's words: chat completions and completions (whole and as
  * server-sent events), log-probabilities, usage, and the model list. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json/json_util.h"
@@ -29,26 +30,39 @@ static void token_fields(const sp_job *j, sprout_token id, json_t *into) {
     json_object_set_new(into, "bytes", bytes);
 }
 
-/* Chat: {"content": [{token, logprob, bytes, top_logprobs: [...]}, ...]} */
-static json_t *chat_logprobs(const sp_job *j, const sprout_result *r) {
-    if (j->req.logprobs < 0) return json_null();
-    size_t n;
-    const sprout_token *toks = sprout_result_tokens(r, &n);
-    json_t *content = json_array();
-    for (size_t i = 0; i < n; i++) {
-        float lp = 0;
+/* Every token of a result with its log-probabilities (NULL if none were asked for). */
+static sp_token_lp *result_logprobs(const sp_job *j, const sprout_result *r, size_t *n) {
+    const sprout_token *toks = sprout_result_tokens(r, n);
+    if (j->req.logprobs < 0) return NULL;
+    sp_token_lp *list = calloc(*n ? *n : 1, sizeof *list);
+    for (size_t i = 0; list && i < *n; i++) {
         const sprout_token *top_ids = NULL;
         const float *top_lp = NULL;
         size_t k = 0;
-        sprout_result_logprob(r, i, &lp, &top_ids, &top_lp, &k);
+        list[i].id = toks[i];
+        sprout_result_logprob(r, i, &list[i].logprob, &top_ids, &top_lp, &k);
+        list[i].n_top = (int)(k < (size_t)j->req.logprobs ? k : (size_t)j->req.logprobs);
+        for (int t = 0; t < list[i].n_top; t++) {
+            list[i].top_ids[t] = top_ids[t];
+            list[i].top_logprobs[t] = top_lp[t];
+        }
+    }
+    return list;
+}
+
+/* Chat: {"content": [{token, logprob, bytes, top_logprobs: [...]}, ...]} */
+static json_t *chat_logprobs(const sp_job *j, const sp_token_lp *list, size_t n) {
+    if (j->req.logprobs < 0 || !list) return json_null();
+    json_t *content = json_array();
+    for (size_t i = 0; i < n; i++) {
         json_t *entry = json_object();
-        token_fields(j, toks[i], entry);
-        json_object_set_new(entry, "logprob", json_float32(lp));
+        token_fields(j, list[i].id, entry);
+        json_object_set_new(entry, "logprob", json_float32(list[i].logprob));
         json_t *tops = json_array();
-        for (size_t t = 0; t < k && t < (size_t)j->req.logprobs; t++) {
+        for (int t = 0; t < list[i].n_top; t++) {
             json_t *alt = json_object();
-            token_fields(j, top_ids[t], alt);
-            json_object_set_new(alt, "logprob", json_float32(top_lp[t]));
+            token_fields(j, list[i].top_ids[t], alt);
+            json_object_set_new(alt, "logprob", json_float32(list[i].top_logprobs[t]));
             json_array_append_new(tops, alt);
         }
         json_object_set_new(entry, "top_logprobs", tops);
@@ -57,32 +71,25 @@ static json_t *chat_logprobs(const sp_job *j, const sprout_result *r) {
     return json_pack("{s:o}", "content", content);
 }
 
-/* Completions: {tokens, token_logprobs, top_logprobs: [{text: lp}], text_offset} */
-static json_t *completion_logprobs(const sp_job *j, const sprout_result *r) {
-    if (j->req.logprobs < 0) return json_null();
-    size_t n;
-    const sprout_token *toks = sprout_result_tokens(r, &n);
+/* Completions: {tokens, token_logprobs, top_logprobs: [{text: lp}], text_offset};
+ * *offset is where the first token's text starts, and is moved past the last. */
+static json_t *completion_logprobs(const sp_job *j, const sp_token_lp *list, size_t n, size_t *offset) {
+    if (j->req.logprobs < 0 || !list) return json_null();
     json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(), *offsets = json_array();
-    size_t offset = j->req.echo && j->req.prompt ? strlen(j->req.prompt) : 0;
     const sprout_tokenizer *tok = sprout_model_tokenizer(j->srv->model);
     for (size_t i = 0; i < n; i++) {
-        float lp = 0;
-        const sprout_token *top_ids = NULL;
-        const float *top_lp = NULL;
-        size_t k = 0;
-        sprout_result_logprob(r, i, &lp, &top_ids, &top_lp, &k);
         const char *piece = "";
         size_t len = 0;
-        sprout_token_to_piece(tok, toks[i], false, &piece, &len);
+        sprout_token_to_piece(tok, list[i].id, false, &piece, &len);
         json_array_append_new(tokens, json_string_lossy(piece, len));
-        json_array_append_new(lps, json_float32(lp));
-        json_array_append_new(offsets, json_integer((json_int_t)offset));
-        offset += len;
+        json_array_append_new(lps, json_float32(list[i].logprob));
+        json_array_append_new(offsets, json_integer((json_int_t)*offset));
+        *offset += len;
         json_t *alts = json_object();
-        for (size_t t = 0; t < k && t < (size_t)j->req.logprobs; t++) {
-            sprout_token_to_piece(tok, top_ids[t], false, &piece, &len);
+        for (int t = 0; t < list[i].n_top; t++) {
+            sprout_token_to_piece(tok, list[i].top_ids[t], false, &piece, &len);
             json_t *key = json_string_lossy(piece, len);
-            if (key) json_object_set_new(alts, json_string_value(key), json_float32(top_lp[t]));
+            if (key) json_object_set_new(alts, json_string_value(key), json_float32(list[i].top_logprobs[t]));
             json_decref(key);
         }
         json_array_append_new(tops, alts);
@@ -90,11 +97,18 @@ static json_t *completion_logprobs(const sp_job *j, const sprout_result *r) {
     return json_pack("{s:o, s:o, s:o, s:o}", "tokens", tokens, "token_logprobs", lps, "top_logprobs", tops, "text_offset", offsets);
 }
 
+/* The log-probabilities of the tokens streamed since the last chunk (mu held). */
+static json_t *take_pending(sp_job *j, bool chat) {
+    json_t *v = chat ? chat_logprobs(j, j->pending, j->n_pending) : completion_logprobs(j, j->pending, j->n_pending, &j->text_offset);
+    j->n_pending = 0;
+    return v;
+}
+
 /* --- chat -------------------------------------------------------------------------------------------------------- */
 
 static void chat_chunk(sp_job *j, json_t *delta, const char *finish, sp_buf *out) {
     json_t *v = envelope(j, "chat.completion.chunk");
-    json_t *choice = json_pack("{s:i, s:o, s:n}", "index", 0, "delta", delta, "logprobs");
+    json_t *choice = json_pack("{s:i, s:o, s:o}", "index", 0, "delta", delta, "logprobs", j->n_pending ? take_pending(j, true) : json_null());
     json_object_set_new(choice, "finish_reason", finish ? json_string(finish) : json_null());
     json_object_set_new(v, "choices", json_pack("[o]", choice));
     sp_buf_json(out, "data: ", v, "\n\n");
@@ -143,10 +157,13 @@ static void chat_stream_end(sp_job *j, sprout_status st, const sprout_result *r,
 static json_t *chat_response(sp_job *j, const sprout_result *r) {
     size_t len;
     const char *text = sprout_result_text(r, &len);
+    size_t n = 0;
+    sp_token_lp *lps = result_logprobs(j, r, &n);
     json_t *v = envelope(j, "chat.completion");
     json_object_set_new(v, "choices",
                         json_pack("[{s:i, s:{s:s, s:o}, s:o, s:s}]", "index", 0, "message", "role", "assistant", "content",
-                                  json_string_lossy(text, len), "logprobs", chat_logprobs(j, r), "finish_reason", sp_finish_word(r)));
+                                  json_string_lossy(text, len), "logprobs", chat_logprobs(j, lps, n), "finish_reason", sp_finish_word(r)));
+    free(lps);
     json_object_set_new(v, "usage", usage_json(r));
     return v;
 }
@@ -157,7 +174,7 @@ const sp_api_format sp_openai_chat_format = {"text/event-stream", chat_piece, ch
 
 static void completion_chunk(sp_job *j, json_t *text, const char *finish, sp_buf *out) {
     json_t *v = envelope(j, "text_completion");
-    json_t *choice = json_pack("{s:o, s:i, s:n}", "text", text, "index", 0, "logprobs");
+    json_t *choice = json_pack("{s:o, s:i, s:o}", "text", text, "index", 0, "logprobs", j->n_pending ? take_pending(j, false) : json_null());
     json_object_set_new(choice, "finish_reason", finish ? json_string(finish) : json_null());
     json_object_set_new(v, "choices", json_pack("[o]", choice));
     sp_buf_json(out, "data: ", v, "\n\n");
@@ -183,9 +200,12 @@ static json_t *completion_response(sp_job *j, const sprout_result *r) {
     if (j->req.echo && j->req.prompt) sp_buf_put(&all, j->req.prompt, strlen(j->req.prompt));
     sp_buf_put(&all, text, len);
     json_t *v = envelope(j, "text_completion");
+    size_t n = 0, offset = j->req.echo && j->req.prompt ? strlen(j->req.prompt) : 0;
+    sp_token_lp *lps = result_logprobs(j, r, &n);
     json_object_set_new(v, "choices", json_pack("[{s:o, s:i, s:o, s:s}]", "text", json_string_lossy(all.data ? all.data : "", all.len),
-                                                "index", 0, "logprobs", completion_logprobs(j, r), "finish_reason",
+                                                "index", 0, "logprobs", completion_logprobs(j, lps, n, &offset), "finish_reason",
                                                 sp_finish_word(r)));
+    free(lps);
     free(all.data);
     json_object_set_new(v, "usage", usage_json(r));
     return v;

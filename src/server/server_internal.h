@@ -57,6 +57,16 @@ bool sp_buf_json(sp_buf *b, const char *prefix, json_t *v, const char *suffix);
 
 typedef struct sp_job sp_job;
 
+/* A generated token with its log-probability and best alternatives. */
+enum { SP_MAX_TOP_LOGPROBS = 20 };
+typedef struct sp_token_lp {
+    sprout_token id;
+    float logprob;
+    int n_top;
+    sprout_token top_ids[SP_MAX_TOP_LOGPROBS];
+    float top_logprobs[SP_MAX_TOP_LOGPROBS];
+} sp_token_lp;
+
 /* How one API words a generation. */
 typedef struct sp_api_format {
     const char *stream_type; /* Content-Type of a streamed response */
@@ -82,6 +92,9 @@ struct sp_job {
     pthread_cond_t cond;
     sp_buf out;
     size_t out_sent;
+    sp_token_lp *pending;  /* streamed tokens whose log-probabilities await a chunk */
+    size_t n_pending, cap_pending;
+    size_t text_offset;    /* completions: where the next token's text starts */
     bool engine_done, final_written;
     sprout_request *sreq;
     int fd;                /* the client's socket, to notice a hang-up */

@@ -24,5 +24,6 @@ mkdir -p "$(dirname "$clients")"
     mv "$tmp" "$clients"
   fi
 ) 9>"$clients.lock" || { echo "SKIP: npm could not install the openai and ollama clients"; exit 77; }
-echo "clients: openai $(node -p "require('$clients/node_modules/openai/package.json').version" 2>/dev/null || grep -m1 '"version"' "$clients/node_modules/openai/package.json"), ollama $(grep -m1 '"version"' "$clients/node_modules/ollama/package.json")"
+version() { sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$clients/node_modules/$1/package.json" | head -1; }
+echo "clients: openai $(version openai), ollama $(version ollama)"
 SPROUT_NODE_CLIENTS=$clients exec node "$test_script"

@@ -70,6 +70,32 @@ check(chat.choices[0].logprobs.content.map((t) => t.token).join('') === content,
   check(role === 'assistant' && text === content && finish === chat.choices[0].finish_reason && n > 2, 'streamed chat equals whole', JSON.stringify(text), JSON.stringify(content));
 }
 
+// log-probabilities arrive with the streamed chunks too
+{
+  const stream = await client.chat.completions.create({ model: 'stories260K', messages, max_tokens: 30, temperature: 0, stream: true,
+                                                        logprobs: true, top_logprobs: 2, stream_options: { include_usage: true } });
+  let text = '', entries = [], usage = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    const choice = chunk.choices[0];
+    if (!choice) continue;
+    text += choice.delta?.content ?? '';
+    if (choice.logprobs?.content) entries.push(...choice.logprobs.content);
+  }
+  check(text === content && usage && entries.length === usage.completion_tokens, 'streamed chat logprobs: one per token', entries.length, usage);
+  check(entries.map((e) => e.token).join('') === text && entries.every((e) => e.top_logprobs.length === 2 && e.logprob <= 0),
+        'streamed chat logprobs spell the text');
+  check(JSON.stringify(entries.map((e) => e.logprob)) === JSON.stringify(chat.choices[0].logprobs.content.map((e) => e.logprob)),
+        'streamed logprobs equal the whole response\'s');
+  const cstream = await client.completions.create({ prompt: 'Once upon a time', max_tokens: 6, temperature: 0, stream: true, logprobs: 1 });
+  let ctext = '', ctokens = [];
+  for await (const chunk of cstream) {
+    ctext += chunk.choices[0]?.text ?? '';
+    if (chunk.choices[0]?.logprobs) ctokens.push(...chunk.choices[0].logprobs.tokens);
+  }
+  check(ctokens.length === 6 && ctokens.join('') === ctext, 'streamed completion logprobs', ctokens, ctext);
+}
+
 // stop strings end the text before them
 {
   const r = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 40, temperature: 0, stop: [' girl', 'xyz'] });
