@@ -2,7 +2,7 @@
 // with 1, 2, 4 and 8 concurrent streams (OpenAI completions, greedy,
 // ignore_eos so every stream generates exactly -n tokens).
 //
-// usage: node bench/serve_batching.mjs SPROUT MODEL.gguf [-n TOKENS] [-t THREADS]
+// usage: node bench/serve_batching.mjs SPROUT MODEL.gguf [-n TOKENS] [-t THREADS] [--stream]
 //   MODEL: e.g. a TinyLlama-1.1B-shaped Q4_0 file from bench/make_model
 // Prints a markdown table: streams, aggregate tokens/s, ratio to one stream,
 // mean time per output token seen by each client.
@@ -11,6 +11,9 @@ import { spawn } from 'node:child_process';
 const [sprout, model, ...rest] = process.argv.slice(2);
 const opt = (name, dflt) => (rest.indexOf(name) >= 0 ? Number(rest[rest.indexOf(name) + 1]) : dflt);
 const nTokens = opt('-n', 64), threads = opt('-t', 0), counts = [1, 2, 4, 8];
+// --stream: server-sent events (the client then parses every chunk, and on a
+// small machine its CPU time is taken from the server's)
+const STREAM = rest.includes('--stream');
 if (!sprout || !model) {
   console.error('usage: node bench/serve_batching.mjs SPROUT MODEL.gguf [-n TOKENS] [-t THREADS]');
   process.exit(2);
@@ -29,10 +32,11 @@ const url = await new Promise((resolve, reject) => {
 
 const prompts = ['Once upon a time', 'The little dog', 'Mom said', 'The sun was', 'Bob and Sue', 'A cat sat', 'One day', 'The bird flew'];
 async function stream(i) {
-  const body = { prompt: prompts[i % prompts.length], max_tokens: nTokens, temperature: 0, ignore_eos: true, stream: true, stream_options: { include_usage: true } };
+  const body = { prompt: prompts[i % prompts.length], max_tokens: nTokens, temperature: 0, ignore_eos: true, stream: STREAM, stream_options: STREAM ? { include_usage: true } : undefined };
   const r = await fetch(`${url}/v1/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
   const text = await r.text();
-  const usage = text.split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6))).find((c) => c.usage)?.usage;
+  const usage = STREAM ? text.split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6))).find((c) => c.usage)?.usage
+                       : JSON.parse(text).usage;
   return usage?.completion_tokens ?? 0;
 }
 

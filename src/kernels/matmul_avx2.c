@@ -25,8 +25,10 @@
 /* Tokens whose quantized activations are kept at once: each weight row,
  * read once, is dotted with all of them while it sits in L1. */
 #define TOKEN_TILE 32
-/* Tokens whose accumulators a kernel keeps in registers at once. */
+/* Tokens whose accumulators a kernel keeps in registers at once; their
+ * loops must unroll, or the accumulators live in memory. */
 #define TOKEN_GROUP 8
+#define UNROLL_GROUP _Pragma("GCC unroll 8")
 
 static inline float hsum256(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -255,6 +257,7 @@ static inline __attribute__((always_inline)) void q4_K_group(const sp_block_q4_K
                                                              const int G, float *out) {
     __m256 acc[TOKEN_GROUP];
     float mins[TOKEN_GROUP];
+    UNROLL_GROUP
     for (int t = 0; t < G; t++) {
         acc[t] = _mm256_setzero_ps();
         mins[t] = 0.f;
@@ -272,6 +275,7 @@ static inline __attribute__((always_inline)) void q4_K_group(const sp_block_q4_K
         for (int j = 0; j < 4; j++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j));
             const __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+            UNROLL_GROUP
             for (int t = 0; t < G; t++) {
                 const act_block *a = acts + t * nb + 8 * b + 2 * j;
                 const __m256i p_lo = dot_u8_i8(lo, _mm256_loadu_si256((const __m256i *)a[0].qs));
@@ -283,6 +287,7 @@ static inline __attribute__((always_inline)) void q4_K_group(const sp_block_q4_K
             }
         }
     }
+    UNROLL_GROUP
     for (int t = 0; t < G; t++) out[t] = hsum256(acc[t]) - mins[t];
 }
 
@@ -314,6 +319,7 @@ static inline __attribute__((always_inline)) void q6_K_group(const sp_block_q6_K
                                                              const int G, float *out) {
     __m256 acc[TOKEN_GROUP];
     float offset[TOKEN_GROUP];
+    UNROLL_GROUP
     for (int t = 0; t < G; t++) {
         acc[t] = _mm256_setzero_ps();
         offset[t] = 0.f;
@@ -328,6 +334,7 @@ static inline __attribute__((always_inline)) void q6_K_group(const sp_block_q6_K
             for (int k = 0; k < 4; k++) {
                 const int blk = 4 * h + k;
                 const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(sc[2 * blk + 1]), _mm_set1_epi16(sc[2 * blk]));
+                UNROLL_GROUP
                 for (int t = 0; t < G; t++) {
                     const act_block *a = acts + t * nb + 8 * b + blk;
                     const __m256i p16 = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)a->qs));
@@ -337,6 +344,7 @@ static inline __attribute__((always_inline)) void q6_K_group(const sp_block_q6_K
             }
         }
     }
+    UNROLL_GROUP
     for (int t = 0; t < G; t++) out[t] = hsum256(acc[t]) - offset[t];
 }
 
@@ -497,6 +505,7 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
 static inline __attribute__((always_inline)) void blocks8_group(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
                                                                 const int G, float *out) {
     __m256 acc[TOKEN_GROUP];
+    UNROLL_GROUP
     for (int k = 0; k < G; k++) acc[k] = _mm256_setzero_ps();
     const int64_t nb = at->nb;
     /* for one or two tokens Q8_0's 8x8 transpose costs more shuffles than it saves */
@@ -504,8 +513,10 @@ static inline __attribute__((always_inline)) void blocks8_group(sprout_type type
     __m256i v[8];
     for (int64_t b = 0; b < nb; b += 8) {
         const __m256 dw = load_blocks8(type, row, b, nb - b < 8 ? (int)(nb - b) : 8, transpose, v);
+        UNROLL_GROUP
         for (int k = 0; k < G; k++) acc[k] = accumulate_blocks8(type, v, dw, at, t0 + k, b, transpose, acc[k]);
     }
+    UNROLL_GROUP
     for (int k = 0; k < G; k++) out[k] = hsum256(acc[k]);
 }
 
