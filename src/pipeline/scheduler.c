@@ -274,6 +274,11 @@ static void admit(sprout_scheduler *s) {
             sl->seq.on_token = token_to_caller;
             sl->seq.token_ctx = req;
         }
+        if (atomic_load(&req->cancel)) { /* given up while it waited: free the slot now */
+            sl->seq.finish = SPROUT_FINISH_CANCELLED;
+            end_slot(s, sl, SPROUT_OK);
+            continue;
+        }
         sp_kv_truncate(&s->ctx.kv, (int32_t)(sl - s->slots), reuse);
         sl->n_cached = reuse;
         sl->n_fed_prompt = reuse;

@@ -85,7 +85,9 @@ static void select_top(sp_candidate *c, int32_t n, int32_t k) {
 }
 
 static void apply_penalties(sp_sampler *s, const sp_sampling *cfg, const int32_t *history, size_t n_history) {
-    const bool any = cfg->repetition_penalty != 1.f || cfg->presence_penalty != 0.f || cfg->frequency_penalty != 0.f;
+    /* a penalty of 0 or less (or NaN) would divide by zero: it means "off" */
+    const float rep = cfg->repetition_penalty > 0.f ? cfg->repetition_penalty : 1.f;
+    const bool any = rep != 1.f || cfg->presence_penalty != 0.f || cfg->frequency_penalty != 0.f;
     if (!any || n_history == 0 || cfg->repeat_last_n == 0) return;
     size_t window = cfg->repeat_last_n < 0 || (size_t)cfg->repeat_last_n > n_history ? n_history : (size_t)cfg->repeat_last_n;
     const int32_t *h = history + (n_history - window);
@@ -95,7 +97,7 @@ static void apply_penalties(sp_sampler *s, const sp_sampling *cfg, const int32_t
         int32_t id = h[i];
         if (id < 0 || id >= s->n_vocab || s->counts[id] == 0) continue; /* each token once */
         float *l = &s->cand[id].logit;
-        if (cfg->repetition_penalty != 1.f) *l = *l > 0 ? *l / cfg->repetition_penalty : *l * cfg->repetition_penalty;
+        if (rep != 1.f) *l = *l > 0 ? *l / rep : *l * rep;
         *l -= cfg->presence_penalty + cfg->frequency_penalty * (float)s->counts[id];
         s->counts[id] = 0;
     }
@@ -109,7 +111,9 @@ int32_t sp_sample(sp_sampler *s, const float *logits, const sp_sampling *cfg, co
         if (banned[i] >= 0 && banned[i] < n) s->cand[banned[i]].logit = -INFINITY;
     apply_penalties(s, cfg, history, n_history);
 
-    if (!(cfg->temperature > 0.f)) { /* greedy: the first of the maximal */
+    /* greedy: the first of the maximal (also for temperatures so small that
+     * dividing by them would overflow to infinity) */
+    if (!(cfg->temperature >= 1e-6f)) {
         int32_t best = 0;
         for (int32_t i = 1; i < n; i++)
             if (s->cand[i].logit > s->cand[best].logit) best = i;

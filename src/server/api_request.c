@@ -102,6 +102,8 @@ static bool get_stops(parser *p, sp_api_request *r, const json_t *obj, const cha
     for (size_t i = 0; i < n; i++) {
         const json_t *s = json_is_array(v) ? json_array_get(v, i) : v;
         if (!json_is_string(s)) return fail(p, "%s%s[%zu]: expected a string, got %s", where, key, i, type_name(s));
+        if (json_string_length(s) > SP_API_MAX_STOP_BYTES)
+            return fail(p, "%s%s[%zu]: longer than %d bytes", where, key, json_is_array(v) ? i : 0, SP_API_MAX_STOP_BYTES);
         if (json_string_length(s) == 0 || r->cfg.n_stop_strings >= SP_API_MAX_STOPS) continue;
         char *copy = strndup(json_string_value(s), json_string_length(s));
         if (!copy) return fail(p, "out of memory");

@@ -17,7 +17,9 @@ typedef enum sp_api_kind {
     SP_API_OLLAMA_GENERATE    /* POST /api/generate */
 } sp_api_kind;
 
-enum { SP_API_MAX_STOPS = 16 };
+/* Stop strings are checked against the text at every token on the engine
+ * thread that all requests share: their number and length are bounded. */
+enum { SP_API_MAX_STOPS = 16, SP_API_MAX_STOP_BYTES = 4096 };
 
 typedef struct sp_api_request {
     sp_api_kind kind;

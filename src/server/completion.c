@@ -233,7 +233,7 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
         return res;
     }
     /* the context: the slot's, or less if the request asks (Ollama's num_ctx) */
-    int32_t n_ctx = sprout_scheduler_n_ctx(srv->sched);
+    int32_t n_ctx = srv->n_ctx;
     if (r->num_ctx > 0 && r->num_ctx < n_ctx) n_ctx = r->num_ctx;
     if (j->n_prompt >= (size_t)n_ctx) {
         res = sp_reply_error(srv, c, style, 400, kind == SP_API_OPENAI_CHAT || kind == SP_API_OLLAMA_CHAT ? "messages" : "prompt",
@@ -293,7 +293,9 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
     pthread_mutex_unlock(&j->mu);
     sprout_result *result = NULL;
     st = sprout_request_wait(j->sreq, &result);
-    if (st != SPROUT_OK) res = sp_reply_error(srv, c, style, 500, NULL, "generation failed: %s", sprout_last_error());
+    if (st == SPROUT_ERR_CANCELLED) /* still queued when the server shut down */
+        res = sp_reply_error(srv, c, style, 503, NULL, "the server is shutting down");
+    else if (st != SPROUT_OK) res = sp_reply_error(srv, c, style, 500, NULL, "generation failed: %s", sprout_last_error());
     else res = sp_reply_json(srv, c, 200, j->fmt->response(j, result));
     sprout_result_free(result);
     job_free(j);

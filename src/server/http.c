@@ -137,6 +137,8 @@ static const route routes[] = {
 };
 
 typedef struct upload {
+    const struct route *route;
+    unsigned reject; /* the status it gets whatever its body (0: none) */
     sp_buf body;
     bool too_large;
 } upload;
@@ -154,8 +156,35 @@ static bool authorized(const sp_server *srv, struct MHD_Connection *c) {
     return diff == 0;
 }
 
+/* The checks that need no body, made as soon as the headers are in: a
+ * request that fails one has its body read and dropped, not kept (nobody
+ * makes the server hold 16 MiB only to hear that the key was wrong), and
+ * gets its answer once the body is in, since clients that are still
+ * sending do not read replies. */
+static void check_early(sp_server *srv, struct MHD_Connection *c, const char *url, const char *method, upload *up) {
+    if (!strcmp(method, "OPTIONS")) return;
+    bool path_known = false;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (!strcmp(url, routes[i].path)) {
+            path_known = true;
+            if (!strcmp(method, routes[i].method) || (!strcmp(method, "HEAD") && !strcmp(routes[i].method, "GET"))) up->route = &routes[i];
+        }
+    if (!up->route && path_known) up->reject = 405;
+    else if (!up->route) up->reject = 404;
+    else if (!up->route->before_ready && !authorized(srv, c)) up->reject = 401;
+    else if (!up->route->before_ready && !atomic_load(&srv->ready)) up->reject = 503;
+}
+
 static enum MHD_Result dispatch(sp_server *srv, struct MHD_Connection *c, const char *url, const char *method, const upload *up) {
     const sp_api_style style = sp_style_of(url);
+    switch (up->reject) {
+    case 405: return sp_reply_error(srv, c, style, 405, NULL, "%s is not allowed on %s", method, url);
+    case 404: return sp_reply_error(srv, c, style, 404, NULL, "no such endpoint: %s %s", method, url);
+    case 401: return sp_reply_error(srv, c, style, 401, NULL, "invalid or missing API key");
+    case 503: return sp_reply_error(srv, c, style, 503, NULL, "the model is still loading");
+    default: break;
+    }
+    if (up->too_large) return sp_reply_error(srv, c, style, 413, NULL, "the request body is larger than %zu bytes", srv->opt.max_body);
     if (!strcmp(method, "OPTIONS")) { /* CORS preflight */
         struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
         if (!r) return MHD_NO;
@@ -166,21 +195,7 @@ static enum MHD_Result dispatch(sp_server *srv, struct MHD_Connection *c, const 
         MHD_destroy_response(r);
         return res;
     }
-    const route *found = NULL;
-    bool path_known = false;
-    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
-        if (!strcmp(url, routes[i].path)) {
-            path_known = true;
-            if (!strcmp(method, routes[i].method) || (!strcmp(method, "HEAD") && !strcmp(routes[i].method, "GET"))) found = &routes[i];
-        }
-    if (!found && path_known) return sp_reply_error(srv, c, style, 405, NULL, "%s is not allowed on %s", method, url);
-    if (!found) return sp_reply_error(srv, c, style, 404, NULL, "no such endpoint: %s %s", method, url);
-    if (up->too_large)
-        return sp_reply_error(srv, c, style, 413, NULL, "the request body is larger than %zu bytes", srv->opt.max_body);
-    if (!found->before_ready && !authorized(srv, c)) return sp_reply_error(srv, c, style, 401, NULL, "invalid or missing API key");
-    if (!found->before_ready && !atomic_load(&srv->ready))
-        return sp_reply_error(srv, c, style, 503, NULL, "the model is still loading");
-    return found->handler(srv, c, url, up->body.data ? up->body.data : "", up->body.len);
+    return up->route->handler(srv, c, url, up->body.data ? up->body.data : "", up->body.len);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method, const char *version,
@@ -194,11 +209,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         atomic_fetch_add(&srv->http_requests, 1);
         const char *length = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (length && strtoull(length, NULL, 10) > srv->opt.max_body) up->too_large = true;
+        check_early(srv, c, url, method, up);
         return MHD_YES;
     }
     if (*upload_size) {
         if (!up->too_large && up->body.len + *upload_size > srv->opt.max_body) up->too_large = true;
-        if (!up->too_large && !sp_buf_put(&up->body, upload_data, *upload_size)) return MHD_NO;
+        const bool keep = !up->too_large && !up->reject;
+        if (keep && !sp_buf_put(&up->body, upload_data, *upload_size)) return MHD_NO;
+        if (!keep && up->body.data) { /* it went over the limit: what was kept is no use */
+            free(up->body.data);
+            up->body = (sp_buf){0};
+        }
         *upload_size = 0;
         return MHD_YES;
     }
@@ -217,15 +238,23 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 /* --- life cycle ----------------------------------------------------------------------------------------- */
 
 static void name_from_path(sp_server *srv) {
-    if (srv->opt.alias && *srv->opt.alias) {
-        snprintf(srv->model_name, sizeof srv->model_name, "%s", srv->opt.alias);
-        return;
-    }
-    const char *base = strrchr(srv->opt.model_path, '/');
-    base = base ? base + 1 : srv->opt.model_path;
+    const bool aliased = srv->opt.alias && *srv->opt.alias;
+    const char *slash = strrchr(srv->opt.model_path, '/');
+    const char *base = aliased ? srv->opt.alias : slash ? slash + 1 : srv->opt.model_path;
     size_t n = strlen(base);
-    if (n > 5 && !strcmp(base + n - 5, ".gguf")) n -= 5;
-    snprintf(srv->model_name, sizeof srv->model_name, "%.*s", (int)n, base);
+    if (!aliased && n > 5 && !strcmp(base + n - 5, ".gguf")) n -= 5;
+    /* every response names the model, and JSON must be UTF-8: whole
+     * characters only, anything else becomes '_' */
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t len = sprout_utf8_char_len(base + i, n - i);
+        if (len == 0) len = 1;
+        if (o + len >= sizeof srv->model_name) break;
+        if (len == 1 && (unsigned char)base[i] >= 0x80) srv->model_name[o++] = '_';
+        else memcpy(srv->model_name + o, base + i, len), o += len;
+        i += len;
+    }
+    srv->model_name[o] = 0;
 }
 
 bool sp_model_name_matches(const sp_server *srv, const char *name) {
@@ -289,6 +318,7 @@ int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
         fprintf(stderr, "sprout serve: %s\n", sprout_last_error());
         rc = 1;
     } else {
+        srv->n_ctx = sprout_scheduler_n_ctx(srv->sched);
         atomic_store(&srv->ready, true);
         fprintf(stderr, "sprout serve: ready: model \"%s\", %d slots of %d tokens, kernels %s\n", srv->model_name,
                 sprout_scheduler_n_slots(srv->sched), sprout_scheduler_n_ctx(srv->sched), sprout_kernels_name());
@@ -300,7 +330,8 @@ int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
 
     /* stop accepting; give running generations a moment, then cut them short */
     atomic_store(&srv->stopping, true);
-    MHD_quiesce_daemon(srv->daemon);
+    const MHD_socket listener = MHD_quiesce_daemon(srv->daemon);
+    if (listener != MHD_INVALID_SOCKET) close(listener); /* new connections are refused, not left waiting */
     for (int waited = 0; atomic_load(&srv->active_jobs) > 0 && waited < 100; waited++) usleep(20 * 1000);
     pthread_rwlock_wrlock(&srv->sched_lock);
     sprout_scheduler_free(srv->sched); /* what still runs ends "cancelled" and its response completes */

@@ -15,8 +15,11 @@ static json_t *usage_json(const sprout_result *r) {
 }
 
 static json_t *envelope(const sp_job *j, const char *object) {
-    return json_pack("{s:s, s:s, s:I, s:s, s:s}", "id", j->id, "object", object, "created", (json_int_t)j->created, "model",
-                     j->srv->model_name, "system_fingerprint", "sprout");
+    json_t *v = json_pack("{s:s, s:s, s:I, s:s, s:s}", "id", j->id, "object", object, "created", (json_int_t)j->created, "model",
+                          j->srv->model_name, "system_fingerprint", "sprout");
+    /* a stream that will end with usage says "usage": null until then, as OpenAI's does */
+    if (v && j->req.stream && j->req.include_usage) json_object_set_new(v, "usage", json_null());
+    return v;
 }
 
 /* A token's text and bytes, as the logprobs objects give them. */
@@ -106,9 +109,12 @@ static json_t *take_pending(sp_job *j, bool chat) {
 
 /* --- chat -------------------------------------------------------------------------------------------------------- */
 
+/* A chunk; it carries the log-probabilities of the tokens streamed since the
+ * last one, unless it is the opening role chunk, which has no text. */
 static void chat_chunk(sp_job *j, json_t *delta, const char *finish, sp_buf *out) {
     json_t *v = envelope(j, "chat.completion.chunk");
-    json_t *choice = json_pack("{s:i, s:o, s:o}", "index", 0, "delta", delta, "logprobs", j->n_pending ? take_pending(j, true) : json_null());
+    const bool with_logprobs = j->n_pending && j->role_sent;
+    json_t *choice = json_pack("{s:i, s:o, s:o}", "index", 0, "delta", delta, "logprobs", with_logprobs ? take_pending(j, true) : json_null());
     json_object_set_new(choice, "finish_reason", finish ? json_string(finish) : json_null());
     json_object_set_new(v, "choices", json_pack("[o]", choice));
     sp_buf_json(out, "data: ", v, "\n\n");
@@ -126,7 +132,8 @@ static void stream_error(sp_job *j, sprout_status st, sp_buf *out) {
     (void)j;
     char message[600];
     snprintf(message, sizeof message, "generation failed: %s", sprout_last_error());
-    sp_buf_json(out, "data: ", sp_error_json(SP_STYLE_OPENAI, st == SPROUT_ERR_BUSY ? 503 : 500, NULL, message), "\n\n");
+    const bool shutdown = st == SPROUT_ERR_BUSY || st == SPROUT_ERR_CANCELLED;
+    sp_buf_json(out, "data: ", sp_error_json(SP_STYLE_OPENAI, shutdown ? 503 : 500, NULL, message), "\n\n");
     sp_buf_put(out, "data: [DONE]\n\n", 14);
 }
 
@@ -150,6 +157,7 @@ static void chat_stream_end(sp_job *j, sprout_status st, const sprout_result *r,
         chat_chunk(j, json_pack("{s:s, s:s}", "role", "assistant", "content", ""), NULL, out);
         j->role_sent = true;
     }
+    if (sprout_result_finish_reason(r) == SPROUT_FINISH_STOP_STRING) j->n_pending = 0; /* tokens of text that was cut */
     chat_chunk(j, json_object(), sp_finish_word(r), out);
     stream_close(j, "chat.completion.chunk", r, out);
 }
@@ -189,6 +197,7 @@ static void completion_stream_end(sp_job *j, sprout_status st, const sprout_resu
         stream_error(j, st, out);
         return;
     }
+    if (sprout_result_finish_reason(r) == SPROUT_FINISH_STOP_STRING) j->n_pending = 0; /* tokens of text that was cut */
     completion_chunk(j, json_string(""), sp_finish_word(r), out);
     stream_close(j, "text_completion", r, out);
 }

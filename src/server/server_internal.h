@@ -21,6 +21,7 @@ typedef struct sp_server {
     sprout_model *model;
     sprout_scheduler *sched;
     pthread_rwlock_t sched_lock; /* readers use sched; shutdown frees it */
+    int32_t n_ctx;               /* each slot's context (fixed once loaded) */
     char model_name[256];
     int64_t model_mtime;     /* seconds since the epoch */
     uint64_t model_bytes;

@@ -109,6 +109,13 @@ check(chat.choices[0].logprobs.content.map((t) => t.token).join('') === content,
   check(a.choices[0].text === b.choices[0].text, 'seeded sampling repeats', a.choices[0].text, b.choices[0].text);
 }
 
+// degenerate sampling values stay well-defined
+{
+  const greedy = await client.completions.create({ prompt: 'The little dog', max_tokens: 12, temperature: 0 });
+  const tiny = await client.completions.create({ prompt: 'The little dog', max_tokens: 12, temperature: 1e-30, repeat_penalty: 0 });
+  check(tiny.choices[0].text === greedy.choices[0].text, 'temperature 1e-30 is greedy, repeat_penalty 0 is off', tiny.choices[0].text);
+}
+
 // errors a client can provoke
 const bad = (what, p, status, word) => checkRejects(p, what, (e) => e.status === status && (!word || e.message.includes(word)));
 await bad('temperature type', client.chat.completions.create({ messages, temperature: 'hot' }), 400, 'temperature');
@@ -171,6 +178,8 @@ await bad('max_tokens negative', client.completions.create({ prompt: 'a', max_to
   const r = await right.completions.create({ prompt: 'Once upon a time', max_tokens: 3, temperature: 0 });
   check(r.choices[0].text === ', there was', 'right key', r.choices[0].text);
   check((await fetch(`${keyed.url}/health`)).status === 200, 'health needs no key');
+  const unkeyedBig = await postJson(`${keyed.url}/v1/completions`, { prompt: 'x'.repeat(17 << 20) });
+  check(unkeyedBig.status === 401, 'the key is checked before the body is judged', unkeyedBig.status);
   check((await keyed.stop()).code === 0, 'keyed server exits 0');
 }
 finish();
