@@ -339,6 +339,18 @@ bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api
         get_string(&p, root, "system", "", &r->system);
         get_bool(&p, root, "raw", "", &r->raw);
         get_bool(&p, root, "stream", "", &r->stream);
+        const json_t *context = field(root, "context");
+        if (context && !json_is_array(context)) fail(&p, "context: expected an array of token ids, got %s", type_name(context));
+        if (context && !p.failed && json_array_size(context)) {
+            r->context = malloc(json_array_size(context) * sizeof *r->context);
+            if (!r->context) fail(&p, "out of memory");
+            for (size_t i = 0; r->context && i < json_array_size(context) && !p.failed; i++) {
+                const json_t *id = json_array_get(context, i);
+                if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) > INT32_MAX)
+                    fail(&p, "context[%zu]: expected a token id", i);
+                else r->context[r->n_context++] = (int32_t)json_integer_value(id);
+            }
+        }
         const json_t *images = field(root, "images");
         if (images && (!json_is_array(images) || json_array_size(images) > 0))
             fail(&p, "images: images are not supported by this model");
@@ -360,6 +372,7 @@ void sp_api_request_free(sp_api_request *r) {
     free(r->messages_json);
     free(r->prompt);
     free(r->system);
+    free(r->context);
     for (size_t i = 0; i < SP_API_MAX_STOPS; i++) free(r->stops[i]);
     memset(r, 0, sizeof *r);
 }

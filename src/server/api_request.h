@@ -29,6 +29,8 @@ typedef struct sp_api_request {
     char *prompt;         /* completion / generate */
     char *system;         /* generate: a system prompt */
     bool raw;             /* generate: the prompt goes to the model as is */
+    int32_t *context;     /* generate: the ids an earlier reply returned, continued here */
+    size_t n_context;
     bool stream;
     bool include_usage;   /* OpenAI stream_options.include_usage */
     bool echo;            /* completions */

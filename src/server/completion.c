@@ -154,6 +154,29 @@ static char *generate_messages(const sp_api_request *r) {
     return text;
 }
 
+/* Ollama's `context`: the ids of an earlier exchange go first; the new
+ * prompt follows without a second BOS. */
+static sprout_status prepend_context(sp_server *srv, sp_job *j) {
+    const sp_api_request *r = &j->req;
+    const int32_t n_vocab = sprout_model_n_vocab(srv->model);
+    for (size_t i = 0; i < r->n_context; i++)
+        if (r->context[i] >= n_vocab) {
+            snprintf(j->error, sizeof j->error, "context[%zu]: token id %d is outside the vocabulary (0..%d)", i, r->context[i],
+                     n_vocab - 1);
+            return SPROUT_ERR_INVALID_ARGUMENT;
+        }
+    const sprout_token bos = sprout_tokenizer_special(sprout_model_tokenizer(srv->model), SPROUT_SPECIAL_BOS);
+    const size_t skip = j->n_prompt > 0 && bos >= 0 && j->prompt[0] == bos ? 1 : 0;
+    sprout_token *ids = malloc((r->n_context + j->n_prompt) * sizeof *ids);
+    if (!ids) return SPROUT_ERR_OUT_OF_MEMORY;
+    memcpy(ids, r->context, r->n_context * sizeof *ids);
+    memcpy(ids + r->n_context, j->prompt + skip, (j->n_prompt - skip) * sizeof *ids);
+    sprout_free(j->prompt);
+    j->prompt = ids;
+    j->n_prompt = r->n_context + j->n_prompt - skip;
+    return SPROUT_OK;
+}
+
 static sprout_status build_prompt(sp_server *srv, sp_job *j) {
     const sp_api_request *r = &j->req;
     switch (r->kind) {
@@ -163,15 +186,17 @@ static sprout_status build_prompt(sp_server *srv, sp_job *j) {
     case SP_API_OPENAI_COMPLETION:
         /* as llama.cpp's server: special-token text in a raw prompt is parsed */
         return sprout_model_tokenize_prompt(srv->model, r->prompt, strlen(r->prompt), true, &j->prompt, &j->n_prompt);
-    case SP_API_OLLAMA_GENERATE:
-        if (r->raw) return sprout_model_tokenize_prompt(srv->model, r->prompt, strlen(r->prompt), true, &j->prompt, &j->n_prompt);
+    case SP_API_OLLAMA_GENERATE: {
+        sprout_status st;
+        if (r->raw) st = sprout_model_tokenize_prompt(srv->model, r->prompt, strlen(r->prompt), true, &j->prompt, &j->n_prompt);
         else {
             char *msgs = generate_messages(r);
-            sprout_status st = msgs ? sprout_model_chat_prompt(srv->model, NULL, msgs, true, NULL, NULL, &j->prompt, &j->n_prompt)
-                                    : SPROUT_ERR_OUT_OF_MEMORY;
+            st = msgs ? sprout_model_chat_prompt(srv->model, NULL, msgs, true, NULL, NULL, &j->prompt, &j->n_prompt)
+                      : SPROUT_ERR_OUT_OF_MEMORY;
             free(msgs);
-            return st;
         }
+        return st == SPROUT_OK && r->n_context ? prepend_context(srv, j) : st;
+    }
     }
     return SPROUT_ERR_INTERNAL;
 }
@@ -228,7 +253,7 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
     }
     sprout_status st = build_prompt(srv, j);
     if (st != SPROUT_OK) {
-        res = sp_reply_error(srv, c, style, st == SPROUT_ERR_OUT_OF_MEMORY ? 500 : 400, NULL, "%s", sprout_last_error());
+        res = sp_reply_error(srv, c, style, st == SPROUT_ERR_OUT_OF_MEMORY ? 500 : 400, NULL, "%s", j->error[0] ? j->error : sprout_last_error());
         job_free(j);
         return res;
     }

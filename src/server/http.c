@@ -24,7 +24,10 @@ static void add_common_headers(struct MHD_Response *r) {
     MHD_add_response_header(r, "Server", "sprout");
 }
 
-static enum MHD_Result send_body(sp_server *srv, struct MHD_Connection *c, unsigned status, const char *type, char *body, size_t len) {
+/* Sends body (freed here) with `status`; `allow` (may be NULL) becomes the
+ * Allow header a 405 needs. */
+static enum MHD_Result send_body_allow(sp_server *srv, struct MHD_Connection *c, unsigned status, const char *type, char *body,
+                                       size_t len, const char *allow) {
     if (status >= 400) atomic_fetch_add(&srv->http_errors, 1);
     struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
     if (!r) {
@@ -32,10 +35,15 @@ static enum MHD_Result send_body(sp_server *srv, struct MHD_Connection *c, unsig
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", type);
+    if (allow) MHD_add_response_header(r, "Allow", allow);
     add_common_headers(r);
     enum MHD_Result res = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return res;
+}
+
+static enum MHD_Result send_body(sp_server *srv, struct MHD_Connection *c, unsigned status, const char *type, char *body, size_t len) {
+    return send_body_allow(srv, c, status, type, body, len, NULL);
 }
 
 enum MHD_Result sp_reply_json(sp_server *srv, struct MHD_Connection *c, unsigned status, json_t *v) {
@@ -175,10 +183,25 @@ static void check_early(sp_server *srv, struct MHD_Connection *c, const char *ur
     else if (!up->route->before_ready && !atomic_load(&srv->ready)) up->reject = 503;
 }
 
+/* 405 with the Allow header HTTP asks for. */
+static enum MHD_Result reply_not_allowed(sp_server *srv, struct MHD_Connection *c, sp_api_style style, const char *url, const char *method) {
+    char message[512], allow[64] = "";
+    snprintf(message, sizeof message, "%s is not allowed on %s", method, url);
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (!strcmp(url, routes[i].path) && strlen(allow) + strlen(routes[i].method) + 3 < sizeof allow) {
+            if (*allow) strcat(allow, ", ");
+            strcat(allow, routes[i].method);
+        }
+    json_t *v = sp_error_json(style, 405, NULL, message);
+    char *body = v ? json_dumps(v, JSON_COMPACT) : NULL;
+    json_decref(v);
+    return body ? send_body_allow(srv, c, 405, "application/json", body, strlen(body), allow) : MHD_NO;
+}
+
 static enum MHD_Result dispatch(sp_server *srv, struct MHD_Connection *c, const char *url, const char *method, const upload *up) {
     const sp_api_style style = sp_style_of(url);
     switch (up->reject) {
-    case 405: return sp_reply_error(srv, c, style, 405, NULL, "%s is not allowed on %s", method, url);
+    case 405: return reply_not_allowed(srv, c, style, url, method);
     case 404: return sp_reply_error(srv, c, style, 404, NULL, "no such endpoint: %s %s", method, url);
     case 401: return sp_reply_error(srv, c, style, 401, NULL, "invalid or missing API key");
     case 503: return sp_reply_error(srv, c, style, 503, NULL, "the model is still loading");

@@ -88,6 +88,7 @@ struct sp_job {
     sprout_token *prompt;
     size_t n_prompt;
     bool role_sent;        /* OpenAI chat streams open with the role */
+    char error[256];       /* why the prompt could not be built, when the library did not say */
     /* below: shared with the engine thread, under mu */
     pthread_mutex_t mu;
     pthread_cond_t cond;

@@ -61,6 +61,16 @@ check(streamed === whole.message.content, 'streamed chat equals whole', JSON.str
   check(a.response === b.response && a.eval_count === 20, 'seeded options repeat', a.response, b.response);
 }
 
+// a generate call continues from the context an earlier one returned
+{
+  const first = await ollama.generate({ model: 'stories', prompt: 'Once upon a time', raw: true, stream: false, options: { temperature: 0, num_predict: 5 } });
+  const next = await ollama.generate({ model: 'stories', prompt: ' girl', raw: true, stream: false, context: first.context, options: { temperature: 0, num_predict: 5 } });
+  check(next.done && next.prompt_eval_count > first.context.length && next.eval_count === 5 &&
+        JSON.stringify(next.context.slice(0, first.context.length)) === JSON.stringify(first.context), 'context continues', next);
+  const bad = await postJson(`${server.url}/api/generate`, { model: 'stories', prompt: 'x', stream: false, context: [1, 99999999] });
+  check(bad.status === 400 && /context\[1\]/.test(bad.json?.error), 'bad context id', bad.text);
+}
+
 // a request without a prompt loads the model
 {
   const r = await ollama.generate({ model: 'stories', prompt: '', stream: false });

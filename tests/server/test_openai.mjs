@@ -133,7 +133,7 @@ await bad('max_tokens negative', client.completions.create({ prompt: 'a', max_to
   const r3 = await fetch(`${server.url}/v1/nothing`);
   check(r3.status === 404, 'unknown endpoint', r3.status);
   const r4 = await fetch(`${server.url}/v1/chat/completions`);
-  check(r4.status === 405, 'wrong method', r4.status);
+  check(r4.status === 405 && r4.headers.get('allow') === 'POST', 'wrong method', r4.status, r4.headers.get('allow'));
   const big = await postJson(`${server.url}/v1/completions`, { prompt: 'x'.repeat(17 << 20) });
   check(big.status === 413, 'body over --max-body', big.status);
   const utf = await postJson(`${server.url}/v1/completions`, Buffer.from('{"prompt":"\xff\xfe"}', 'latin1'));
