@@ -253,43 +253,6 @@ static float dot_q5_1(const uint8_t *row, const act_block *a, int64_t nb) {
  * group of up to TOKEN_GROUP, whose accumulators stay in registers (a[t * nb ...]
  * is token t's blocks; out[t] gets its dot). The group size is a constant
  * in each copy the compiler makes, so its loops unroll. */
-static inline __attribute__((always_inline)) void q4_K_group(const sp_block_q4_K *w, const act_block *acts, int64_t nb,
-                                                             const int G, float *out) {
-    __m256 acc[TOKEN_GROUP];
-    float mins[TOKEN_GROUP];
-    UNROLL_GROUP
-    for (int t = 0; t < G; t++) {
-        acc[t] = _mm256_setzero_ps();
-        mins[t] = 0.f;
-    }
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    for (int64_t b = 0; b < nb / 8; b++) {
-        const float d = _cvtsh_ss(w[b].d), dmin = _cvtsh_ss(w[b].dmin);
-        float dsc[8], dm[8];
-        for (int j = 0; j < 8; j++) {
-            uint8_t sc, m;
-            sp_q4k_scale_min(j, w[b].scales, &sc, &m);
-            dsc[j] = d * (float)sc;
-            dm[j] = dmin * (float)m;
-        }
-        for (int j = 0; j < 4; j++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * j));
-            const __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-            UNROLL_GROUP
-            for (int t = 0; t < G; t++) {
-                const act_block *a = acts + t * nb + 8 * b + 2 * j;
-                const __m256i p_lo = dot_u8_i8(lo, _mm256_loadu_si256((const __m256i *)a[0].qs));
-                const __m256i p_hi = dot_u8_i8(hi, _mm256_loadu_si256((const __m256i *)a[1].qs));
-                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dsc[2 * j] * a[0].d), _mm256_cvtepi32_ps(p_lo), acc[t]);
-                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dsc[2 * j + 1] * a[1].d), _mm256_cvtepi32_ps(p_hi), acc[t]);
-                mins[t] += dm[2 * j] * a[0].d * (float)(a[0].sum[0] + a[0].sum[1]) +
-                           dm[2 * j + 1] * a[1].d * (float)(a[1].sum[0] + a[1].sum[1]);
-            }
-        }
-    }
-    UNROLL_GROUP
-    for (int t = 0; t < G; t++) out[t] = hsum256(acc[t]) - mins[t];
-}
 
 /* Runs CALL(t0, G) over tn tokens in groups of up to TOKEN_GROUP, each
  * with a constant G. */
@@ -309,11 +272,6 @@ static inline __attribute__((always_inline)) void q4_K_group(const sp_block_q4_K
         }                                                                      \
     } while (0)
 
-static void dot_q4_K_tile(const sp_block_q4_K *w, const act_block *acts, int64_t nb, int64_t tn, float *out) {
-#define CALL(t0, G) q4_K_group(w, acts + (t0) * nb, nb, G, out + (t0))
-    FOR_TOKEN_GROUPS(CALL, tn);
-#undef CALL
-}
 
 static inline __attribute__((always_inline)) void q6_K_group(const sp_block_q6_K *w, const act_block *acts, int64_t nb,
                                                              const int G, float *out) {
@@ -550,6 +508,51 @@ static void dot_q8_0_tile(const uint8_t *row, const act_tile *at, int64_t tn, fl
 #undef CALL
 }
 
+/* Q4_K in the same layout: a super-block's eight sub-blocks of 32 are the
+ * eight lanes (sub-block 2i is the low nibbles of qs[32i..], 2i+1 the high
+ * ones), so after one 8x8 transpose of the levels, eight vpdpbusd give
+ * every sub-block's sum; scales and mins then apply as vectors:
+ * sum(x*a) = d*sc*ad*sum(q*qa) - dmin*m*ad*sum(qa) per sub-block. */
+static inline __attribute__((always_inline)) void q4_K_group(const sp_block_q4_K *w, const act_tile *at, int64_t t0, const int G,
+                                                             float *out) {
+    __m256 acc[TOKEN_GROUP], macc[TOKEN_GROUP];
+    UNROLL_GROUP
+    for (int k = 0; k < G; k++) acc[k] = macc[k] = _mm256_setzero_ps();
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    for (int64_t b = 0; b < at->nb / 8; b++) {
+        __m256i lv[8], v[8];
+        for (int i = 0; i < 4; i++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * i));
+            lv[2 * i] = _mm256_and_si256(q, low4);
+            lv[2 * i + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+        }
+        transpose8x8_epi32(lv, v);
+        uint8_t sc[8], m[8];
+        for (int j = 0; j < 8; j++) sp_q4k_scale_min(j, w[b].scales, &sc[j], &m[j]);
+        const __m256 dsc = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(w[b].d)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)sc))));
+        const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(w[b].dmin)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)m))));
+        UNROLL_GROUP
+        for (int k = 0; k < G; k++) {
+            const int64_t t = t0 + k, at_b = t * at->nb8 + 8 * b;
+            const __m256i *y = at->qs_t + at_b;
+            __m256i part[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+            for (int j = 0; j < 8; j++) part[j & 1] = dot_u8_i8_acc(part[j & 1], v[j], _mm256_loadu_si256(y + j));
+            const __m256 ad = _mm256_loadu_ps(at->d + at_b);
+            const __m256 asum = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(at->sum + at_b)));
+            acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(part[0], part[1])), _mm256_mul_ps(dsc, ad), acc[k]);
+            macc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dm, ad), asum, macc[k]);
+        }
+    }
+    UNROLL_GROUP
+    for (int k = 0; k < G; k++) out[k] = hsum256(acc[k]) - hsum256(macc[k]);
+}
+
+static void dot_q4_K_tile(const sp_block_q4_K *w, const act_tile *at, int64_t tn, float *out) {
+#define CALL(t0, G) q4_K_group(w, at, t0, G, out + (t0))
+    FOR_TOKEN_GROUPS(CALL, tn);
+#undef CALL
+}
+
 /* What a type's blocks8 kernel adds to its levels to make them unsigned. */
 static int type_level_offset(sprout_type type) {
     return type == SPROUT_TYPE_Q4_0 ? 8 : type == SPROUT_TYPE_Q8_0 && Q8_0_UNSIGNED ? 128 : 0;
@@ -574,7 +577,9 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, in
         const int64_t tn = n_tokens - t0 < TOKEN_TILE ? n_tokens - t0 : TOKEN_TILE;
         for (int64_t t = 0; t < tn; t++) {
             quantize_activations(x + (t0 + t) * x_stride, w->n_in, at.blocks + t * nb);
-            if (type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_Q8_0) prepare_act_tile(&at, t, offset);
+            /* Q4_K's mins want the plain sums */
+            if (type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_Q4_K)
+                prepare_act_tile(&at, t, type == SPROUT_TYPE_Q4_K ? 1 : offset);
         }
         for (int64_t o = o0; o < o1; o++) {
             const uint8_t *row = w->data + (size_t)o * w->row_bytes;
@@ -583,7 +588,7 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, in
                 switch (type) {
                 case SPROUT_TYPE_Q4_0: dot_q4_0_tile(row, &at, tn, dots); break;
                 case SPROUT_TYPE_Q8_0: dot_q8_0_tile(row, &at, tn, dots); break;
-                case SPROUT_TYPE_Q4_K: dot_q4_K_tile((const sp_block_q4_K *)row, at.blocks, nb, tn, dots); break;
+                case SPROUT_TYPE_Q4_K: dot_q4_K_tile((const sp_block_q4_K *)row, &at, tn, dots); break;
                 default: dot_q6_K_tile((const sp_block_q6_K *)row, at.blocks, nb, tn, dots); break;
                 }
                 for (int64_t t = 0; t < tn; t++) y[(t0 + t) * y_stride + o] = dots[t];
