@@ -273,44 +273,7 @@ static float dot_q5_1(const uint8_t *row, const act_block *a, int64_t nb) {
     } while (0)
 
 
-static inline __attribute__((always_inline)) void q6_K_group(const sp_block_q6_K *w, const act_block *acts, int64_t nb,
-                                                             const int G, float *out) {
-    __m256 acc[TOKEN_GROUP];
-    float offset[TOKEN_GROUP];
-    UNROLL_GROUP
-    for (int t = 0; t < G; t++) {
-        acc[t] = _mm256_setzero_ps();
-        offset[t] = 0.f;
-    }
-    for (int64_t b = 0; b < nb / 8; b++) {
-        const float d = _cvtsh_ss(w[b].d);
-        const int8_t *sc = w[b].scales;
-        const uint8_t *ql = w[b].ql, *qh = w[b].qh;
-        for (int h = 0; h < 2; h++, ql += 64, qh += 32) {
-            __m256i q[4];
-            unpack_q6_K_half(ql, qh, q);
-            for (int k = 0; k < 4; k++) {
-                const int blk = 4 * h + k;
-                const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(sc[2 * blk + 1]), _mm_set1_epi16(sc[2 * blk]));
-                UNROLL_GROUP
-                for (int t = 0; t < G; t++) {
-                    const act_block *a = acts + t * nb + 8 * b + blk;
-                    const __m256i p16 = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256((const __m256i *)a->qs));
-                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * a->d), _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, scales)), acc[t]);
-                    offset[t] += 32.f * d * a->d * (float)(sc[2 * blk] * a->sum[0] + sc[2 * blk + 1] * a->sum[1]);
-                }
-            }
-        }
-    }
-    UNROLL_GROUP
-    for (int t = 0; t < G; t++) out[t] = hsum256(acc[t]) - offset[t];
-}
 
-static void dot_q6_K_tile(const sp_block_q6_K *w, const act_block *acts, int64_t nb, int64_t tn, float *out) {
-#define CALL(t0, G) q6_K_group(w, acts + (t0) * nb, nb, G, out + (t0))
-    FOR_TOKEN_GROUPS(CALL, tn);
-#undef CALL
-}
 
 /* One int8-path row against one token's activation blocks. */
 static float dot_int8_row(sprout_type type, const uint8_t *row, const act_block *a, int64_t nb) {
@@ -377,7 +340,8 @@ typedef struct act_tile {
     act_block *blocks; /* token t's at t * nb */
     __m256i *qs_t;     /* token t's at t * nb8: eight vectors per eight blocks */
     float *d;          /* token t's at t * nb8 */
-    int32_t *sum;      /* times the weight type's level offset */
+    int32_t *sum;      /* times the weight type's level offset (Q6_K: of the first 16 elements) */
+    int32_t *sum_hi;   /* Q6_K: of the last 16 elements */
     int64_t nb, nb8;
 } act_tile;
 
@@ -480,7 +444,7 @@ static inline __attribute__((always_inline)) void blocks8_group(sprout_type type
 
 /* Token t's activations in the transposed layout, with its scales and
  * offset-weighted sums (offset: what the weight type adds to its levels). */
-static void prepare_act_tile(act_tile *at, int64_t t, int offset) {
+static void prepare_act_tile(act_tile *at, int64_t t, int offset, bool split_sums) {
     const act_block *blocks = at->blocks + t * at->nb;
     for (int64_t b = 0; b < at->nb8; b += 8) {
         __m256i q[8];
@@ -491,8 +455,11 @@ static void prepare_act_tile(act_tile *at, int64_t t, int offset) {
         for (int m = 0; m < 8; m++) _mm256_storeu_si256(at->qs_t + t * at->nb8 + b + m, v[m]);
     }
     for (int64_t b = 0; b < at->nb8; b++) {
-        at->d[t * at->nb8 + b] = b < at->nb ? blocks[b].d : 0.f;
-        at->sum[t * at->nb8 + b] = b < at->nb ? offset * (blocks[b].sum[0] + blocks[b].sum[1]) : 0;
+        const int64_t i = t * at->nb8 + b;
+        const bool real = b < at->nb;
+        at->d[i] = real ? blocks[b].d : 0.f;
+        at->sum[i] = !real ? 0 : split_sums ? blocks[b].sum[0] : offset * (blocks[b].sum[0] + blocks[b].sum[1]);
+        at->sum_hi[i] = real && split_sums ? blocks[b].sum[1] : 0;
     }
 }
 
@@ -553,6 +520,51 @@ static void dot_q4_K_tile(const sp_block_q4_K *w, const act_tile *at, int64_t tn
 #undef CALL
 }
 
+/* Q6_K in lanes: the eight activation blocks of a super-block are the
+ * lanes; their first and last 16 elements have a scale each, so the level
+ * sums are kept per half (vectors 0-3 hold elements 0..15 of every block,
+ * 4-7 elements 16..31), scaled in integer, with the -32 offset taken off
+ * through the activations' half sums: sum(x*a) = d*ad*sum(sc*(q-32)*qa). */
+static inline __attribute__((always_inline)) void q6_K_group(const sp_block_q6_K *w, const act_tile *at, int64_t t0, const int G,
+                                                             float *out) {
+    __m256 acc[TOKEN_GROUP];
+    UNROLL_GROUP
+    for (int k = 0; k < G; k++) acc[k] = _mm256_setzero_ps();
+    /* even scale bytes (first halves) to the low 8 bytes, odd to the high */
+    const __m128i split = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    for (int64_t b = 0; b < at->nb / 8; b++) {
+        __m256i lv[8], v[8];
+        unpack_q6_K_half(w[b].ql, w[b].qh, lv);
+        unpack_q6_K_half(w[b].ql + 64, w[b].qh + 32, lv + 4);
+        transpose8x8_epi32(lv, v);
+        const __m128i sc = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)w[b].scales), split);
+        const __m256i sc_lo = _mm256_cvtepi8_epi32(sc), sc_hi = _mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8));
+        const __m256 d = _mm256_set1_ps(_cvtsh_ss(w[b].d));
+        UNROLL_GROUP
+        for (int k = 0; k < G; k++) {
+            const int64_t t = t0 + k, at_b = t * at->nb8 + 8 * b;
+            const __m256i *y = at->qs_t + at_b;
+            __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+            for (int m = 0; m < 4; m++) {
+                lo = dot_u8_i8_acc(lo, v[m], _mm256_loadu_si256(y + m));
+                hi = dot_u8_i8_acc(hi, v[m + 4], _mm256_loadu_si256(y + m + 4));
+            }
+            lo = _mm256_sub_epi32(lo, _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(at->sum + at_b)), 5));
+            hi = _mm256_sub_epi32(hi, _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(at->sum_hi + at_b)), 5));
+            const __m256i sums = _mm256_add_epi32(_mm256_mullo_epi32(lo, sc_lo), _mm256_mullo_epi32(hi, sc_hi));
+            acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d, _mm256_loadu_ps(at->d + at_b)), acc[k]);
+        }
+    }
+    UNROLL_GROUP
+    for (int k = 0; k < G; k++) out[k] = hsum256(acc[k]);
+}
+
+static void dot_q6_K_tile(const sp_block_q6_K *w, const act_tile *at, int64_t tn, float *out) {
+#define CALL(t0, G) q6_K_group(w, at, t0, G, out + (t0))
+    FOR_TOKEN_GROUPS(CALL, tn);
+#undef CALL
+}
+
 /* What a type's blocks8 kernel adds to its levels to make them unsigned. */
 static int type_level_offset(sprout_type type) {
     return type == SPROUT_TYPE_Q4_0 ? 8 : type == SPROUT_TYPE_Q8_0 && Q8_0_UNSIGNED ? 128 : 0;
@@ -564,12 +576,13 @@ static int type_level_offset(sprout_type type) {
  * Q6_K take their tile kernels for any token count, one token included. */
 static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
                         int64_t o0, int64_t o1, float *scratch) {
-    _Static_assert(sizeof(act_block) + 32 + 2 * sizeof(float) <= 20 * 32 * sizeof(float) / TOKEN_TILE, "a tile fits the scratch");
+    _Static_assert(sizeof(act_block) + 32 + 3 * sizeof(float) <= 21 * 32 * sizeof(float) / TOKEN_TILE, "a tile fits the scratch");
     const int64_t nb = w->n_in / 32, nb8 = (nb + 7) & ~(int64_t)7;
-    act_tile at = {NULL, (__m256i *)scratch, NULL, NULL, nb, nb8};
+    act_tile at = {.qs_t = (__m256i *)scratch, .nb = nb, .nb8 = nb8};
     at.blocks = (act_block *)(at.qs_t + TOKEN_TILE * nb8);
     at.d = (float *)(at.blocks + TOKEN_TILE * nb);
     at.sum = (int32_t *)(at.d + TOKEN_TILE * nb8);
+    at.sum_hi = at.sum + TOKEN_TILE * nb8;
     const sprout_type type = w->type;
     const int offset = type_level_offset(type);
     const bool tiled = type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q6_K;
@@ -577,9 +590,8 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, in
         const int64_t tn = n_tokens - t0 < TOKEN_TILE ? n_tokens - t0 : TOKEN_TILE;
         for (int64_t t = 0; t < tn; t++) {
             quantize_activations(x + (t0 + t) * x_stride, w->n_in, at.blocks + t * nb);
-            /* Q4_K's mins want the plain sums */
-            if (type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_Q4_K)
-                prepare_act_tile(&at, t, type == SPROUT_TYPE_Q4_K ? 1 : offset);
+            /* Q4_K's mins want the plain sums, Q6_K's offset the sums of each half */
+            if (tiled) prepare_act_tile(&at, t, type == SPROUT_TYPE_Q4_K ? 1 : offset, type == SPROUT_TYPE_Q6_K);
         }
         for (int64_t o = o0; o < o1; o++) {
             const uint8_t *row = w->data + (size_t)o * w->row_bytes;
@@ -589,7 +601,7 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, in
                 case SPROUT_TYPE_Q4_0: dot_q4_0_tile(row, &at, tn, dots); break;
                 case SPROUT_TYPE_Q8_0: dot_q8_0_tile(row, &at, tn, dots); break;
                 case SPROUT_TYPE_Q4_K: dot_q4_K_tile((const sp_block_q4_K *)row, &at, tn, dots); break;
-                default: dot_q6_K_tile((const sp_block_q6_K *)row, at.blocks, nb, tn, dots); break;
+                default: dot_q6_K_tile((const sp_block_q6_K *)row, &at, tn, dots); break;
                 }
                 for (int64_t t = 0; t < tn; t++) y[(t0 + t) * y_stride + o] = dots[t];
             } else {
