@@ -137,49 +137,6 @@ static inline __m256 dot_i8_32(__m256i x, __m256i y) {
     return _mm256_cvtepi32_ps(dot_u8_i8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x)));
 }
 
-/* Two blocks per step into two accumulators: the int8 chain of one block
- * overlaps the other's. Weight scales convert in hardware (F16C). */
-
-
-
-/* Q4_K: per 32-element sub-block x = d*sc*q - dmin*m with q in 0..15, so
- * sum(x*a) = d*sc*ad*sum(q*qa) - dmin*m*ad*sum(qa). Unsigned nibbles go
- * straight into maddubs; the mins use the activation block sums. */
-/* One Q4_K or Q5_K super-block (qh NULL for Q4_K; Q5_K's fifth bit of
- * element 64j+l is bit 2j of qh[l], of 64j+32+l bit 2j+1). */
-static inline __attribute__((always_inline)) void dot_affine_k_super(uint16_t d16, uint16_t dmin16, const uint8_t *scales,
-                                                                     const uint8_t *qs, const uint8_t *qh,
-                                                                     const act_block *a, __m256 *acc, float *mins) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(1);
-    const float d = _cvtsh_ss(d16), dmin = _cvtsh_ss(dmin16);
-    uint8_t sc[8], m[8];
-    for (int j = 0; j < 8; j++) sp_q4k_scale_min(j, scales, &sc[j], &m[j]);
-    for (int j = 0; j < 8; j++) *mins += dmin * (float)m[j] * a[j].d * (float)(a[j].sum[0] + a[j].sum[1]);
-    const __m256i hb = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
-    for (int j = 0; j < 4; j++) {
-        const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
-        __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-        if (qh) {
-            /* a 16-bit shift then a per-byte mask keeps each byte's own bit */
-            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * j), bit), 4));
-            hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * j + 1), bit), 4));
-        }
-        const __m256i p_lo = dot_u8_i8(lo, _mm256_loadu_si256((const __m256i *)a[2 * j].qs));
-        const __m256i p_hi = dot_u8_i8(hi, _mm256_loadu_si256((const __m256i *)a[2 * j + 1].qs));
-        *acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc[2 * j] * a[2 * j].d), _mm256_cvtepi32_ps(p_lo), *acc);
-        *acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc[2 * j + 1] * a[2 * j + 1].d), _mm256_cvtepi32_ps(p_hi), *acc);
-    }
-}
-
-
-static float dot_q5_K(const sp_block_q5_K *w, const act_block *a, int64_t n_super) {
-    __m256 acc = _mm256_setzero_ps();
-    float mins = 0.f;
-    for (int64_t b = 0; b < n_super; b++, a += 8)
-        dot_affine_k_super(w[b].d, w[b].dmin, w[b].scales, w[b].qs, w[b].qh, a, &acc, &mins);
-    return hsum256(acc) - mins;
-}
-
 /* The unsigned 6-bit levels (0..63) of one 128-element half of a Q6_K
  * block, as four runs of 32: low nibbles of ql[0..31], of ql[32..63], high
  * nibbles of both, each with its 2 bits from qh. */
@@ -280,8 +237,7 @@ static float dot_int8_row(sprout_type type, const uint8_t *row, const act_block 
     switch (type) {
     case SPROUT_TYPE_Q4_1: return dot_q4_1(row, a, nb);
     case SPROUT_TYPE_Q5_0: return dot_q5_0(row, a, nb);
-    case SPROUT_TYPE_Q5_1: return dot_q5_1(row, a, nb);
-    default: return dot_q5_K((const sp_block_q5_K *)row, a, nb / 8);
+    default: return dot_q5_1(row, a, nb);
     }
 }
 
@@ -475,29 +431,43 @@ static void dot_q8_0_tile(const uint8_t *row, const act_tile *at, int64_t tn, fl
 #undef CALL
 }
 
-/* Q4_K in the same layout: a super-block's eight sub-blocks of 32 are the
- * eight lanes (sub-block 2i is the low nibbles of qs[32i..], 2i+1 the high
- * ones), so after one 8x8 transpose of the levels, eight vpdpbusd give
- * every sub-block's sum; scales and mins then apply as vectors:
- * sum(x*a) = d*sc*ad*sum(q*qa) - dmin*m*ad*sum(qa) per sub-block. */
-static inline __attribute__((always_inline)) void q4_K_group(const sp_block_q4_K *w, const act_tile *at, int64_t t0, const int G,
-                                                             float *out) {
+/* Q4_K and Q5_K in the same layout: a super-block's eight sub-blocks of 32
+ * are the eight lanes (sub-block 2i is the low nibbles of qs[32i..], 2i+1
+ * the high ones, Q5_K's fifth bits from qh), so after one 8x8 transpose of
+ * the levels, eight vpdpbusd give every sub-block's sum; scales and mins
+ * then apply as vectors: sum(x*a) = d*sc*ad*sum(q*qa) - dmin*m*ad*sum(qa). */
+static inline __attribute__((always_inline)) void affine_k_group(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
+                                                                 const int G, float *out) {
     __m256 acc[TOKEN_GROUP], macc[TOKEN_GROUP];
     UNROLL_GROUP
     for (int k = 0; k < G; k++) acc[k] = macc[k] = _mm256_setzero_ps();
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i low4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(1);
     for (int64_t b = 0; b < at->nb / 8; b++) {
+        uint16_t d16, dmin16;
+        const uint8_t *scales, *qs, *qh = NULL;
+        if (type == SPROUT_TYPE_Q4_K) {
+            const sp_block_q4_K *blk = (const sp_block_q4_K *)row + b;
+            d16 = blk->d, dmin16 = blk->dmin, scales = blk->scales, qs = blk->qs;
+        } else {
+            const sp_block_q5_K *blk = (const sp_block_q5_K *)row + b;
+            d16 = blk->d, dmin16 = blk->dmin, scales = blk->scales, qs = blk->qs, qh = blk->qh;
+        }
         __m256i lv[8], v[8];
+        const __m256i hb = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
         for (int i = 0; i < 4; i++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * i));
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * i));
             lv[2 * i] = _mm256_and_si256(q, low4);
             lv[2 * i + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+            if (qh) { /* a 16-bit shift then a per-byte mask keeps each byte's own bit */
+                lv[2 * i] = _mm256_or_si256(lv[2 * i], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * i), bit), 4));
+                lv[2 * i + 1] = _mm256_or_si256(lv[2 * i + 1], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * i + 1), bit), 4));
+            }
         }
         transpose8x8_epi32(lv, v);
         uint8_t sc[8], m[8];
-        for (int j = 0; j < 8; j++) sp_q4k_scale_min(j, w[b].scales, &sc[j], &m[j]);
-        const __m256 dsc = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(w[b].d)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)sc))));
-        const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(w[b].dmin)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)m))));
+        for (int j = 0; j < 8; j++) sp_q4k_scale_min(j, scales, &sc[j], &m[j]);
+        const __m256 dsc = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(d16)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)sc))));
+        const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(dmin16)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)m))));
         UNROLL_GROUP
         for (int k = 0; k < G; k++) {
             const int64_t t = t0 + k, at_b = t * at->nb8 + 8 * b;
@@ -514,8 +484,14 @@ static inline __attribute__((always_inline)) void q4_K_group(const sp_block_q4_K
     for (int k = 0; k < G; k++) out[k] = hsum256(acc[k]) - hsum256(macc[k]);
 }
 
-static void dot_q4_K_tile(const sp_block_q4_K *w, const act_tile *at, int64_t tn, float *out) {
-#define CALL(t0, G) q4_K_group(w, at, t0, G, out + (t0))
+static void dot_q4_K_tile(const uint8_t *row, const act_tile *at, int64_t tn, float *out) {
+#define CALL(t0, G) affine_k_group(SPROUT_TYPE_Q4_K, row, at, t0, G, out + (t0))
+    FOR_TOKEN_GROUPS(CALL, tn);
+#undef CALL
+}
+
+static void dot_q5_K_tile(const uint8_t *row, const act_tile *at, int64_t tn, float *out) {
+#define CALL(t0, G) affine_k_group(SPROUT_TYPE_Q5_K, row, at, t0, G, out + (t0))
     FOR_TOKEN_GROUPS(CALL, tn);
 #undef CALL
 }
@@ -585,13 +561,14 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, in
     at.sum_hi = at.sum + TOKEN_TILE * nb8;
     const sprout_type type = w->type;
     const int offset = type_level_offset(type);
-    const bool tiled = type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q6_K;
+    const bool tiled = type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K ||
+                       type == SPROUT_TYPE_Q6_K;
     for (int64_t t0 = 0; t0 < n_tokens; t0 += TOKEN_TILE) {
         const int64_t tn = n_tokens - t0 < TOKEN_TILE ? n_tokens - t0 : TOKEN_TILE;
         for (int64_t t = 0; t < tn; t++) {
             quantize_activations(x + (t0 + t) * x_stride, w->n_in, at.blocks + t * nb);
-            /* Q4_K's mins want the plain sums, Q6_K's offset the sums of each half */
-            if (tiled) prepare_act_tile(&at, t, type == SPROUT_TYPE_Q4_K ? 1 : offset, type == SPROUT_TYPE_Q6_K);
+            /* Q4_K's and Q5_K's mins want the plain sums, Q6_K's offset the sums of each half */
+            if (tiled) prepare_act_tile(&at, t, type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K ? 1 : offset, type == SPROUT_TYPE_Q6_K);
         }
         for (int64_t o = o0; o < o1; o++) {
             const uint8_t *row = w->data + (size_t)o * w->row_bytes;
@@ -600,7 +577,8 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, in
                 switch (type) {
                 case SPROUT_TYPE_Q4_0: dot_q4_0_tile(row, &at, tn, dots); break;
                 case SPROUT_TYPE_Q8_0: dot_q8_0_tile(row, &at, tn, dots); break;
-                case SPROUT_TYPE_Q4_K: dot_q4_K_tile((const sp_block_q4_K *)row, &at, tn, dots); break;
+                case SPROUT_TYPE_Q4_K: dot_q4_K_tile(row, &at, tn, dots); break;
+                case SPROUT_TYPE_Q5_K: dot_q5_K_tile(row, &at, tn, dots); break;
                 default: dot_q6_K_tile((const sp_block_q6_K *)row, &at, tn, dots); break;
                 }
                 for (int64_t t = 0; t < tn; t++) y[(t0 + t) * y_stride + o] = dots[t];
