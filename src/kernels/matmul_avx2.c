@@ -37,20 +37,6 @@ static inline float hsum256(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-static float dot_f32(const float *a, const float *b, int64_t n) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
-        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
-    }
-    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    float s = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-    for (; i < n; i++) s += a[i] * b[i];
-    return s;
-}
 
 /* Activations as Q8_0 blocks, but with the scale kept in float: it is
  * multiplied into every row's dot, so converting it once pays. */
@@ -59,24 +45,6 @@ typedef struct act_block {
     int16_t sum[2]; /* of qs[0..15] and qs[16..31]: for the K-quants' mins and offsets */
     int8_t qs[32];
 } act_block;
-
-/* An F16 row against float activations, widened in registers: decoding
- * into scratch first would read every row twice. */
-static float dot_f16(const uint16_t *w, const float *x, int64_t n) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        s0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i))), _mm256_loadu_ps(x + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i + 8))), _mm256_loadu_ps(x + i + 8), s1);
-        s2 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i + 16))), _mm256_loadu_ps(x + i + 16), s2);
-        s3 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i + 24))), _mm256_loadu_ps(x + i + 24), s3);
-    }
-    for (; i + 8 <= n; i += 8)
-        s0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i))), _mm256_loadu_ps(x + i), s0);
-    float s = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-    for (; i < n; i++) s += _cvtsh_ss(w[i]) * x[i];
-    return s;
-}
 
 /* n (a multiple of 32) activations to blocks: one scale per 32, the
  * largest magnitude mapped to 127. */
@@ -589,6 +557,83 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, in
     }
 }
 
+/* --- float rows (F16, F32, and every type decoded to floats) -----------------------------------
+ * A tile of R rows by T tokens in registers: each weight vector, loaded
+ * (and widened from F16) once, meets T tokens, and each token vector R
+ * rows. Every (row, token) pair has two accumulators (even and odd 8-element
+ * chunks, so one row alone still has independent chains), joined, summed
+ * across lanes in a fixed order, then the tail in order: the same
+ * arithmetic whatever the tile's shape, so a token's output does not depend
+ * on the batch. */
+static inline __attribute__((always_inline)) void float_tile(bool f16, const void *const rows[], const int R, const float *const xs[],
+                                                             const int T, int64_t n, float *out) {
+    __m256 acc[2][3][2];
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) acc[r][t][0] = acc[r][t][1] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int h = 0; h < 2; h++) {
+            __m256 wv[2];
+            for (int r = 0; r < R; r++)
+                wv[r] = f16 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)rows[r] + i + 8 * h)))
+                            : _mm256_loadu_ps((const float *)rows[r] + i + 8 * h);
+            for (int t = 0; t < T; t++) {
+                const __m256 xv = _mm256_loadu_ps(xs[t] + i + 8 * h);
+                for (int r = 0; r < R; r++) acc[r][t][h] = _mm256_fmadd_ps(wv[r], xv, acc[r][t][h]);
+            }
+        }
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) {
+            float sum = hsum256(_mm256_add_ps(acc[r][t][0], acc[r][t][1]));
+            for (int64_t j = i; j < n; j++)
+                sum += (f16 ? sp_fp16_to_fp32(((const uint16_t *)rows[r])[j]) : ((const float *)rows[r])[j]) * xs[t][j];
+            out[r * T + t] = sum;
+        }
+}
+
+/* The tile shapes used: two rows by up to three tokens (fits sixteen
+ * registers), fewer at the edges. */
+static void float_tile_any(bool f16, const void *const rows[], int R, const float *const xs[], int T, int64_t n, float *out) {
+#define SHAPE(RR, TT)                                                                      \
+    case (RR) * 8 + (TT):                                                                  \
+        if (f16) float_tile(true, rows, RR, xs, TT, n, out);                               \
+        else float_tile(false, rows, RR, xs, TT, n, out);                                  \
+        return;
+    switch (R * 8 + T) {
+        SHAPE(2, 1) SHAPE(2, 2) SHAPE(2, 3) SHAPE(1, 1) SHAPE(1, 2) SHAPE(1, 3)
+    default: break;
+    }
+#undef SHAPE
+}
+
+static void matmul_float(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride, int64_t o0,
+                         int64_t o1, float *scratch) {
+    const bool f16 = w->type == SPROUT_TYPE_F16, direct = f16 || w->type == SPROUT_TYPE_F32;
+    const sp_type_traits *traits = sp_type_traits_of(w->type);
+    const int rows_per_tile = n_tokens == 1 ? 1 : 2;
+    for (int64_t o = o0; o < o1; o += rows_per_tile) {
+        const int R = o1 - o < rows_per_tile ? (int)(o1 - o) : rows_per_tile;
+        const void *rows[2];
+        for (int r = 0; r < R; r++) {
+            const uint8_t *row = w->data + (size_t)(o + r) * w->row_bytes;
+            if (direct) rows[r] = row;
+            else { /* decoded once per call, for all tokens */
+                traits->dequantize(row, scratch + (size_t)r * (size_t)w->n_in, w->n_in);
+                rows[r] = scratch + (size_t)r * (size_t)w->n_in;
+            }
+        }
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += 3) {
+            const int T = n_tokens - t0 < 3 ? (int)(n_tokens - t0) : 3;
+            const float *xs[3];
+            for (int t = 0; t < T; t++) xs[t] = x + (t0 + t) * x_stride;
+            float out[6];
+            float_tile_any(f16, rows, R, xs, T, w->n_in, out);
+            for (int r = 0; r < R; r++)
+                for (int t = 0; t < T; t++) y[(t0 + t) * y_stride + o + r] = out[r * T + t];
+        }
+    }
+}
+
 void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
                     int64_t o0, int64_t o1, float *scratch) {
     const bool int8_type = w->type == SPROUT_TYPE_Q8_0 || w->type == SPROUT_TYPE_Q4_0 || w->type == SPROUT_TYPE_Q4_K ||
@@ -599,27 +644,5 @@ void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, int64_
         matmul_int8(w, x, x_stride, n_tokens, y, y_stride, o0, o1, scratch);
         return;
     }
-    if (w->type == SPROUT_TYPE_F16 && n_tokens == 1) {
-        for (int64_t o = o0; o < o1; o++) y[o] = dot_f16((const uint16_t *)(w->data + (size_t)o * w->row_bytes), x, w->n_in);
-        return;
-    }
-    const sp_type_traits *t = sp_type_traits_of(w->type);
-    for (int64_t o = o0; o < o1; o++) {
-        const uint8_t *row = w->data + (size_t)o * w->row_bytes;
-        const float *r;
-        if (w->type == SPROUT_TYPE_F32) {
-            r = (const float *)row;
-        } else if (w->type == SPROUT_TYPE_F16) {
-            const uint16_t *h = (const uint16_t *)row;
-            int64_t i = 0;
-            for (; i + 8 <= w->n_in; i += 8)
-                _mm256_storeu_ps(scratch + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
-            for (; i < w->n_in; i++) scratch[i] = sp_fp16_to_fp32(h[i]);
-            r = scratch;
-        } else {
-            t->dequantize(row, scratch, w->n_in);
-            r = scratch;
-        }
-        for (int64_t tk = 0; tk < n_tokens; tk++) y[tk * y_stride + o] = dot_f32(r, x + tk * x_stride, w->n_in);
-    }
+    matmul_float(w, x, x_stride, n_tokens, y, y_stride, o0, o1, scratch);
 }
