@@ -1,11 +1,16 @@
-/* The online-softmax attention of attention_portable.c with the two inner
- * loops (q.k and the weighted sum of values) in AVX2/FMA registers, f16
- * cells widened by F16C. Same order of cells, same running maximum. */
+/* Attention for one query head with AVX2/FMA, fused and tiled: the cells go
+ * by in tiles of 64; a tile's scores (q.k, scaled, soft-capped) are kept in
+ * a 64-float buffer on the stack, the running maximum and sum are rescaled
+ * once per tile instead of once per cell, the exponentials are computed 8
+ * at a time, and the values are summed with their weights. Scratch is the
+ * tile, whatever the context length: the score row is never stored whole. */
 #include <immintrin.h>
 #include <math.h>
 
 #include "kernels/kernels.h"
 #include "quant/fp16.h"
+
+enum { TILE = 64 };
 
 static inline __m256 load8(const void *base, sp_kv_type type, int64_t idx) {
     return type == SP_KV_F32 ? _mm256_loadu_ps((const float *)base + idx)
@@ -16,38 +21,74 @@ static inline float load1(const void *base, sp_kv_type type, int64_t idx) {
     return type == SP_KV_F32 ? ((const float *)base)[idx] : _cvtsh_ss(((const uint16_t *)base)[idx]);
 }
 
+/* e^x for x <= 0 (scores minus their maximum), 8 at a time: x = n ln2 + r
+ * with |r| <= ln2/2, a degree-6 polynomial for e^r (relative error about
+ * 2e-7), 2^n built in the exponent bits; below -87 the result is 0. */
+static inline __m256 exp8_nonpositive(__m256 x) {
+    const __m256 lo = _mm256_set1_ps(-87.3f);
+    const __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+    x = _mm256_max_ps(x, lo);
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.f)));
+    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_andnot_ps(underflow, _mm256_mul_ps(p, _mm256_castsi256_ps(bits)));
+}
+
+static inline float hsum8(__m256 v) {
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
 void sp_attention_avx2(const sp_attention_args *a) {
     const int64_t dk = a->head_dim_k, dv = a->head_dim_v, dk8 = dk & ~(int64_t)7, dv8 = dv & ~(int64_t)7;
     float max = -INFINITY, sum = 0.f;
+    float scores[TILE];
     for (int64_t d = 0; d < dv; d++) a->out[d] = 0.f;
-    for (int64_t c = 0; c < a->n_cells; c++) {
-        const int64_t cell = (int64_t)a->cells[c] * a->stride;
-        __m256 acc = _mm256_setzero_ps();
-        for (int64_t d = 0; d < dk8; d += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a->q + d), load8(a->keys, a->kv_type, cell + d), acc);
-        __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-        h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-        h = _mm_add_ss(h, _mm_movehdup_ps(h));
-        float s = _mm_cvtss_f32(h);
-        for (int64_t d = dk8; d < dk; d++) s += a->q[d] * load1(a->keys, a->kv_type, cell + d);
-        s *= a->scale;
-        if (a->softcap > 0.f) s = a->softcap * tanhf(s / a->softcap);
-        float w;
-        if (s > max) { /* rescale what was accumulated under the old maximum */
-            const float correction = expf(max - s);
+    for (int64_t c0 = 0; c0 < a->n_cells; c0 += TILE) {
+        const int nt = a->n_cells - c0 < TILE ? (int)(a->n_cells - c0) : TILE;
+        float tile_max = -INFINITY;
+        for (int c = 0; c < nt; c++) {
+            const int64_t cell = (int64_t)a->cells[c0 + c] * a->stride;
+            __m256 acc = _mm256_setzero_ps();
+            for (int64_t d = 0; d < dk8; d += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a->q + d), load8(a->keys, a->kv_type, cell + d), acc);
+            float s = hsum8(acc);
+            for (int64_t d = dk8; d < dk; d++) s += a->q[d] * load1(a->keys, a->kv_type, cell + d);
+            s *= a->scale;
+            if (a->softcap > 0.f) s = a->softcap * tanhf(s / a->softcap);
+            scores[c] = s;
+            tile_max = s > tile_max ? s : tile_max;
+        }
+        if (tile_max > max) { /* rescale what was accumulated under the old maximum, once per tile */
+            const float correction = max == -INFINITY ? 0.f : expf(max - tile_max);
             sum *= correction;
             const __m256 cv = _mm256_set1_ps(correction);
             for (int64_t d = 0; d < dv8; d += 8) _mm256_storeu_ps(a->out + d, _mm256_mul_ps(_mm256_loadu_ps(a->out + d), cv));
             for (int64_t d = dv8; d < dv; d++) a->out[d] *= correction;
-            max = s;
-            w = 1.f;
-        } else {
-            w = expf(s - max);
+            max = tile_max;
         }
-        sum += w;
-        const __m256 wv = _mm256_set1_ps(w);
-        for (int64_t d = 0; d < dv8; d += 8)
-            _mm256_storeu_ps(a->out + d, _mm256_fmadd_ps(wv, load8(a->values, a->kv_type, cell + d), _mm256_loadu_ps(a->out + d)));
-        for (int64_t d = dv8; d < dv; d++) a->out[d] += w * load1(a->values, a->kv_type, cell + d);
+        int c = 0;
+        const __m256 mv = _mm256_set1_ps(max);
+        for (; c + 8 <= nt; c += 8) _mm256_storeu_ps(scores + c, exp8_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(scores + c), mv)));
+        for (; c < nt; c++) scores[c] = expf(scores[c] - max);
+        for (c = 0; c < nt; c++) {
+            const float w = scores[c];
+            const int64_t cell = (int64_t)a->cells[c0 + c] * a->stride;
+            sum += w;
+            const __m256 wv = _mm256_set1_ps(w);
+            for (int64_t d = 0; d < dv8; d += 8)
+                _mm256_storeu_ps(a->out + d, _mm256_fmadd_ps(wv, load8(a->values, a->kv_type, cell + d), _mm256_loadu_ps(a->out + d)));
+            for (int64_t d = dv8; d < dv; d++) a->out[d] += w * load1(a->values, a->kv_type, cell + d);
+        }
     }
     const float inv = sum > 0.f ? 1.f / sum : 0.f;
     for (int64_t d = 0; d < dv; d++) a->out[d] *= inv;
