@@ -1,5 +1,6 @@
-/* Attention for one query head with AVX2/FMA, fused and tiled: the cells go
- * by in tiles of 64; a tile's scores (q.k, scaled, soft-capped) are kept in
+/* Attention with AVX2/FMA, fused and tiled, for the query heads that share
+ * a KV head (each cell read once for all of them): the cells go by in
+ * tiles of 64; a tile's scores (q.k, scaled, soft-capped) are kept in
  * a 64-float buffer on the stack, the running maximum and sum are rescaled
  * once per tile instead of once per cell, the exponentials are computed 8
  * at a time, and the values are summed with their weights. Scratch is the
@@ -49,47 +50,89 @@ static inline float hsum8(__m256 v) {
     return _mm_cvtss_f32(h);
 }
 
-void sp_attention_avx2(const sp_attention_args *a) {
+/* Heads [h0, h0 + G) of the group (G <= 8): each K and V cell is read once
+ * for all of them while it is in L1; every head does exactly the arithmetic
+ * it would do alone. */
+static inline __attribute__((always_inline)) void attend_heads(const sp_attention_args *a, int64_t h0, const int G) {
     const int64_t dk = a->head_dim_k, dv = a->head_dim_v, dk8 = dk & ~(int64_t)7, dv8 = dv & ~(int64_t)7;
-    float max = -INFINITY, sum = 0.f;
-    float scores[TILE];
-    for (int64_t d = 0; d < dv; d++) a->out[d] = 0.f;
+    float max[8], sum[8], scores[8][TILE];
+    const float *q[8];
+    float *out[8];
+    for (int h = 0; h < G; h++) {
+        max[h] = -INFINITY;
+        sum[h] = 0.f;
+        q[h] = a->q + (h0 + h) * dk;
+        out[h] = a->out + (h0 + h) * dv;
+        for (int64_t d = 0; d < dv; d++) out[h][d] = 0.f;
+    }
     for (int64_t c0 = 0; c0 < a->n_cells; c0 += TILE) {
         const int nt = a->n_cells - c0 < TILE ? (int)(a->n_cells - c0) : TILE;
-        float tile_max = -INFINITY;
+        float tile_max[8];
+        for (int h = 0; h < G; h++) tile_max[h] = -INFINITY;
         for (int c = 0; c < nt; c++) {
             const int64_t cell = (int64_t)a->cells[c0 + c] * a->stride;
-            __m256 acc = _mm256_setzero_ps();
-            for (int64_t d = 0; d < dk8; d += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a->q + d), load8(a->keys, a->kv_type, cell + d), acc);
-            float s = hsum8(acc);
-            for (int64_t d = dk8; d < dk; d++) s += a->q[d] * load1(a->keys, a->kv_type, cell + d);
-            s *= a->scale;
-            if (a->softcap > 0.f) s = a->softcap * tanhf(s / a->softcap);
-            scores[c] = s;
-            tile_max = s > tile_max ? s : tile_max;
+            __m256 acc[8];
+            for (int h = 0; h < G; h++) acc[h] = _mm256_setzero_ps();
+            for (int64_t d = 0; d < dk8; d += 8) {
+                const __m256 kv = load8(a->keys, a->kv_type, cell + d);
+                for (int h = 0; h < G; h++) acc[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q[h] + d), kv, acc[h]);
+            }
+            for (int h = 0; h < G; h++) {
+                float s = hsum8(acc[h]);
+                for (int64_t d = dk8; d < dk; d++) s += q[h][d] * load1(a->keys, a->kv_type, cell + d);
+                s *= a->scale;
+                if (a->softcap > 0.f) s = a->softcap * tanhf(s / a->softcap);
+                scores[h][c] = s;
+                tile_max[h] = s > tile_max[h] ? s : tile_max[h];
+            }
         }
-        if (tile_max > max) { /* rescale what was accumulated under the old maximum, once per tile */
-            const float correction = max == -INFINITY ? 0.f : expf(max - tile_max);
-            sum *= correction;
-            const __m256 cv = _mm256_set1_ps(correction);
-            for (int64_t d = 0; d < dv8; d += 8) _mm256_storeu_ps(a->out + d, _mm256_mul_ps(_mm256_loadu_ps(a->out + d), cv));
-            for (int64_t d = dv8; d < dv; d++) a->out[d] *= correction;
-            max = tile_max;
+        for (int h = 0; h < G; h++) {
+            if (tile_max[h] > max[h]) { /* rescale what was accumulated under the old maximum, once per tile */
+                const float correction = max[h] == -INFINITY ? 0.f : expf(max[h] - tile_max[h]);
+                sum[h] *= correction;
+                const __m256 cv = _mm256_set1_ps(correction);
+                for (int64_t d = 0; d < dv8; d += 8) _mm256_storeu_ps(out[h] + d, _mm256_mul_ps(_mm256_loadu_ps(out[h] + d), cv));
+                for (int64_t d = dv8; d < dv; d++) out[h][d] *= correction;
+                max[h] = tile_max[h];
+            }
+            int c = 0;
+            const __m256 mv = _mm256_set1_ps(max[h]);
+            for (; c + 8 <= nt; c += 8) _mm256_storeu_ps(scores[h] + c, exp8_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(scores[h] + c), mv)));
+            for (; c < nt; c++) scores[h][c] = expf(scores[h][c] - max[h]);
         }
-        int c = 0;
-        const __m256 mv = _mm256_set1_ps(max);
-        for (; c + 8 <= nt; c += 8) _mm256_storeu_ps(scores + c, exp8_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(scores + c), mv)));
-        for (; c < nt; c++) scores[c] = expf(scores[c] - max);
-        for (c = 0; c < nt; c++) {
-            const float w = scores[c];
+        for (int c = 0; c < nt; c++) {
             const int64_t cell = (int64_t)a->cells[c0 + c] * a->stride;
-            sum += w;
-            const __m256 wv = _mm256_set1_ps(w);
-            for (int64_t d = 0; d < dv8; d += 8)
-                _mm256_storeu_ps(a->out + d, _mm256_fmadd_ps(wv, load8(a->values, a->kv_type, cell + d), _mm256_loadu_ps(a->out + d)));
-            for (int64_t d = dv8; d < dv; d++) a->out[d] += w * load1(a->values, a->kv_type, cell + d);
+            for (int h = 0; h < G; h++) sum[h] += scores[h][c];
+            for (int64_t d = 0; d < dv8; d += 8) {
+                const __m256 vv = load8(a->values, a->kv_type, cell + d);
+                for (int h = 0; h < G; h++)
+                    _mm256_storeu_ps(out[h] + d, _mm256_fmadd_ps(_mm256_set1_ps(scores[h][c]), vv, _mm256_loadu_ps(out[h] + d)));
+            }
+            for (int64_t d = dv8; d < dv; d++) {
+                const float vd = load1(a->values, a->kv_type, cell + d);
+                for (int h = 0; h < G; h++) out[h][d] += scores[h][c] * vd;
+            }
         }
     }
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    for (int64_t d = 0; d < dv; d++) a->out[d] *= inv;
+    for (int h = 0; h < G; h++) {
+        const float inv = sum[h] > 0.f ? 1.f / sum[h] : 0.f;
+        for (int64_t d = 0; d < dv; d++) out[h][d] *= inv;
+    }
+}
+
+void sp_attention_avx2(const sp_attention_args *a) {
+    const int64_t n = a->n_q_heads > 0 ? a->n_q_heads : 1;
+    for (int64_t h0 = 0; h0 < n; h0 += 8) {
+        /* a constant head count in each copy: the per-head arrays live in registers */
+        switch (n - h0 < 8 ? n - h0 : 8) {
+        case 1: attend_heads(a, h0, 1); break;
+        case 2: attend_heads(a, h0, 2); break;
+        case 3: attend_heads(a, h0, 3); break;
+        case 4: attend_heads(a, h0, 4); break;
+        case 5: attend_heads(a, h0, 5); break;
+        case 6: attend_heads(a, h0, 6); break;
+        case 7: attend_heads(a, h0, 7); break;
+        default: attend_heads(a, h0, 8); break;
+        }
+    }
 }

@@ -9,7 +9,7 @@ static float kv_at(const void *base, sp_kv_type type, int64_t idx) {
     return type == SP_KV_F32 ? ((const float *)base)[idx] : sp_fp16_to_fp32(((const uint16_t *)base)[idx]);
 }
 
-void sp_attention_portable(const sp_attention_args *a) {
+static void attend_one(const sp_attention_args *a) {
     float max = -INFINITY, sum = 0.f;
     for (int64_t d = 0; d < a->head_dim_v; d++) a->out[d] = 0.f;
     for (int64_t c = 0; c < a->n_cells; c++) {
@@ -33,4 +33,15 @@ void sp_attention_portable(const sp_attention_args *a) {
     }
     const float inv = sum > 0.f ? 1.f / sum : 0.f;
     for (int64_t d = 0; d < a->head_dim_v; d++) a->out[d] *= inv;
+}
+
+void sp_attention_portable(const sp_attention_args *a) {
+    const int64_t n = a->n_q_heads > 0 ? a->n_q_heads : 1;
+    for (int64_t h = 0; h < n; h++) {
+        sp_attention_args one = *a;
+        one.q = a->q + h * a->head_dim_k;
+        one.out = a->out + h * a->head_dim_v;
+        one.n_q_heads = 1;
+        attend_one(&one);
+    }
 }

@@ -22,12 +22,15 @@ typedef struct sp_weight {
 
 typedef enum sp_kv_type { SP_KV_F32 = 0, SP_KV_F16 = 1 } sp_kv_type;
 
-/* One attention query: softmax(q.k * scale (soft-capped)) . v over the
- * listed cache cells, with an online softmax (the score vector is never
- * stored). keys/values point at cell 0 of this KV head; a cell's vector is
- * `stride` elements further per cell. */
+/* Attention of the query heads that share one KV head (grouped-query
+ * attention; n_q_heads 0 means 1): softmax(q.k * scale (soft-capped)) . v
+ * over the listed cache cells, with an online softmax (the score vector is
+ * never stored). keys/values point at cell 0 of this KV head; a cell's
+ * vector is `stride` elements further per cell. Head h's query is at
+ * q + h * head_dim_k and its output at out + h * head_dim_v. Each head's
+ * result is the same computed alone or in a group. */
 typedef struct sp_attention_args {
-    const float *q;        /* head_dim_k */
+    const float *q;        /* head_dim_k per head */
     const void *keys, *values;
     sp_kv_type kv_type;
     int64_t stride;        /* elements between cells */
@@ -35,7 +38,8 @@ typedef struct sp_attention_args {
     int64_t n_cells;
     int64_t head_dim_k, head_dim_v;
     float scale, softcap;  /* softcap 0: none */
-    float *out;            /* head_dim_v */
+    float *out;            /* head_dim_v per head */
+    int64_t n_q_heads;     /* heads that share the KV head (0: 1) */
 } sp_attention_args;
 
 /* Floats of per-thread scratch a matmul over rows of n_in elements may use:

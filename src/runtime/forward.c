@@ -129,12 +129,21 @@ static void attention_worker(void *p, int ith, int nth) {
     const sp_hparams *hp = &ctx->model->hp;
     const sp_layer *ly = &ctx->model->layers[j->il];
     const sp_kv_cache *kv = &ctx->kv;
-    const int64_t n_pairs = (int64_t)j->n * hp->n_head, group = hp->n_head / hp->n_head_kv;
+    /* a job is a token, a KV head and a run of its query heads (which read
+     * each cell once together); the runs are split only when there are too
+     * few jobs to keep every thread busy (one token of a multi-query model) */
+    const int64_t group = hp->n_head / hp->n_head_kv, pairs = (int64_t)j->n * hp->n_head_kv;
+    int64_t runs = pairs >= 2 * nth ? 1 : (2 * nth + pairs - 1) / pairs;
+    if (runs > group) runs = group;
+    const int64_t per_run = (group + runs - 1) / runs, n_jobs = pairs * runs;
     const size_t elem = kv->type == SP_KV_F32 ? 4 : 2;
     int64_t b, e;
-    sp_split_range(n_pairs, ith, nth, &b, &e);
-    for (int64_t pi = b; pi < e; pi++) {
-        const int64_t t = pi / hp->n_head, head = pi % hp->n_head, kvh = head / group;
+    sp_split_range(n_jobs, ith, nth, &b, &e);
+    for (int64_t ji = b; ji < e; ji++) {
+        const int64_t pi = ji / runs, run = ji % runs;
+        const int64_t t = pi / hp->n_head_kv, kvh = pi % hp->n_head_kv, head = kvh * group + run * per_run;
+        const int64_t n_heads = group - run * per_run < per_run ? group - run * per_run : per_run;
+        if (n_heads <= 0) continue;
         const sp_batch_token *tok = &j->batch[t];
         int32_t hi = sp_kv_visible(kv, tok->seq, tok->pos);
         int32_t lo = ly->sliding ? sp_kv_window_start(kv, tok->seq, tok->pos, hp->sliding_window) : 0;
@@ -151,6 +160,7 @@ static void attention_worker(void *p, int ith, int nth) {
             .scale = hp->attn_scale,
             .softcap = hp->attn_softcap,
             .out = ctx->attn + t * hp->n_head * hp->head_dim_v + head * hp->head_dim_v,
+            .n_q_heads = n_heads,
         };
         ctx->kernels->attention(&a);
     }
