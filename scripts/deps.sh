@@ -10,6 +10,8 @@ if [ "${1:-}" = "--test" ]; then
   # OpenAI and Ollama client libraries (a node that is already there, from
   # Debian or elsewhere, is used as it is)
   packages+=(clang libclang-rt-dev time wrk curl)
+  # the kernels cross-built for aarch64 and run under qemu
+  packages+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
   command -v node >/dev/null 2>&1 || packages+=(nodejs)
   command -v npm >/dev/null 2>&1 || packages+=(npm)
 fi

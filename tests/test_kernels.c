@@ -261,10 +261,12 @@ int main(void) {
     /* "generic" is the portable reference itself: nothing to compare */
     check_level("avx2");
     check_level("avx512");
+    check_level("neon");
     check_attention_level("generic");
     check_attention_level("avx2");
     check_batch_invariance("generic");
     check_batch_invariance("avx2");
     check_batch_invariance("avx512");
+    check_batch_invariance("neon");
     TEST_MAIN_END();
 }

@@ -29,37 +29,49 @@ static const sp_kernels avx512 = {
 };
 #endif
 
+#if defined(__aarch64__) && defined(__linux__)
+#define SP_HAVE_NEON_KERNELS 1
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+static const sp_kernels neon = {
+    .name = "neon-dotprod",
+    .matmul = sp_matmul_neon,
+    .attention = sp_attention_portable,
+};
+/* the kernel reports the dot-product extension as a hardware capability */
+static bool cpu_has_neon_dotprod(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
+#endif
+
 const sp_kernels *sp_kernels_portable(void) { return &portable; }
 
 static const sp_kernels *chosen;
 static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
 
-static bool cpu_has_avx2(void) {
 #ifdef SP_HAVE_X86_KERNELS
+static bool cpu_has_avx2(void) {
     /* __builtin_cpu_supports also checks that the OS saves the AVX state */
     __builtin_cpu_init();
     /* F16C is read from cpuid: not every compiler's builtin knows its name */
     unsigned a, b, c, d;
     const bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
-#else
-    return false;
-#endif
 }
 
 static bool cpu_has_avx512_vnni(void) {
-#ifdef SP_HAVE_X86_KERNELS
     unsigned a, b, c, d;
     const bool vnni = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & bit_AVX512VNNI);
     return cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && vnni;
-#else
-    return false;
-#endif
 }
+#endif
 
 const sp_kernels *sp_kernels_for_level(const char *level) {
     if (!strcmp(level, "generic")) return &portable;
+#ifdef SP_HAVE_NEON_KERNELS
+    if (!strcmp(level, "neon") && cpu_has_neon_dotprod()) return &neon;
+#endif
 #ifdef SP_HAVE_X86_KERNELS
     if (!strcmp(level, "avx2") && cpu_has_avx2()) return &avx2;
     if (!strcmp(level, "avx512") && cpu_has_avx512_vnni()) return &avx512;
@@ -71,6 +83,9 @@ static void choose(void) {
     chosen = &portable;
     const char *cap = getenv("SPROUT_CPU");
     if (cap && !strcmp(cap, "generic")) return;
+#ifdef SP_HAVE_NEON_KERNELS
+    if (cpu_has_neon_dotprod()) chosen = &neon;
+#endif
 #ifdef SP_HAVE_X86_KERNELS
     /* amx has no kernels of its own yet: it gets avx512's */
     if (cpu_has_avx2()) chosen = &avx2;

@@ -66,6 +66,9 @@ const sp_kernels *sp_kernels_portable(void);
 void sp_matmul_portable(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
                         int64_t o0, int64_t o1, float *scratch);
 void sp_attention_portable(const sp_attention_args *a);
+/* 64-bit Arm with NEON and the dot-product extension (matmul_neon.c). */
+void sp_matmul_neon(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride, int64_t o0,
+                    int64_t o1, float *scratch);
 /* x86-64 with AVX2 + FMA + F16C (matmul_avx2.c). */
 void sp_matmul_avx2(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
                     int64_t o0, int64_t o1, float *scratch);
