@@ -1,9 +1,9 @@
 /* Matmul for 64-bit Arm with NEON and the dot-product extension (compiled
  * with +dotprod here only; dispatch.c calls it only when the CPU says so).
  *
- * Q8_0 and Q4_0 weights are dotted in int8 (sdot) against the activations
- * quantized once per call to 8-bit blocks of 32; each block's sum is exact
- * in int32 and scaled in float. Other types decode a row once and use
+ * Q8_0, Q4_0, Q4_K and Q6_K weights are dotted in int8 (sdot) against the
+ * activations quantized once per call to 8-bit blocks of 32; each block's
+ * (or sub-block's) sum is exact in int32 and scaled in float. Other types decode a row once and use
  * float dots with four fixed accumulators. Every token's arithmetic is the
  * same however many tokens the call has: outputs do not depend on the
  * batch. */
@@ -18,6 +18,7 @@
 
 typedef struct act_block {
     float d;
+    int32_t sum; /* of qs: for the K-quants' mins */
     int8_t qs[32];
 } act_block;
 
@@ -37,6 +38,8 @@ static void quantize_activations(const float *x, int64_t n, act_block *q) {
             const int16x8_t h = vcombine_s16(vqmovn_s32(a), vqmovn_s32(c));
             vst1_s8(q[b].qs + 4 * k, vqmovn_s16(h));
         }
+        q[b].sum = vaddlvq_s16(vaddq_s16(vmovl_s8(vld1_s8(q[b].qs)), vmovl_s8(vld1_s8(q[b].qs + 8)))) +
+                   vaddlvq_s16(vaddq_s16(vmovl_s8(vld1_s8(q[b].qs + 16)), vmovl_s8(vld1_s8(q[b].qs + 24))));
     }
 }
 
@@ -75,6 +78,61 @@ static float dot_row(sprout_type type, const uint8_t *row, const act_block *a, i
     return vaddvq_f32(vaddq_f32(acc[0], acc[1]));
 }
 
+/* Q4_K: per sub-block of 32, sum(x*a) = d*sc*ad*sum(q*qa) - dmin*m*ad*sum(qa);
+ * the levels 0..15 go into sdot as they are. */
+static float dot_q4_K(const sp_block_q4_K *w, const act_block *a, int64_t n_super) {
+    float acc = 0.f, mins = 0.f;
+    const uint8x16_t low4 = vdupq_n_u8(0x0F);
+    for (int64_t b = 0; b < n_super; b++, a += 8) {
+        const float d = sp_fp16_to_fp32(w[b].d), dmin = sp_fp16_to_fp32(w[b].dmin);
+        for (int j = 0; j < 4; j++) {
+            const uint8x16_t q0 = vld1q_u8(w[b].qs + 32 * j), q1 = vld1q_u8(w[b].qs + 32 * j + 16);
+            const act_block *lo = &a[2 * j], *hi = &a[2 * j + 1];
+            int32x4_t s_lo = vdotq_s32(vdupq_n_s32(0), vreinterpretq_s8_u8(vandq_u8(q0, low4)), vld1q_s8(lo->qs));
+            s_lo = vdotq_s32(s_lo, vreinterpretq_s8_u8(vandq_u8(q1, low4)), vld1q_s8(lo->qs + 16));
+            int32x4_t s_hi = vdotq_s32(vdupq_n_s32(0), vreinterpretq_s8_u8(vshrq_n_u8(q0, 4)), vld1q_s8(hi->qs));
+            s_hi = vdotq_s32(s_hi, vreinterpretq_s8_u8(vshrq_n_u8(q1, 4)), vld1q_s8(hi->qs + 16));
+            uint8_t sc, m;
+            sp_q4k_scale_min(2 * j, w[b].scales, &sc, &m);
+            acc += d * (float)sc * lo->d * (float)vaddvq_s32(s_lo);
+            mins += dmin * (float)m * lo->d * (float)lo->sum;
+            sp_q4k_scale_min(2 * j + 1, w[b].scales, &sc, &m);
+            acc += d * (float)sc * hi->d * (float)vaddvq_s32(s_hi);
+            mins += dmin * (float)m * hi->d * (float)hi->sum;
+        }
+    }
+    return acc - mins;
+}
+
+/* Q6_K: x = d*sc*(q - 32) with one scale per 16; q - 32 fits int8, so
+ * sdot takes it directly, 16 elements per scale. */
+static float dot_q6_K(const sp_block_q6_K *w, const act_block *a, int64_t n_super) {
+    float acc = 0.f;
+    const uint8x16_t low4 = vdupq_n_u8(0x0F), three = vdupq_n_u8(3);
+    const int8x16_t m32 = vdupq_n_s8(32);
+    for (int64_t b = 0; b < n_super; b++, a += 8) {
+        const float d = sp_fp16_to_fp32(w[b].d);
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = w[b].ql + 64 * h, *qh = w[b].qh + 32 * h;
+            for (int half = 0; half < 2; half++) { /* elements l = 16 * half .. +15 of each run of 32 */
+                const uint8x16_t l0 = vld1q_u8(ql + 16 * half), l1 = vld1q_u8(ql + 32 + 16 * half), hb = vld1q_u8(qh + 16 * half);
+                const uint8x16_t q[4] = {
+                    vorrq_u8(vandq_u8(l0, low4), vshlq_n_u8(vandq_u8(hb, three), 4)),
+                    vorrq_u8(vandq_u8(l1, low4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hb, 2), three), 4)),
+                    vorrq_u8(vshrq_n_u8(l0, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hb, 4), three), 4)),
+                    vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(hb, 6), 4)),
+                };
+                for (int k = 0; k < 4; k++) { /* run k: elements 128h + 32k + 16*half + (0..15), act block 4h + k */
+                    const act_block *ab = &a[4 * h + k];
+                    const int32x4_t s = vdotq_s32(vdupq_n_s32(0), vsubq_s8(vreinterpretq_s8_u8(q[k]), m32), vld1q_s8(ab->qs + 16 * half));
+                    acc += d * ab->d * (float)(w[b].scales[8 * h + 2 * k + half] * vaddvq_s32(s));
+                }
+            }
+        }
+    }
+    return acc;
+}
+
 /* Four accumulators over 16 elements at a time, then the tail in order. */
 static float dot_f32(const float *w, const float *x, int64_t n) {
     float32x4_t acc[4] = {vdupq_n_f32(0.f), vdupq_n_f32(0.f), vdupq_n_f32(0.f), vdupq_n_f32(0.f)};
@@ -88,7 +146,8 @@ static float dot_f32(const float *w, const float *x, int64_t n) {
 
 void sp_matmul_neon(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride, int64_t o0,
                     int64_t o1, float *scratch) {
-    const bool int8 = (w->type == SPROUT_TYPE_Q8_0 || w->type == SPROUT_TYPE_Q4_0) && w->n_in % 32 == 0;
+    const bool int8 = ((w->type == SPROUT_TYPE_Q8_0 || w->type == SPROUT_TYPE_Q4_0) && w->n_in % 32 == 0) ||
+                      w->type == SPROUT_TYPE_Q4_K || w->type == SPROUT_TYPE_Q6_K;
     if (int8) {
         /* activations of up to 32 tokens at a time, in the caller's scratch */
         enum { TILE = 32 };
@@ -100,7 +159,12 @@ void sp_matmul_neon(const sp_weight *w, const float *x, int64_t x_stride, int64_
             for (int64_t t = 0; t < tn; t++) quantize_activations(x + (t0 + t) * x_stride, w->n_in, acts + t * nb);
             for (int64_t o = o0; o < o1; o++) {
                 const uint8_t *row = w->data + (size_t)o * w->row_bytes;
-                for (int64_t t = 0; t < tn; t++) y[(t0 + t) * y_stride + o] = dot_row(w->type, row, acts + t * nb, nb);
+                for (int64_t t = 0; t < tn; t++) {
+                    const act_block *a = acts + t * nb;
+                    y[(t0 + t) * y_stride + o] = w->type == SPROUT_TYPE_Q4_K   ? dot_q4_K((const sp_block_q4_K *)row, a, nb / 8)
+                                                 : w->type == SPROUT_TYPE_Q6_K ? dot_q6_K((const sp_block_q6_K *)row, a, nb / 8)
+                                                                               : dot_row(w->type, row, a, nb);
+                }
             }
         }
         return;
