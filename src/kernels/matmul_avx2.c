@@ -100,10 +100,6 @@ static inline __m256i dot_u8_i8_acc(__m256i acc, __m256i u, __m256i s) {
 #endif
 }
 
-/* Sum of x[i] * y[i] over 32 signed bytes, as 8 int32 lanes turned to floats. */
-static inline __m256 dot_i8_32(__m256i x, __m256i y) {
-    return _mm256_cvtepi32_ps(dot_u8_i8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x)));
-}
 
 /* The unsigned 6-bit levels (0..63) of one 128-element half of a Q6_K
  * block, as four runs of 32: low nibbles of ql[0..31], of ql[32..63], high
@@ -120,64 +116,6 @@ static inline void unpack_q6_K_half(const uint8_t *ql, const uint8_t *qh, __m256
                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), two), 4));
 }
 
-/* Q6_K: x = d*s*(q - 32), q in 0..63, one signed scale s per 16 elements.
- * maddubs of the unsigned q, then madd with the two scales of the 32
- * elements (8 int16 lanes each) applies them in integer; the -32 offset
- * comes off with the activation sums. */
-
-/* Unsigned 4-bit levels of a legacy block (elements 0..15 the low nibbles,
- * 16..31 the high ones), with bit i of qh (if any) as element i's fifth bit. */
-static inline __m256i unpack_legacy_levels(const uint8_t qs[16], const uint8_t *qh) {
-    const __m128i packed = _mm_loadu_si128((const __m128i *)qs);
-    __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0F));
-    if (qh) {
-        /* byte i takes byte i/8 of qh, keeps bit i%8, and turns it into 16 */
-        uint32_t bits;
-        memcpy(&bits, qh, 4);
-        const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits),
-                                                   _mm256_setr_epi64x(0, 0x0101010101010101ll, 0x0202020202020202ll,
-                                                                      0x0303030303030303ll));
-        const __m256i mask = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-        const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, mask), mask);
-        q = _mm256_or_si256(q, _mm256_and_si256(set, _mm256_set1_epi8(16)));
-    }
-    return q;
-}
-
-/* Q4_1, Q5_0 and Q5_1: x = d*q + m (m = -16d for Q5_0), so
- * sum(x*a) = d*ad*sum(q*qa) + m*ad*sum(qa). */
-static inline __attribute__((always_inline)) float dot_legacy(const uint8_t *row, int64_t nb, size_t block_bytes,
-                                                              size_t qs_at, int qh_at, bool has_min, const act_block *a) {
-    __m256 acc = _mm256_setzero_ps();
-    float offsets = 0.f;
-    for (int64_t b = 0; b < nb; b++, row += block_bytes) {
-        uint16_t d16, m16 = 0;
-        memcpy(&d16, row, 2);
-        if (has_min) memcpy(&m16, row + 2, 2);
-        const float d = _cvtsh_ss(d16), m = has_min ? _cvtsh_ss(m16) : -16.f * d;
-        const __m256i q = unpack_legacy_levels(row + qs_at, qh_at >= 0 ? row + qh_at : NULL);
-        const __m256i p = dot_u8_i8(q, _mm256_loadu_si256((const __m256i *)a[b].qs));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d * a[b].d), _mm256_cvtepi32_ps(p), acc);
-        offsets += m * a[b].d * (float)(a[b].sum[0] + a[b].sum[1]);
-    }
-    return hsum256(acc) + offsets;
-}
-
-static float dot_q4_1(const uint8_t *row, const act_block *a, int64_t nb) {
-    return dot_legacy(row, nb, sizeof(sp_block_q4_1), offsetof(sp_block_q4_1, qs), -1, true, a);
-}
-static float dot_q5_0(const uint8_t *row, const act_block *a, int64_t nb) {
-    return dot_legacy(row, nb, sizeof(sp_block_q5_0), offsetof(sp_block_q5_0, qs), (int)offsetof(sp_block_q5_0, qh), false, a);
-}
-static float dot_q5_1(const uint8_t *row, const act_block *a, int64_t nb) {
-    return dot_legacy(row, nb, sizeof(sp_block_q5_1), offsetof(sp_block_q5_1, qs), (int)offsetof(sp_block_q5_1, qh), true, a);
-}
-
-/* Q4_K and Q6_K rows against a tile of tokens: the scales are unpacked and
- * the levels widened once per super-block, then used for every token of a
- * group of up to TOKEN_GROUP, whose accumulators stay in registers (a[t * nb ...]
- * is token t's blocks; out[t] gets its dot). The group size is a constant
- * in each copy the compiler makes, so its loops unroll. */
 
 /* Runs CALL(t0, G) over tn tokens in groups of up to TOKEN_GROUP, each
  * with a constant G. */
@@ -201,13 +139,6 @@ static float dot_q5_1(const uint8_t *row, const act_block *a, int64_t nb) {
 
 
 /* One int8-path row against one token's activation blocks. */
-static float dot_int8_row(sprout_type type, const uint8_t *row, const act_block *a, int64_t nb) {
-    switch (type) {
-    case SPROUT_TYPE_Q4_1: return dot_q4_1(row, a, nb);
-    case SPROUT_TYPE_Q5_0: return dot_q5_0(row, a, nb);
-    default: return dot_q5_1(row, a, nb);
-    }
-}
 
 /* --- blocks in lanes (Q4_0, Q8_0) -------------------------------------------------------------
  * One row against a tile of tokens, eight blocks at a time, each block in
@@ -273,19 +204,81 @@ typedef struct act_tile {
  * (zero past nv; Q8_0 may leave them as they are), and their eight scales. Shuffles are the scarce
  * resource here: Q4_0's packed halves are transposed before the nibbles
  * are split, a 4x4 transpose per 128-bit lane instead of an 8x8 one. */
+/* Unsigned levels of a packed block in element order (0..15 the low
+ * nibbles, 16..31 the high ones), with bit i of qh (if any) as element i's
+ * fifth bit: for one or two tokens, cheaper than the transposed layout. */
+static inline __m256i unpack_packed_levels(const uint8_t *qs, const uint8_t *qh) {
+    const __m128i packed = _mm_loadu_si128((const __m128i *)qs);
+    __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0F));
+    if (qh) {
+        /* byte i takes byte i/8 of qh, keeps bit i%8, and turns it into 16 */
+        uint32_t bits;
+        memcpy(&bits, qh, 4);
+        const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits),
+                                                   _mm256_setr_epi64x(0, 0x0101010101010101ll, 0x0202020202020202ll,
+                                                                      0x0303030303030303ll));
+        const __m256i mask = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+        const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, mask), mask);
+        q = _mm256_or_si256(q, _mm256_and_si256(set, _mm256_set1_epi8(16)));
+    }
+    return q;
+}
+
+/* Where the parts of a 32-element block are: its size, its packed nibbles,
+ * its fifth bits (-1: none) and its min (-1: none); the scale d comes first. */
+typedef struct block_layout {
+    size_t bytes, qs;
+    int qh, m;
+} block_layout;
+
+static inline block_layout layout_of(sprout_type type) {
+    switch (type) {
+    case SPROUT_TYPE_Q4_0: return (block_layout){sizeof(sp_block_q4_0), offsetof(sp_block_q4_0, qs), -1, -1};
+    case SPROUT_TYPE_Q4_1: return (block_layout){sizeof(sp_block_q4_1), offsetof(sp_block_q4_1, qs), -1, (int)offsetof(sp_block_q4_1, m)};
+    case SPROUT_TYPE_Q5_0:
+        return (block_layout){sizeof(sp_block_q5_0), offsetof(sp_block_q5_0, qs), (int)offsetof(sp_block_q5_0, qh), -1};
+    case SPROUT_TYPE_Q5_1:
+        return (block_layout){sizeof(sp_block_q5_1), offsetof(sp_block_q5_1, qs), (int)offsetof(sp_block_q5_1, qh),
+                              (int)offsetof(sp_block_q5_1, m)};
+    default: return (block_layout){sizeof(sp_block_q8_0), offsetof(sp_block_q8_0, qs), -1, -1};
+    }
+}
+
+static inline __m256 gather_halves8(const uint16_t h[8]) {
+    /* gathered in registers: eight 2-byte stores and a wide reload would stall */
+    return _mm256_cvtph_ps(_mm_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3], (short)h[4], (short)h[5], (short)h[6],
+                                          (short)h[7]));
+}
+
+/* Blocks [b, b + nv) of a row (nv <= 8), levels as unsigned bytes
+ * transposed into v[0..8) (zero past nv; Q8_0 may leave them as they are),
+ * their eight scales returned and (Q4_1, Q5_1) their mins in *mw. */
 static inline __attribute__((always_inline)) __m256 load_blocks8(sprout_type type, const uint8_t *row, int64_t b, int nv, bool transpose,
-                                                                 __m256i v[8]) {
-    const size_t block_bytes = type == SPROUT_TYPE_Q4_0 ? sizeof(sp_block_q4_0) : sizeof(sp_block_q8_0);
-    uint16_t d16[8] = {0};
+                                                                 __m256i v[8], __m256 *mw) {
+    const block_layout L = layout_of(type);
+    const size_t block_bytes = L.bytes;
+    uint16_t d16[8] = {0}, m16[8] = {0};
+    uint32_t qh[8] = {0};
     for (int j = 0; j < 8; j++)
-        if (j < nv) memcpy(&d16[j], row + (size_t)(b + j) * block_bytes, sizeof d16[j]);
-    if (type == SPROUT_TYPE_Q4_0) {
+        if (j < nv) {
+            const uint8_t *blk = row + (size_t)(b + j) * block_bytes;
+            memcpy(&d16[j], blk, sizeof d16[j]);
+            if (L.m >= 0) memcpy(&m16[j], blk + L.m, sizeof m16[j]);
+            if (L.qh >= 0) memcpy(&qh[j], blk + L.qh, sizeof qh[j]);
+        }
+    if (L.m >= 0) *mw = gather_halves8(m16);
+    if (type != SPROUT_TYPE_Q8_0 && !transpose) {
+        for (int j = 0; j < 8; j++) {
+            const uint8_t *blk = row + (size_t)(b + j) * block_bytes;
+            v[j] = j < nv ? unpack_packed_levels(blk + L.qs, L.qh >= 0 ? blk + L.qh : NULL) : _mm256_setzero_si256();
+        }
+    } else if (type != SPROUT_TYPE_Q8_0) {
         /* a[j] = [packed block j | packed block j + 4] */
         __m256i a[4];
         for (int j = 0; j < 4; j++) {
-            const __m128i lo = j < nv ? _mm_loadu_si128((const __m128i *)(row + (size_t)(b + j) * block_bytes + 2)) : _mm_setzero_si128();
+            const __m128i lo = j < nv ? _mm_loadu_si128((const __m128i *)(row + (size_t)(b + j) * block_bytes + L.qs)) : _mm_setzero_si128();
             const __m128i hi =
-                j + 4 < nv ? _mm_loadu_si128((const __m128i *)(row + (size_t)(b + j + 4) * block_bytes + 2)) : _mm_setzero_si128();
+                j + 4 < nv ? _mm_loadu_si128((const __m128i *)(row + (size_t)(b + j + 4) * block_bytes + L.qs)) : _mm_setzero_si128();
             a[j] = _mm256_set_m128i(hi, lo);
         }
         const __m256i t0 = _mm256_unpacklo_epi32(a[0], a[1]), t1 = _mm256_unpackhi_epi32(a[0], a[1]);
@@ -297,27 +290,36 @@ static inline __attribute__((always_inline)) __m256 load_blocks8(sprout_type typ
             v[m] = _mm256_and_si256(p[m], low4);
             v[m + 4] = _mm256_and_si256(_mm256_srli_epi16(p[m], 4), low4);
         }
+        if (L.qh >= 0) {
+            /* vector m holds elements 4m..4m+3 of each block (in both halves):
+             * their fifth bits are bits 4m..4m+3 of the block's qh, spread
+             * one to a byte by a multiply whose partial products never meet */
+            const __m256i bits = _mm256_loadu_si256((const __m256i *)qh);
+            for (int m = 0; m < 8; m++) {
+                const __m256i nibble = _mm256_and_si256(_mm256_srli_epi32(bits, 4 * m), _mm256_set1_epi32(0xF));
+                const __m256i spread = _mm256_and_si256(_mm256_mullo_epi32(nibble, _mm256_set1_epi32(0x00204081)), _mm256_set1_epi32(0x01010101));
+                v[m] = _mm256_or_si256(v[m], _mm256_slli_epi32(spread, 4));
+            }
+        }
     } else {
         __m256i w[8];
         for (int j = 0; j < 8; j++) {
-            w[j] = j < nv ? _mm256_loadu_si256((const __m256i *)(row + (size_t)(b + j) * block_bytes + 2)) : _mm256_setzero_si256();
+            w[j] = j < nv ? _mm256_loadu_si256((const __m256i *)(row + (size_t)(b + j) * block_bytes + L.qs)) : _mm256_setzero_si256();
             if (Q8_0_UNSIGNED && j < nv) w[j] = _mm256_xor_si256(w[j], _mm256_set1_epi8((char)0x80));
         }
         if (transpose) transpose8x8_epi32(w, v);
         else memcpy(v, w, sizeof w);
     }
-    /* gathered in registers: eight 2-byte stores and a wide reload would stall */
-    return _mm256_cvtph_ps(_mm_setr_epi16((short)d16[0], (short)d16[1], (short)d16[2], (short)d16[3], (short)d16[4], (short)d16[5],
-                                          (short)d16[6], (short)d16[7]));
+    return gather_halves8(d16);
 }
 
 /* acc += the eight blocks' dots with token t, each times its two scales.
  * The block sums come from transposed levels, or (transposed false) from
  * whole blocks and horizontal adds: fewer shuffles for a single token. The
  * sums are exact integers either way, so the result is the same. */
-static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_type type, const __m256i v[8], __m256 dw,
+static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_type type, const __m256i v[8], __m256 dw, __m256 mw,
                                                                        const act_tile *at, int64_t t, int64_t b, bool transposed,
-                                                                       __m256 acc) {
+                                                                       __m256 acc, __m256 *macc) {
     const __m256i *y = at->qs_t + t * at->nb8 + b;
     const act_block *a = at->blocks + t * at->nb + b;
     __m256i sums;
@@ -341,29 +343,36 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
         }
         sums = sum_lanes8(p);
     }
-    if (type == SPROUT_TYPE_Q4_0 || Q8_0_UNSIGNED) /* the levels' offset, times the activations' sums */
-        sums = _mm256_sub_epi32(sums, _mm256_loadu_si256((const __m256i *)(at->sum + t * at->nb8 + b)));
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dw, _mm256_loadu_ps(at->d + t * at->nb8 + b)), acc);
+    const __m256 ad = _mm256_loadu_ps(at->d + t * at->nb8 + b);
+    const __m256i asum = _mm256_loadu_si256((const __m256i *)(at->sum + t * at->nb8 + b));
+    if (layout_of(type).m >= 0) /* x = d*q + m: the mins meet the activations' sums */
+        *macc = _mm256_fmadd_ps(_mm256_mul_ps(mw, ad), _mm256_cvtepi32_ps(asum), *macc);
+    else if (type != SPROUT_TYPE_Q8_0 || Q8_0_UNSIGNED) /* the levels' offset, times the activations' sums */
+        sums = _mm256_sub_epi32(sums, asum);
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dw, ad), acc);
 }
 
 /* One row against G tokens from t0 (G constant in each copy, so the
  * accumulators stay in registers). */
 static inline __attribute__((always_inline)) void blocks8_group(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
                                                                 const int G, float *out) {
-    __m256 acc[TOKEN_GROUP];
+    __m256 acc[TOKEN_GROUP], macc[TOKEN_GROUP];
     UNROLL_GROUP
-    for (int k = 0; k < G; k++) acc[k] = _mm256_setzero_ps();
+    for (int k = 0; k < G; k++) acc[k] = macc[k] = _mm256_setzero_ps();
     const int64_t nb = at->nb;
-    /* for one or two tokens Q8_0's 8x8 transpose costs more shuffles than it saves */
+    /* for one or two tokens the transposes cost more shuffles than they
+     * save, except Q4_0's, whose is cheap (the block sums are the same
+     * integers either way) */
     const bool transpose = type == SPROUT_TYPE_Q4_0 || G > 2;
     __m256i v[8];
     for (int64_t b = 0; b < nb; b += 8) {
-        const __m256 dw = load_blocks8(type, row, b, nb - b < 8 ? (int)(nb - b) : 8, transpose, v);
+        __m256 mw = _mm256_setzero_ps();
+        const __m256 dw = load_blocks8(type, row, b, nb - b < 8 ? (int)(nb - b) : 8, transpose, v, &mw);
         UNROLL_GROUP
-        for (int k = 0; k < G; k++) acc[k] = accumulate_blocks8(type, v, dw, at, t0 + k, b, transpose, acc[k]);
+        for (int k = 0; k < G; k++) acc[k] = accumulate_blocks8(type, v, dw, mw, at, t0 + k, b, transpose, acc[k], &macc[k]);
     }
     UNROLL_GROUP
-    for (int k = 0; k < G; k++) out[k] = hsum256(acc[k]);
+    for (int k = 0; k < G; k++) out[k] = layout_of(type).m >= 0 ? hsum256(acc[k]) + hsum256(macc[k]) : hsum256(acc[k]);
 }
 
 /* Token t's activations in the transposed layout, with its scales and
@@ -389,6 +398,24 @@ static void prepare_act_tile(act_tile *at, int64_t t, int offset, bool split_sum
 
 static void dot_q4_0_tile(const uint8_t *row, const act_tile *at, int64_t tn, float *out) {
 #define CALL(t0, G) blocks8_group(SPROUT_TYPE_Q4_0, row, at, t0, G, out + (t0))
+    FOR_TOKEN_GROUPS(CALL, tn);
+#undef CALL
+}
+
+static void dot_q4_1_tile(const uint8_t *row, const act_tile *at, int64_t tn, float *out) {
+#define CALL(t0, G) blocks8_group(SPROUT_TYPE_Q4_1, row, at, t0, G, out + (t0))
+    FOR_TOKEN_GROUPS(CALL, tn);
+#undef CALL
+}
+
+static void dot_q5_0_tile(const uint8_t *row, const act_tile *at, int64_t tn, float *out) {
+#define CALL(t0, G) blocks8_group(SPROUT_TYPE_Q5_0, row, at, t0, G, out + (t0))
+    FOR_TOKEN_GROUPS(CALL, tn);
+#undef CALL
+}
+
+static void dot_q5_1_tile(const uint8_t *row, const act_tile *at, int64_t tn, float *out) {
+#define CALL(t0, G) blocks8_group(SPROUT_TYPE_Q5_1, row, at, t0, G, out + (t0))
     FOR_TOKEN_GROUPS(CALL, tn);
 #undef CALL
 }
@@ -511,7 +538,12 @@ static void dot_q6_K_tile(const sp_block_q6_K *w, const act_tile *at, int64_t tn
 
 /* What a type's blocks8 kernel adds to its levels to make them unsigned. */
 static int type_level_offset(sprout_type type) {
-    return type == SPROUT_TYPE_Q4_0 ? 8 : type == SPROUT_TYPE_Q8_0 && Q8_0_UNSIGNED ? 128 : 0;
+    switch (type) {
+    case SPROUT_TYPE_Q4_0: return 8;
+    case SPROUT_TYPE_Q5_0: return 16;
+    case SPROUT_TYPE_Q8_0: return Q8_0_UNSIGNED ? 128 : 0;
+    default: return 1; /* Q4_1, Q5_1, Q4_K, Q5_K: the plain sums, for the mins */
+    }
 }
 
 /* The int8 path: activations of up to TOKEN_TILE tokens quantized into the
@@ -529,30 +561,27 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, in
     at.sum_hi = at.sum + TOKEN_TILE * nb8;
     const sprout_type type = w->type;
     const int offset = type_level_offset(type);
-    const bool tiled = type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K ||
-                       type == SPROUT_TYPE_Q6_K;
     for (int64_t t0 = 0; t0 < n_tokens; t0 += TOKEN_TILE) {
         const int64_t tn = n_tokens - t0 < TOKEN_TILE ? n_tokens - t0 : TOKEN_TILE;
         for (int64_t t = 0; t < tn; t++) {
             quantize_activations(x + (t0 + t) * x_stride, w->n_in, at.blocks + t * nb);
-            /* Q4_K's and Q5_K's mins want the plain sums, Q6_K's offset the sums of each half */
-            if (tiled) prepare_act_tile(&at, t, type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K ? 1 : offset, type == SPROUT_TYPE_Q6_K);
+            /* Q6_K's offset wants the sums of each half */
+            prepare_act_tile(&at, t, offset, type == SPROUT_TYPE_Q6_K);
         }
         for (int64_t o = o0; o < o1; o++) {
             const uint8_t *row = w->data + (size_t)o * w->row_bytes;
-            if (tiled) {
-                float dots[TOKEN_TILE];
-                switch (type) {
-                case SPROUT_TYPE_Q4_0: dot_q4_0_tile(row, &at, tn, dots); break;
-                case SPROUT_TYPE_Q8_0: dot_q8_0_tile(row, &at, tn, dots); break;
-                case SPROUT_TYPE_Q4_K: dot_q4_K_tile(row, &at, tn, dots); break;
-                case SPROUT_TYPE_Q5_K: dot_q5_K_tile(row, &at, tn, dots); break;
-                default: dot_q6_K_tile((const sp_block_q6_K *)row, &at, tn, dots); break;
-                }
-                for (int64_t t = 0; t < tn; t++) y[(t0 + t) * y_stride + o] = dots[t];
-            } else {
-                for (int64_t t = 0; t < tn; t++) y[(t0 + t) * y_stride + o] = dot_int8_row(type, row, at.blocks + t * nb, nb);
+            float dots[TOKEN_TILE];
+            switch (type) {
+            case SPROUT_TYPE_Q4_0: dot_q4_0_tile(row, &at, tn, dots); break;
+            case SPROUT_TYPE_Q8_0: dot_q8_0_tile(row, &at, tn, dots); break;
+            case SPROUT_TYPE_Q4_1: dot_q4_1_tile(row, &at, tn, dots); break;
+            case SPROUT_TYPE_Q5_0: dot_q5_0_tile(row, &at, tn, dots); break;
+            case SPROUT_TYPE_Q5_1: dot_q5_1_tile(row, &at, tn, dots); break;
+            case SPROUT_TYPE_Q4_K: dot_q4_K_tile(row, &at, tn, dots); break;
+            case SPROUT_TYPE_Q5_K: dot_q5_K_tile(row, &at, tn, dots); break;
+            default: dot_q6_K_tile((const sp_block_q6_K *)row, &at, tn, dots); break;
             }
+            for (int64_t t = 0; t < tn; t++) y[(t0 + t) * y_stride + o] = dots[t];
         }
     }
 }
