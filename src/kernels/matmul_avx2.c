@@ -1,13 +1,16 @@
 /* Matmul for x86-64 CPUs with AVX2 and FMA (compiled with those flags only
  * here; dispatch.c calls it only when cpuid says so).
  *
- * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K weights are dotted in int8 against the
- * activations quantized once per call to 8-bit blocks of 32, as llama.cpp
- * does, so weights are never widened to float; each weight row, read once,
- * serves a tile of tokens. The result differs from the float path by the
- * activations' rounding (about 1% relative per dot of random signs). The
- * other types decode each weight row once and dot it with every token in
- * FMA registers. */
+ * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K weights are dotted in
+ * int8 against the activations quantized once per call to 8-bit blocks of
+ * 32, as llama.cpp does, so weights are never widened to float. Eight blocks
+ * (or a K-quant super-block's eight sub-blocks) go side by side in the
+ * lanes of a vector, their levels transposed once for up to 8 tokens, so
+ * each block's sum comes out exact in its own lane and the scales apply as
+ * vectors. The result differs from the float path by the activations'
+ * rounding (about 1% relative per dot of random signs). Other types go
+ * through float register tiles. Every path computes a token the same way
+ * whatever else is in the batch. */
 #include <immintrin.h>
 #include <stddef.h>
 #include <string.h>
