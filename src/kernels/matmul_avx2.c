@@ -399,34 +399,22 @@ static void prepare_act_tile(act_tile *at, int64_t t, int offset, bool split_sum
     }
 }
 
-static void dot_q4_0_tile(const uint8_t *row, const act_tile *at, int64_t tn, float *out) {
-#define CALL(t0, G) blocks8_group(SPROUT_TYPE_Q4_0, row, at, t0, G, out + (t0))
+static inline __attribute__((always_inline)) void blocks8_tile(sprout_type type, const uint8_t *row, const act_tile *at, int64_t tn,
+                                                               float *out) {
+#define CALL(t0, G) blocks8_group(type, row, at, t0, G, out + (t0))
     FOR_TOKEN_GROUPS(CALL, tn);
 #undef CALL
 }
 
-static void dot_q4_1_tile(const uint8_t *row, const act_tile *at, int64_t tn, float *out) {
-#define CALL(t0, G) blocks8_group(SPROUT_TYPE_Q4_1, row, at, t0, G, out + (t0))
-    FOR_TOKEN_GROUPS(CALL, tn);
-#undef CALL
-}
-
-static void dot_q5_0_tile(const uint8_t *row, const act_tile *at, int64_t tn, float *out) {
-#define CALL(t0, G) blocks8_group(SPROUT_TYPE_Q5_0, row, at, t0, G, out + (t0))
-    FOR_TOKEN_GROUPS(CALL, tn);
-#undef CALL
-}
-
-static void dot_q5_1_tile(const uint8_t *row, const act_tile *at, int64_t tn, float *out) {
-#define CALL(t0, G) blocks8_group(SPROUT_TYPE_Q5_1, row, at, t0, G, out + (t0))
-    FOR_TOKEN_GROUPS(CALL, tn);
-#undef CALL
-}
-
-static void dot_q8_0_tile(const uint8_t *row, const act_tile *at, int64_t tn, float *out) {
-#define CALL(t0, G) blocks8_group(SPROUT_TYPE_Q8_0, row, at, t0, G, out + (t0))
-    FOR_TOKEN_GROUPS(CALL, tn);
-#undef CALL
+/* One copy per type, so that each one's branches fold away. */
+static void dot_blocks8_tile(sprout_type type, const uint8_t *row, const act_tile *at, int64_t tn, float *out) {
+    switch (type) {
+    case SPROUT_TYPE_Q4_0: blocks8_tile(SPROUT_TYPE_Q4_0, row, at, tn, out); break;
+    case SPROUT_TYPE_Q4_1: blocks8_tile(SPROUT_TYPE_Q4_1, row, at, tn, out); break;
+    case SPROUT_TYPE_Q5_0: blocks8_tile(SPROUT_TYPE_Q5_0, row, at, tn, out); break;
+    case SPROUT_TYPE_Q5_1: blocks8_tile(SPROUT_TYPE_Q5_1, row, at, tn, out); break;
+    default: blocks8_tile(SPROUT_TYPE_Q8_0, row, at, tn, out); break;
+    }
 }
 
 /* Q4_K and Q5_K in the same layout: a super-block's eight sub-blocks of 32
@@ -575,11 +563,11 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, in
             const uint8_t *row = w->data + (size_t)o * w->row_bytes;
             float dots[TOKEN_TILE];
             switch (type) {
-            case SPROUT_TYPE_Q4_0: dot_q4_0_tile(row, &at, tn, dots); break;
-            case SPROUT_TYPE_Q8_0: dot_q8_0_tile(row, &at, tn, dots); break;
-            case SPROUT_TYPE_Q4_1: dot_q4_1_tile(row, &at, tn, dots); break;
-            case SPROUT_TYPE_Q5_0: dot_q5_0_tile(row, &at, tn, dots); break;
-            case SPROUT_TYPE_Q5_1: dot_q5_1_tile(row, &at, tn, dots); break;
+            case SPROUT_TYPE_Q4_0:
+            case SPROUT_TYPE_Q8_0:
+            case SPROUT_TYPE_Q4_1:
+            case SPROUT_TYPE_Q5_0:
+            case SPROUT_TYPE_Q5_1: dot_blocks8_tile(type, row, &at, tn, dots); break;
             case SPROUT_TYPE_Q4_K: dot_q4_K_tile(row, &at, tn, dots); break;
             case SPROUT_TYPE_Q5_K: dot_q5_K_tile(row, &at, tn, dots); break;
             default: dot_q6_K_tile((const sp_block_q6_K *)row, &at, tn, dots); break;
