@@ -28,7 +28,7 @@ static inline float load1(const void *base, sp_kv_type type, int64_t idx) {
 static inline __m256 exp8_nonpositive(__m256 x) {
     const __m256 lo = _mm256_set1_ps(-87.3f);
     const __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-    x = _mm256_max_ps(x, lo);
+    x = _mm256_max_ps(lo, x); /* a NaN score stays NaN, as expf keeps it */
     const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
     r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);

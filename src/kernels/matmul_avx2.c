@@ -63,11 +63,12 @@ static void quantize_activations(const float *x, int64_t n, act_block *q) {
         mm = _mm_max_ps(mm, _mm_movehl_ps(mm, mm));
         mm = _mm_max_ss(mm, _mm_movehdup_ps(mm));
         const float max_abs = _mm_cvtss_f32(mm);
-        const float d = max_abs / 127.f, id = max_abs > 0.f ? 127.f / max_abs : 0.f;
+        /* blocks too small to scale (127 / max_abs would overflow) count as zero */
+        const float d = max_abs / 127.f, id = max_abs >= 1e-30f ? 127.f / max_abs : 0.f;
         q[b].d = d;
         const __m256 scale = _mm256_set1_ps(id);
         __m256i i32[4];
-        for (int k = 0; k < 4; k++) i32[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], scale), _MM_ROUND_NEAREST));
+        for (int k = 0; k < 4; k++) i32[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], scale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
         /* pack 4x8 int32 to 32 int8 in element order (packs interleave 128-bit lanes: undo with a permute) */
         __m256i i16a = _mm256_packs_epi32(i32[0], i32[1]), i16b = _mm256_packs_epi32(i32[2], i32[3]);
         __m256i i8 = _mm256_packs_epi16(i16a, i16b);

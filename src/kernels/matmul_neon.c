@@ -31,7 +31,8 @@ static void quantize_activations(const float *x, int64_t n, act_block *q) {
             m = vmaxq_f32(m, vabsq_f32(v[k]));
         }
         const float max_abs = vmaxvq_f32(m);
-        const float id = max_abs > 0.f ? 127.f / max_abs : 0.f;
+        /* blocks too small to scale (127 / max_abs would overflow) count as zero */
+        const float id = max_abs >= 1e-30f ? 127.f / max_abs : 0.f;
         q[b].d = max_abs / 127.f;
         for (int k = 0; k < 8; k += 2) {
             const int32x4_t a = vcvtnq_s32_f32(vmulq_n_f32(v[k], id)), c = vcvtnq_s32_f32(vmulq_n_f32(v[k + 1], id));
