@@ -397,10 +397,13 @@ static void *engine_main(void *arg) {
 
 /* --- setup and submission ------------------------------------------------------------------------------ */
 
-/* Enough slots to keep the cores busy in decode, no more KV memory than
- * about 2 GiB. */
+/* From the cores and the context: two slots per core (a batched step
+ * costs far less than one step per request, up to what the cores can
+ * compute), 2 to 8, then fewer while their KV cache would pass ~2 GiB. */
 static int32_t default_slots(const sprout_model *m, int32_t n_ctx, sprout_kv_type kv) {
-    int32_t n = 4;
+    int32_t n = 2 * sp_threadpool_default_size();
+    if (n < 2) n = 2;
+    if (n > 8) n = 8;
     const double cell_bytes = (double)m->hp.n_layer * 2.0 * m->hp.n_head_kv * m->hp.head_dim_k * (kv == SPROUT_KV_F32 ? 4 : 2);
     while (n > 1 && cell_bytes * n_ctx * n > 2.0 * 1024 * 1024 * 1024) n--;
     return n;
