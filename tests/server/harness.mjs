@@ -46,6 +46,8 @@ export function clients() {
 // Starts the server on a free port; resolves once /health says 200.
 export async function startServer(extraArgs = []) {
   const proc = spawn(SPROUT, ['serve', '-m', MODEL, '--port', '0', ...extraArgs], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // a test that throws must not leave its server behind
+  process.on('exit', () => proc.exitCode === null && proc.signalCode === null && proc.kill('SIGKILL'));
   let log = '';
   const port = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no port announced:\n${log}`)), 20000);
