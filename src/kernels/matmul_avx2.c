@@ -451,10 +451,19 @@ static inline __attribute__((always_inline)) void affine_k_group(sprout_type typ
             }
         }
         transpose8x8_epi32(lv, v);
-        uint8_t sc[8], m[8];
-        for (int j = 0; j < 8; j++) sp_q4k_scale_min(j, scales, &sc[j], &m[j]);
-        const __m256 dsc = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(d16)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)sc))));
-        const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(dmin16)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)m))));
+        /* the eight 6-bit scales and mins of sp_q4k_scale_min, all at once:
+         * words 0-1 end up holding the scales, words 2-3 the mins */
+        uint32_t u[4];
+        memcpy(u, scales, 12);
+        const uint32_t m6 = 0x3f3f3f3f, low4w = 0x0f0f0f0f, top2 = 0x03030303;
+        u[3] = ((u[2] >> 4) & low4w) | (((u[1] >> 6) & top2) << 4);
+        const uint32_t mins_lo = u[1] & m6;
+        u[1] = (u[2] & low4w) | (((u[0] >> 6) & top2) << 4);
+        u[2] = mins_lo;
+        u[0] &= m6;
+        const __m128i sm = _mm_setr_epi32((int)u[0], (int)u[1], (int)u[2], (int)u[3]);
+        const __m256 dsc = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(d16)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm)));
+        const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(dmin16)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8))));
         UNROLL_GROUP
         for (int k = 0; k < G; k++) {
             const int64_t t = t0 + k, at_b = t * at->nb8 + 8 * b;
