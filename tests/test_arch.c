@@ -3,7 +3,6 @@
  * positions in one batch, then 16 greedy steps one token at a time, within
  * the tolerance each JSON gives (and its greedy tokens where the reference
  * margins make them decidable). */
-#include <dirent.h>
 #include <jansson.h>
 #include <math.h>
 
@@ -108,18 +107,14 @@ static void check_model(const char *dir, const char *json_name, int *models) {
     json_decref(ref);
 }
 
+static bool check_file(const char *dir, const char *name, void *models) {
+    check_model(dir, name, models);
+    return true;
+}
+
 int main(void) {
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s/arch", test_shared_dir());
-    DIR *d = opendir(dir);
-    CHECK_MSG(d != NULL, "cannot list %s", dir);
     int models = 0;
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        if (len > 5 && !strcmp(e->d_name + len - 5, ".json")) check_model(dir, e->d_name, &models);
-    }
-    if (d) closedir(d);
+    test_for_each_shared_file("arch", ".json", check_file, &models);
     CHECK_MSG(models >= 30, "only %d arch models checked", models);
     TEST_MAIN_END();
 }

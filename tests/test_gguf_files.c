@@ -208,32 +208,25 @@ static void test_arch_files(void) {
 }
 
 /* Whatever else is in the data folders must open too. */
+static bool check_opens(const char *dir, const char *name, void *subdir) {
+    (void)dir;
+    char rel[1024];
+    snprintf(rel, sizeof rel, "%s/%s", (const char *)subdir, name);
+    sprout_gguf *g = open_shared(rel);
+    if (!g) return false;
+    for (int64_t i = 0; i < sprout_gguf_kv_count(g); i++) CHECK(sprout_gguf_kv_key(g, i) && sprout_gguf_kv_value(g, i));
+    for (int64_t i = 0; i < sprout_gguf_tensor_count(g); i++) {
+        CHECK(sprout_gguf_tensor_file_offset(g, i) + sprout_gguf_tensor_bytes(g, i) <= sprout_gguf_file_size(g));
+        CHECK(sprout_gguf_tensor_file_offset(g, i) % sprout_gguf_alignment(g) == 0);
+    }
+    sprout_gguf_close(g);
+    return true;
+}
+
 static void test_every_file_opens(void) {
     static const char *const dirs[] = {"models", "tokenizer", "arch"};
     int opened = 0;
-    for (size_t k = 0; k < sizeof dirs / sizeof dirs[0]; k++) {
-        char dir[1024];
-        snprintf(dir, sizeof dir, "%s/%s", test_shared_dir(), dirs[k]);
-        DIR *d = opendir(dir);
-        if (!d) continue;
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            size_t len = strlen(e->d_name);
-            if (len < 6 || strcmp(e->d_name + len - 5, ".gguf")) continue;
-            char rel[1024];
-            snprintf(rel, sizeof rel, "%s/%s", dirs[k], e->d_name);
-            sprout_gguf *g = open_shared(rel);
-            if (!g) continue;
-            opened++;
-            for (int64_t i = 0; i < sprout_gguf_kv_count(g); i++) CHECK(sprout_gguf_kv_key(g, i) && sprout_gguf_kv_value(g, i));
-            for (int64_t i = 0; i < sprout_gguf_tensor_count(g); i++) {
-                CHECK(sprout_gguf_tensor_file_offset(g, i) + sprout_gguf_tensor_bytes(g, i) <= sprout_gguf_file_size(g));
-                CHECK(sprout_gguf_tensor_file_offset(g, i) % sprout_gguf_alignment(g) == 0);
-            }
-            sprout_gguf_close(g);
-        }
-        closedir(d);
-    }
+    for (size_t k = 0; k < sizeof dirs / sizeof dirs[0]; k++) opened += test_for_each_shared_file(dirs[k], ".gguf", check_opens, (void *)dirs[k]);
     printf("%d GGUF files opened\n", opened);
     CHECK(opened >= 40);
 }

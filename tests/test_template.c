@@ -1,7 +1,6 @@
 /* Chat templates against Python jinja2's renderings (every NAME.json in
  * ../shared/chat_templates), the template language piece by piece, and
  * hostile templates that must fail cleanly. */
-#include <dirent.h>
 #include <jansson.h>
 
 #include "test_util.h"
@@ -72,21 +71,14 @@ static void run_case_file(const char *dir, const char *json_name) {
     json_decref(spec);
 }
 
+static bool run_case(const char *dir, const char *name, void *ctx) {
+    (void)ctx;
+    run_case_file(dir, name);
+    return true;
+}
+
 static void test_shared_templates(void) {
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s/chat_templates", test_shared_dir());
-    DIR *d = opendir(dir);
-    CHECK_MSG(d != NULL, "cannot list %s", dir);
-    if (!d) return;
-    int files = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        if (len < 6 || strcmp(e->d_name + len - 5, ".json")) continue;
-        run_case_file(dir, e->d_name);
-        files++;
-    }
-    closedir(d);
+    const int files = test_for_each_shared_file("chat_templates", ".json", run_case, NULL);
     CHECK_MSG(files >= 15, "only %d template case files", files);
 }
 

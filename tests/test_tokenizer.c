@@ -113,29 +113,25 @@ static void run_vectors(const char *vocab_path, const char *inp_path, const char
     close_vocab(&vf);
 }
 
+/* NAME.gguf.inp with NAME.gguf.out beside it; the vocabulary is NAME.gguf
+ * there or in models/. */
+static bool run_vector_pair(const char *dir, const char *name, void *ctx) {
+    (void)ctx;
+    const size_t len = strlen(name);
+    char base[512], vocab[2048], inp[2048], out[2048];
+    snprintf(base, sizeof base, "%.*s", (int)(len - 4), name); /* NAME.gguf */
+    snprintf(inp, sizeof inp, "%s/%s", dir, name);
+    snprintf(out, sizeof out, "%s/%s.out", dir, base);
+    snprintf(vocab, sizeof vocab, "%s/%s", dir, base);
+    FILE *f = fopen(vocab, "rb");
+    if (!f) snprintf(vocab, sizeof vocab, "%s/models/%s", test_shared_dir(), base);
+    else fclose(f);
+    run_vectors(vocab, inp, out);
+    return true;
+}
+
 static void test_all_vectors(void) {
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s/tokenizer", test_shared_dir());
-    DIR *d = opendir(dir);
-    CHECK_MSG(d != NULL, "cannot list %s", dir);
-    if (!d) return;
-    int pairs = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        if (len < 10 || strcmp(e->d_name + len - 9, ".gguf.inp")) continue;
-        char base[512], vocab[2048], inp[2048], out[2048];
-        snprintf(base, sizeof base, "%.*s", (int)(len - 4), e->d_name); /* NAME.gguf */
-        snprintf(inp, sizeof inp, "%s/%s", dir, e->d_name);
-        snprintf(out, sizeof out, "%s/%s.out", dir, base);
-        snprintf(vocab, sizeof vocab, "%s/%s", dir, base);
-        FILE *f = fopen(vocab, "rb");
-        if (!f) snprintf(vocab, sizeof vocab, "%s/models/%s", test_shared_dir(), base);
-        else fclose(f);
-        run_vectors(vocab, inp, out);
-        pairs++;
-    }
-    closedir(d);
+    const int pairs = test_for_each_shared_file("tokenizer", ".gguf.inp", run_vector_pair, NULL);
     CHECK_MSG(pairs >= 13, "only %d vector pairs found", pairs);
 }
 

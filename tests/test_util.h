@@ -4,7 +4,9 @@
 #ifndef SPROUT_TEST_UTIL_H
 #define SPROUT_TEST_UTIL_H
 
+#include <dirent.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +52,27 @@ static inline const char *test_shared_dir(void) {
 #else
     return env && *env ? env : "../shared";
 #endif
+}
+
+/* Calls fn(dir, name, ctx) for every file of the shared folder's `subdir`
+ * whose name ends in `suffix`; fn says whether it counted the file. Returns
+ * the count (a failed check when the folder cannot be listed). */
+typedef bool (*test_file_fn)(const char *dir, const char *name, void *ctx);
+static inline int test_for_each_shared_file(const char *subdir, const char *suffix, test_file_fn fn, void *ctx) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/%s", test_shared_dir(), subdir);
+    DIR *d = opendir(dir);
+    CHECK_MSG(d != NULL, "cannot list %s", dir);
+    if (!d) return 0;
+    int counted = 0;
+    const size_t suffix_len = strlen(suffix);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const size_t len = strlen(e->d_name);
+        if (len > suffix_len && !strcmp(e->d_name + len - suffix_len, suffix) && fn(dir, e->d_name, ctx)) counted++;
+    }
+    closedir(d);
+    return counted;
 }
 
 /* Reads a whole file; NULL if it cannot. */
