@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "core/error.h"
+#include "core/versioned.h"
 #include "quant/quant.h"
 #include "runtime/threadpool.h"
 
@@ -361,7 +362,7 @@ sprout_status sprout_model_load(const char *path, const sprout_model_params *par
         return sp_fail(SPROUT_ERR_FORMAT, "%s: the vocabulary has more tokens than the embedding rows", path);
     }
     sprout_model_params defaults = {.struct_size = sizeof defaults};
-    if (params) memcpy(&defaults, params, params->struct_size && params->struct_size < sizeof defaults ? params->struct_size : sizeof defaults);
+    if (params) memcpy(&defaults, params, sp_versioned_bytes(params->struct_size, sizeof defaults));
     if (defaults.n_threads <= 0) defaults.n_threads = sp_threadpool_default_size();
     if (defaults.n_ctx <= 0) defaults.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
     m->params = defaults;

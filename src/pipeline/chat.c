@@ -85,10 +85,16 @@ sprout_status sprout_model_tokenize_prompt(const sprout_model *model, const char
     *ids = NULL;
     *n_ids = 0;
     if (!model->tokenizer) return sp_fail(SPROUT_ERR_UNSUPPORTED, "the model has no vocabulary");
-    if (!sp_utf8_is_valid(text ? text : "", len)) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "the prompt is not valid UTF-8");
-    if (parse_special) return templated_tokens(model->tokenizer, text ? text : "", len, ids, n_ids);
+    if (!text) text = "";
+    for (size_t i = 0; i < len;) {
+        const size_t cl = sp_utf8_valid_prefix_len((const unsigned char *)text + i, len - i);
+        if (!cl) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "the prompt is not valid UTF-8 (byte %zu: 0x%02x)", i, (unsigned char)text[i]);
+        i += cl;
+    }
+    if (parse_special) return templated_tokens(model->tokenizer, text, len, ids, n_ids);
     sp_token_list list = {0};
-    sprout_status st = sp_tokenize_all(model->tokenizer, text ? text : "", len, SPROUT_TOKENIZE_ADD_SPECIAL, &list);
+    /* a byte-fallback vocabulary can need more ids than the prompt has bytes */
+    sprout_status st = sp_tokenize_all(model->tokenizer, text, len, SPROUT_TOKENIZE_ADD_SPECIAL, &list);
     if (st != SPROUT_OK) {
         free(list.ids);
         return st;
@@ -206,10 +212,7 @@ sprout_status sprout_chat_generate(sprout_pipeline *p, const char *user_message,
     if ((st = render(p, &prompt, &prompt_len)) == SPROUT_OK) st = templated_tokens(p->model->tokenizer, prompt, prompt_len, &ids, &n);
     sprout_generation_config c;
     if (st == SPROUT_OK) {
-        sprout_generation_config_init(&c);
-        const sprout_generation_config *src = cfg ? cfg : &p->config;
-        memcpy(&c, src, src->struct_size && src->struct_size < sizeof c ? src->struct_size : sizeof c);
-        c.struct_size = sizeof c;
+        sp_config_copy(&c, cfg ? cfg : &p->config);
         c.echo = false;
         st = sp_generate(p, ids, n, NULL, 0, sp_now_ms() - t0, &c, streamer, user, out);
     }

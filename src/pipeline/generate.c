@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/versioned.h"
 #include "pipeline/pipeline_internal.h"
 #include "pipeline/sequence.h"
 
@@ -99,7 +100,7 @@ sprout_status sprout_result_logprob(const sprout_result *r, size_t i, float *log
 
 sprout_status sprout_result_metrics(const sprout_result *r, sprout_perf_metrics *out) {
     if (!r || !out) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL result or output");
-    size_t n = out->struct_size && out->struct_size < sizeof *out ? out->struct_size : sizeof *out;
+    size_t n = sp_versioned_bytes(out->struct_size, sizeof *out);
     memcpy(out, &r->metrics, n);
     out->struct_size = n;
     return SPROUT_OK;

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "core/error.h"
+#include "core/versioned.h"
 #include "core/utf8.h"
 #include "pipeline/pipeline_internal.h"
 #include "pipeline/sequence.h"
@@ -23,10 +24,10 @@ void sprout_generation_config_init(sprout_generation_config *c) {
     c->seed = 42;
 }
 
-/* Copies a caller's config, which may be an older, shorter struct. */
-static void copy_config(sprout_generation_config *dst, const sprout_generation_config *src) {
+void sp_config_copy(sprout_generation_config *dst, const sprout_generation_config *src) {
     sprout_generation_config_init(dst);
-    size_t n = src->struct_size && src->struct_size < sizeof *dst ? src->struct_size : sizeof *dst;
+    if (!src) return;
+    size_t n = sp_versioned_bytes(src->struct_size, sizeof *dst);
     memcpy(dst, src, n);
     dst->struct_size = sizeof *dst;
 }
@@ -36,7 +37,7 @@ sprout_status sprout_pipeline_create(const sprout_model *model, const sprout_pip
     *out = NULL;
     if (!model) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL model");
     sprout_pipeline_params pp = {.struct_size = sizeof pp};
-    if (params) memcpy(&pp, params, params->struct_size && params->struct_size < sizeof pp ? params->struct_size : sizeof pp);
+    if (params) memcpy(&pp, params, sp_versioned_bytes(params->struct_size, sizeof pp));
     const int32_t n_ctx = pp.n_ctx > 0 ? pp.n_ctx : model->params.n_ctx;
     const int32_t n_batch = pp.n_batch > 0 ? (pp.n_batch < n_ctx ? pp.n_batch : n_ctx) : (n_ctx < 512 ? n_ctx : 512);
     const int32_t n_threads = pp.n_threads > 0 ? pp.n_threads : model->params.n_threads;
@@ -95,7 +96,7 @@ int32_t sprout_pipeline_last_prefill_tokens(const sprout_pipeline *p) { return p
 
 sprout_status sprout_pipeline_get_config(const sprout_pipeline *p, sprout_generation_config *c) {
     if (!p || !c) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL pipeline or config");
-    size_t n = c->struct_size && c->struct_size < sizeof *c ? c->struct_size : sizeof *c;
+    size_t n = sp_versioned_bytes(c->struct_size, sizeof *c);
     memcpy(c, &p->config, n);
     c->struct_size = n;
     return SPROUT_OK;
@@ -103,7 +104,7 @@ sprout_status sprout_pipeline_get_config(const sprout_pipeline *p, sprout_genera
 
 sprout_status sprout_pipeline_set_config(sprout_pipeline *p, const sprout_generation_config *c) {
     if (!p || !c) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL pipeline or config");
-    copy_config(&p->config, c);
+    sp_config_copy(&p->config, c);
     /* the pointers belong to the caller: a default config cannot keep them */
     p->config.stop_strings = NULL;
     p->config.n_stop_strings = 0;
@@ -118,7 +119,7 @@ sprout_status sprout_generate_tokens(sprout_pipeline *p, const sprout_token *pro
     if (!p || !out || (!prompt && n_prompt)) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL pipeline, prompt or output");
     *out = NULL;
     sprout_generation_config c;
-    copy_config(&c, cfg ? cfg : &p->config);
+    sp_config_copy(&c, cfg ? cfg : &p->config);
     return sp_generate(p, prompt, n_prompt, NULL, 0, 0, &c, streamer, user, out);
 }
 
@@ -128,18 +129,13 @@ sprout_status sprout_generate(sprout_pipeline *p, const char *prompt, const spro
     *out = NULL;
     if (!p->model->tokenizer) return sp_fail(SPROUT_ERR_UNSUPPORTED, "the model has no vocabulary: give the prompt as token ids");
     const size_t len = strlen(prompt);
-    for (size_t i = 0; i < len;) {
-        size_t cl = sp_utf8_valid_prefix_len((const unsigned char *)prompt + i, len - i);
-        if (!cl) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "the prompt is not valid UTF-8 (byte %zu: 0x%02x)", i, (unsigned char)prompt[i]);
-        i += cl;
-    }
     sprout_generation_config c;
-    copy_config(&c, cfg ? cfg : &p->config);
+    sp_config_copy(&c, cfg ? cfg : &p->config);
     const double t0 = sp_now_ms();
-    /* a byte-fallback vocabulary can need more ids than the prompt has bytes */
-    sp_token_list ids = {0};
-    sprout_status st = sp_tokenize_all(p->model->tokenizer, prompt, len, SPROUT_TOKENIZE_ADD_SPECIAL, &ids);
-    if (st == SPROUT_OK) st = sp_generate(p, ids.ids, ids.n, prompt, len, sp_now_ms() - t0, &c, streamer, user, out);
-    free(ids.ids);
+    sprout_token *ids = NULL;
+    size_t n = 0;
+    sprout_status st = sprout_model_tokenize_prompt(p->model, prompt, len, false, &ids, &n);
+    if (st == SPROUT_OK) st = sp_generate(p, ids, n, prompt, len, sp_now_ms() - t0, &c, streamer, user, out);
+    free(ids);
     return st;
 }

@@ -49,6 +49,10 @@ struct sprout_result {
     sprout_perf_metrics metrics;
 };
 
+/* Copies a caller's config, which may be an older, shorter struct (NULL:
+ * the defaults). */
+void sp_config_copy(sprout_generation_config *dst, const sprout_generation_config *src);
+
 /* The generation loop over prompt tokens (text prompts and chat turns are
  * tokenized by the callers). prompt_text (may be NULL) is echoed. On
  * CANCEL the cache is rolled back to what it held before this call's

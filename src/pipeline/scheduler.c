@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/versioned.h"
 #include "pipeline/pipeline_internal.h"
 #include "pipeline/sequence.h"
 
@@ -97,12 +98,7 @@ static void request_unref(sprout_request *req) {
 static sprout_request *request_new(const sprout_request_params *rp) {
     sprout_request *req = calloc(1, sizeof *req);
     if (!req) return NULL;
-    sprout_generation_config_init(&req->cfg);
-    if (rp->config) {
-        size_t n = rp->config->struct_size && rp->config->struct_size < sizeof req->cfg ? rp->config->struct_size : sizeof req->cfg;
-        memcpy(&req->cfg, rp->config, n);
-        req->cfg.struct_size = sizeof req->cfg;
-    }
+    sp_config_copy(&req->cfg, rp->config);
     bool ok = true;
     req->prompt = malloc((rp->n_prompt ? rp->n_prompt : 1) * sizeof *req->prompt);
     ok = req->prompt != NULL;
@@ -414,7 +410,7 @@ sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_sc
     *out = NULL;
     if (!model) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL model");
     sprout_scheduler_params sp = {.struct_size = sizeof sp};
-    if (params) memcpy(&sp, params, params->struct_size && params->struct_size < sizeof sp ? params->struct_size : sizeof sp);
+    if (params) memcpy(&sp, params, sp_versioned_bytes(params->struct_size, sizeof sp));
     const sprout_kv_type kv = sp.kv_type_set ? sp.kv_type : model->params.kv_type;
     const int32_t n_ctx = sp.n_ctx > 0 ? sp.n_ctx : model->params.n_ctx;
     if (n_ctx < 2 || n_ctx > (1 << 24)) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "context length %d", n_ctx);
@@ -490,7 +486,7 @@ sprout_status sprout_scheduler_submit(sprout_scheduler *s, const sprout_request_
     *out = NULL;
     if (!s || !params || (!params->prompt && params->n_prompt)) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL scheduler or prompt");
     sprout_request_params rp = {.struct_size = sizeof rp};
-    memcpy(&rp, params, params->struct_size && params->struct_size < sizeof rp ? params->struct_size : sizeof rp);
+    memcpy(&rp, params, sp_versioned_bytes(params->struct_size, sizeof rp));
     if (rp.n_prompt == 0) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "the prompt is empty");
     if (rp.n_prompt >= (size_t)s->n_ctx)
         return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "the prompt has %zu tokens but the context holds %d (at least one must stay free)",
@@ -532,7 +528,7 @@ sprout_status sprout_scheduler_stats_get(const sprout_scheduler *s, sprout_sched
     st.busy_slots = m->busy;
     st.queued = m->queued;
     pthread_mutex_unlock(&m->mu);
-    size_t n = out->struct_size && out->struct_size < sizeof st ? out->struct_size : sizeof st;
+    size_t n = sp_versioned_bytes(out->struct_size, sizeof st);
     memcpy(out, &st, n);
     out->struct_size = n;
     return SPROUT_OK;
