@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "pipeline/pipeline_internal.h"
+#include "tokenizer/tokenizer_internal.h"
 
 double sp_now_ms(void) {
     struct timespec ts;
@@ -142,8 +143,10 @@ sprout_status sp_seq_begin(sp_seq *s, const sprout_model *model, sp_sampler *sam
                                 cfg->min_p,              cfg->repetition_penalty, cfg->repeat_last_n,
                                 cfg->presence_penalty,   cfg->frequency_penalty};
     /* end-of-generation tokens, masked under ignore_eos and before min_new_tokens */
-    for (int32_t id = 0; tok && id < sprout_tokenizer_vocab_size(tok) && s->n_eog < 16; id++)
-        if (sprout_tokenizer_is_eog(tok, id)) s->eog[s->n_eog++] = id;
+    if (tok) { /* the vocabulary's own list: it lives as long as the model */
+        s->eog = tok->vocab.eog;
+        s->n_eog = (size_t)tok->vocab.n_eog;
+    }
     sp_sampler_seed(sampler, cfg->seed);
     if (cfg->echo && prompt_text) {
         s->oom = !sp_buf_put(&s->text, prompt_text, prompt_len);

@@ -27,7 +27,7 @@ typedef struct sp_seq {
     sp_sampling sampling;
     sprout_detokenizer *detok;
     sprout_result *result;
-    int32_t eog[16];
+    const int32_t *eog; /* end-of-generation ids (the vocabulary's) */
     size_t n_eog;
     sp_buf text;
     size_t emitted;   /* bytes of text already given to the streamer */
