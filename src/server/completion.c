@@ -201,18 +201,6 @@ static sprout_status build_prompt(sp_server *srv, sp_job *j) {
     return SPROUT_ERR_INTERNAL;
 }
 
-/* Ollama answers a request without a prompt by loading the model. */
-static enum MHD_Result reply_loaded(sp_server *srv, struct MHD_Connection *c, const sp_api_request *r) {
-    char when[64];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    json_t *v = json_pack("{s:s, s:s, s:b, s:s}", "model", srv->model_name, "created_at", when, "done", 1, "done_reason", "load");
-    if (r->kind == SP_API_OLLAMA_CHAT) json_object_set_new(v, "message", json_pack("{s:s, s:s}", "role", "assistant", "content", ""));
-    else json_object_set_new(v, "response", json_string(""));
-    return sp_reply_json(srv, c, 200, v);
-}
 
 /* --- the handler ---------------------------------------------------------------------------------------------- */
 
@@ -247,7 +235,7 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
         return res;
     }
     if ((kind == SP_API_OLLAMA_CHAT && r->n_messages == 0) || (kind == SP_API_OLLAMA_GENERATE && (!r->prompt || !*r->prompt))) {
-        res = reply_loaded(srv, c, r);
+        res = sp_reply_json(srv, c, 200, sp_ollama_loaded(srv, kind));
         job_free(j);
         return res;
     }

@@ -52,6 +52,13 @@ static void add_totals(const sp_job *j, const sprout_result *r, json_t *v) {
     }
 }
 
+json_t *sp_ollama_loaded(const sp_server *srv, sp_api_kind kind) {
+    json_t *v = json_pack("{s:s, s:o, s:b, s:s}", "model", srv->model_name, "created_at", now(), "done", 1, "done_reason", "load");
+    if (kind == SP_API_OLLAMA_CHAT) json_object_set_new(v, "message", json_pack("{s:s, s:s}", "role", "assistant", "content", ""));
+    else json_object_set_new(v, "response", json_string(""));
+    return v;
+}
+
 static json_t *message(const char *text, size_t len) {
     return json_pack("{s:s, s:o}", "role", "assistant", "content", json_string_lossy(text, len));
 }

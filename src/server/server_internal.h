@@ -109,6 +109,9 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
 /* The four formats (openai.c, ollama.c). */
 extern const sp_api_format sp_openai_chat_format, sp_openai_completion_format, sp_ollama_chat_format, sp_ollama_generate_format;
 
+/* Ollama's answer to a request without a prompt: the model is loaded. */
+json_t *sp_ollama_loaded(const sp_server *srv, sp_api_kind kind);
+
 /* Usage figures of a result. */
 typedef struct sp_usage {
     int64_t prompt, cached, completion;
