@@ -487,16 +487,9 @@ sprout_status sprout_scheduler_submit(sprout_scheduler *s, const sprout_request_
     if (!s || !params || (!params->prompt && params->n_prompt)) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL scheduler or prompt");
     sprout_request_params rp = {.struct_size = sizeof rp};
     memcpy(&rp, params, sp_versioned_bytes(params->struct_size, sizeof rp));
-    if (rp.n_prompt == 0) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "the prompt is empty");
-    if (rp.n_prompt >= (size_t)s->n_ctx)
-        return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "the prompt has %zu tokens but the context holds %d (at least one must stay free)",
-                       rp.n_prompt, s->n_ctx);
-    for (size_t i = 0; i < rp.n_prompt; i++)
-        if (rp.prompt[i] < 0 || rp.prompt[i] >= s->model->hp.n_vocab)
-            return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "prompt token %zu: id %d is outside the vocabulary (0..%d)", i, rp.prompt[i],
-                           s->model->hp.n_vocab - 1);
-    if (rp.config && rp.config->max_new_tokens < 0)
-        return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "max_new_tokens is negative (%d)", rp.config->max_new_tokens);
+    /* refused now rather than after waiting in the queue */
+    sprout_status st = sp_seq_check(s->model, s->n_ctx, rp.prompt, rp.n_prompt, rp.config);
+    if (st != SPROUT_OK) return st;
     sprout_request *req = request_new(&rp);
     if (!req) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     req->sched = s;

@@ -110,10 +110,8 @@ static sprout_result *new_result(const int32_t *prompt, size_t n_prompt, int32_t
     return r;
 }
 
-sprout_status sp_seq_begin(sp_seq *s, const sprout_model *model, sp_sampler *sampler, int32_t n_ctx, const int32_t *prompt,
-                           size_t n_prompt, const char *prompt_text, size_t prompt_len, double t_start, double tokenize_ms,
-                           const sprout_generation_config *cfg, sprout_streamer streamer, void *user) {
-    memset(s, 0, sizeof *s);
+sprout_status sp_seq_check(const sprout_model *model, int32_t n_ctx, const int32_t *prompt, size_t n_prompt,
+                           const sprout_generation_config *cfg) {
     if (n_prompt == 0) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "the prompt is empty (no tokens, and the model adds no BOS)");
     if (n_prompt >= (size_t)n_ctx)
         return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "the prompt has %zu tokens but the context holds %d (at least one must stay free)",
@@ -122,7 +120,17 @@ sprout_status sp_seq_begin(sp_seq *s, const sprout_model *model, sp_sampler *sam
         if (prompt[i] < 0 || prompt[i] >= model->hp.n_vocab)
             return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "prompt token %zu: id %d is outside the vocabulary (0..%d)", i, prompt[i],
                            model->hp.n_vocab - 1);
-    if (cfg->max_new_tokens < 0) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "max_new_tokens is negative (%d)", cfg->max_new_tokens);
+    if (cfg && cfg->max_new_tokens < 0)
+        return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "max_new_tokens is negative (%d)", cfg->max_new_tokens);
+    return SPROUT_OK;
+}
+
+sprout_status sp_seq_begin(sp_seq *s, const sprout_model *model, sp_sampler *sampler, int32_t n_ctx, const int32_t *prompt,
+                           size_t n_prompt, const char *prompt_text, size_t prompt_len, double t_start, double tokenize_ms,
+                           const sprout_generation_config *cfg, sprout_streamer streamer, void *user) {
+    memset(s, 0, sizeof *s);
+    sprout_status st = sp_seq_check(model, n_ctx, prompt, n_prompt, cfg);
+    if (st != SPROUT_OK) return st;
     /* logprobs: -1 records none; 0..64 the chosen token's and that many best */
     const int32_t top_k = cfg->logprobs > 0 ? (cfg->logprobs < 64 ? cfg->logprobs : 64) : -1;
     const sprout_tokenizer *tok = model->tokenizer;

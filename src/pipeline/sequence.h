@@ -39,6 +39,11 @@ typedef struct sp_seq {
     double t_start, t_prefill, t_prefilled, t_first, t_last, tpot_sum, tpot_sq, tokenize_ms;
 } sp_seq;
 
+/* What sp_seq_begin refuses: an empty prompt, one that fills the context,
+ * ids outside the vocabulary, a negative max_new_tokens (cfg may be NULL). */
+sprout_status sp_seq_check(const sprout_model *model, int32_t n_ctx, const int32_t *prompt, size_t n_prompt,
+                           const sprout_generation_config *cfg);
+
 /* Checks the prompt against the vocabulary and the context, allocates the
  * result, seeds the sampler and streams the echo. t_start: when the call
  * began (tokenizing included). */
