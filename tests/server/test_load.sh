@@ -42,8 +42,9 @@ if grep -q 'Socket errors' "$work/run"; then echo "FAIL: socket errors"; fail=1;
 requests=$(awk '/requests in/ {print $1}' "$work/run")
 [ "${requests:-0}" -gt 0 ] || { echo "FAIL: no requests completed"; fail=1; }
 echo "RSS after warm-up: $rss_warm bytes; after ${seconds}s under load: $rss_end bytes"
-# allocator noise is a few pages; a leak of even 100 bytes per request shows
-if [ "$rss_end" -gt $((rss_warm + rss_warm / 20 + 1048576)) ]; then echo "FAIL: RSS grew"; fail=1; fi
+# allocator and thread-stack noise is under a megabyte; a leak of 100 bytes
+# per request over the ~37 000 requests of a quiet run passes 3 MiB
+if [ "$rss_end" -gt $((rss_warm + rss_warm / 20 + 2 * 1048576)) ]; then echo "FAIL: RSS grew"; fail=1; fi
 kill -TERM $pid
 wait $pid
 status=$?
