@@ -31,6 +31,9 @@
 /* Tokens whose accumulators a kernel keeps in registers at once; their
  * loops must unroll, or the accumulators live in memory. */
 #define TOKEN_GROUP 8
+#ifndef ROW_BLOCK
+#define ROW_BLOCK 16
+#endif
 #define UNROLL_GROUP _Pragma("GCC unroll 8")
 
 static inline float hsum256(__m256 v) {
@@ -192,17 +195,60 @@ static inline __attribute__((always_inline)) void transpose8x8_epi32(const __m25
 #define Q8_0_UNSIGNED 0
 #endif
 
-/* A tile's activations: the blocks, and for eight blocks at a time their
- * levels transposed, scales and sums, per token in rows of nb8 blocks (nb
- * rounded up to 8, the padding zero) so that eight of each load at once. */
+/* Eight blocks of one token's activations as the lanes kernels read them:
+ * levels transposed, scales and sums, side by side so that one pointer
+ * reaches them all. */
+typedef struct act_chunk {
+    __m256i qs_t[8];
+    float d[8];
+    int32_t sum[8];    /* times the weight type's level offset (Q6_K: of the first 16 elements) */
+    int32_t sum_hi[8]; /* Q6_K: of the last 16 elements */
+} act_chunk;
+
+/* A tile's activations: the blocks, and their chunks (nb rounded up to 8,
+ * the padding zero) chunk-major, so that the tokens of a group sit at
+ * constant distances from one pointer (kept in registers, not in memory). */
 typedef struct act_tile {
     act_block *blocks; /* token t's at t * nb */
-    __m256i *qs_t;     /* token t's at t * nb8: eight vectors per eight blocks */
-    float *d;          /* token t's at t * nb8 */
-    int32_t *sum;      /* times the weight type's level offset (Q6_K: of the first 16 elements) */
-    int32_t *sum_hi;   /* Q6_K: of the last 16 elements */
+    act_chunk *chunks; /* chunk c of token t at c * TOKEN_TILE + t */
     int64_t nb, nb8;
 } act_tile;
+
+static inline const act_chunk *act_chunk_of(const act_tile *at, int64_t t, int64_t b) { return at->chunks + (b / 8) * TOKEN_TILE + t; }
+
+/* The chunks [c0, c1) of a row that one call covers: rows wider than
+ * SPAN_CHUNKS chunks are done in spans, so that a token group's
+ * activations for the span stay in L1 while the rows pass. Between spans
+ * the accumulators wait in `state` (TOKEN_GROUP for the scales' terms, then
+ * TOKEN_GROUP for the mins'), stored exactly, so a token's arithmetic is the
+ * same whatever the spans. */
+typedef struct k_span {
+    int64_t c0, c1;
+    bool first, last;
+    __m256 *state;
+} k_span;
+
+/* Chunks of one token a span may hold: 8 tokens' chunks of 2048 elements
+ * (22 KiB), or one token's of 16384. */
+#define SPAN_TOKEN_CHUNKS 64
+
+#define SPAN_BEGIN(sp, acc, macc, G)                                                                      \
+    UNROLL_GROUP                                                                                          \
+    for (int k = 0; k < (G); k++) {                                                                       \
+        acc[k] = (sp)->first ? _mm256_setzero_ps() : (sp)->state[k];                                      \
+        macc[k] = (sp)->first ? _mm256_setzero_ps() : (sp)->state[TOKEN_GROUP + k];                       \
+    }
+
+/* At the span's end: the outputs (acc + mins_sign * macc, summed across
+ * lanes), or the accumulators kept for the next span. */
+#define SPAN_END(sp, acc, macc, G, out, with_mins, mins_sign)                                             \
+    UNROLL_GROUP                                                                                          \
+    for (int k = 0; k < (G); k++) {                                                                       \
+        if (!(sp)->last) {                                                                                \
+            (sp)->state[k] = acc[k];                                                                      \
+            (sp)->state[TOKEN_GROUP + k] = macc[k];                                                       \
+        } else (out)[k] = (with_mins) ? hsum256(acc[k]) + (mins_sign) * hsum256(macc[k]) : hsum256(acc[k]); \
+    }
 
 /* Blocks [b, b + nv) of a row (nv <= 8), levels transposed into v[0..8)
  * (zero past nv; Q8_0 may leave them as they are), and their eight scales. Shuffles are the scarce
@@ -324,7 +370,8 @@ static inline __attribute__((always_inline)) __m256 load_blocks8(sprout_type typ
 static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_type type, const __m256i v[8], __m256 dw, __m256 mw,
                                                                        const act_tile *at, int64_t t, int64_t b, bool transposed,
                                                                        __m256 acc, __m256 *macc) {
-    const __m256i *y = at->qs_t + t * at->nb8 + b;
+    const act_chunk *c = act_chunk_of(at, t, b);
+    const __m256i *y = c->qs_t;
     const act_block *a = at->blocks + t * at->nb + b;
     __m256i sums;
     if (transposed) {
@@ -347,8 +394,8 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
         }
         sums = sum_lanes8(p);
     }
-    const __m256 ad = _mm256_loadu_ps(at->d + t * at->nb8 + b);
-    const __m256i asum = _mm256_loadu_si256((const __m256i *)(at->sum + t * at->nb8 + b));
+    const __m256 ad = _mm256_loadu_ps(c->d);
+    const __m256i asum = _mm256_loadu_si256((const __m256i *)c->sum);
     if (layout_of(type).m >= 0) /* x = d*q + m: the mins meet the activations' sums */
         *macc = _mm256_fmadd_ps(_mm256_mul_ps(mw, ad), _mm256_cvtepi32_ps(asum), *macc);
     else if (type != SPROUT_TYPE_Q8_0 || Q8_0_UNSIGNED) /* the levels' offset, times the activations' sums */
@@ -359,24 +406,22 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
 /* One row against G tokens from t0 (G constant in each copy, so the
  * accumulators stay in registers). */
 static inline __attribute__((always_inline)) void blocks8_group(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
-                                                                const int G, float *out) {
+                                                                const int G, const k_span *sp, float *out) {
     __m256 acc[TOKEN_GROUP], macc[TOKEN_GROUP];
-    UNROLL_GROUP
-    for (int k = 0; k < G; k++) acc[k] = macc[k] = _mm256_setzero_ps();
-    const int64_t nb = at->nb;
+    SPAN_BEGIN(sp, acc, macc, G)
+    const int64_t nb = at->nb, b_end = 8 * sp->c1 < nb ? 8 * sp->c1 : nb;
     /* for one or two tokens the transposes cost more shuffles than they
      * save, except Q4_0's, whose is cheap (the block sums are the same
      * integers either way) */
     const bool transpose = type == SPROUT_TYPE_Q4_0 || G > 2;
     __m256i v[8];
-    for (int64_t b = 0; b < nb; b += 8) {
+    for (int64_t b = 8 * sp->c0; b < b_end; b += 8) {
         __m256 mw = _mm256_setzero_ps();
         const __m256 dw = load_blocks8(type, row, b, nb - b < 8 ? (int)(nb - b) : 8, transpose, v, &mw);
         UNROLL_GROUP
         for (int k = 0; k < G; k++) acc[k] = accumulate_blocks8(type, v, dw, mw, at, t0 + k, b, transpose, acc[k], &macc[k]);
     }
-    UNROLL_GROUP
-    for (int k = 0; k < G; k++) out[k] = layout_of(type).m >= 0 ? hsum256(acc[k]) + hsum256(macc[k]) : hsum256(acc[k]);
+    SPAN_END(sp, acc, macc, G, out, layout_of(type).m >= 0, 1.f)
 }
 
 /* Token t's activations in the transposed layout, with its scales and
@@ -389,32 +434,33 @@ static void prepare_act_tile(act_tile *at, int64_t t, int offset, bool split_sum
             q[j] = b + j < at->nb ? _mm256_loadu_si256((const __m256i *)blocks[b + j].qs) : _mm256_setzero_si256();
         __m256i v[8];
         transpose8x8_epi32(q, v);
-        for (int m = 0; m < 8; m++) _mm256_storeu_si256(at->qs_t + t * at->nb8 + b + m, v[m]);
-    }
-    for (int64_t b = 0; b < at->nb8; b++) {
-        const int64_t i = t * at->nb8 + b;
-        const bool real = b < at->nb;
-        at->d[i] = real ? blocks[b].d : 0.f;
-        at->sum[i] = !real ? 0 : split_sums ? blocks[b].sum[0] : offset * (blocks[b].sum[0] + blocks[b].sum[1]);
-        at->sum_hi[i] = real && split_sums ? blocks[b].sum[1] : 0;
+        act_chunk *c = at->chunks + (b / 8) * TOKEN_TILE + t;
+        for (int m = 0; m < 8; m++) _mm256_storeu_si256(c->qs_t + m, v[m]);
+        for (int j = 0; j < 8; j++) {
+            const bool real = b + j < at->nb;
+            const act_block *blk = blocks + b + j;
+            c->d[j] = real ? blk->d : 0.f;
+            c->sum[j] = !real ? 0 : split_sums ? blk->sum[0] : offset * (blk->sum[0] + blk->sum[1]);
+            c->sum_hi[j] = real && split_sums ? blk->sum[1] : 0;
+        }
     }
 }
 
 static inline __attribute__((always_inline)) void blocks8_tile(sprout_type type, const uint8_t *row, const act_tile *at, int64_t tn,
-                                                               float *out) {
-#define CALL(t0, G) blocks8_group(type, row, at, t0, G, out + (t0))
+                                                               const k_span *sp, float *out) {
+#define CALL(t0, G) blocks8_group(type, row, at, t0, G, sp, out + (t0))
     FOR_TOKEN_GROUPS(CALL, tn);
 #undef CALL
 }
 
 /* One copy per type, so that each one's branches fold away. */
-static void dot_blocks8_tile(sprout_type type, const uint8_t *row, const act_tile *at, int64_t tn, float *out) {
+static void dot_blocks8_tile(sprout_type type, const uint8_t *row, const act_tile *at, int64_t tn, const k_span *sp, float *out) {
     switch (type) {
-    case SPROUT_TYPE_Q4_0: blocks8_tile(SPROUT_TYPE_Q4_0, row, at, tn, out); break;
-    case SPROUT_TYPE_Q4_1: blocks8_tile(SPROUT_TYPE_Q4_1, row, at, tn, out); break;
-    case SPROUT_TYPE_Q5_0: blocks8_tile(SPROUT_TYPE_Q5_0, row, at, tn, out); break;
-    case SPROUT_TYPE_Q5_1: blocks8_tile(SPROUT_TYPE_Q5_1, row, at, tn, out); break;
-    default: blocks8_tile(SPROUT_TYPE_Q8_0, row, at, tn, out); break;
+    case SPROUT_TYPE_Q4_0: blocks8_tile(SPROUT_TYPE_Q4_0, row, at, tn, sp, out); break;
+    case SPROUT_TYPE_Q4_1: blocks8_tile(SPROUT_TYPE_Q4_1, row, at, tn, sp, out); break;
+    case SPROUT_TYPE_Q5_0: blocks8_tile(SPROUT_TYPE_Q5_0, row, at, tn, sp, out); break;
+    case SPROUT_TYPE_Q5_1: blocks8_tile(SPROUT_TYPE_Q5_1, row, at, tn, sp, out); break;
+    default: blocks8_tile(SPROUT_TYPE_Q8_0, row, at, tn, sp, out); break;
     }
 }
 
@@ -424,12 +470,11 @@ static void dot_blocks8_tile(sprout_type type, const uint8_t *row, const act_til
  * the levels, eight vpdpbusd give every sub-block's sum; scales and mins
  * then apply as vectors: sum(x*a) = d*sc*ad*sum(q*qa) - dmin*m*ad*sum(qa). */
 static inline __attribute__((always_inline)) void affine_k_group(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
-                                                                 const int G, float *out) {
+                                                                 const int G, const k_span *sp, float *out) {
     __m256 acc[TOKEN_GROUP], macc[TOKEN_GROUP];
-    UNROLL_GROUP
-    for (int k = 0; k < G; k++) acc[k] = macc[k] = _mm256_setzero_ps();
+    SPAN_BEGIN(sp, acc, macc, G)
     const __m256i low4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(1);
-    for (int64_t b = 0; b < at->nb / 8; b++) {
+    for (int64_t b = sp->c0; b < sp->c1; b++) {
         uint16_t d16, dmin16;
         const uint8_t *scales, *qs, *qh = NULL;
         if (type == SPROUT_TYPE_Q4_K) {
@@ -466,28 +511,27 @@ static inline __attribute__((always_inline)) void affine_k_group(sprout_type typ
         const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(dmin16)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8))));
         UNROLL_GROUP
         for (int k = 0; k < G; k++) {
-            const int64_t t = t0 + k, at_b = t * at->nb8 + 8 * b;
-            const __m256i *y = at->qs_t + at_b;
+            const act_chunk *c = act_chunk_of(at, t0 + k, 8 * b);
+            const __m256i *y = c->qs_t;
             __m256i part[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
             for (int j = 0; j < 8; j++) part[j & 1] = dot_u8_i8_acc(part[j & 1], v[j], _mm256_loadu_si256(y + j));
-            const __m256 ad = _mm256_loadu_ps(at->d + at_b);
-            const __m256 asum = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(at->sum + at_b)));
+            const __m256 ad = _mm256_loadu_ps(c->d);
+            const __m256 asum = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)c->sum));
             acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(part[0], part[1])), _mm256_mul_ps(dsc, ad), acc[k]);
             macc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dm, ad), asum, macc[k]);
         }
     }
-    UNROLL_GROUP
-    for (int k = 0; k < G; k++) out[k] = hsum256(acc[k]) - hsum256(macc[k]);
+    SPAN_END(sp, acc, macc, G, out, true, -1.f)
 }
 
-static void dot_q4_K_tile(const uint8_t *row, const act_tile *at, int64_t tn, float *out) {
-#define CALL(t0, G) affine_k_group(SPROUT_TYPE_Q4_K, row, at, t0, G, out + (t0))
+static void dot_q4_K_tile(const uint8_t *row, const act_tile *at, int64_t tn, const k_span *sp, float *out) {
+#define CALL(t0, G) affine_k_group(SPROUT_TYPE_Q4_K, row, at, t0, G, sp, out + (t0))
     FOR_TOKEN_GROUPS(CALL, tn);
 #undef CALL
 }
 
-static void dot_q5_K_tile(const uint8_t *row, const act_tile *at, int64_t tn, float *out) {
-#define CALL(t0, G) affine_k_group(SPROUT_TYPE_Q5_K, row, at, t0, G, out + (t0))
+static void dot_q5_K_tile(const uint8_t *row, const act_tile *at, int64_t tn, const k_span *sp, float *out) {
+#define CALL(t0, G) affine_k_group(SPROUT_TYPE_Q5_K, row, at, t0, G, sp, out + (t0))
     FOR_TOKEN_GROUPS(CALL, tn);
 #undef CALL
 }
@@ -498,13 +542,12 @@ static void dot_q5_K_tile(const uint8_t *row, const act_tile *at, int64_t tn, fl
  * 4-7 elements 16..31), scaled in integer, with the -32 offset taken off
  * through the activations' half sums: sum(x*a) = d*ad*sum(sc*(q-32)*qa). */
 static inline __attribute__((always_inline)) void q6_K_group(const sp_block_q6_K *w, const act_tile *at, int64_t t0, const int G,
-                                                             float *out) {
-    __m256 acc[TOKEN_GROUP];
-    UNROLL_GROUP
-    for (int k = 0; k < G; k++) acc[k] = _mm256_setzero_ps();
+                                                             const k_span *sp, float *out) {
+    __m256 acc[TOKEN_GROUP], macc[TOKEN_GROUP]; /* macc unused: no mins */
+    SPAN_BEGIN(sp, acc, macc, G)
     /* even scale bytes (first halves) to the low 8 bytes, odd to the high */
     const __m128i split = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
-    for (int64_t b = 0; b < at->nb / 8; b++) {
+    for (int64_t b = sp->c0; b < sp->c1; b++) {
         __m256i lv[8], v[8];
         unpack_q6_K_half(w[b].ql, w[b].qh, lv);
         unpack_q6_K_half(w[b].ql + 64, w[b].qh + 32, lv + 4);
@@ -514,25 +557,24 @@ static inline __attribute__((always_inline)) void q6_K_group(const sp_block_q6_K
         const __m256 d = _mm256_set1_ps(_cvtsh_ss(w[b].d));
         UNROLL_GROUP
         for (int k = 0; k < G; k++) {
-            const int64_t t = t0 + k, at_b = t * at->nb8 + 8 * b;
-            const __m256i *y = at->qs_t + at_b;
+            const act_chunk *c = act_chunk_of(at, t0 + k, 8 * b);
+            const __m256i *y = c->qs_t;
             __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
             for (int m = 0; m < 4; m++) {
                 lo = dot_u8_i8_acc(lo, v[m], _mm256_loadu_si256(y + m));
                 hi = dot_u8_i8_acc(hi, v[m + 4], _mm256_loadu_si256(y + m + 4));
             }
-            lo = _mm256_sub_epi32(lo, _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(at->sum + at_b)), 5));
-            hi = _mm256_sub_epi32(hi, _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(at->sum_hi + at_b)), 5));
+            lo = _mm256_sub_epi32(lo, _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)c->sum), 5));
+            hi = _mm256_sub_epi32(hi, _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)c->sum_hi), 5));
             const __m256i sums = _mm256_add_epi32(_mm256_mullo_epi32(lo, sc_lo), _mm256_mullo_epi32(hi, sc_hi));
-            acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d, _mm256_loadu_ps(at->d + at_b)), acc[k]);
+            acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d, _mm256_loadu_ps(c->d)), acc[k]);
         }
     }
-    UNROLL_GROUP
-    for (int k = 0; k < G; k++) out[k] = hsum256(acc[k]);
+    SPAN_END(sp, acc, macc, G, out, false, 0.f)
 }
 
-static void dot_q6_K_tile(const sp_block_q6_K *w, const act_tile *at, int64_t tn, float *out) {
-#define CALL(t0, G) q6_K_group(w, at, t0, G, out + (t0))
+static void dot_q6_K_tile(const sp_block_q6_K *w, const act_tile *at, int64_t tn, const k_span *sp, float *out) {
+#define CALL(t0, G) q6_K_group(w, at, t0, G, sp, out + (t0))
     FOR_TOKEN_GROUPS(CALL, tn);
 #undef CALL
 }
@@ -553,15 +595,16 @@ static int type_level_offset(sprout_type type) {
  * Q6_K take their tile kernels for any token count, one token included. */
 static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
                         int64_t o0, int64_t o1, float *scratch) {
-    _Static_assert(sizeof(act_block) + 32 + 3 * sizeof(float) <= 21 * 32 * sizeof(float) / TOKEN_TILE, "a tile fits the scratch");
+    _Static_assert(sizeof(act_block) + sizeof(act_chunk) / 8 <= 21 * 32 * sizeof(float) / TOKEN_TILE, "a tile fits the scratch");
     const int64_t nb = w->n_in / 32, nb8 = (nb + 7) & ~(int64_t)7;
-    act_tile at = {.qs_t = (__m256i *)scratch, .nb = nb, .nb8 = nb8};
-    at.blocks = (act_block *)(at.qs_t + TOKEN_TILE * nb8);
-    at.d = (float *)(at.blocks + TOKEN_TILE * nb);
-    at.sum = (int32_t *)(at.d + TOKEN_TILE * nb8);
-    at.sum_hi = at.sum + TOKEN_TILE * nb8;
+    /* 32-byte loads that straddle cache lines cost a quarter of the speed:
+     * the chunks start on a line (the scratch has room to spare) */
+    act_tile at = {.chunks = (act_chunk *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63), .nb = nb, .nb8 = nb8};
+    at.blocks = (act_block *)(at.chunks + TOKEN_TILE * (nb8 / 8));
     const sprout_type type = w->type;
     const int offset = type_level_offset(type);
+    const int64_t n_chunks = nb8 / 8;
+    __m256 state[ROW_BLOCK][2 * TOKEN_GROUP];
     for (int64_t t0 = 0; t0 < n_tokens; t0 += TOKEN_TILE) {
         const int64_t tn = n_tokens - t0 < TOKEN_TILE ? n_tokens - t0 : TOKEN_TILE;
         for (int64_t t = 0; t < tn; t++) {
@@ -569,20 +612,34 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, in
             /* Q6_K's offset wants the sums of each half */
             prepare_act_tile(&at, t, offset, type == SPROUT_TYPE_Q6_K);
         }
-        for (int64_t o = o0; o < o1; o++) {
-            const uint8_t *row = w->data + (size_t)o * w->row_bytes;
-            float dots[TOKEN_TILE];
-            switch (type) {
-            case SPROUT_TYPE_Q4_0:
-            case SPROUT_TYPE_Q8_0:
-            case SPROUT_TYPE_Q4_1:
-            case SPROUT_TYPE_Q5_0:
-            case SPROUT_TYPE_Q5_1: dot_blocks8_tile(type, row, &at, tn, dots); break;
-            case SPROUT_TYPE_Q4_K: dot_q4_K_tile(row, &at, tn, dots); break;
-            case SPROUT_TYPE_Q5_K: dot_q5_K_tile(row, &at, tn, dots); break;
-            default: dot_q6_K_tile((const sp_block_q6_K *)row, &at, tn, dots); break;
+        for (int64_t ob = o0; ob < o1; ob += ROW_BLOCK) {
+            const int64_t oe = o1 - ob < ROW_BLOCK ? o1 : ob + ROW_BLOCK;
+            for (int64_t tg = 0; tg < tn; tg += TOKEN_GROUP) {
+                const int64_t gn = tn - tg < TOKEN_GROUP ? tn - tg : TOKEN_GROUP;
+                act_tile view = at;
+                view.chunks += tg, view.blocks += tg * nb;
+                const int64_t span_chunks = SPAN_TOKEN_CHUNKS / gn;
+                for (int64_t c0 = 0; c0 < n_chunks; c0 += span_chunks) {
+                    const int64_t c1 = n_chunks - c0 < span_chunks ? n_chunks : c0 + span_chunks;
+                    for (int64_t o = ob; o < oe; o++) {
+                        const uint8_t *row = w->data + (size_t)o * w->row_bytes;
+                        const k_span sp = {c0, c1, c0 == 0, c1 == n_chunks, state[o - ob]};
+                        float dots[TOKEN_GROUP];
+                        switch (type) {
+                        case SPROUT_TYPE_Q4_0:
+                        case SPROUT_TYPE_Q8_0:
+                        case SPROUT_TYPE_Q4_1:
+                        case SPROUT_TYPE_Q5_0:
+                        case SPROUT_TYPE_Q5_1: dot_blocks8_tile(type, row, &view, gn, &sp, dots); break;
+                        case SPROUT_TYPE_Q4_K: dot_q4_K_tile(row, &view, gn, &sp, dots); break;
+                        case SPROUT_TYPE_Q5_K: dot_q5_K_tile(row, &view, gn, &sp, dots); break;
+                        default: dot_q6_K_tile((const sp_block_q6_K *)row, &view, gn, &sp, dots); break;
+                        }
+                        if (sp.last)
+                            for (int64_t t = 0; t < gn; t++) y[(t0 + tg + t) * y_stride + o] = dots[t];
+                    }
+                }
             }
-            for (int64_t t = 0; t < tn; t++) y[(t0 + t) * y_stride + o] = dots[t];
         }
     }
 }

@@ -1,0 +1,80 @@
+/* One weight matrix times a batch of tokens through the dispatched matmul
+ * kernel, on one thread: the kernel's own speed, without the rest of the
+ * forward pass. Prints GMAC/s (multiply-adds per second) for each type at
+ * each token count. Random weights, quantized by sprout's reference
+ * quantizers. Not a test.
+ *
+ * usage: build/bench_matmul [N_IN N_OUT] [TYPES...]   (default 2048 5632, Q4_0 Q8_0 Q4_K Q6_K F16) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/kernels.h"
+#include "quant/quant.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int type_by_name(const char *name) {
+    for (int t = 0; t < 64; t++) {
+        const sp_type_traits *tr = sp_type_traits_of(t);
+        if (tr && tr->name && strcmp(tr->name, name) == 0) return t;
+    }
+    return -1;
+}
+
+int main(int argc, char **argv) {
+    int64_t n_in = 2048, n_out = 5632;
+    int first_type = 1;
+    if (argc > 2 && atoll(argv[1]) > 0) n_in = atoll(argv[1]), n_out = atoll(argv[2]), first_type = 3;
+    static const char *default_types[] = {"Q4_0", "Q8_0", "Q4_K", "Q6_K", "F16"};
+    const char **types = argc > first_type ? (const char **)argv + first_type : default_types;
+    const int n_types = argc > first_type ? argc - first_type : 5;
+    const sp_kernels *k = sp_kernels_get();
+    printf("kernel level %s, %lld x %lld, one thread, GMAC/s\n", k->name, (long long)n_in, (long long)n_out);
+    static const int token_counts[] = {1, 4, 8, 32, 64};
+    printf("| type |");
+    for (size_t i = 0; i < sizeof token_counts / sizeof *token_counts; i++) printf(" %d tokens |", token_counts[i]);
+    printf("\n");
+    float *weights_f = malloc(sizeof(float) * (size_t)(n_in * n_out));
+    float *x = malloc(sizeof(float) * (size_t)(n_in * 64)), *y = malloc(sizeof(float) * (size_t)(n_out * 64));
+    float *scratch = malloc(sizeof(float) * (size_t)sp_matmul_scratch_floats(n_in));
+    srand(1);
+    for (int64_t i = 0; i < n_in * n_out; i++) weights_f[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (int64_t i = 0; i < n_in * 64; i++) x[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (int ti = 0; ti < n_types; ti++) {
+        const int type = type_by_name(types[ti]);
+        const sp_type_traits *tr = type >= 0 ? sp_type_traits_of(type) : NULL;
+        if (!tr || !tr->quantize_ref || n_in % tr->block_size) {
+            fprintf(stderr, "skipping %s\n", types[ti]);
+            continue;
+        }
+        const size_t row_bytes = (size_t)(n_in / tr->block_size) * tr->block_bytes;
+        uint8_t *data = malloc(row_bytes * (size_t)n_out);
+        for (int64_t o = 0; o < n_out; o++) tr->quantize_ref(weights_f + o * n_in, data + (size_t)o * row_bytes, n_in);
+        const sp_weight w = {.data = data, .type = type, .n_in = n_in, .n_out = n_out, .row_bytes = row_bytes};
+        printf("| %s |", tr->name);
+        for (size_t i = 0; i < sizeof token_counts / sizeof *token_counts; i++) {
+            const int nt = token_counts[i];
+            k->matmul(&w, x, n_in, nt, y, n_out, 0, n_out, scratch); /* warm */
+            int reps = 0;
+            const double t0 = now_s();
+            double t1;
+            do {
+                k->matmul(&w, x, n_in, nt, y, n_out, 0, n_out, scratch);
+                reps++;
+                t1 = now_s();
+            } while (t1 - t0 < 0.5);
+            printf(" %.1f |", (double)n_in * (double)n_out * nt * reps / (t1 - t0) * 1e-9);
+            fflush(stdout);
+        }
+        printf("\n");
+        free(data);
+    }
+    free(weights_f), free(x), free(y), free(scratch);
+    return 0;
+}
