@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kernels/kernels.h"
 #include "quant/quant.h"
@@ -36,16 +38,16 @@ int main(int argc, char **argv) {
     const int n_types = argc > first_type ? argc - first_type : 5;
     const sp_kernels *k = sp_kernels_get();
     printf("kernel level %s, %lld x %lld, one thread, GMAC/s\n", k->name, (long long)n_in, (long long)n_out);
-    static const int token_counts[] = {1, 4, 8, 32, 64};
+    static const int token_counts[] = {1, 4, 8, 32, 64, 256};
     printf("| type |");
     for (size_t i = 0; i < sizeof token_counts / sizeof *token_counts; i++) printf(" %d tokens |", token_counts[i]);
     printf("\n");
     float *weights_f = malloc(sizeof(float) * (size_t)(n_in * n_out));
-    float *x = malloc(sizeof(float) * (size_t)(n_in * 64)), *y = malloc(sizeof(float) * (size_t)(n_out * 64));
+    float *x = malloc(sizeof(float) * (size_t)(n_in * 256)), *y = malloc(sizeof(float) * (size_t)(n_out * 256));
     float *scratch = malloc(sizeof(float) * (size_t)sp_matmul_scratch_floats(n_in));
     srand(1);
     for (int64_t i = 0; i < n_in * n_out; i++) weights_f[i] = (float)rand() / RAND_MAX - 0.5f;
-    for (int64_t i = 0; i < n_in * 64; i++) x[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (int64_t i = 0; i < n_in * 256; i++) x[i] = (float)rand() / RAND_MAX - 0.5f;
     for (int ti = 0; ti < n_types; ti++) {
         const int type = type_by_name(types[ti]);
         const sp_type_traits *tr = type >= 0 ? sp_type_traits_of(type) : NULL;
@@ -56,6 +58,13 @@ int main(int argc, char **argv) {
         const size_t row_bytes = (size_t)(n_in / tr->block_size) * tr->block_bytes;
         uint8_t *data = malloc(row_bytes * (size_t)n_out);
         for (int64_t o = 0; o < n_out; o++) tr->quantize_ref(weights_f + o * n_in, data + (size_t)o * row_bytes, n_in);
+        if (getenv("BENCH_MMAP")) { /* weights from a mapped file, as the engine reads them */
+            FILE *f = fopen("/tmp/bench_matmul.bin", "wb");
+            fwrite(data, row_bytes, (size_t)n_out, f);
+            fclose(f);
+            f = fopen("/tmp/bench_matmul.bin", "rb");
+            data = mmap(NULL, row_bytes * (size_t)n_out, PROT_READ, MAP_PRIVATE, fileno(f), 0);
+        }
         const sp_weight w = {.data = data, .type = type, .n_in = n_in, .n_out = n_out, .row_bytes = row_bytes};
         printf("| %s |", tr->name);
         for (size_t i = 0; i < sizeof token_counts / sizeof *token_counts; i++) {
@@ -73,7 +82,7 @@ int main(int argc, char **argv) {
             fflush(stdout);
         }
         printf("\n");
-        free(data);
+        if (!getenv("BENCH_MMAP")) free(data);
     }
     free(weights_f), free(x), free(y), free(scratch);
     return 0;

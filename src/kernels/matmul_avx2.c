@@ -647,20 +647,73 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, in
 /* --- float rows (F16, F32, and every type decoded to floats) -----------------------------------
  * A tile of R rows by T tokens in registers: each weight vector, loaded
  * (and widened from F16) once, meets T tokens, and each token vector R
- * rows. Every (row, token) pair has two accumulators (even and odd 8-element
- * chunks, so one row alone still has independent chains), joined, summed
- * across lanes in a fixed order, then the tail in order: the same
- * arithmetic whatever the tile's shape, so a token's output does not depend
- * on the batch. */
+ * rows. The tail past the last whole vector is added in order after the
+ * lanes are summed in a fixed order: a pair's arithmetic is the same
+ * whatever the tile's shape, so a token's output does not depend on the
+ * batch. */
+#ifdef SP_MATMUL_VNNI
+/* AVX-512: one 16-lane accumulator per (row, token) pair (a lone row's
+ * chain of 16-element FMAs outruns the memory that feeds it); 32 registers
+ * hold a tile of 4 rows by 6 tokens. */
+#define FLOAT_TILE_ROWS 4
+#define FLOAT_TILE_TOKENS 6
 static inline __attribute__((always_inline)) void float_tile(bool f16, const void *const rows[], const int R, const float *const xs[],
                                                              const int T, int64_t n, float *out) {
-    __m256 acc[2][3][2];
+    __m512 acc[FLOAT_TILE_ROWS][FLOAT_TILE_TOKENS];
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 wv[FLOAT_TILE_ROWS];
+        for (int r = 0; r < R; r++)
+            wv[r] = f16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)rows[r] + i)))
+                        : _mm512_loadu_ps((const float *)rows[r] + i);
+        for (int t = 0; t < T; t++) {
+            const __m512 xv = _mm512_loadu_ps(xs[t] + i);
+            for (int r = 0; r < R; r++) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) {
+            const __m256 half = _mm256_add_ps(_mm512_castps512_ps256(acc[r][t]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r][t]), 1)));
+            float sum = hsum256(half);
+            for (int64_t j = i; j < n; j++)
+                sum += (f16 ? sp_fp16_to_fp32(((const uint16_t *)rows[r])[j]) : ((const float *)rows[r])[j]) * xs[t][j];
+            out[r * T + t] = sum;
+        }
+}
+
+/* The tile shapes used: four rows by up to six tokens, and single rows at
+ * the edges and for one token (concurrent row streams cost decode speed). */
+static void float_tile_any(bool f16, const void *const rows[], int R, const float *const xs[], int T, int64_t n, float *out) {
+#define SHAPE(RR, TT)                                                                      \
+    case (RR) * 8 + (TT):                                                                  \
+        if (f16) float_tile(true, rows, RR, xs, TT, n, out);                               \
+        else float_tile(false, rows, RR, xs, TT, n, out);                                  \
+        return;
+    switch (R * 8 + T) {
+        SHAPE(4, 1) SHAPE(4, 2) SHAPE(4, 3) SHAPE(4, 4) SHAPE(4, 5) SHAPE(4, 6)
+        SHAPE(1, 1) SHAPE(1, 2) SHAPE(1, 3) SHAPE(1, 4) SHAPE(1, 5) SHAPE(1, 6)
+    default: break;
+    }
+#undef SHAPE
+}
+#else
+/* AVX2: every (row, token) pair has two accumulators (even and odd
+ * 8-element chunks, so one row alone still has independent chains),
+ * joined before the lanes are summed; 16 registers hold 2 rows by 3
+ * tokens. */
+#define FLOAT_TILE_ROWS 2
+#define FLOAT_TILE_TOKENS 3
+static inline __attribute__((always_inline)) void float_tile(bool f16, const void *const rows[], const int R, const float *const xs[],
+                                                             const int T, int64_t n, float *out) {
+    __m256 acc[FLOAT_TILE_ROWS][FLOAT_TILE_TOKENS][2];
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) acc[r][t][0] = acc[r][t][1] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 16 <= n; i += 16)
         for (int h = 0; h < 2; h++) {
-            __m256 wv[2];
+            __m256 wv[FLOAT_TILE_ROWS];
             for (int r = 0; r < R; r++)
                 wv[r] = f16 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)rows[r] + i + 8 * h)))
                             : _mm256_loadu_ps((const float *)rows[r] + i + 8 * h);
@@ -678,8 +731,7 @@ static inline __attribute__((always_inline)) void float_tile(bool f16, const voi
         }
 }
 
-/* The tile shapes used: two rows by up to three tokens (fits sixteen
- * registers), fewer at the edges. */
+/* The tile shapes used: two rows by up to three tokens, fewer at the edges. */
 static void float_tile_any(bool f16, const void *const rows[], int R, const float *const xs[], int T, int64_t n, float *out) {
 #define SHAPE(RR, TT)                                                                      \
     case (RR) * 8 + (TT):                                                                  \
@@ -692,15 +744,15 @@ static void float_tile_any(bool f16, const void *const rows[], int R, const floa
     }
 #undef SHAPE
 }
+#endif
 
-static void matmul_float(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride, int64_t o0,
-                         int64_t o1, float *scratch) {
-    const bool f16 = w->type == SPROUT_TYPE_F16, direct = f16 || w->type == SPROUT_TYPE_F32;
-    const sp_type_traits *traits = sp_type_traits_of(w->type);
-    const int rows_per_tile = n_tokens == 1 ? 1 : 2;
-    for (int64_t o = o0; o < o1; o += rows_per_tile) {
-        const int R = o1 - o < rows_per_tile ? (int)(o1 - o) : rows_per_tile;
-        const void *rows[2];
+/* Rows [o0, o1) against tokens [tb, tb_end). */
+static void float_rows_block(const sp_weight *w, bool f16, bool direct, const sp_type_traits *traits, const float *x, int64_t x_stride,
+                             int64_t tb, int64_t tb_end, float *y, int64_t y_stride, int64_t o0, int64_t o1, int rows_per_tile,
+                             float *scratch) {
+    for (int64_t o = o0, R; o < o1; o += R) {
+        R = o1 - o < rows_per_tile ? 1 : rows_per_tile; /* a partial tile of rows goes one row at a time */
+        const void *rows[FLOAT_TILE_ROWS];
         for (int r = 0; r < R; r++) {
             const uint8_t *row = w->data + (size_t)(o + r) * w->row_bytes;
             if (direct) rows[r] = row;
@@ -709,15 +761,29 @@ static void matmul_float(const sp_weight *w, const float *x, int64_t x_stride, i
                 rows[r] = scratch + (size_t)r * (size_t)w->n_in;
             }
         }
-        for (int64_t t0 = 0; t0 < n_tokens; t0 += 3) {
-            const int T = n_tokens - t0 < 3 ? (int)(n_tokens - t0) : 3;
-            const float *xs[3];
+        for (int64_t t0 = tb; t0 < tb_end; t0 += FLOAT_TILE_TOKENS) {
+            const int T = tb_end - t0 < FLOAT_TILE_TOKENS ? (int)(tb_end - t0) : FLOAT_TILE_TOKENS;
+            const float *xs[FLOAT_TILE_TOKENS];
             for (int t = 0; t < T; t++) xs[t] = x + (t0 + t) * x_stride;
-            float out[6];
+            float out[FLOAT_TILE_ROWS * FLOAT_TILE_TOKENS];
             float_tile_any(f16, rows, R, xs, T, w->n_in, out);
             for (int r = 0; r < R; r++)
                 for (int t = 0; t < T; t++) y[(t0 + t) * y_stride + o + r] = out[r * T + t];
         }
+    }
+}
+
+static void matmul_float(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride, int64_t o0,
+                         int64_t o1, float *scratch) {
+    const bool f16 = w->type == SPROUT_TYPE_F16, direct = f16 || w->type == SPROUT_TYPE_F32;
+    const sp_type_traits *traits = sp_type_traits_of(w->type);
+    const int rows_per_tile = n_tokens == 1 ? 1 : FLOAT_TILE_ROWS;
+    /* the tokens of a block stay in L2 (half of a 1 MiB one) while every row passes */
+    int64_t block = (512 << 10) / (w->n_in * (int64_t)sizeof(float)) / FLOAT_TILE_TOKENS * FLOAT_TILE_TOKENS;
+    if (block < FLOAT_TILE_TOKENS) block = FLOAT_TILE_TOKENS;
+    for (int64_t tb = 0; tb < n_tokens; tb += block) {
+        const int64_t tb_end = n_tokens - tb < block ? n_tokens : tb + block;
+        float_rows_block(w, f16, direct, traits, x, x_stride, tb, tb_end, y, y_stride, o0, o1, rows_per_tile, scratch);
     }
 }
 
