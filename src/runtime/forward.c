@@ -116,6 +116,34 @@ static void matmul(const sp_context *ctx, const sp_weight *w, const float *x, in
     else sp_threadpool_run(ctx->pool, matmul_worker, &j);
 }
 
+/* Element-wise stages (norms, RoPE, activations, residuals) are per token:
+ * in a prompt's batch the threads take a slice of tokens each, so that no
+ * core idles while one walks the batch. A token's numbers do not depend on
+ * the split. */
+typedef void (*token_range_fn)(sp_context *ctx, const void *arg, int32_t t0, int32_t t1);
+
+typedef struct token_job {
+    sp_context *ctx;
+    const void *arg;
+    int32_t n;
+    token_range_fn fn;
+} token_job;
+
+static void token_worker(void *p, int ith, int nth) {
+    const token_job *j = p;
+    int64_t t0, t1;
+    sp_split_range(j->n, ith, nth, &t0, &t1);
+    if (t0 < t1) j->fn(j->ctx, j->arg, (int32_t)t0, (int32_t)t1);
+}
+
+/* fn over tokens [0, n), on every thread when there is enough work
+ * (floats touched per token). */
+static void for_each_token(sp_context *ctx, int32_t n, int64_t work_per_token, token_range_fn fn, const void *arg) {
+    token_job j = {ctx, arg, n, fn};
+    if (n < 2 || (int64_t)n * work_per_token < PARALLEL_MIN_WORK) token_worker(&j, 0, 1);
+    else sp_threadpool_run(ctx->pool, token_worker, &j);
+}
+
 typedef struct attention_job {
     const sp_context *ctx;
     const sp_batch_token *batch;
@@ -168,53 +196,98 @@ static void attention_worker(void *p, int ith, int nth) {
 
 /* --- the pass ------------------------------------------------------------------------------- */
 
-static void store_kv(sp_context *ctx, int il, int32_t n) {
+/* Token t's k and v into its cache cell. */
+static void store_kv(sp_context *ctx, int il, int32_t t) {
     const sp_kv_cache *kv = &ctx->kv;
-    for (int32_t t = 0; t < n; t++) {
-        const float *k = ctx->k + (int64_t)t * kv->k_row, *v = ctx->v + (int64_t)t * kv->v_row;
-        const int64_t cell = ctx->cells[t];
-        if (kv->type == SP_KV_F32) {
-            memcpy((float *)kv->k[il] + cell * kv->k_row, k, (size_t)kv->k_row * sizeof(float));
-            memcpy((float *)kv->v[il] + cell * kv->v_row, v, (size_t)kv->v_row * sizeof(float));
-        } else {
-            uint16_t *kd = (uint16_t *)kv->k[il] + cell * kv->k_row, *vd = (uint16_t *)kv->v[il] + cell * kv->v_row;
-            for (int64_t i = 0; i < kv->k_row; i++) kd[i] = sp_fp32_to_fp16(k[i]);
-            for (int64_t i = 0; i < kv->v_row; i++) vd[i] = sp_fp32_to_fp16(v[i]);
-        }
+    const float *k = ctx->k + (int64_t)t * kv->k_row, *v = ctx->v + (int64_t)t * kv->v_row;
+    const int64_t cell = ctx->cells[t];
+    if (kv->type == SP_KV_F32) {
+        memcpy((float *)kv->k[il] + cell * kv->k_row, k, (size_t)kv->k_row * sizeof(float));
+        memcpy((float *)kv->v[il] + cell * kv->v_row, v, (size_t)kv->v_row * sizeof(float));
+    } else {
+        uint16_t *kd = (uint16_t *)kv->k[il] + cell * kv->k_row, *vd = (uint16_t *)kv->v[il] + cell * kv->v_row;
+        for (int64_t i = 0; i < kv->k_row; i++) kd[i] = sp_fp32_to_fp16(k[i]);
+        for (int64_t i = 0; i < kv->v_row; i++) vd[i] = sp_fp32_to_fp16(v[i]);
     }
 }
 
-/* q, k, v for every token: projections, biases, per-head norms, RoPE. */
-static void attention_inputs(sp_context *ctx, const sp_layer *ly, const sp_batch_token *batch, int32_t n) {
+typedef struct layer_step {
+    const sp_layer *ly;
+    const sp_batch_token *batch;
+    int il;
+} layer_step;
+
+/* After the projections, tokens [t0, t1): biases, per-head norms, RoPE,
+ * and k and v written to the cache while still in cache themselves. */
+static void finish_qkv(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
+    const layer_step *st = arg;
+    const sp_layer *ly = st->ly;
     const sp_hparams *hp = &ctx->model->hp;
-    const int64_t e = hp->n_embd, nq = (int64_t)hp->n_head * hp->head_dim_k, nk = (int64_t)hp->n_head_kv * hp->head_dim_k,
+    const int64_t nq = (int64_t)hp->n_head * hp->head_dim_k, nk = (int64_t)hp->n_head_kv * hp->head_dim_k,
                   nv = (int64_t)hp->n_head_kv * hp->head_dim_v;
-    if (ly->wqkv.data) { /* fused: rows [q | k | v] */
-        const int64_t width = nq + nk + nv;
-        matmul(ctx, &ly->wqkv, ctx->h, e, n, ctx->qkv, width);
-        add_bias(ctx->qkv, ly->bqkv, n, width, width);
-        for (int32_t t = 0; t < n; t++) {
-            memcpy(ctx->q + t * nq, ctx->qkv + t * width, (size_t)nq * sizeof(float));
-            memcpy(ctx->k + t * nk, ctx->qkv + t * width + nq, (size_t)nk * sizeof(float));
-            memcpy(ctx->v + t * nv, ctx->qkv + t * width + nq + nk, (size_t)nv * sizeof(float));
-        }
-    } else {
-        matmul(ctx, &ly->wq, ctx->h, e, n, ctx->q, nq);
-        matmul(ctx, &ly->wk, ctx->h, e, n, ctx->k, nk);
-        matmul(ctx, &ly->wv, ctx->h, e, n, ctx->v, nv);
-        add_bias(ctx->q, ly->bq, n, nq, nq);
-        add_bias(ctx->k, ly->bk, n, nk, nk);
-        add_bias(ctx->v, ly->bv, n, nv, nv);
-    }
     const float freq_scale = hp->arch == SP_ARCH_GEMMA3 && ly->sliding ? 1.f : hp->rope_freq_scale;
-    for (int32_t t = 0; t < n; t++) {
-        float *q = ctx->q + t * nq, *k = ctx->k + t * nk;
+    for (int32_t t = t0; t < t1; t++) {
+        float *q = ctx->q + t * nq, *k = ctx->k + t * nk, *v = ctx->v + t * nv;
+        if (ly->wqkv.data) { /* fused: rows [q | k | v] */
+            const float *row = ctx->qkv + t * (nq + nk + nv);
+            memcpy(q, row, (size_t)nq * sizeof(float));
+            memcpy(k, row + nq, (size_t)nk * sizeof(float));
+            memcpy(v, row + nq + nk, (size_t)nv * sizeof(float));
+            if (ly->bqkv) {
+                add_bias(q, ly->bqkv, 1, nq, nq);
+                add_bias(k, ly->bqkv + nq, 1, nk, nk);
+                add_bias(v, ly->bqkv + nq + nk, 1, nv, nv);
+            }
+        } else {
+            add_bias(q, ly->bq, 1, nq, nq);
+            add_bias(k, ly->bk, 1, nk, nk);
+            add_bias(v, ly->bv, 1, nv, nv);
+        }
         if (ly->q_norm)
             for (int hh = 0; hh < hp->n_head; hh++) rms_norm(q + hh * hp->head_dim_k, q + hh * hp->head_dim_k, ly->q_norm, hp->head_dim_k, hp->norm_eps);
         if (ly->k_norm)
             for (int hh = 0; hh < hp->n_head_kv; hh++) rms_norm(k + hh * hp->head_dim_k, k + hh * hp->head_dim_k, ly->k_norm, hp->head_dim_k, hp->norm_eps);
-        rope(hp, ctx->model->rope_factors, q, hp->n_head, hp->head_dim_k, batch[t].pos, ly->rope_base, freq_scale);
-        rope(hp, ctx->model->rope_factors, k, hp->n_head_kv, hp->head_dim_k, batch[t].pos, ly->rope_base, freq_scale);
+        rope(hp, ctx->model->rope_factors, q, hp->n_head, hp->head_dim_k, st->batch[t].pos, ly->rope_base, freq_scale);
+        rope(hp, ctx->model->rope_factors, k, hp->n_head_kv, hp->head_dim_k, st->batch[t].pos, ly->rope_base, freq_scale);
+        store_kv(ctx, st->il, t);
+    }
+}
+
+/* q, k, v for every token: projections, then finish_qkv. */
+static void attention_inputs(sp_context *ctx, const layer_step *st, int32_t n) {
+    const sp_layer *ly = st->ly;
+    const sp_hparams *hp = &ctx->model->hp;
+    const int64_t e = hp->n_embd, nq = (int64_t)hp->n_head * hp->head_dim_k, nk = (int64_t)hp->n_head_kv * hp->head_dim_k,
+                  nv = (int64_t)hp->n_head_kv * hp->head_dim_v;
+    if (ly->wqkv.data) matmul(ctx, &ly->wqkv, ctx->h, e, n, ctx->qkv, nq + nk + nv);
+    else {
+        matmul(ctx, &ly->wq, ctx->h, e, n, ctx->q, nq);
+        matmul(ctx, &ly->wk, ctx->h, e, n, ctx->k, nk);
+        matmul(ctx, &ly->wv, ctx->h, e, n, ctx->v, nv);
+    }
+    for_each_token(ctx, n, 8 * (nq + nk), finish_qkv, st);
+}
+
+/* The down projection's input for tokens [t0, t1): act(up x + b), or
+ * act(gate x) * (up x + b), from where the projections left them. */
+static void ffn_activation(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
+    const sp_layer *ly = arg;
+    const sp_hparams *hp = &ctx->model->hp;
+    const int64_t f = hp->n_ff;
+    const bool swiglu = hp->ffn_kind == SP_FFN_SWIGLU;
+    for (int32_t t = t0; t < t1; t++) {
+        float *a = ctx->ff_a + t * f;
+        if (hp->ffn_kind == SP_FFN_GELU) {
+            add_bias(a, ly->b_up, 1, f, f);
+            for (int64_t i = 0; i < f; i++) a[i] = gelu(a[i]);
+        } else if (hp->fused_gate_up) { /* up has rows [gate | up] */
+            const float *gu = ctx->ff_b + t * 2 * f;
+            for (int64_t i = 0; i < f; i++) a[i] = (swiglu ? silu(gu[i]) : gelu(gu[i])) * gu[f + i];
+        } else {
+            float *u = ctx->ff_b + t * f;
+            add_bias(u, ly->b_up, 1, f, f);
+            for (int64_t i = 0; i < f; i++) a[i] = (swiglu ? silu(a[i]) : gelu(a[i])) * u[i];
+        }
     }
 }
 
@@ -222,24 +295,13 @@ static void attention_inputs(sp_context *ctx, const sp_layer *ly, const sp_batch
 static void feed_forward(sp_context *ctx, const sp_layer *ly, const float *in, int32_t n, float *out) {
     const sp_hparams *hp = &ctx->model->hp;
     const int64_t e = hp->n_embd, f = hp->n_ff;
-    if (hp->ffn_kind == SP_FFN_GELU) { /* down(gelu(up x + b)) */
-        matmul(ctx, &ly->w_up, in, e, n, ctx->ff_a, f);
-        add_bias(ctx->ff_a, ly->b_up, n, f, f);
-        for (int64_t i = 0; i < (int64_t)n * f; i++) ctx->ff_a[i] = gelu(ctx->ff_a[i]);
-    } else if (hp->fused_gate_up) { /* up has rows [gate | up] */
-        matmul(ctx, &ly->w_up, in, e, n, ctx->ff_b, 2 * f);
-        for (int32_t t = 0; t < n; t++)
-            for (int64_t i = 0; i < f; i++) {
-                float g = ctx->ff_b[t * 2 * f + i], u = ctx->ff_b[t * 2 * f + f + i];
-                ctx->ff_a[t * f + i] = (hp->ffn_kind == SP_FFN_SWIGLU ? silu(g) : gelu(g)) * u;
-            }
-    } else { /* down(act(gate x) * up x) */
+    if (hp->ffn_kind == SP_FFN_GELU) matmul(ctx, &ly->w_up, in, e, n, ctx->ff_a, f); /* down(gelu(up x + b)) */
+    else if (hp->fused_gate_up) matmul(ctx, &ly->w_up, in, e, n, ctx->ff_b, 2 * f);
+    else { /* down(act(gate x) * up x) */
         matmul(ctx, &ly->w_gate, in, e, n, ctx->ff_a, f);
         matmul(ctx, &ly->w_up, in, e, n, ctx->ff_b, f);
-        add_bias(ctx->ff_b, ly->b_up, n, f, f);
-        for (int64_t i = 0; i < (int64_t)n * f; i++)
-            ctx->ff_a[i] = (hp->ffn_kind == SP_FFN_SWIGLU ? silu(ctx->ff_a[i]) : gelu(ctx->ff_a[i])) * ctx->ff_b[i];
     }
+    for_each_token(ctx, n, 16 * f, ffn_activation, ly);
     matmul(ctx, &ly->w_down, ctx->ff_a, f, n, out, e);
     add_bias(out, ly->b_down, n, e, e);
 }
@@ -256,6 +318,47 @@ static sprout_status check_batch(const sp_context *ctx, const sp_batch_token *ba
     }
     if (ctx->kv.n_free < n) return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "the context is full (%d cells, %d free, %d needed)", ctx->kv.n_cells, ctx->kv.n_free, n);
     return SPROUT_OK;
+}
+
+/* h = the attention norm of x, for tokens [t0, t1). */
+static void attn_norm_stage(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
+    const sp_layer *ly = ((const layer_step *)arg)->ly;
+    const sp_hparams *hp = &ctx->model->hp;
+    const int64_t e = hp->n_embd;
+    for (int32_t t = t0; t < t1; t++) norm(hp, ctx->h + t * e, ctx->x + t * e, ly->attn_norm, ly->attn_norm_b);
+}
+
+/* After the output projection: its bias and norm; then (sequential
+ * blocks) x += o and h = the FFN norm of x, in one pass per token. */
+static void attn_out_stage(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
+    const sp_layer *ly = ((const layer_step *)arg)->ly;
+    const sp_hparams *hp = &ctx->model->hp;
+    const int64_t e = hp->n_embd;
+    for (int32_t t = t0; t < t1; t++) {
+        float *o = ctx->o + t * e, *x = ctx->x + t * e;
+        add_bias(o, ly->bo, 1, e, e);
+        if (ly->post_attn_norm) rms_norm(o, o, ly->post_attn_norm, e, hp->norm_eps);
+        if (hp->parallel_block) continue; /* the FFN reads the same h */
+        for (int64_t i = 0; i < e; i++) x[i] += o[i];
+        norm(hp, ctx->h + t * e, x, ly->ffn_norm, ly->ffn_norm_b);
+    }
+}
+
+/* x += the FFN's output (and the attention's, for parallel blocks). */
+static void ffn_out_stage(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
+    const sp_layer *ly = ((const layer_step *)arg)->ly;
+    const sp_hparams *hp = &ctx->model->hp;
+    const int64_t e = hp->n_embd;
+    for (int32_t t = t0; t < t1; t++) {
+        float *x = ctx->x + t * e, *f = ctx->ff_out + t * e;
+        if (hp->parallel_block) {
+            const float *o = ctx->o + t * e;
+            for (int64_t i = 0; i < e; i++) x[i] += o[i] + f[i];
+        } else {
+            if (ly->post_ffn_norm) rms_norm(f, f, ly->post_ffn_norm, e, hp->norm_eps);
+            for (int64_t i = 0; i < e; i++) x[i] += f[i];
+        }
+    }
 }
 
 sprout_status sp_forward(sp_context *ctx, const sp_batch_token *batch, int32_t n, float *logits) {
@@ -284,29 +387,18 @@ sprout_status sp_forward(sp_context *ctx, const sp_batch_token *batch, int32_t n
     }
 
     for (int il = 0; il < hp->n_layer; il++) {
-        const sp_layer *ly = &m->layers[il];
-        for (int32_t t = 0; t < n; t++) norm(hp, ctx->h + t * e, ctx->x + t * e, ly->attn_norm, ly->attn_norm_b);
-        attention_inputs(ctx, ly, batch, n);
-        store_kv(ctx, il, n);
+        const layer_step step = {&m->layers[il], batch, il};
+        for_each_token(ctx, n, 2 * e, attn_norm_stage, &step);
+        attention_inputs(ctx, &step, n);
         attention_job aj = {ctx, batch, n, il};
         const int64_t attn_work = (int64_t)n * hp->n_head * hp->head_dim_k * (ctx->kv.n_cells - ctx->kv.n_free);
         if (attn_work < PARALLEL_MIN_WORK) attention_worker(&aj, 0, 1);
         else sp_threadpool_run(ctx->pool, attention_worker, &aj);
-        matmul(ctx, &ly->wo, ctx->attn, (int64_t)hp->n_head * hp->head_dim_v, n, ctx->o, e);
-        add_bias(ctx->o, ly->bo, n, e, e);
-        if (ly->post_attn_norm)
-            for (int32_t t = 0; t < n; t++) rms_norm(ctx->o + t * e, ctx->o + t * e, ly->post_attn_norm, e, hp->norm_eps);
-        if (hp->parallel_block) { /* x += attn(h) + ffn(h) */
-            feed_forward(ctx, ly, ctx->h, n, ctx->ff_out);
-            for (int64_t i = 0; i < (int64_t)n * e; i++) ctx->x[i] += ctx->o[i] + ctx->ff_out[i];
-        } else { /* x += attn(norm x); x += ffn(norm x) */
-            for (int64_t i = 0; i < (int64_t)n * e; i++) ctx->x[i] += ctx->o[i];
-            for (int32_t t = 0; t < n; t++) norm(hp, ctx->h + t * e, ctx->x + t * e, ly->ffn_norm, ly->ffn_norm_b);
-            feed_forward(ctx, ly, ctx->h, n, ctx->ff_out);
-            if (ly->post_ffn_norm)
-                for (int32_t t = 0; t < n; t++) rms_norm(ctx->ff_out + t * e, ctx->ff_out + t * e, ly->post_ffn_norm, e, hp->norm_eps);
-            for (int64_t i = 0; i < (int64_t)n * e; i++) ctx->x[i] += ctx->ff_out[i];
-        }
+        matmul(ctx, &step.ly->wo, ctx->attn, (int64_t)hp->n_head * hp->head_dim_v, n, ctx->o, e);
+        for_each_token(ctx, n, 4 * e, attn_out_stage, &step);
+        /* parallel blocks: x += attn(h) + ffn(h); otherwise x += ffn(norm x) after x += attn */
+        feed_forward(ctx, step.ly, ctx->h, n, ctx->ff_out);
+        for_each_token(ctx, n, 2 * e, ffn_out_stage, &step);
     }
 
     /* logits for the tokens that want them: gather, norm, project */
