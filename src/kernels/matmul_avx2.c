@@ -77,13 +77,12 @@ static void quantize_activations(const float *x, int64_t n, act_block *q) {
         __m256i i8 = _mm256_packs_epi16(i16a, i16b);
         i8 = _mm256_permutevar8x32_epi32(i8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
         _mm256_storeu_si256((__m256i *)q[b].qs, i8);
-        int s0 = 0, s1 = 0;
-        for (int k = 0; k < 16; k++) {
-            s0 += q[b].qs[k];
-            s1 += q[b].qs[16 + k];
-        }
-        q[b].sum[0] = (int16_t)s0;
-        q[b].sum[1] = (int16_t)s1;
+        /* the halves' sums: sums of absolute differences from -128 per 8
+         * bytes (each level shifted to 0..255), less 8 * 128 */
+        const __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(i8, _mm256_set1_epi8((char)0x80)), _mm256_setzero_si256());
+        const __m128i lo = _mm256_castsi256_si128(sad), hi = _mm256_extracti128_si256(sad, 1);
+        q[b].sum[0] = (int16_t)(_mm_cvtsi128_si32(lo) + _mm_extract_epi32(lo, 2) - 2048);
+        q[b].sum[1] = (int16_t)(_mm_cvtsi128_si32(hi) + _mm_extract_epi32(hi, 2) - 2048);
     }
 }
 
@@ -436,13 +435,14 @@ static void prepare_act_tile(act_tile *at, int64_t t, int offset, bool split_sum
         transpose8x8_epi32(q, v);
         act_chunk *c = at->chunks + (b / 8) * TOKEN_TILE + t;
         for (int m = 0; m < 8; m++) _mm256_storeu_si256(c->qs_t + m, v[m]);
-        for (int j = 0; j < 8; j++) {
-            const bool real = b + j < at->nb;
+        const int n_real = at->nb - b < 8 ? (int)(at->nb - b) : 8;
+        for (int j = 0; j < n_real; j++) {
             const act_block *blk = blocks + b + j;
-            c->d[j] = real ? blk->d : 0.f;
-            c->sum[j] = !real ? 0 : split_sums ? blk->sum[0] : offset * (blk->sum[0] + blk->sum[1]);
-            c->sum_hi[j] = real && split_sums ? blk->sum[1] : 0;
+            c->d[j] = blk->d;
+            c->sum[j] = split_sums ? blk->sum[0] : offset * (blk->sum[0] + blk->sum[1]);
+            c->sum_hi[j] = split_sums ? blk->sum[1] : 0;
         }
+        for (int j = n_real; j < 8; j++) c->d[j] = 0.f, c->sum[j] = c->sum_hi[j] = 0;
     }
 }
 
