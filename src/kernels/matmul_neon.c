@@ -1,7 +1,8 @@
 /* Matmul for 64-bit Arm with NEON and the dot-product extension (compiled
  * with +dotprod here only; dispatch.c calls it only when the CPU says so).
  *
- * Q8_0, Q4_0, Q4_K and Q6_K weights are dotted in int8 (sdot) against the
+ * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K weights are dotted in
+ * int8 (sdot) against the
  * activations quantized once per call to 8-bit blocks of 32; each block's
  * (or sub-block's) sum is exact in int32 and scaled in float. Other types decode a row once and use
  * float dots with four fixed accumulators. Every token's arithmetic is the
@@ -56,48 +57,119 @@ static inline void levels_q4_0(const sp_block_q4_0 *blk, int8x16_t *lo, int8x16_
     *hi = vreinterpretq_s8_u8(vsubq_u8(vshrq_n_u8(packed, 4), eight));
 }
 
+/* 16 of a block's fifth bits (two bytes of qh) as 16 in the bytes whose
+ * bit is set: element i takes bit i. */
+static inline uint8x16_t fifth_bits16(const uint8_t two[2]) {
+    static const uint8_t bit_of[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    const uint8x16_t bytes = vcombine_u8(vdup_n_u8(two[0]), vdup_n_u8(two[1]));
+    return vandq_u8(vtstq_u8(bytes, vld1q_u8(bit_of)), vdupq_n_u8(16));
+}
+
+/* Unsigned 4-bit levels (elements 0..15 the low nibbles, 16..31 the high
+ * ones), with the fifth bits from qh where there are some. */
+static inline void levels_packed(const uint8_t *qs, const uint8_t *qh, uint8x16_t *lo, uint8x16_t *hi) {
+    const uint8x16_t packed = vld1q_u8(qs);
+    *lo = vandq_u8(packed, vdupq_n_u8(0x0F));
+    *hi = vshrq_n_u8(packed, 4);
+    if (qh) {
+        *lo = vorrq_u8(*lo, fifth_bits16(qh));
+        *hi = vorrq_u8(*hi, fifth_bits16(qh + 2));
+    }
+}
+
 /* One row against one token: per block an exact int32 sum, scaled in
- * float, two accumulators (even and odd blocks) joined at the end. */
+ * float, two accumulators (even and odd blocks) joined at the end; the
+ * types with a min (x = d*q + m) add m times the activations' sum. */
 static float dot_row(sprout_type type, const uint8_t *row, const act_block *a, int64_t nb) {
     float32x4_t acc[2] = {vdupq_n_f32(0.f), vdupq_n_f32(0.f)};
+    float mins = 0.f;
     for (int64_t b = 0; b < nb; b++) {
         int8x16_t lo, hi;
-        uint16_t d16;
-        if (type == SPROUT_TYPE_Q8_0) {
+        uint8x16_t ulo, uhi;
+        uint16_t d16, m16 = 0;
+        switch (type) {
+        case SPROUT_TYPE_Q8_0: {
             const sp_block_q8_0 *blk = (const sp_block_q8_0 *)row + b;
             levels_q8_0(blk, &lo, &hi);
             d16 = blk->d;
-        } else {
+            break;
+        }
+        case SPROUT_TYPE_Q4_0: {
             const sp_block_q4_0 *blk = (const sp_block_q4_0 *)row + b;
             levels_q4_0(blk, &lo, &hi);
             d16 = blk->d;
+            break;
+        }
+        case SPROUT_TYPE_Q5_0: { /* levels 0..31 less 16 fit int8 */
+            const sp_block_q5_0 *blk = (const sp_block_q5_0 *)row + b;
+            levels_packed(blk->qs, blk->qh, &ulo, &uhi);
+            lo = vsubq_s8(vreinterpretq_s8_u8(ulo), vdupq_n_s8(16));
+            hi = vsubq_s8(vreinterpretq_s8_u8(uhi), vdupq_n_s8(16));
+            d16 = blk->d;
+            break;
+        }
+        case SPROUT_TYPE_Q4_1: {
+            const sp_block_q4_1 *blk = (const sp_block_q4_1 *)row + b;
+            levels_packed(blk->qs, NULL, &ulo, &uhi);
+            lo = vreinterpretq_s8_u8(ulo), hi = vreinterpretq_s8_u8(uhi);
+            d16 = blk->d, m16 = blk->m;
+            break;
+        }
+        default: { /* Q5_1 */
+            const sp_block_q5_1 *blk = (const sp_block_q5_1 *)row + b;
+            levels_packed(blk->qs, blk->qh, &ulo, &uhi);
+            lo = vreinterpretq_s8_u8(ulo), hi = vreinterpretq_s8_u8(uhi);
+            d16 = blk->d, m16 = blk->m;
+            break;
+        }
         }
         int32x4_t s = vdotq_s32(vdupq_n_s32(0), lo, vld1q_s8(a[b].qs));
         s = vdotq_s32(s, hi, vld1q_s8(a[b].qs + 16));
         acc[b & 1] = vfmaq_n_f32(acc[b & 1], vcvtq_f32_s32(s), sp_fp16_to_fp32(d16) * a[b].d);
+        if (type == SPROUT_TYPE_Q4_1 || type == SPROUT_TYPE_Q5_1) mins += sp_fp16_to_fp32(m16) * a[b].d * (float)a[b].sum;
     }
-    return vaddvq_f32(vaddq_f32(acc[0], acc[1]));
+    return vaddvq_f32(vaddq_f32(acc[0], acc[1])) + mins;
 }
 
-/* Q4_K: per sub-block of 32, sum(x*a) = d*sc*ad*sum(q*qa) - dmin*m*ad*sum(qa);
- * the levels 0..15 go into sdot as they are. */
-static float dot_q4_K(const sp_block_q4_K *w, const act_block *a, int64_t n_super) {
+/* Q4_K and Q5_K: per sub-block of 32, sum(x*a) = d*sc*ad*sum(q*qa) -
+ * dmin*m*ad*sum(qa); the levels (0..15, or 0..31 with Q5_K's fifth bits)
+ * go into sdot as they are. The super-blocks share their scales' layout
+ * and differ only in qh, so the one loop takes both. */
+static float dot_affine_K(sprout_type type, const uint8_t *row, const act_block *a, int64_t n_super) {
     float acc = 0.f, mins = 0.f;
-    const uint8x16_t low4 = vdupq_n_u8(0x0F);
+    const uint8x16_t low4 = vdupq_n_u8(0x0F), one = vdupq_n_u8(1);
     for (int64_t b = 0; b < n_super; b++, a += 8) {
-        const float d = sp_fp16_to_fp32(w[b].d), dmin = sp_fp16_to_fp32(w[b].dmin);
+        const uint8_t *qs, *scales, *qh = NULL;
+        uint16_t d16, dmin16;
+        if (type == SPROUT_TYPE_Q4_K) {
+            const sp_block_q4_K *blk = (const sp_block_q4_K *)row + b;
+            qs = blk->qs, scales = blk->scales, d16 = blk->d, dmin16 = blk->dmin;
+        } else {
+            const sp_block_q5_K *blk = (const sp_block_q5_K *)row + b;
+            qs = blk->qs, scales = blk->scales, d16 = blk->d, dmin16 = blk->dmin, qh = blk->qh;
+        }
+        const float d = sp_fp16_to_fp32(d16), dmin = sp_fp16_to_fp32(dmin16);
         for (int j = 0; j < 4; j++) {
-            const uint8x16_t q0 = vld1q_u8(w[b].qs + 32 * j), q1 = vld1q_u8(w[b].qs + 32 * j + 16);
+            const uint8x16_t q0 = vld1q_u8(qs + 32 * j), q1 = vld1q_u8(qs + 32 * j + 16);
+            uint8x16_t l0 = vandq_u8(q0, low4), l1 = vandq_u8(q1, low4), h0 = vshrq_n_u8(q0, 4), h1 = vshrq_n_u8(q1, 4);
+            if (qh) { /* sub-block 2j takes bit 2j of qh[l], 2j + 1 bit 2j + 1; as 16 */
+                const uint8x16_t b0 = vld1q_u8(qh), b1 = vld1q_u8(qh + 16);
+                const int8x16_t shift_lo = vdupq_n_s8((int8_t)-(2 * j)), shift_hi = vdupq_n_s8((int8_t)-(2 * j + 1));
+                l0 = vorrq_u8(l0, vshlq_n_u8(vandq_u8(vshlq_u8(b0, shift_lo), one), 4));
+                l1 = vorrq_u8(l1, vshlq_n_u8(vandq_u8(vshlq_u8(b1, shift_lo), one), 4));
+                h0 = vorrq_u8(h0, vshlq_n_u8(vandq_u8(vshlq_u8(b0, shift_hi), one), 4));
+                h1 = vorrq_u8(h1, vshlq_n_u8(vandq_u8(vshlq_u8(b1, shift_hi), one), 4));
+            }
             const act_block *lo = &a[2 * j], *hi = &a[2 * j + 1];
-            int32x4_t s_lo = vdotq_s32(vdupq_n_s32(0), vreinterpretq_s8_u8(vandq_u8(q0, low4)), vld1q_s8(lo->qs));
-            s_lo = vdotq_s32(s_lo, vreinterpretq_s8_u8(vandq_u8(q1, low4)), vld1q_s8(lo->qs + 16));
-            int32x4_t s_hi = vdotq_s32(vdupq_n_s32(0), vreinterpretq_s8_u8(vshrq_n_u8(q0, 4)), vld1q_s8(hi->qs));
-            s_hi = vdotq_s32(s_hi, vreinterpretq_s8_u8(vshrq_n_u8(q1, 4)), vld1q_s8(hi->qs + 16));
+            int32x4_t s_lo = vdotq_s32(vdupq_n_s32(0), vreinterpretq_s8_u8(l0), vld1q_s8(lo->qs));
+            s_lo = vdotq_s32(s_lo, vreinterpretq_s8_u8(l1), vld1q_s8(lo->qs + 16));
+            int32x4_t s_hi = vdotq_s32(vdupq_n_s32(0), vreinterpretq_s8_u8(h0), vld1q_s8(hi->qs));
+            s_hi = vdotq_s32(s_hi, vreinterpretq_s8_u8(h1), vld1q_s8(hi->qs + 16));
             uint8_t sc, m;
-            sp_q4k_scale_min(2 * j, w[b].scales, &sc, &m);
+            sp_q4k_scale_min(2 * j, scales, &sc, &m);
             acc += d * (float)sc * lo->d * (float)vaddvq_s32(s_lo);
             mins += dmin * (float)m * lo->d * (float)lo->sum;
-            sp_q4k_scale_min(2 * j + 1, w[b].scales, &sc, &m);
+            sp_q4k_scale_min(2 * j + 1, scales, &sc, &m);
             acc += d * (float)sc * hi->d * (float)vaddvq_s32(s_hi);
             mins += dmin * (float)m * hi->d * (float)hi->sum;
         }
@@ -147,8 +219,10 @@ static float dot_f32(const float *w, const float *x, int64_t n) {
 
 void sp_matmul_neon(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride, int64_t o0,
                     int64_t o1, float *scratch) {
-    const bool int8 = ((w->type == SPROUT_TYPE_Q8_0 || w->type == SPROUT_TYPE_Q4_0) && w->n_in % 32 == 0) ||
-                      w->type == SPROUT_TYPE_Q4_K || w->type == SPROUT_TYPE_Q6_K;
+    const bool block32 = w->type == SPROUT_TYPE_Q8_0 || w->type == SPROUT_TYPE_Q4_0 || w->type == SPROUT_TYPE_Q4_1 ||
+                         w->type == SPROUT_TYPE_Q5_0 || w->type == SPROUT_TYPE_Q5_1;
+    const bool k_quant = w->type == SPROUT_TYPE_Q4_K || w->type == SPROUT_TYPE_Q5_K || w->type == SPROUT_TYPE_Q6_K;
+    const bool int8 = (block32 && w->n_in % 32 == 0) || k_quant;
     if (int8) {
         /* activations of up to 32 tokens at a time, in the caller's scratch */
         enum { TILE = 32 };
@@ -162,8 +236,8 @@ void sp_matmul_neon(const sp_weight *w, const float *x, int64_t x_stride, int64_
                 const uint8_t *row = w->data + (size_t)o * w->row_bytes;
                 for (int64_t t = 0; t < tn; t++) {
                     const act_block *a = acts + t * nb;
-                    y[(t0 + t) * y_stride + o] = w->type == SPROUT_TYPE_Q4_K   ? dot_q4_K((const sp_block_q4_K *)row, a, nb / 8)
-                                                 : w->type == SPROUT_TYPE_Q6_K ? dot_q6_K((const sp_block_q6_K *)row, a, nb / 8)
+                    y[(t0 + t) * y_stride + o] = w->type == SPROUT_TYPE_Q6_K ? dot_q6_K((const sp_block_q6_K *)row, a, nb / 8)
+                                                 : k_quant                     ? dot_affine_K(w->type, row, a, nb / 8)
                                                                                : dot_row(w->type, row, a, nb);
                 }
             }
