@@ -2,12 +2,11 @@
  * with +dotprod here only; dispatch.c calls it only when the CPU says so).
  *
  * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K weights are dotted in
- * int8 (sdot) against the
- * activations quantized once per call to 8-bit blocks of 32; each block's
- * (or sub-block's) sum is exact in int32 and scaled in float. Other types decode a row once and use
- * float dots with four fixed accumulators. Every token's arithmetic is the
- * same however many tokens the call has: outputs do not depend on the
- * batch. */
+ * int8 (sdot) against the activations quantized once per call to 8-bit
+ * blocks of 32; each block's (or sub-block's) sum is exact in int32 and
+ * scaled in float. Other types decode a row once and use float dots with
+ * four fixed accumulators. Every token's arithmetic is the same however
+ * many tokens the call has: outputs do not depend on the batch. */
 #include <arm_neon.h>
 #include <math.h>
 #include <string.h>
