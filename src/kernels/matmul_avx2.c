@@ -372,9 +372,12 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
     const act_chunk *c = act_chunk_of(at, t, b);
     const __m256i *y = c->qs_t;
     const act_block *a = at->blocks + t * at->nb + b;
+    const bool has_min = layout_of(type).m >= 0, has_offset = !has_min && (type != SPROUT_TYPE_Q8_0 || Q8_0_UNSIGNED);
+    /* with an offset, c->sum is minus the offset times the activations' sums: the correction starts the sum */
+    const __m256i asum = _mm256_loadu_si256((const __m256i *)c->sum);
     __m256i sums;
     if (transposed) {
-        __m256i part[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()}; /* two chains: half the latency */
+        __m256i part[2] = {has_offset ? asum : _mm256_setzero_si256(), _mm256_setzero_si256()}; /* two chains: half the latency */
         for (int m = 0; m < 8; m++) {
             const __m256i ym = _mm256_loadu_si256(y + m);
             if (type == SPROUT_TYPE_Q8_0 && !Q8_0_UNSIGNED)
@@ -392,13 +395,11 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
                                                                : dot_u8_i8(v[j], yj);
         }
         sums = sum_lanes8(p);
+        if (has_offset) sums = _mm256_add_epi32(sums, asum);
     }
     const __m256 ad = _mm256_loadu_ps(c->d);
-    const __m256i asum = _mm256_loadu_si256((const __m256i *)c->sum);
-    if (layout_of(type).m >= 0) /* x = d*q + m: the mins meet the activations' sums */
+    if (has_min) /* x = d*q + m: the mins meet the activations' sums */
         *macc = _mm256_fmadd_ps(_mm256_mul_ps(mw, ad), _mm256_cvtepi32_ps(asum), *macc);
-    else if (type != SPROUT_TYPE_Q8_0 || Q8_0_UNSIGNED) /* the levels' offset, times the activations' sums */
-        sums = _mm256_sub_epi32(sums, asum);
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dw, ad), acc);
 }
 
@@ -425,7 +426,7 @@ static inline __attribute__((always_inline)) void blocks8_group(sprout_type type
 
 /* Token t's activations in the transposed layout, with its scales and
  * offset-weighted sums (offset: what the weight type adds to its levels). */
-static void prepare_act_tile(act_tile *at, int64_t t, int offset, bool split_sums) {
+static void prepare_act_tile(act_tile *at, int64_t t, int sum_factor, bool split_sums) {
     const act_block *blocks = at->blocks + t * at->nb;
     for (int64_t b = 0; b < at->nb8; b += 8) {
         __m256i q[8];
@@ -439,8 +440,8 @@ static void prepare_act_tile(act_tile *at, int64_t t, int offset, bool split_sum
         for (int j = 0; j < n_real; j++) {
             const act_block *blk = blocks + b + j;
             c->d[j] = blk->d;
-            c->sum[j] = split_sums ? blk->sum[0] : offset * (blk->sum[0] + blk->sum[1]);
-            c->sum_hi[j] = split_sums ? blk->sum[1] : 0;
+            c->sum[j] = sum_factor * (split_sums ? blk->sum[0] : blk->sum[0] + blk->sum[1]);
+            c->sum_hi[j] = split_sums ? sum_factor * blk->sum[1] : 0;
         }
         for (int j = n_real; j < 8; j++) c->d[j] = 0.f, c->sum[j] = c->sum_hi[j] = 0;
     }
@@ -559,13 +560,12 @@ static inline __attribute__((always_inline)) void q6_K_group(const sp_block_q6_K
         for (int k = 0; k < G; k++) {
             const act_chunk *c = act_chunk_of(at, t0 + k, 8 * b);
             const __m256i *y = c->qs_t;
-            __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+            /* the -32 offset, times the halves' sums, starts each sum */
+            __m256i lo = _mm256_loadu_si256((const __m256i *)c->sum), hi = _mm256_loadu_si256((const __m256i *)c->sum_hi);
             for (int m = 0; m < 4; m++) {
                 lo = dot_u8_i8_acc(lo, v[m], _mm256_loadu_si256(y + m));
                 hi = dot_u8_i8_acc(hi, v[m + 4], _mm256_loadu_si256(y + m + 4));
             }
-            lo = _mm256_sub_epi32(lo, _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)c->sum), 5));
-            hi = _mm256_sub_epi32(hi, _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)c->sum_hi), 5));
             const __m256i sums = _mm256_add_epi32(_mm256_mullo_epi32(lo, sc_lo), _mm256_mullo_epi32(hi, sc_hi));
             acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d, _mm256_loadu_ps(c->d)), acc[k]);
         }
@@ -579,13 +579,16 @@ static void dot_q6_K_tile(const sp_block_q6_K *w, const act_tile *at, int64_t tn
 #undef CALL
 }
 
-/* What a type's blocks8 kernel adds to its levels to make them unsigned. */
-static int type_level_offset(sprout_type type) {
+/* What the activations' block sums are multiplied by for a type: minus
+ * what its kernel adds to the levels to make them unsigned (the sums then
+ * start the dot products), or 1 where the mins use the plain sums. */
+static int type_sum_factor(sprout_type type) {
     switch (type) {
-    case SPROUT_TYPE_Q4_0: return 8;
-    case SPROUT_TYPE_Q5_0: return 16;
-    case SPROUT_TYPE_Q8_0: return Q8_0_UNSIGNED ? 128 : 0;
-    default: return 1; /* Q4_1, Q5_1, Q4_K, Q5_K: the plain sums, for the mins */
+    case SPROUT_TYPE_Q4_0: return -8;
+    case SPROUT_TYPE_Q5_0: return -16;
+    case SPROUT_TYPE_Q8_0: return Q8_0_UNSIGNED ? -128 : 0;
+    case SPROUT_TYPE_Q6_K: return -32; /* per 16-element half */
+    default: return 1; /* Q4_1, Q5_1, Q4_K, Q5_K */
     }
 }
 
@@ -602,7 +605,7 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, in
     act_tile at = {.chunks = (act_chunk *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63), .nb = nb, .nb8 = nb8};
     at.blocks = (act_block *)(at.chunks + TOKEN_TILE * (nb8 / 8));
     const sprout_type type = w->type;
-    const int offset = type_level_offset(type);
+    const int sum_factor = type_sum_factor(type);
     const int64_t n_chunks = nb8 / 8;
     __m256 state[ROW_BLOCK][2 * TOKEN_GROUP];
     for (int64_t t0 = 0; t0 < n_tokens; t0 += TOKEN_TILE) {
@@ -610,7 +613,7 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, in
         for (int64_t t = 0; t < tn; t++) {
             quantize_activations(x + (t0 + t) * x_stride, w->n_in, at.blocks + t * nb);
             /* Q6_K's offset wants the sums of each half */
-            prepare_act_tile(&at, t, offset, type == SPROUT_TYPE_Q6_K);
+            prepare_act_tile(&at, t, sum_factor, type == SPROUT_TYPE_Q6_K);
         }
         for (int64_t ob = o0; ob < o1; ob += ROW_BLOCK) {
             const int64_t oe = o1 - ob < ROW_BLOCK ? o1 : ob + ROW_BLOCK;
