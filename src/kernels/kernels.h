@@ -43,12 +43,13 @@ typedef struct sp_attention_args {
 } sp_attention_args;
 
 /* Floats of per-thread scratch a matmul over rows of n_in elements may use:
- * a decoded row, or the 8-bit activations of a tile of 32 tokens (40 bytes
- * per 32 elements each, plus 44 for a transposed copy, their scales and
- * sums laid out apart, with padding to a multiple of 8 blocks). Callers
- * size their scratch with it once, so no kernel
- * allocates inside the token loop. */
-static inline int64_t sp_matmul_scratch_floats(int64_t n_in) { return 21 * n_in + 11 * 32 * 8 + 64; }
+ * decoded rows, or the 8-bit activations of a tile of 32 tokens (40 bytes
+ * per 32 elements each, plus 48 for a transposed copy with its scales and
+ * sums, padded to a multiple of 8 blocks and a chunk per 256 elements,
+ * aligned to a cache line).
+ * Callers size their scratch with it once, so no kernel allocates inside
+ * the token loop. */
+static inline int64_t sp_matmul_scratch_floats(int64_t n_in) { return 23 * n_in + 13 * 32 * 8 + 64; }
 
 typedef struct sp_kernels {
     const char *name;

@@ -200,20 +200,27 @@ static inline __attribute__((always_inline)) void transpose8x8_epi32(const __m25
 typedef struct act_chunk {
     __m256i qs_t[8];
     float d[8];
-    int32_t sum[8];    /* times the weight type's level offset (Q6_K: of the first 16 elements) */
+    int32_t sum[8];    /* times type_sum_factor (Q6_K: of the first 16 elements) */
     int32_t sum_hi[8]; /* Q6_K: of the last 16 elements */
+    float dsum[8];     /* d times the plain sum: what a min multiplies */
 } act_chunk;
+_Static_assert(sizeof(act_chunk) % 64 == 0, "chunks start on cache lines");
 
 /* A tile's activations: the blocks, and their chunks (nb rounded up to 8,
  * the padding zero) chunk-major, so that the tokens of a group sit at
  * constant distances from one pointer (kept in registers, not in memory). */
 typedef struct act_tile {
     act_block *blocks; /* token t's at t * nb */
-    act_chunk *chunks; /* chunk c of token t at c * TOKEN_TILE + t */
+    act_chunk *chunks; /* chunk c of token t at c * CHUNK_ROW + t */
     int64_t nb, nb8;
 } act_tile;
 
-static inline const act_chunk *act_chunk_of(const act_tile *at, int64_t t, int64_t b) { return at->chunks + (b / 8) * TOKEN_TILE + t; }
+/* A row of chunks holds the tile's tokens and one chunk of padding: rows a
+ * multiple of 4 KiB apart would put every chunk of a token in the same L1
+ * sets. */
+#define CHUNK_ROW (TOKEN_TILE + 1)
+
+static inline const act_chunk *act_chunk_of(const act_tile *at, int64_t t, int64_t b) { return at->chunks + (b / 8) * CHUNK_ROW + t; }
 
 /* The chunks [c0, c1) of a row that one call covers: rows wider than
  * SPAN_CHUNKS chunks are done in spans, so that a token group's
@@ -399,7 +406,7 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
     }
     const __m256 ad = _mm256_loadu_ps(c->d);
     if (has_min) /* x = d*q + m: the mins meet the activations' sums */
-        *macc = _mm256_fmadd_ps(_mm256_mul_ps(mw, ad), _mm256_cvtepi32_ps(asum), *macc);
+        *macc = _mm256_fmadd_ps(mw, _mm256_loadu_ps(c->dsum), *macc);
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dw, ad), acc);
 }
 
@@ -434,7 +441,7 @@ static void prepare_act_tile(act_tile *at, int64_t t, int sum_factor, bool split
             q[j] = b + j < at->nb ? _mm256_loadu_si256((const __m256i *)blocks[b + j].qs) : _mm256_setzero_si256();
         __m256i v[8];
         transpose8x8_epi32(q, v);
-        act_chunk *c = at->chunks + (b / 8) * TOKEN_TILE + t;
+        act_chunk *c = at->chunks + (b / 8) * CHUNK_ROW + t;
         for (int m = 0; m < 8; m++) _mm256_storeu_si256(c->qs_t + m, v[m]);
         const int n_real = at->nb - b < 8 ? (int)(at->nb - b) : 8;
         for (int j = 0; j < n_real; j++) {
@@ -442,8 +449,9 @@ static void prepare_act_tile(act_tile *at, int64_t t, int sum_factor, bool split
             c->d[j] = blk->d;
             c->sum[j] = sum_factor * (split_sums ? blk->sum[0] : blk->sum[0] + blk->sum[1]);
             c->sum_hi[j] = split_sums ? sum_factor * blk->sum[1] : 0;
+            c->dsum[j] = blk->d * (float)(blk->sum[0] + blk->sum[1]);
         }
-        for (int j = n_real; j < 8; j++) c->d[j] = 0.f, c->sum[j] = c->sum_hi[j] = 0;
+        for (int j = n_real; j < 8; j++) c->d[j] = c->dsum[j] = 0.f, c->sum[j] = c->sum_hi[j] = 0;
     }
 }
 
@@ -517,9 +525,8 @@ static inline __attribute__((always_inline)) void affine_k_group(sprout_type typ
             __m256i part[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
             for (int j = 0; j < 8; j++) part[j & 1] = dot_u8_i8_acc(part[j & 1], v[j], _mm256_loadu_si256(y + j));
             const __m256 ad = _mm256_loadu_ps(c->d);
-            const __m256 asum = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)c->sum));
             acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(part[0], part[1])), _mm256_mul_ps(dsc, ad), acc[k]);
-            macc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dm, ad), asum, macc[k]);
+            macc[k] = _mm256_fmadd_ps(dm, _mm256_loadu_ps(c->dsum), macc[k]);
         }
     }
     SPAN_END(sp, acc, macc, G, out, true, -1.f)
@@ -598,12 +605,13 @@ static int type_sum_factor(sprout_type type) {
  * Q6_K take their tile kernels for any token count, one token included. */
 static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
                         int64_t o0, int64_t o1, float *scratch) {
-    _Static_assert(sizeof(act_block) + sizeof(act_chunk) / 8 <= 21 * 32 * sizeof(float) / TOKEN_TILE, "a tile fits the scratch");
+    /* per 256 elements: a row of chunks and the tile's blocks (sp_matmul_scratch_floats) */
+    _Static_assert(CHUNK_ROW * sizeof(act_chunk) + 8 * TOKEN_TILE * sizeof(act_block) <= 23 * 256 * sizeof(float), "a tile fits the scratch");
     const int64_t nb = w->n_in / 32, nb8 = (nb + 7) & ~(int64_t)7;
     /* 32-byte loads that straddle cache lines cost a quarter of the speed:
      * the chunks start on a line (the scratch has room to spare) */
     act_tile at = {.chunks = (act_chunk *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63), .nb = nb, .nb8 = nb8};
-    at.blocks = (act_block *)(at.chunks + TOKEN_TILE * (nb8 / 8));
+    at.blocks = (act_block *)(at.chunks + CHUNK_ROW * (nb8 / 8));
     const sprout_type type = w->type;
     const int sum_factor = type_sum_factor(type);
     const int64_t n_chunks = nb8 / 8;
