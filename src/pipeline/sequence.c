@@ -223,6 +223,9 @@ bool sp_seq_next(sp_seq *s, const float *logits, const int32_t *history, size_t 
         return false;
     }
     if (s->stream == SPROUT_STREAM_STOP) s->finish = SPROUT_FINISH_STOPPED;
+    if (s->finish == SPROUT_FINISH_NONE && r->n_tokens >= (size_t)cfg->max_new_tokens) s->finish = SPROUT_FINISH_LENGTH;
+    /* a token that ends the sequence is not fed back: nothing would read its pass */
+    if (sp_seq_finished(s)) return false;
     if (!room) { /* no room to feed it: the context is full */
         if (s->finish == SPROUT_FINISH_NONE) s->finish = SPROUT_FINISH_LENGTH;
         return false;
