@@ -121,6 +121,35 @@ static void test_exact(sprout_model *m, int slots, float temperature) {
     sprout_scheduler_free(s);
 }
 
+/* One forward pass per generated token, prompt included: the pass over the
+ * prompt gives the first token, and the last token is not fed back. */
+static void test_passes_per_token(sprout_model *m) {
+    sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = 1, .n_ctx = 256};
+    sprout_scheduler *s = NULL;
+    CHECK(sprout_scheduler_create(m, &sp, &s) == SPROUT_OK);
+    if (!s) return;
+    sprout_generation_config cfg = config(12, 0, 1);
+    cfg.ignore_eos = true;
+    sprout_token *ids = NULL;
+    size_t n = 0;
+    CHECK(tokenize(m, prompts[0], &ids, &n) == SPROUT_OK);
+    sprout_request_params rp = {.struct_size = sizeof rp, .prompt = ids, .n_prompt = n, .config = &cfg};
+    sprout_request *req = NULL;
+    sprout_result *r = NULL;
+    CHECK(sprout_scheduler_submit(s, &rp, &req) == SPROUT_OK);
+    CHECK(req && sprout_request_wait(req, &r) == SPROUT_OK);
+    size_t n_out = 0;
+    sprout_result_tokens(r, &n_out);
+    sprout_scheduler_stats st = {.struct_size = sizeof st};
+    CHECK(sprout_scheduler_stats_get(s, &st) == SPROUT_OK);
+    CHECK_MSG(n_out == 12 && st.steps == 12, "%zu tokens in %llu passes", n_out, (unsigned long long)st.steps);
+    CHECK(sprout_result_finish_reason(r) == SPROUT_FINISH_LENGTH);
+    sprout_result_free(r);
+    sprout_request_free(req);
+    sprout_free(ids);
+    sprout_scheduler_free(s);
+}
+
 /* A request cancelled mid-stream (its streamer, or another thread) ends
  * "cancelled" at once and the others still give their exact output. */
 static void test_cancel(sprout_model *m) {
@@ -283,6 +312,7 @@ int main(void) {
     test_exact(m, 8, 0);
     test_exact(m, 3, 0);
     test_exact(m, 4, 0.9f);
+    test_passes_per_token(m);
     test_cancel(m);
     test_limits_and_reuse(m);
     test_shutdown(m);

@@ -328,6 +328,11 @@ static void step(sprout_scheduler *s) {
 
     const double t0 = sp_now_ms();
     sprout_status st = sp_forward(&s->ctx, s->batch, n, s->logits);
+    /* counted before any request of this pass is reported done, so that
+     * its owner reads statistics that include it */
+    pthread_mutex_lock(&s->mu);
+    s->stats.steps++;
+    pthread_mutex_unlock(&s->mu);
     for (int32_t i = 0; i < s->n_slots; i++) {
         slot *sl = &s->slots[i];
         if (!sl->req || !sl->n_step_tokens) continue;
@@ -353,7 +358,6 @@ static void step(sprout_scheduler *s) {
         if (sp_seq_finished(&sl->seq)) end_slot(s, sl, SPROUT_OK);
     }
     pthread_mutex_lock(&s->mu);
-    s->stats.steps++;
     s->stats.busy_ms += sp_now_ms() - t0;
     pthread_mutex_unlock(&s->mu);
 }
