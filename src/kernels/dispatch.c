@@ -3,6 +3,8 @@
  * caps the level, for tests and for comparisons; a level the CPU lacks, or
  * one sprout has no kernels for yet, falls back to the best one below it. */
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,6 +84,11 @@ const sp_kernels *sp_kernels_for_level(const char *level) {
 static void choose(void) {
     chosen = &portable;
     const char *cap = getenv("SPROUT_CPU");
+    static const char *const levels[] = {"generic", "avx2", "avx512", "amx", "neon"};
+    bool known = !cap || !*cap;
+    for (size_t i = 0; !known && i < sizeof levels / sizeof *levels; i++) known = !strcmp(cap, levels[i]);
+    if (!known) /* a typo must not pass for a measured level */
+        fprintf(stderr, "sprout: SPROUT_CPU=%s is not one of generic, avx2, avx512, amx, neon: using the best level this CPU has\n", cap);
     if (cap && !strcmp(cap, "generic")) return;
 #ifdef SP_HAVE_NEON_KERNELS
     if (cpu_has_neon_dotprod()) chosen = &neon;
