@@ -586,8 +586,8 @@ static void dot_q6_K_tile(const sp_block_q6_K *w, const act_tile *at, int64_t tn
 #undef CALL
 }
 
-/* The next row's bytes of chunks [c0, c1), asked for while this row
- * computes: with a few tokens the weights stream from memory at the pace
+/* A row's bytes of chunks [c0, c1), asked for two rows before it is
+ * needed: with a few tokens the weights stream from memory at the pace
  * of the arithmetic, and the hardware prefetcher alone leaves gaps. */
 static inline void prefetch_span(const uint8_t *row, int64_t c0, int64_t c1, size_t chunk_bytes, size_t row_bytes) {
     const size_t begin = (size_t)c0 * chunk_bytes, end = (size_t)c1 * chunk_bytes < row_bytes ? (size_t)c1 * chunk_bytes : row_bytes;
@@ -643,7 +643,7 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, in
                     const int64_t c1 = n_chunks - c0 < span_chunks ? n_chunks : c0 + span_chunks;
                     for (int64_t o = ob; o < oe; o++) {
                         const uint8_t *row = w->data + (size_t)o * w->row_bytes;
-                        if (tn > 1 && o + 1 < o1) prefetch_span(row + w->row_bytes, c0, c1, chunk_bytes, w->row_bytes);
+                        if (tn > 1 && o + 2 < o1) prefetch_span(row + 2 * w->row_bytes, c0, c1, chunk_bytes, w->row_bytes);
                         const k_span sp = {c0, c1, c0 == 0, c1 == n_chunks, state[o - ob]};
                         float dots[TOKEN_GROUP];
                         switch (type) {
