@@ -484,15 +484,9 @@ static inline __attribute__((always_inline)) void affine_k_group(sprout_type typ
     SPAN_BEGIN(sp, acc, macc, G)
     const __m256i low4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(1);
     for (int64_t b = sp->c0; b < sp->c1; b++) {
-        uint16_t d16, dmin16;
-        const uint8_t *scales, *qs, *qh = NULL;
-        if (type == SPROUT_TYPE_Q4_K) {
-            const sp_block_q4_K *blk = (const sp_block_q4_K *)row + b;
-            d16 = blk->d, dmin16 = blk->dmin, scales = blk->scales, qs = blk->qs;
-        } else {
-            const sp_block_q5_K *blk = (const sp_block_q5_K *)row + b;
-            d16 = blk->d, dmin16 = blk->dmin, scales = blk->scales, qs = blk->qs, qh = blk->qh;
-        }
+        const sp_affine_k_block blk = sp_affine_k_block_at(type == SPROUT_TYPE_Q5_K, row, b);
+        const uint16_t d16 = blk.d, dmin16 = blk.dmin;
+        const uint8_t *scales = blk.scales, *qs = blk.qs, *qh = blk.qh;
         __m256i lv[8], v[8];
         const __m256i hb = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
         for (int i = 0; i < 4; i++) {
@@ -672,6 +666,12 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, in
  * lanes are summed in a fixed order: a pair's arithmetic is the same
  * whatever the tile's shape, so a token's output does not depend on the
  * batch. */
+/* sum plus row[j] * x[j] for j in [from, n), in order: a tile's tail. */
+static inline float float_row_tail(bool f16, const void *row, const float *x, int64_t from, int64_t n, float sum) {
+    for (int64_t j = from; j < n; j++) sum += (f16 ? sp_fp16_to_fp32(((const uint16_t *)row)[j]) : ((const float *)row)[j]) * x[j];
+    return sum;
+}
+
 #ifdef SP_MATMUL_VNNI
 /* AVX-512: one 16-lane accumulator per (row, token) pair (a lone row's
  * chain of 16-element FMAs outruns the memory that feeds it); 32 registers
@@ -697,28 +697,15 @@ static inline __attribute__((always_inline)) void float_tile(bool f16, const voi
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) {
             const __m256 half = _mm256_add_ps(_mm512_castps512_ps256(acc[r][t]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r][t]), 1)));
-            float sum = hsum256(half);
-            for (int64_t j = i; j < n; j++)
-                sum += (f16 ? sp_fp16_to_fp32(((const uint16_t *)rows[r])[j]) : ((const float *)rows[r])[j]) * xs[t][j];
-            out[r * T + t] = sum;
+            out[r * T + t] = float_row_tail(f16, rows[r], xs[t], i, n, hsum256(half));
         }
 }
 
 /* The tile shapes used: four rows by up to six tokens, and single rows at
  * the edges and for one token (concurrent row streams cost decode speed). */
-static void float_tile_any(bool f16, const void *const rows[], int R, const float *const xs[], int T, int64_t n, float *out) {
-#define SHAPE(RR, TT)                                                                      \
-    case (RR) * 8 + (TT):                                                                  \
-        if (f16) float_tile(true, rows, RR, xs, TT, n, out);                               \
-        else float_tile(false, rows, RR, xs, TT, n, out);                                  \
-        return;
-    switch (R * 8 + T) {
-        SHAPE(4, 1) SHAPE(4, 2) SHAPE(4, 3) SHAPE(4, 4) SHAPE(4, 5) SHAPE(4, 6)
-        SHAPE(1, 1) SHAPE(1, 2) SHAPE(1, 3) SHAPE(1, 4) SHAPE(1, 5) SHAPE(1, 6)
-    default: break;
-    }
-#undef SHAPE
-}
+#define FLOAT_TILE_SHAPES                                                                  \
+    SHAPE(4, 1) SHAPE(4, 2) SHAPE(4, 3) SHAPE(4, 4) SHAPE(4, 5) SHAPE(4, 6)                \
+    SHAPE(1, 1) SHAPE(1, 2) SHAPE(1, 3) SHAPE(1, 4) SHAPE(1, 5) SHAPE(1, 6)
 #else
 /* AVX2: every (row, token) pair has two accumulators (even and odd
  * 8-element chunks, so one row alone still has independent chains),
@@ -745,14 +732,16 @@ static inline __attribute__((always_inline)) void float_tile(bool f16, const voi
         }
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) {
-            float sum = hsum256(_mm256_add_ps(acc[r][t][0], acc[r][t][1]));
-            for (int64_t j = i; j < n; j++)
-                sum += (f16 ? sp_fp16_to_fp32(((const uint16_t *)rows[r])[j]) : ((const float *)rows[r])[j]) * xs[t][j];
-            out[r * T + t] = sum;
+            out[r * T + t] = float_row_tail(f16, rows[r], xs[t], i, n, hsum256(_mm256_add_ps(acc[r][t][0], acc[r][t][1])));
         }
 }
 
 /* The tile shapes used: two rows by up to three tokens, fewer at the edges. */
+#define FLOAT_TILE_SHAPES SHAPE(2, 1) SHAPE(2, 2) SHAPE(2, 3) SHAPE(1, 1) SHAPE(1, 2) SHAPE(1, 3)
+#endif
+
+/* A tile of any shape used: a copy per shape, so that each one's loops
+ * unroll and its accumulators stay in registers. */
 static void float_tile_any(bool f16, const void *const rows[], int R, const float *const xs[], int T, int64_t n, float *out) {
 #define SHAPE(RR, TT)                                                                      \
     case (RR) * 8 + (TT):                                                                  \
@@ -760,12 +749,11 @@ static void float_tile_any(bool f16, const void *const rows[], int R, const floa
         else float_tile(false, rows, RR, xs, TT, n, out);                                  \
         return;
     switch (R * 8 + T) {
-        SHAPE(2, 1) SHAPE(2, 2) SHAPE(2, 3) SHAPE(1, 1) SHAPE(1, 2) SHAPE(1, 3)
+        FLOAT_TILE_SHAPES
     default: break;
     }
 #undef SHAPE
 }
-#endif
 
 /* Rows [o0, o1) against tokens [tb, tb_end). */
 static void float_rows_block(const sp_weight *w, bool f16, bool direct, const sp_type_traits *traits, const float *x, int64_t x_stride,

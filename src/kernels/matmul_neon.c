@@ -138,16 +138,9 @@ static float dot_affine_K(sprout_type type, const uint8_t *row, const act_block 
     float acc = 0.f, mins = 0.f;
     const uint8x16_t low4 = vdupq_n_u8(0x0F), one = vdupq_n_u8(1);
     for (int64_t b = 0; b < n_super; b++, a += 8) {
-        const uint8_t *qs, *scales, *qh = NULL;
-        uint16_t d16, dmin16;
-        if (type == SPROUT_TYPE_Q4_K) {
-            const sp_block_q4_K *blk = (const sp_block_q4_K *)row + b;
-            qs = blk->qs, scales = blk->scales, d16 = blk->d, dmin16 = blk->dmin;
-        } else {
-            const sp_block_q5_K *blk = (const sp_block_q5_K *)row + b;
-            qs = blk->qs, scales = blk->scales, d16 = blk->d, dmin16 = blk->dmin, qh = blk->qh;
-        }
-        const float d = sp_fp16_to_fp32(d16), dmin = sp_fp16_to_fp32(dmin16);
+        const sp_affine_k_block blk = sp_affine_k_block_at(type == SPROUT_TYPE_Q5_K, row, b);
+        const uint8_t *qs = blk.qs, *scales = blk.scales, *qh = blk.qh;
+        const float d = sp_fp16_to_fp32(blk.d), dmin = sp_fp16_to_fp32(blk.dmin);
         for (int j = 0; j < 4; j++) {
             const uint8x16_t q0 = vld1q_u8(qs + 32 * j), q1 = vld1q_u8(qs + 32 * j + 16);
             uint8x16_t l0 = vandq_u8(q0, low4), l1 = vandq_u8(q1, low4), h0 = vshrq_n_u8(q0, 4), h1 = vshrq_n_u8(q1, 4);

@@ -5,6 +5,8 @@
 #define SPROUT_QUANT_BLOCKS_H
 
 #include <assert.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define SP_QK32 32  /* elements per block of the legacy formats */
@@ -99,6 +101,22 @@ typedef struct {
     uint8_t qs[SP_QK_K / 2];
 } sp_block_q5_K;
 static_assert(sizeof(sp_block_q5_K) == 176, "q5_K block layout");
+
+/* Super-block b of a Q4_K row (qh NULL) or a Q5_K row, whose parts the
+ * kernels read alike. */
+typedef struct sp_affine_k_block {
+    uint16_t d, dmin;
+    const uint8_t *scales, *qs, *qh;
+} sp_affine_k_block;
+
+static inline sp_affine_k_block sp_affine_k_block_at(bool q5, const uint8_t *row, int64_t b) {
+    if (!q5) {
+        const sp_block_q4_K *blk = (const sp_block_q4_K *)row + b;
+        return (sp_affine_k_block){blk->d, blk->dmin, blk->scales, blk->qs, NULL};
+    }
+    const sp_block_q5_K *blk = (const sp_block_q5_K *)row + b;
+    return (sp_affine_k_block){blk->d, blk->dmin, blk->scales, blk->qs, blk->qh};
+}
 
 /* 16 sub-blocks of 16 with 8-bit signed scales: x = d * scale * (q - 32) */
 typedef struct {
