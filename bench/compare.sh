@@ -1,6 +1,8 @@
 #!/bin/sh
 # sprout against llama.cpp on the same files: prefill (pp) and decode (tg)
-# tokens/s, side by side, as a markdown table of ratios and an SVG chart.
+# tokens/s, peak RSS of the benchmark run and time to ready (process start
+# to the first generated token of a short prompt, page cache warm, best of
+# three), side by side, as a markdown table of ratios and an SVG chart.
 #
 # usage: bench/compare.sh [OUT_DIR]
 #   BUILD=build            sprout's build folder (sprout, make_model)
@@ -8,6 +10,9 @@
 #   PRESET=tinyllama-1.1b  make_model preset
 #   THREADS=2 PP=512 TG=128 REPS=3
 #   LLAMA_BENCH=/path/to/llama-bench   optional: without it only sprout runs
+#   LLAMA_SIMPLE=/path/to/llama-simple for llama.cpp's time to ready
+#                          (default: llama-simple beside LLAMA_BENCH, if there)
+# Peak RSS needs /usr/bin/time (Debian's package "time"); "-" without it.
 # Models are written once under $TMPDIR (make_model, then sprout quantize).
 set -eu
 out=${1:-bench-results}
@@ -25,12 +30,30 @@ base="$tmp/sprout-$preset-F16.gguf"
 # the number after "key": in a flat JSON object (one occurrence)
 json_num() { tr -d '\n ' | sed -n "s/.*\"$1\":\([-0-9.eE+]*\).*/\1/p"; }
 
+llama_simple=${LLAMA_SIMPLE:-}
+if [ -z "$llama_simple" ] && [ -n "${LLAMA_BENCH:-}" ] && [ -x "$(dirname "$LLAMA_BENCH")/llama-simple" ]; then
+    llama_simple="$(dirname "$LLAMA_BENCH")/llama-simple"
+fi
+prompt="Once upon a time"
+
+# seconds from start to exit of a command, the best of three
+best_of_three() {
+    best=
+    for _ in 1 2 3; do
+        t0=$(date +%s.%N)
+        "$@" > /dev/null 2>&1 || { echo -; return; }
+        t=$(echo "$(date +%s.%N) $t0" | awk '{ printf "%.3f", $1 - $2 }')
+        best=$(echo "$t ${best:-$t}" | awk '{ print ($1 < $2 ? $1 : $2) }')
+    done
+    echo "$best"
+}
+
 table="$out/compare.md"
 rows="$out/rows.txt"
 : > "$rows"
 {
-    echo "| model | sprout pp$pp | llama.cpp pp$pp | ratio | sprout tg$tg | llama.cpp tg$tg | ratio | sprout peak RSS MiB |"
-    echo "|---|---|---|---|---|---|---|---|"
+    echo "| model | sprout pp$pp | llama.cpp pp$pp | ratio | sprout tg$tg | llama.cpp tg$tg | ratio | sprout peak RSS MiB | llama.cpp peak RSS MiB | ratio | sprout ready s | llama.cpp ready s | ratio |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 } > "$table"
 for type in ${MODELS:-Q4_0 Q4_K_M Q8_0 F16}; do
     model="$tmp/sprout-$preset-$type.gguf"
@@ -39,20 +62,36 @@ for type in ${MODELS:-Q4_0 Q4_K_M Q8_0 F16}; do
     s_pp=$(printf '%s' "$s" | sed 's/.*"prefill":{\([^}]*\)}.*/\1/' | json_num tokens_per_s)
     s_tg=$(printf '%s' "$s" | sed 's/.*"decode":{\([^}]*\)}.*/\1/' | json_num tokens_per_s)
     rss=$(printf '%s' "$s" | json_num peak_rss_bytes)
+    s_ready=$(best_of_three "$build/sprout" run -m "$model" -p "$prompt" -n 1 -t "$threads")
     l_pp=-
     l_tg=-
+    l_rss=-
+    l_ready=-
+    [ -z "$llama_simple" ] || l_ready=$(best_of_three "$llama_simple" -m "$model" -n 1 "$prompt")
     if [ -n "${LLAMA_BENCH:-}" ]; then
-        l=$("$LLAMA_BENCH" -m "$model" -p "$pp" -n "$tg" -t "$threads" -r "$reps" -o json 2> /dev/null || true)
+        rss_file=$(mktemp)
+        if [ -x /usr/bin/time ]; then
+            l=$(/usr/bin/time -f %M -o "$rss_file" "$LLAMA_BENCH" -m "$model" -p "$pp" -n "$tg" -t "$threads" -r "$reps" -o json 2> /dev/null || true)
+            l_rss=$(tail -n 1 "$rss_file")
+            [ -n "$l_rss" ] || l_rss=-
+        else
+            l=$("$LLAMA_BENCH" -m "$model" -p "$pp" -n "$tg" -t "$threads" -r "$reps" -o json 2> /dev/null || true)
+        fi
+        rm -f "$rss_file"
         # llama-bench prints one object per test: prefill first (n_gen 0), then decode
         l_pp=$(printf '%s' "$l" | tr -d '\n ' | sed 's/},{/}\n{/g' | grep '"n_gen":0' | json_num avg_ts || true)
         l_tg=$(printf '%s' "$l" | tr -d '\n ' | sed 's/},{/}\n{/g' | grep '"n_prompt":0' | json_num avg_ts || true)
         [ -n "$l_pp" ] || l_pp=-
         [ -n "$l_tg" ] || l_tg=-
     fi
-    awk -v t="$type" -v sp="$s_pp" -v lp="$l_pp" -v st="$s_tg" -v lt="$l_tg" -v rss="$rss" 'BEGIN {
+    awk -v t="$type" -v sp="$s_pp" -v lp="$l_pp" -v st="$s_tg" -v lt="$l_tg" -v rss="$rss" -v lrss="$l_rss" -v sr="$s_ready" \
+        -v lr="$l_ready" 'BEGIN {
         rp = lp == "-" ? "-" : sprintf("%.2fx", sp / lp); rt = lt == "-" ? "-" : sprintf("%.2fx", st / lt);
         lps = lp == "-" ? "-" : sprintf("%.1f", lp); lts = lt == "-" ? "-" : sprintf("%.1f", lt);
-        printf "| %s | %.1f | %s | %s | %.1f | %s | %s | %.0f |\n", t, sp, lps, rp, st, lts, rt, rss / 1048576 }' >> "$table"
+        lrs = lrss == "-" ? "-" : sprintf("%.0f", lrss / 1024); rr = lrss == "-" ? "-" : sprintf("%.2fx", rss / 1024 / lrss);
+        rdr = (lr == "-" || sr == "-") ? "-" : sprintf("%.2fx", sr / lr);
+        printf "| %s | %.1f | %s | %s | %.1f | %s | %s | %.0f | %s | %s | %s | %s | %s |\n", t, sp, lps, rp, st, lts, rt, rss / 1048576,
+               lrs, rr, sr, lr, rdr }' >> "$table"
     echo "$type $s_pp $l_pp $s_tg $l_tg" >> "$rows"
 done
 
