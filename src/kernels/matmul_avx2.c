@@ -8,9 +8,12 @@
  * lanes of a vector, their levels transposed once for up to 8 tokens, so
  * each block's sum comes out exact in its own lane and the scales apply as
  * vectors. The result differs from the float path by the activations'
- * rounding (about 1% relative per dot of random signs). Other types go
- * through float register tiles. Every path computes a token the same way
- * whatever else is in the batch. */
+ * rounding (about 1% relative per dot of random signs). The loops go tile
+ * of 32 tokens > block of 16 rows > group of 8 tokens > span of the row
+ * (as much as keeps the group's activations in L1) > row, so that the
+ * activations are read from L1 and each weight row from memory once per
+ * tile. Other types go through float register tiles. Every path computes a
+ * token the same way whatever else is in the batch. */
 #include <immintrin.h>
 #include <stddef.h>
 #include <string.h>
@@ -25,15 +28,15 @@
 #include "quant/fp16.h"
 #include "quant/quant.h"
 
-/* Tokens whose quantized activations are kept at once: each weight row,
- * read once, is dotted with all of them while it sits in L1. */
+/* Tokens whose quantized activations are kept at once (in L2): each
+ * weight row is read from memory once per tile. */
 #define TOKEN_TILE 32
 /* Tokens whose accumulators a kernel keeps in registers at once; their
  * loops must unroll, or the accumulators live in memory. */
 #define TOKEN_GROUP 8
-#ifndef ROW_BLOCK
+/* Rows that take a token group's activations (kept in L1) in turn before
+ * the next group comes. */
 #define ROW_BLOCK 16
-#endif
 #define UNROLL_GROUP _Pragma("GCC unroll 8")
 
 static inline float hsum256(__m256 v) {
