@@ -37,7 +37,10 @@ static void check_level(const char *level) {
                                         SPROUT_TYPE_Q4_0, SPROUT_TYPE_Q4_1, SPROUT_TYPE_Q5_0, SPROUT_TYPE_Q5_1,
                                         SPROUT_TYPE_Q2_K, SPROUT_TYPE_Q3_K, SPROUT_TYPE_Q4_K, SPROUT_TYPE_Q5_K,
                                         SPROUT_TYPE_Q6_K};
-    static const int64_t lengths[] = {32, 96, 256, 352, 512, 768, 2048, 2336}; /* 352: a partial group of 8 blocks after a whole one; 2336: several spans, the last partial */
+    /* 8 and 17 (float types only): rows shorter than a vector, and one
+     * vector plus a tail; 352: a partial group of 8 blocks after a whole
+     * one; 2336: several spans, the last partial */
+    static const int64_t lengths[] = {8, 17, 32, 96, 256, 352, 512, 768, 2048, 2336};
     double worst_int8 = 0, worst_float = 0;
     int cases = 0;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
@@ -210,7 +213,7 @@ static void check_batch_invariance(const char *level) {
                                         SPROUT_TYPE_Q4_0, SPROUT_TYPE_Q4_1, SPROUT_TYPE_Q5_0, SPROUT_TYPE_Q5_1,
                                         SPROUT_TYPE_Q2_K, SPROUT_TYPE_Q3_K, SPROUT_TYPE_Q4_K, SPROUT_TYPE_Q5_K,
                                         SPROUT_TYPE_Q6_K};
-    static const int64_t lengths[] = {96, 256, 352, 768, 2336}; /* 2336: rows done in spans (matmul_avx2.c) */
+    static const int64_t lengths[] = {17, 96, 256, 352, 768, 2336}; /* 17: float types, a vector and a tail; 2336: rows in spans */
     static const int64_t batches[] = {2, 5, 9, 17, 33};
     int cases = 0, differing = 0;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
