@@ -21,14 +21,6 @@ static double now_s(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int type_by_name(const char *name) {
-    for (int t = 0; t < 64; t++) {
-        const sp_type_traits *tr = sp_type_traits_of(t);
-        if (tr && tr->name && strcmp(tr->name, name) == 0) return t;
-    }
-    return -1;
-}
-
 int main(int argc, char **argv) {
     int64_t n_in = 2048, n_out = 5632;
     int first_type = 1;
@@ -49,8 +41,8 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < n_in * n_out; i++) weights_f[i] = (float)rand() / RAND_MAX - 0.5f;
     for (int64_t i = 0; i < n_in * 256; i++) x[i] = (float)rand() / RAND_MAX - 0.5f;
     for (int ti = 0; ti < n_types; ti++) {
-        const int type = type_by_name(types[ti]);
-        const sp_type_traits *tr = type >= 0 ? sp_type_traits_of(type) : NULL;
+        sprout_type type;
+        const sp_type_traits *tr = sprout_type_from_name(types[ti], &type) ? sp_type_traits_of(type) : NULL;
         if (!tr || !tr->quantize_ref || n_in % tr->block_size) {
             fprintf(stderr, "skipping %s\n", types[ti]);
             continue;
