@@ -2,7 +2,7 @@
  * context (TinyLlama-1.1B's heads: 32 query heads over 4 KV heads of 64,
  * f16 cache): the unfused form writes the whole score row, softmaxes it,
  * then sums the values (what a graph of separate ops does); the fused
- * kernel (sprout's, as dispatched) keeps a 64-score tile, called per query
+ * kernel (sprout's, as dispatched) keeps a tile of 64 cells, called per query
  * head and per KV head with its 8 query heads together (as the engine does).
  * Prints the time per query (all heads) and the scratch each needs. Not a
  * test.
@@ -95,8 +95,12 @@ int main(int argc, char **argv) {
         double diff = 0;
         for (int64_t i = 0; i < N_HEAD * HEAD_DIM; i++) diff = fmax(diff, fmax(fabs((double)out_f[i] - out_u[i]), fabs((double)out_g[i] - out_u[i])));
         if (memcmp(out_f, out_g, (size_t)N_HEAD * HEAD_DIM * sizeof *out_f)) printf("(grouped and per-head results differ!)\n");
-        printf("| %lld | %.3f | %.3f | %.3f | %.2fx | %lld B per head (%lld B per query) | %d B per head | %.1e |\n", (long long)n, best[0],
-               best[1], best[2], best[0] / best[2], (long long)(n * 4), (long long)(n * 4 * N_HEAD), 64 * 4, diff);
+        /* the fused kernel's tile (64 cells): its scores per head, and for a group
+         * of three heads or more the tile's keys and values widened to f32 */
+        const int tile = 64, per_head = tile * 4, per_group = group * per_head + 2 * tile * HEAD_DIM * 4;
+        printf("| %lld | %.3f | %.3f | %.3f | %.2fx | %lld B per head (%lld B per query) | %d B per head, %d B per KV head | %.1e |\n",
+               (long long)n, best[0], best[1], best[2], best[0] / best[2], (long long)(n * 4), (long long)(n * 4 * N_HEAD), per_head, per_group,
+               diff);
         free(keys);
         free(values);
         free(cells);

@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "kernels/kernels.h"
+#include "kernels/x86_sum.h"
 #include "quant/fp16.h"
 
 enum { TILE = 64 };
@@ -44,15 +45,8 @@ static inline __m256 exp8_nonpositive(__m256 x) {
     return _mm256_andnot_ps(underflow, _mm256_mul_ps(p, _mm256_castsi256_ps(bits)));
 }
 
-/* The sum of v's lanes: ((0+4)+(2+6)) + ((1+5)+(3+7)). */
-static inline float hsum8(__m256 v) {
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_add_ss(h, _mm_movehdup_ps(h));
-    return _mm_cvtss_f32(h);
-}
 
-/* Lane j of the result: hsum8(p[j]), by the same tree, for eight at once. */
+/* Lane j of the result: hsum256(p[j]), by the same tree, for eight at once. */
 static inline __attribute__((always_inline)) __m256 sum_lanes8_ps(const __m256 p[8]) {
     __m256 b[4], u[2];
     for (int j = 0; j < 4; j++) /* [lo(p[j]) + hi(p[j]) | lo(p[j+4]) + hi(p[j+4])]: lanes 0+4, 1+5, 2+6, 3+7 */
@@ -124,8 +118,6 @@ static inline __attribute__((always_inline)) void attend_direct(const sp_attenti
     const int64_t dk = a->head_dim_k, dv = a->head_dim_v, dk8 = dk & ~(int64_t)7, dv8 = dv & ~(int64_t)7;
     head_state hs;
     heads_begin(a, h0, G, &hs);
-    const float *q[2] = {hs.q[0], G > 1 ? hs.q[1] : NULL};
-    float *out[2] = {hs.out[0], G > 1 ? hs.out[1] : NULL};
     float scores[2][TILE];
     for (int64_t c0 = 0; c0 < a->n_cells; c0 += TILE) {
         const int nt = a->n_cells - c0 < TILE ? (int)(a->n_cells - c0) : TILE;
@@ -135,11 +127,11 @@ static inline __attribute__((always_inline)) void attend_direct(const sp_attenti
             __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
             for (int64_t d = 0; d < dk8; d += 8) {
                 const __m256 kv = load8(a->keys, a->kv_type, cell + d);
-                for (int h = 0; h < G; h++) acc[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q[h] + d), kv, acc[h]);
+                for (int h = 0; h < G; h++) acc[h] = _mm256_fmadd_ps(_mm256_loadu_ps(hs.q[h] + d), kv, acc[h]);
             }
             for (int h = 0; h < G; h++) {
-                float s = hsum8(acc[h]);
-                for (int64_t d = dk8; d < dk; d++) s += q[h][d] * load1(a->keys, a->kv_type, cell + d);
+                float s = hsum256(acc[h]);
+                for (int64_t d = dk8; d < dk; d++) s += hs.q[h][d] * load1(a->keys, a->kv_type, cell + d);
                 scores[h][c] = finish_score(a, s);
                 tile_max[h] = scores[h][c] > tile_max[h] ? scores[h][c] : tile_max[h];
             }
@@ -150,11 +142,11 @@ static inline __attribute__((always_inline)) void attend_direct(const sp_attenti
             for (int64_t d = 0; d < dv8; d += 8) {
                 const __m256 vv = load8(a->values, a->kv_type, cell + d);
                 for (int h = 0; h < G; h++)
-                    _mm256_storeu_ps(out[h] + d, _mm256_fmadd_ps(_mm256_set1_ps(scores[h][c]), vv, _mm256_loadu_ps(out[h] + d)));
+                    _mm256_storeu_ps(hs.out[h] + d, _mm256_fmadd_ps(_mm256_set1_ps(scores[h][c]), vv, _mm256_loadu_ps(hs.out[h] + d)));
             }
             for (int64_t d = dv8; d < dv; d++) {
                 const float vd = load1(a->values, a->kv_type, cell + d);
-                for (int h = 0; h < G; h++) out[h][d] += scores[h][c] * vd;
+                for (int h = 0; h < G; h++) hs.out[h][d] += scores[h][c] * vd;
             }
         }
     }
@@ -163,7 +155,7 @@ static inline __attribute__((always_inline)) void attend_direct(const sp_attenti
 
 /* Three to eight heads [h0, h0 + G). Per tile: the cells' keys and values
  * widened to f32 once for all heads; each head's scores 8 cells at a time
- * (eight dot products side by side, summed across lanes by hsum8's tree);
+ * (eight dot products side by side, summed across lanes by hsum256's tree);
  * the values summed into one output vector of every head held in
  * registers. Each head does exactly the arithmetic of attend_direct. */
 static inline __attribute__((always_inline)) void attend_buffered(const sp_attention_args *a, int64_t h0, const int G) {

@@ -24,6 +24,7 @@
 #endif
 
 #include "kernels/kernels.h"
+#include "kernels/x86_sum.h"
 #include "quant/blocks.h"
 #include "quant/fp16.h"
 #include "quant/quant.h"
@@ -39,12 +40,6 @@
 #define ROW_BLOCK 16
 #define UNROLL_GROUP _Pragma("GCC unroll 8")
 
-static inline float hsum256(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 
 /* Activations as Q8_0 blocks, but with the scale kept in float: it is
