@@ -754,9 +754,9 @@ static void float_tile_any(bool f16, const void *const rows[], int R, const floa
 }
 
 /* Rows [o0, o1) against tokens [tb, tb_end). */
-static void float_rows_block(const sp_weight *w, bool f16, bool direct, const sp_type_traits *traits, const float *x, int64_t x_stride,
-                             int64_t tb, int64_t tb_end, float *y, int64_t y_stride, int64_t o0, int64_t o1, int rows_per_tile,
-                             float *scratch) {
+static void float_rows_block(const sp_weight *w, const float *x, int64_t x_stride, int64_t tb, int64_t tb_end, float *y, int64_t y_stride,
+                             int64_t o0, int64_t o1, int rows_per_tile, float *scratch) {
+    const bool f16 = w->type == SPROUT_TYPE_F16, direct = f16 || w->type == SPROUT_TYPE_F32;
     for (int64_t o = o0, R; o < o1; o += R) {
         R = o1 - o < rows_per_tile ? 1 : rows_per_tile; /* a partial tile of rows goes one row at a time */
         const void *rows[FLOAT_TILE_ROWS];
@@ -764,7 +764,7 @@ static void float_rows_block(const sp_weight *w, bool f16, bool direct, const sp
             const uint8_t *row = w->data + (size_t)(o + r) * w->row_bytes;
             if (direct) rows[r] = row;
             else { /* decoded once per call, for all tokens */
-                traits->dequantize(row, scratch + (size_t)r * (size_t)w->n_in, w->n_in);
+                sp_type_traits_of(w->type)->dequantize(row, scratch + (size_t)r * (size_t)w->n_in, w->n_in);
                 rows[r] = scratch + (size_t)r * (size_t)w->n_in;
             }
         }
@@ -782,15 +782,13 @@ static void float_rows_block(const sp_weight *w, bool f16, bool direct, const sp
 
 static void matmul_float(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride, int64_t o0,
                          int64_t o1, float *scratch) {
-    const bool f16 = w->type == SPROUT_TYPE_F16, direct = f16 || w->type == SPROUT_TYPE_F32;
-    const sp_type_traits *traits = sp_type_traits_of(w->type);
     const int rows_per_tile = n_tokens == 1 ? 1 : FLOAT_TILE_ROWS;
     /* the tokens of a block stay in L2 (half of a 1 MiB one) while every row passes */
     int64_t block = (512 << 10) / (w->n_in * (int64_t)sizeof(float)) / FLOAT_TILE_TOKENS * FLOAT_TILE_TOKENS;
     if (block < FLOAT_TILE_TOKENS) block = FLOAT_TILE_TOKENS;
     for (int64_t tb = 0; tb < n_tokens; tb += block) {
         const int64_t tb_end = n_tokens - tb < block ? n_tokens : tb + block;
-        float_rows_block(w, f16, direct, traits, x, x_stride, tb, tb_end, y, y_stride, o0, o1, rows_per_tile, scratch);
+        float_rows_block(w, x, x_stride, tb, tb_end, y, y_stride, o0, o1, rows_per_tile, scratch);
     }
 }
 
