@@ -236,11 +236,11 @@ typedef struct k_span {
  * (22 KiB), or one token's of 16384. */
 #define SPAN_TOKEN_CHUNKS 64
 
-#define SPAN_BEGIN(sp, acc, macc, G)                                                                      \
+#define SPAN_BEGIN(sp, acc, macc, G, with_mins)                                                           \
     UNROLL_GROUP                                                                                          \
     for (int k = 0; k < (G); k++) {                                                                       \
         acc[k] = (sp)->first ? _mm256_setzero_ps() : (sp)->state[k];                                      \
-        macc[k] = (sp)->first ? _mm256_setzero_ps() : (sp)->state[TOKEN_GROUP + k];                       \
+        macc[k] = (sp)->first || !(with_mins) ? _mm256_setzero_ps() : (sp)->state[TOKEN_GROUP + k];       \
     }
 
 /* At the span's end: the outputs (acc + mins_sign * macc, summed across
@@ -250,7 +250,7 @@ typedef struct k_span {
     for (int k = 0; k < (G); k++) {                                                                       \
         if (!(sp)->last) {                                                                                \
             (sp)->state[k] = acc[k];                                                                      \
-            (sp)->state[TOKEN_GROUP + k] = macc[k];                                                       \
+            if (with_mins) (sp)->state[TOKEN_GROUP + k] = macc[k];                                         \
         } else (out)[k] = (with_mins) ? hsum256(acc[k]) + (mins_sign) * hsum256(macc[k]) : hsum256(acc[k]); \
     }
 
@@ -413,7 +413,7 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
 static inline __attribute__((always_inline)) void blocks8_group(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
                                                                 const int G, const k_span *sp, float *out) {
     __m256 acc[TOKEN_GROUP], macc[TOKEN_GROUP];
-    SPAN_BEGIN(sp, acc, macc, G)
+    SPAN_BEGIN(sp, acc, macc, G, layout_of(type).m >= 0)
     const int64_t nb = at->nb, b_end = 8 * sp->c1 < nb ? 8 * sp->c1 : nb;
     /* for one or two tokens the transposes cost more shuffles than they
      * save, except Q4_0's, whose is cheap (the block sums are the same
@@ -479,7 +479,7 @@ static void dot_blocks8_tile(sprout_type type, const uint8_t *row, const act_til
 static inline __attribute__((always_inline)) void affine_k_group(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
                                                                  const int G, const k_span *sp, float *out) {
     __m256 acc[TOKEN_GROUP], macc[TOKEN_GROUP];
-    SPAN_BEGIN(sp, acc, macc, G)
+    SPAN_BEGIN(sp, acc, macc, G, true)
     const __m256i low4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(1);
     for (int64_t b = sp->c0; b < sp->c1; b++) {
         const sp_affine_k_block blk = sp_affine_k_block_at(type == SPROUT_TYPE_Q5_K, row, b);
@@ -543,8 +543,8 @@ static void dot_q5_K_tile(const uint8_t *row, const act_tile *at, int64_t tn, co
  * through the activations' half sums: sum(x*a) = d*ad*sum(sc*(q-32)*qa). */
 static inline __attribute__((always_inline)) void q6_K_group(const sp_block_q6_K *w, const act_tile *at, int64_t t0, const int G,
                                                              const k_span *sp, float *out) {
-    __m256 acc[TOKEN_GROUP], macc[TOKEN_GROUP]; /* macc unused: no mins */
-    SPAN_BEGIN(sp, acc, macc, G)
+    __m256 acc[TOKEN_GROUP], macc[TOKEN_GROUP]; /* macc stays zero: no mins */
+    SPAN_BEGIN(sp, acc, macc, G, false)
     /* even scale bytes (first halves) to the low 8 bytes, odd to the high */
     const __m128i split = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
     for (int64_t b = sp->c0; b < sp->c1; b++) {
