@@ -61,12 +61,12 @@ int main(int argc, char **argv) {
         printf("| %s |", tr->name);
         for (size_t i = 0; i < sizeof token_counts / sizeof *token_counts; i++) {
             const int nt = token_counts[i];
-            k->matmul(&w, x, n_in, nt, y, n_out, 0, n_out, scratch); /* warm */
+            k->matmul(&w, x, n_in, NULL, nt, y, n_out, 0, n_out, scratch); /* warm */
             int reps = 0;
             const double t0 = now_s();
             double t1;
             do {
-                k->matmul(&w, x, n_in, nt, y, n_out, 0, n_out, scratch);
+                k->matmul(&w, x, n_in, NULL, nt, y, n_out, 0, n_out, scratch);
                 reps++;
                 t1 = now_s();
             } while (t1 - t0 < 0.5);

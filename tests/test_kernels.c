@@ -66,8 +66,8 @@ static void check_level(const char *level) {
                 for (int64_t i = 0; i < x_stride * n_tokens; i++) x[i] = frand();
                 for (int64_t i = 0; i < y_stride * n_tokens; i++) y[i] = y_ref[i] = 12345.f;
                 /* rows [1, n_out - 1): the first and last outputs must stay untouched */
-                ref->matmul(&w, x, x_stride, n_tokens, y_ref, y_stride, 1, n_out - 1, scratch);
-                k->matmul(&w, x, x_stride, n_tokens, y, y_stride, 1, n_out - 1, scratch);
+                ref->matmul(&w, x, x_stride, NULL, n_tokens, y_ref, y_stride, 1, n_out - 1, scratch);
+                k->matmul(&w, x, x_stride, NULL, n_tokens, y, y_stride, 1, n_out - 1, scratch);
                 double err = 0, norm = 0;
                 bool untouched = true;
                 for (int64_t t = 0; t < n_tokens; t++) {
@@ -205,7 +205,8 @@ static void check_attention_level(const char *level) {
 
 /* A token's output must not depend on what else is in the batch, nor on
  * which rows a thread takes: continuous batching promises each request the
- * output it gets alone. Bit for bit, at every level, for every type. */
+ * output it gets alone. Nor on whether the level's quantize ran in the
+ * call or before it. Bit for bit, at every level, for every type. */
 static void check_batch_invariance(const char *level) {
     const sp_kernels *k = sp_kernels_for_level(level);
     if (!k) return;
@@ -236,11 +237,23 @@ static void check_batch_invariance(const char *level) {
                 float *x = malloc((size_t)(n_in * n) * sizeof(float));
                 float *y = malloc((size_t)(n_out * n) * sizeof(float)), *alone = malloc((size_t)n_out * sizeof(float));
                 for (int64_t i = 0; i < n_in * n; i++) x[i] = frand();
-                k->matmul(&w, x, n_in, n, y, n_out, 0, n_out, scratch);
+                k->matmul(&w, x, n_in, NULL, n, y, n_out, 0, n_out, scratch);
+                if (k->quantize && n_in % 32 == 0) { /* quantized once by the caller, as the forward pass does */
+                    char *xq = malloc((size_t)(n * n_in / 32) * SP_ACT_BLOCK_BYTES);
+                    float *yq = malloc((size_t)(n_out * n) * sizeof(float));
+                    for (int64_t t = 0; t < n; t++) k->quantize(x + t * n_in, n_in, xq + (size_t)(t * n_in / 32) * SP_ACT_BLOCK_BYTES);
+                    k->matmul(&w, x, n_in, xq, n, yq, n_out, 0, n_out, scratch);
+                    const bool same = !memcmp(yq, y, (size_t)(n_out * n) * sizeof(float));
+                    differing += !same;
+                    CHECK_MSG(same, "%s %s n_in %lld, %lld tokens: pre-quantized activations give other outputs", level,
+                              sprout_type_name(type), (long long)n_in, (long long)n);
+                    free(xq);
+                    free(yq);
+                }
                 for (int64_t t = 0; t < n; t++) {
                     const int64_t split = 1 + (t * 7) % (n_out - 1); /* another thread's share */
-                    k->matmul(&w, x + t * n_in, n_in, 1, alone, n_out, 0, split, scratch);
-                    k->matmul(&w, x + t * n_in, n_in, 1, alone, n_out, split, n_out, scratch);
+                    k->matmul(&w, x + t * n_in, n_in, NULL, 1, alone, n_out, 0, split, scratch);
+                    k->matmul(&w, x + t * n_in, n_in, NULL, 1, alone, n_out, split, n_out, scratch);
                     const bool same = !memcmp(alone, y + t * n_out, (size_t)n_out * sizeof(float));
                     differing += !same;
                     CHECK_MSG(same, "%s %s n_in %lld: token %lld of %lld differs from the same token alone", level, sprout_type_name(type),

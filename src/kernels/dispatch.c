@@ -22,11 +22,13 @@ static const sp_kernels portable = {
 static const sp_kernels avx2 = {
     .name = "avx2",
     .matmul = sp_matmul_avx2,
+    .quantize = sp_quantize_avx2,
     .attention = sp_attention_avx2,
 };
 static const sp_kernels avx512 = {
     .name = "avx512-vnni",
     .matmul = sp_matmul_avx512vnni,
+    .quantize = sp_quantize_avx512vnni,
     .attention = sp_attention_avx2,
 };
 #endif
@@ -40,6 +42,7 @@ static const sp_kernels avx512 = {
 static const sp_kernels neon = {
     .name = "neon-dotprod",
     .matmul = sp_matmul_neon,
+    .quantize = sp_quantize_neon,
     .attention = sp_attention_portable,
 };
 /* the kernel reports the dot-product extension as a hardware capability */

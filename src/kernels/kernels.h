@@ -51,12 +51,25 @@ typedef struct sp_attention_args {
  * the token loop. */
 static inline int64_t sp_matmul_scratch_floats(int64_t n_in) { return 23 * n_in + 13 * 32 * 8 + 64; }
 
+/* Bytes of every level's quantized activations per 32 elements: a float
+ * scale, four bytes of sums and 32 levels (each level lays them out its
+ * own way). */
+#define SP_ACT_BLOCK_BYTES 40
+
 typedef struct sp_kernels {
     const char *name;
     /* y[t * y_stride + o] = W[o] . x[t * x_stride + :] for o in [o0, o1),
-     * t in [0, n_tokens). scratch holds sp_matmul_scratch_floats(n_in). */
-    void (*matmul)(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
-                   int64_t o0, int64_t o1, float *scratch);
+     * t in [0, n_tokens). scratch holds sp_matmul_scratch_floats(n_in).
+     * xq: NULL, or x already put through this table's quantize (token t's
+     * blocks at t * (n_in / 32) * SP_ACT_BLOCK_BYTES), which the int8 paths
+     * then read instead of quantizing x again in every call and thread. */
+    void (*matmul)(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
+                   int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
+    /* The 8-bit blocks the int8 matmuls dot against, from n (a multiple of
+     * 32) floats: done once per token where the activations are made (a
+     * norm, the FFN's activation, attention) and shared by every matmul
+     * that reads them. NULL where this level's matmuls read floats only. */
+    void (*quantize)(const float *x, int64_t n, void *out);
     void (*attention)(const sp_attention_args *a);
 } sp_kernels;
 
@@ -64,19 +77,22 @@ const sp_kernels *sp_kernels_get(void);
 /* The portable table, for tests that compare against it. */
 const sp_kernels *sp_kernels_portable(void);
 
-void sp_matmul_portable(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
-                        int64_t o0, int64_t o1, float *scratch);
+void sp_matmul_portable(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
+                        int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
 void sp_attention_portable(const sp_attention_args *a);
 /* 64-bit Arm with NEON and the dot-product extension (matmul_neon.c). */
-void sp_matmul_neon(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride, int64_t o0,
-                    int64_t o1, float *scratch);
+void sp_matmul_neon(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
+                    int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
+void sp_quantize_neon(const float *x, int64_t n, void *out);
 /* x86-64 with AVX2 + FMA + F16C (matmul_avx2.c). */
-void sp_matmul_avx2(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
-                    int64_t o0, int64_t o1, float *scratch);
+void sp_matmul_avx2(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
+                    int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
+void sp_quantize_avx2(const float *x, int64_t n, void *out);
 void sp_attention_avx2(const sp_attention_args *a);
 /* x86-64 with AVX-512 F/BW/VL/VNNI as well (matmul_avx512.c). */
-void sp_matmul_avx512vnni(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y,
+void sp_matmul_avx512vnni(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                           int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
+void sp_quantize_avx512vnni(const float *x, int64_t n, void *out);
 /* The table for a level ("generic", "avx2", "avx512"), or NULL where this CPU or
  * build has none: for tests that compare every level present. */
 const sp_kernels *sp_kernels_for_level(const char *level);

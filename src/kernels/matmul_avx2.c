@@ -2,8 +2,10 @@
  * here; dispatch.c calls it only when cpuid says so).
  *
  * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K weights are dotted in
- * int8 against the activations quantized once per call to 8-bit blocks of
- * 32, as llama.cpp does, so weights are never widened to float. Eight blocks
+ * int8 against the activations quantized to 8-bit blocks of 32, as
+ * llama.cpp does, so weights are never widened to float; the forward pass
+ * quantizes each activation once where it is made (sp_kernels.quantize),
+ * other callers leave it to the call. Eight blocks
  * (or a K-quant super-block's eight sub-blocks) go side by side in the
  * lanes of a vector, their levels transposed once for up to 8 tokens, so
  * each block's sum comes out exact in its own lane and the scales apply as
@@ -21,6 +23,7 @@
 /* matmul_avx512.c compiles this file again with VNNI on */
 #ifndef SP_MATMUL_NAME
 #define SP_MATMUL_NAME sp_matmul_avx2
+#define SP_QUANTIZE_NAME sp_quantize_avx2
 #endif
 
 #include "kernels/kernels.h"
@@ -49,6 +52,7 @@ typedef struct act_block {
     int16_t sum[2]; /* of qs[0..15] and qs[16..31]: for the K-quants' mins and offsets */
     int8_t qs[32];
 } act_block;
+_Static_assert(sizeof(act_block) == SP_ACT_BLOCK_BYTES, "the size kernels.h promises");
 
 /* n (a multiple of 32) activations to blocks: one scale per 32, the
  * largest magnitude mapped to 127. */
@@ -208,7 +212,7 @@ _Static_assert(sizeof(act_chunk) % 64 == 0, "chunks start on cache lines");
  * the padding zero) chunk-major, so that the tokens of a group sit at
  * constant distances from one pointer (kept in registers, not in memory). */
 typedef struct act_tile {
-    act_block *blocks; /* token t's at t * nb */
+    const act_block *blocks; /* token t's at t * nb */
     act_chunk *chunks; /* chunk c of token t at c * CHUNK_ROW + t */
     int64_t nb, nb8;
 } act_tile;
@@ -603,15 +607,15 @@ static int type_sum_factor(sprout_type type) {
  * caller's scratch (sp_matmul_scratch_floats covers a full tile), then each
  * weight row, read once, dotted with all of them. Q4_0, Q8_0, Q4_K and
  * Q6_K take their tile kernels for any token count, one token included. */
-static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
-                        int64_t o0, int64_t o1, float *scratch) {
+static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, const act_block *xq, int64_t n_tokens, float *y,
+                        int64_t y_stride, int64_t o0, int64_t o1, float *scratch) {
     /* per 256 elements: a row of chunks and the tile's blocks (sp_matmul_scratch_floats) */
     _Static_assert(CHUNK_ROW * sizeof(act_chunk) + 8 * TOKEN_TILE * sizeof(act_block) <= 23 * 256 * sizeof(float), "a tile fits the scratch");
     const int64_t nb = w->n_in / 32, nb8 = (nb + 7) & ~(int64_t)7;
     /* 32-byte loads that straddle cache lines cost a quarter of the speed:
      * the chunks start on a line (the scratch has room to spare) */
     act_tile at = {.chunks = (act_chunk *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63), .nb = nb, .nb8 = nb8};
-    at.blocks = (act_block *)(at.chunks + CHUNK_ROW * (nb8 / 8));
+    act_block *own_blocks = (act_block *)(at.chunks + CHUNK_ROW * (nb8 / 8));
     const sprout_type type = w->type;
     const int sum_factor = type_sum_factor(type);
     const int64_t n_chunks = nb8 / 8;
@@ -619,8 +623,9 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, in
     __m256 state[ROW_BLOCK][2 * TOKEN_GROUP];
     for (int64_t t0 = 0; t0 < n_tokens; t0 += TOKEN_TILE) {
         const int64_t tn = n_tokens - t0 < TOKEN_TILE ? n_tokens - t0 : TOKEN_TILE;
+        at.blocks = xq ? xq + t0 * nb : own_blocks;
         for (int64_t t = 0; t < tn; t++) {
-            quantize_activations(x + (t0 + t) * x_stride, w->n_in, at.blocks + t * nb);
+            if (!xq) quantize_activations(x + (t0 + t) * x_stride, w->n_in, own_blocks + t * nb);
             /* Q6_K's offset wants the sums of each half */
             prepare_act_tile(&at, t, sum_factor, type == SPROUT_TYPE_Q6_K);
         }
@@ -792,14 +797,16 @@ static void matmul_float(const sp_weight *w, const float *x, int64_t x_stride, i
     }
 }
 
-void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
-                    int64_t o0, int64_t o1, float *scratch) {
+void SP_QUANTIZE_NAME(const float *x, int64_t n, void *out) { quantize_activations(x, n, out); }
+
+void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
+                    int64_t y_stride, int64_t o0, int64_t o1, float *scratch) {
     const bool int8_type = w->type == SPROUT_TYPE_Q8_0 || w->type == SPROUT_TYPE_Q4_0 || w->type == SPROUT_TYPE_Q4_K ||
                            w->type == SPROUT_TYPE_Q5_K || w->type == SPROUT_TYPE_Q6_K || w->type == SPROUT_TYPE_Q4_1 ||
                            w->type == SPROUT_TYPE_Q5_0 || w->type == SPROUT_TYPE_Q5_1;
     const bool int8_path = int8_type && w->n_in % 32 == 0;
     if (int8_path) {
-        matmul_int8(w, x, x_stride, n_tokens, y, y_stride, o0, o1, scratch);
+        matmul_int8(w, x, x_stride, xq, n_tokens, y, y_stride, o0, o1, scratch);
         return;
     }
     matmul_float(w, x, x_stride, n_tokens, y, y_stride, o0, o1, scratch);

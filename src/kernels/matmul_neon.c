@@ -2,8 +2,8 @@
  * with +dotprod here only; dispatch.c calls it only when the CPU says so).
  *
  * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K weights are dotted in
- * int8 (sdot) against the activations quantized once per call to 8-bit
- * blocks of 32; each block's (or sub-block's) sum is exact in int32 and
+ * int8 (sdot) against the activations quantized to 8-bit blocks of 32
+ * (by the caller, or once per call); each block's (or sub-block's) sum is exact in int32 and
  * scaled in float. Other types decode a row once and use float dots with
  * four fixed accumulators. Every token's arithmetic is the same however
  * many tokens the call has: outputs do not depend on the batch. */
@@ -21,6 +21,7 @@ typedef struct act_block {
     int32_t sum; /* of qs: for the K-quants' mins */
     int8_t qs[32];
 } act_block;
+_Static_assert(sizeof(act_block) == SP_ACT_BLOCK_BYTES, "the size kernels.h promises");
 
 /* 32 floats to int8 with one scale: the largest magnitude maps to 127. */
 static void quantize_activations(const float *x, int64_t n, act_block *q) {
@@ -209,8 +210,10 @@ static float dot_f32(const float *w, const float *x, int64_t n) {
     return s;
 }
 
-void sp_matmul_neon(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride, int64_t o0,
-                    int64_t o1, float *scratch) {
+void sp_quantize_neon(const float *x, int64_t n, void *out) { quantize_activations(x, n, out); }
+
+void sp_matmul_neon(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
+                    int64_t y_stride, int64_t o0, int64_t o1, float *scratch) {
     const bool block32 = w->type == SPROUT_TYPE_Q8_0 || w->type == SPROUT_TYPE_Q4_0 || w->type == SPROUT_TYPE_Q4_1 ||
                          w->type == SPROUT_TYPE_Q5_0 || w->type == SPROUT_TYPE_Q5_1;
     const bool k_quant = w->type == SPROUT_TYPE_Q4_K || w->type == SPROUT_TYPE_Q5_K || w->type == SPROUT_TYPE_Q6_K;
@@ -220,10 +223,12 @@ void sp_matmul_neon(const sp_weight *w, const float *x, int64_t x_stride, int64_
         enum { TILE = 32 };
         _Static_assert(sizeof(act_block) * TILE / 32 <= 21 * sizeof(float), "a tile fits sp_matmul_scratch_floats");
         const int64_t nb = w->n_in / 32;
-        act_block *acts = (act_block *)scratch;
+        act_block *own = (act_block *)scratch;
         for (int64_t t0 = 0; t0 < n_tokens; t0 += TILE) {
             const int64_t tn = n_tokens - t0 < TILE ? n_tokens - t0 : TILE;
-            for (int64_t t = 0; t < tn; t++) quantize_activations(x + (t0 + t) * x_stride, w->n_in, acts + t * nb);
+            const act_block *acts = xq ? (const act_block *)xq + t0 * nb : own;
+            if (!xq)
+                for (int64_t t = 0; t < tn; t++) quantize_activations(x + (t0 + t) * x_stride, w->n_in, own + t * nb);
             for (int64_t o = o0; o < o1; o++) {
                 const uint8_t *row = w->data + (size_t)o * w->row_bytes;
                 for (int64_t t = 0; t < tn; t++) {

@@ -18,8 +18,9 @@ static float dot(const float *a, const float *b, int64_t n) {
     return (s0 + s1) + (s2 + s3);
 }
 
-void sp_matmul_portable(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
-                        int64_t o0, int64_t o1, float *scratch) {
+void sp_matmul_portable(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
+                        int64_t y_stride, int64_t o0, int64_t o1, float *scratch) {
+    (void)xq; /* floats only: this table has no quantize */
     const sp_type_traits *t = sp_type_traits_of(w->type);
     for (int64_t o = o0; o < o1; o++) {
         const uint8_t *row = w->data + (size_t)o * w->row_bytes;

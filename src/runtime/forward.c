@@ -90,7 +90,9 @@ typedef struct matmul_job {
     const sp_context *ctx;
     const sp_weight *w;
     const float *x;
-    int64_t x_stride, n_tokens;
+    int64_t x_stride;
+    const void *xq;
+    int64_t n_tokens;
     float *y;
     int64_t y_stride;
 } matmul_job;
@@ -100,7 +102,7 @@ static void matmul_worker(void *p, int ith, int nth) {
     int64_t o0, o1;
     sp_split_range(j->w->n_out, ith, nth, &o0, &o1);
     if (o0 < o1)
-        j->ctx->kernels->matmul(j->w, j->x, j->x_stride, j->n_tokens, j->y, j->y_stride, o0, o1,
+        j->ctx->kernels->matmul(j->w, j->x, j->x_stride, j->xq, j->n_tokens, j->y, j->y_stride, o0, o1,
                                 j->ctx->scratch + (int64_t)ith * j->ctx->scratch_stride);
 }
 
@@ -108,12 +110,19 @@ static void matmul_worker(void *p, int ith, int nth) {
  * handing it out would cost more than it saves. */
 enum { PARALLEL_MIN_WORK = 1 << 15 };
 
-/* y[t][0..n_out) = W x[t] for n tokens. */
-static void matmul(const sp_context *ctx, const sp_weight *w, const float *x, int64_t x_stride, int64_t n, float *y,
-                   int64_t y_stride) {
-    matmul_job j = {ctx, w, x, x_stride, n, y, y_stride};
+/* y[t][0..n_out) = W x[t] for n tokens; xq: x quantized (or NULL). */
+static void matmul(const sp_context *ctx, const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n,
+                   float *y, int64_t y_stride) {
+    matmul_job j = {ctx, w, x, x_stride, xq, n, y, y_stride};
     if (w->n_out * w->n_in * n < PARALLEL_MIN_WORK) matmul_worker(&j, 0, 1);
     else sp_threadpool_run(ctx->pool, matmul_worker, &j);
+}
+
+/* x (width elements, token t's row) into row t of q, a buffer of the
+ * level's quantized blocks: where the activation is made, while it is in
+ * cache. Nothing where q is NULL. */
+static void quantize_row(const sp_context *ctx, void *q, const float *x, int64_t width, int32_t t) {
+    if (q) ctx->kernels->quantize(x, width, (char *)q + (size_t)t * (size_t)(width / 32) * SP_ACT_BLOCK_BYTES);
 }
 
 /* Element-wise stages (norms, RoPE, activations, residuals) are per token:
@@ -191,6 +200,9 @@ static void attention_worker(void *p, int ith, int nth) {
             .n_q_heads = n_heads,
         };
         ctx->kernels->attention(&a);
+        if (ctx->attnq) /* heads of whole blocks (checked at setup): this run's are its own blocks */
+            ctx->kernels->quantize(a.out, n_heads * hp->head_dim_v,
+                                   (char *)ctx->attnq + (size_t)((t * hp->n_head + head) * hp->head_dim_v / 32) * SP_ACT_BLOCK_BYTES);
     }
 }
 
@@ -259,17 +271,18 @@ static void attention_inputs(sp_context *ctx, const layer_step *st, int32_t n) {
     const sp_hparams *hp = &ctx->model->hp;
     const int64_t e = hp->n_embd, nq = (int64_t)hp->n_head * hp->head_dim_k, nk = (int64_t)hp->n_head_kv * hp->head_dim_k,
                   nv = (int64_t)hp->n_head_kv * hp->head_dim_v;
-    if (ly->wqkv.data) matmul(ctx, &ly->wqkv, ctx->h, e, n, ctx->qkv, nq + nk + nv);
+    if (ly->wqkv.data) matmul(ctx, &ly->wqkv, ctx->h, e, ctx->hq, n, ctx->qkv, nq + nk + nv);
     else {
-        matmul(ctx, &ly->wq, ctx->h, e, n, ctx->q, nq);
-        matmul(ctx, &ly->wk, ctx->h, e, n, ctx->k, nk);
-        matmul(ctx, &ly->wv, ctx->h, e, n, ctx->v, nv);
+        matmul(ctx, &ly->wq, ctx->h, e, ctx->hq, n, ctx->q, nq);
+        matmul(ctx, &ly->wk, ctx->h, e, ctx->hq, n, ctx->k, nk);
+        matmul(ctx, &ly->wv, ctx->h, e, ctx->hq, n, ctx->v, nv);
     }
     for_each_token(ctx, n, 8 * (nq + nk), finish_qkv, st);
 }
 
 /* The down projection's input for tokens [t0, t1): act(up x + b), or
- * act(gate x) * (up x + b), from where the projections left them. */
+ * act(gate x) * (up x + b), from where the projections left them, and
+ * quantized for it while in cache. */
 static void ffn_activation(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
     const sp_layer *ly = arg;
     const sp_hparams *hp = &ctx->model->hp;
@@ -288,21 +301,22 @@ static void ffn_activation(sp_context *ctx, const void *arg, int32_t t0, int32_t
             add_bias(u, ly->b_up, 1, f, f);
             for (int64_t i = 0; i < f; i++) a[i] = (swiglu ? silu(a[i]) : gelu(a[i])) * u[i];
         }
+        quantize_row(ctx, ctx->ff_aq, a, f, t);
     }
 }
 
-/* out[t] = FFN(in[t]) */
-static void feed_forward(sp_context *ctx, const sp_layer *ly, const float *in, int32_t n, float *out) {
+/* out[t] = FFN(h[t]) */
+static void feed_forward(sp_context *ctx, const sp_layer *ly, int32_t n, float *out) {
     const sp_hparams *hp = &ctx->model->hp;
     const int64_t e = hp->n_embd, f = hp->n_ff;
-    if (hp->ffn_kind == SP_FFN_GELU) matmul(ctx, &ly->w_up, in, e, n, ctx->ff_a, f); /* down(gelu(up x + b)) */
-    else if (hp->fused_gate_up) matmul(ctx, &ly->w_up, in, e, n, ctx->ff_b, 2 * f);
+    if (hp->ffn_kind == SP_FFN_GELU) matmul(ctx, &ly->w_up, ctx->h, e, ctx->hq, n, ctx->ff_a, f); /* down(gelu(up x + b)) */
+    else if (hp->fused_gate_up) matmul(ctx, &ly->w_up, ctx->h, e, ctx->hq, n, ctx->ff_b, 2 * f);
     else { /* down(act(gate x) * up x) */
-        matmul(ctx, &ly->w_gate, in, e, n, ctx->ff_a, f);
-        matmul(ctx, &ly->w_up, in, e, n, ctx->ff_b, f);
+        matmul(ctx, &ly->w_gate, ctx->h, e, ctx->hq, n, ctx->ff_a, f);
+        matmul(ctx, &ly->w_up, ctx->h, e, ctx->hq, n, ctx->ff_b, f);
     }
     for_each_token(ctx, n, 16 * f, ffn_activation, ly);
-    matmul(ctx, &ly->w_down, ctx->ff_a, f, n, out, e);
+    matmul(ctx, &ly->w_down, ctx->ff_a, f, ctx->ff_aq, n, out, e);
     add_bias(out, ly->b_down, n, e, e);
 }
 
@@ -320,16 +334,20 @@ static sprout_status check_batch(const sp_context *ctx, const sp_batch_token *ba
     return SPROUT_OK;
 }
 
-/* h = the attention norm of x, for tokens [t0, t1). */
+/* h = the attention norm of x, for tokens [t0, t1), and its blocks. */
 static void attn_norm_stage(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
     const sp_layer *ly = ((const layer_step *)arg)->ly;
     const sp_hparams *hp = &ctx->model->hp;
     const int64_t e = hp->n_embd;
-    for (int32_t t = t0; t < t1; t++) norm(hp, ctx->h + t * e, ctx->x + t * e, ly->attn_norm, ly->attn_norm_b);
+    for (int32_t t = t0; t < t1; t++) {
+        norm(hp, ctx->h + t * e, ctx->x + t * e, ly->attn_norm, ly->attn_norm_b);
+        quantize_row(ctx, ctx->hq, ctx->h + t * e, e, t);
+    }
 }
 
 /* After the output projection: its bias and norm; then (sequential
- * blocks) x += o and h = the FFN norm of x, in one pass per token. */
+ * blocks) x += o and h = the FFN norm of x (and its blocks), in one pass
+ * per token. */
 static void attn_out_stage(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
     const sp_layer *ly = ((const layer_step *)arg)->ly;
     const sp_hparams *hp = &ctx->model->hp;
@@ -341,6 +359,7 @@ static void attn_out_stage(sp_context *ctx, const void *arg, int32_t t0, int32_t
         if (hp->parallel_block) continue; /* the FFN reads the same h */
         for (int64_t i = 0; i < e; i++) x[i] += o[i];
         norm(hp, ctx->h + t * e, x, ly->ffn_norm, ly->ffn_norm_b);
+        quantize_row(ctx, ctx->hq, ctx->h + t * e, e, t);
     }
 }
 
@@ -394,19 +413,23 @@ sprout_status sp_forward(sp_context *ctx, const sp_batch_token *batch, int32_t n
         const int64_t attn_work = (int64_t)n * hp->n_head * hp->head_dim_k * (ctx->kv.n_cells - ctx->kv.n_free);
         if (attn_work < PARALLEL_MIN_WORK) attention_worker(&aj, 0, 1);
         else sp_threadpool_run(ctx->pool, attention_worker, &aj);
-        matmul(ctx, &step.ly->wo, ctx->attn, (int64_t)hp->n_head * hp->head_dim_v, n, ctx->o, e);
+        matmul(ctx, &step.ly->wo, ctx->attn, (int64_t)hp->n_head * hp->head_dim_v, ctx->attnq, n, ctx->o, e);
         for_each_token(ctx, n, 4 * e, attn_out_stage, &step);
         /* parallel blocks: x += attn(h) + ffn(h); otherwise x += ffn(norm x) after x += attn */
-        feed_forward(ctx, step.ly, ctx->h, n, ctx->ff_out);
+        feed_forward(ctx, step.ly, n, ctx->ff_out);
         for_each_token(ctx, n, 2 * e, ffn_out_stage, &step);
     }
 
     /* logits for the tokens that want them: gather, norm, project */
     int32_t n_out = 0;
     for (int32_t t = 0; t < n; t++)
-        if (batch[t].logits) norm(hp, ctx->h + (n_out++) * e, ctx->x + t * e, m->output_norm, m->output_norm_b);
+        if (batch[t].logits) {
+            norm(hp, ctx->h + n_out * e, ctx->x + t * e, m->output_norm, m->output_norm_b);
+            quantize_row(ctx, ctx->hq, ctx->h + n_out * e, e, n_out);
+            n_out++;
+        }
     if (n_out > 0 && logits) {
-        matmul(ctx, &m->output, ctx->h, e, n_out, logits, hp->n_vocab);
+        matmul(ctx, &m->output, ctx->h, e, ctx->hq, n_out, logits, hp->n_vocab);
         add_bias(logits, m->output_b, n_out, hp->n_vocab, hp->n_vocab);
         if (hp->final_softcap > 0.f)
             for (int64_t i = 0; i < (int64_t)n_out * hp->n_vocab; i++)
@@ -449,12 +472,21 @@ sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_
     ctx->ff_a = malloc((size_t)(nb * f) * sizeof(float));
     ctx->ff_b = malloc((size_t)(nb * 2 * f) * sizeof(float));
     ctx->cells = malloc((size_t)nb * sizeof(int32_t));
+    bool quantized_ok = true;
+    if (ctx->kernels->quantize) {
+        /* a row of width w is w / 32 blocks; attention quantizes each run of heads, so a head must be whole blocks */
+#define BLOCKS_BYTES(width) ((size_t)nb * (size_t)((width) / 32) * SP_ACT_BLOCK_BYTES)
+        if (e % 32 == 0) quantized_ok &= (ctx->hq = malloc(BLOCKS_BYTES(e))) != NULL;
+        if (hp->head_dim_v % 32 == 0) quantized_ok &= (ctx->attnq = malloc(BLOCKS_BYTES(na))) != NULL;
+        if (f % 32 == 0) quantized_ok &= (ctx->ff_aq = malloc(BLOCKS_BYTES(f))) != NULL;
+#undef BLOCKS_BYTES
+    }
     int64_t widest = e > f ? e : f;
     if (na > widest) widest = na;
     ctx->scratch_stride = sp_matmul_scratch_floats(widest);
     ctx->scratch = malloc((size_t)(ctx->scratch_stride * sp_threadpool_size(ctx->pool)) * sizeof(float));
     if (!ctx->x || !ctx->h || !ctx->o || !ctx->ff_out || !ctx->q || !ctx->k || !ctx->v || !ctx->qkv || !ctx->attn || !ctx->ff_a ||
-        !ctx->ff_b || !ctx->cells || !ctx->scratch) {
+        !ctx->ff_b || !ctx->cells || !ctx->scratch || !quantized_ok) {
         sp_context_free(ctx);
         return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory for activations (batch of %d)", n_batch);
     }
@@ -468,5 +500,8 @@ void sp_context_free(sp_context *ctx) {
     float *bufs[] = {ctx->x, ctx->h, ctx->o, ctx->ff_out, ctx->q, ctx->k, ctx->v, ctx->qkv, ctx->attn, ctx->ff_a, ctx->ff_b, ctx->scratch};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(ctx->cells);
+    free(ctx->hq);
+    free(ctx->attnq);
+    free(ctx->ff_aq);
     memset(ctx, 0, sizeof *ctx);
 }

@@ -26,6 +26,11 @@ typedef struct sp_context {
     int32_t n_batch;
     /* activations, n_batch rows each */
     float *x, *h, *q, *k, *v, *qkv, *attn, *o, *ff_a, *ff_b, *ff_out;
+    /* h, attn and ff_a quantized for the int8 matmuls as they are made
+     * (kernels->quantize), once per token instead of in every matmul and
+     * thread; NULL where the level has no quantize or the width does not
+     * divide into its blocks */
+    void *hq, *attnq, *ff_aq;
     float *scratch;          /* per thread: one decoded weight row */
     int64_t scratch_stride;
     int32_t *cells;          /* the cell of each batch token */
