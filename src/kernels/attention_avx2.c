@@ -4,8 +4,8 @@
  * a buffer on the stack, the running maximum and sum are rescaled once per
  * tile instead of once per cell, the exponentials are computed 8 at a time,
  * and the values are summed with their weights. Scratch is the tile
- * (its scores, keys and values), whatever the context length: the score
- * row is never stored whole. */
+ * (its scores, and for groups of heads its keys), whatever the context
+ * length: the score row is never stored whole. */
 #include <immintrin.h>
 #include <math.h>
 
@@ -57,9 +57,9 @@ static inline __attribute__((always_inline)) __m256 sum_lanes8_ps(const __m256 p
     return _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(u0, u1)), _mm256_castpd_ps(_mm256_unpackhi_pd(u0, u1)));
 }
 
-/* Floats of the per-call buffers holding a tile's keys (and values) as
- * f32, 32 KiB each: tiles of 64 cells up to heads of 128, fewer cells for
- * wider heads (the tile size is fixed by the model's head sizes). */
+/* Floats of the per-call buffer holding a tile's keys as f32, 32 KiB:
+ * tiles of 64 cells up to heads of 128, fewer cells for wider heads (the
+ * tile size is fixed by the model's head size). */
 enum { TILE_BUFFER = 8192 };
 
 /* Heads' outputs and running softmax state. */
@@ -100,9 +100,16 @@ static inline __attribute__((always_inline)) void softmax_tile(const sp_attentio
     }
     int c = 0;
     const __m256 mv = _mm256_set1_ps(hs->max[h]);
-    for (; c + 8 <= nt; c += 8) _mm256_storeu_ps(scores + c, exp8_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(scores + c), mv)));
-    for (; c < nt; c++) scores[c] = expf(scores[c] - hs->max[h]);
-    for (c = 0; c < nt; c++) hs->sum[h] += scores[c];
+    /* the weights summed in lanes, then across them: a chain of one add per 8 cells, not per cell */
+    __m256 sum8 = _mm256_setzero_ps();
+    for (; c + 8 <= nt; c += 8) {
+        const __m256 e = exp8_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(scores + c), mv));
+        _mm256_storeu_ps(scores + c, e);
+        sum8 = _mm256_add_ps(sum8, e);
+    }
+    float sum = hsum256(sum8);
+    for (; c < nt; c++) sum += scores[c] = expf(scores[c] - hs->max[h]);
+    hs->sum[h] += sum;
 }
 
 static inline __attribute__((always_inline)) void heads_end(const sp_attention_args *a, const int G, head_state *hs) {
@@ -153,16 +160,39 @@ static inline __attribute__((always_inline)) void attend_direct(const sp_attenti
     heads_end(a, G, &hs);
 }
 
-/* Three to eight heads [h0, h0 + G). Per tile: the cells' keys and values
- * widened to f32 once for all heads; each head's scores 8 cells at a time
- * (eight dot products side by side, summed across lanes by hsum256's tree);
- * the values summed into one output vector of every head held in
- * registers. Each head does exactly the arithmetic of attend_direct. */
+/* out[h] += the tile's weights of head h times its values, for heads
+ * [h0, h0 + MR) (MR <= 4) and NR (<= 2) vectors of 8 from element d: a
+ * register block of outputs, so that each value vector loaded and each
+ * weight broadcast serves several multiply-adds. Each output element sums
+ * over the cells in order, as attend_direct does. */
+static inline __attribute__((always_inline)) void weigh_values(const sp_attention_args *a, int64_t c0, float scores[][TILE],
+                                                              head_state *hs, int h0, const int MR, const int NR, int64_t d, int nt) {
+    __m256 acc[4][2];
+    for (int r = 0; r < MR; r++)
+        for (int n = 0; n < NR; n++) acc[r][n] = _mm256_loadu_ps(hs->out[h0 + r] + d + 8 * n);
+    for (int c = 0; c < nt; c++) {
+        __m256 vv[2];
+        const int64_t cell = (int64_t)a->cells[c0 + c] * a->stride;
+        for (int n = 0; n < NR; n++) vv[n] = load8(a->values, a->kv_type, cell + d + 8 * n);
+        for (int r = 0; r < MR; r++) {
+            const __m256 p = _mm256_broadcast_ss(&scores[h0 + r][c]);
+            for (int n = 0; n < NR; n++) acc[r][n] = _mm256_fmadd_ps(p, vv[n], acc[r][n]);
+        }
+    }
+    for (int r = 0; r < MR; r++)
+        for (int n = 0; n < NR; n++) _mm256_storeu_ps(hs->out[h0 + r] + d + 8 * n, acc[r][n]);
+}
+
+/* Three to eight heads [h0, h0 + G). Per tile: the cells' keys widened to
+ * f32 once for all heads; each head's scores 8 cells at a time (eight dot
+ * products side by side, summed across lanes by hsum256's tree); the
+ * values, read from the cache as they are (each widened once per four
+ * heads: cheaper than a buffer's stores), summed into register blocks of
+ * outputs. Each head does exactly the arithmetic of attend_direct. */
 static inline __attribute__((always_inline)) void attend_buffered(const sp_attention_args *a, int64_t h0, const int G) {
     const int64_t dk = a->head_dim_k, dv = a->head_dim_v, dk8 = dk & ~(int64_t)7, dv8 = dv & ~(int64_t)7;
-    const int64_t widest = dk > dv ? dk : dv;
-    const int tile = widest * TILE <= TILE_BUFFER ? TILE : (int)(TILE_BUFFER / widest);
-    float kbuf[TILE_BUFFER], vbuf[TILE_BUFFER], scores[8][TILE];
+    const int tile = dk * TILE <= TILE_BUFFER ? TILE : (int)(TILE_BUFFER / dk);
+    float kbuf[TILE_BUFFER], scores[8][TILE];
     head_state hs;
     heads_begin(a, h0, G, &hs);
     for (int64_t c0 = 0; c0 < a->n_cells; c0 += tile) {
@@ -171,11 +201,10 @@ static inline __attribute__((always_inline)) void attend_buffered(const sp_atten
             const int64_t cell = (int64_t)a->cells[c0 + c] * a->stride;
             for (int64_t d = 0; d < dk8; d += 8) _mm256_storeu_ps(kbuf + c * dk + d, load8(a->keys, a->kv_type, cell + d));
             for (int64_t d = dk8; d < dk; d++) kbuf[c * dk + d] = load1(a->keys, a->kv_type, cell + d);
-            for (int64_t d = 0; d < dv8; d += 8) _mm256_storeu_ps(vbuf + c * dv + d, load8(a->values, a->kv_type, cell + d));
-            for (int64_t d = dv8; d < dv; d++) vbuf[c * dv + d] = load1(a->values, a->kv_type, cell + d);
         }
         for (int h = 0; h < G; h++) {
             float tile_max = -INFINITY;
+            __m256 tile_max8 = _mm256_set1_ps(-INFINITY);
             for (int cb = 0; cb < nt; cb += 8) {
                 /* cells past the tile's end repeat its first: computed, never used */
                 const float *k[8];
@@ -186,36 +215,43 @@ static inline __attribute__((always_inline)) void attend_buffered(const sp_atten
                     const __m256 qv = _mm256_loadu_ps(hs.q[h] + d);
                     for (int j = 0; j < 8; j++) acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k[j] + d), acc[j]);
                 }
-                float dots[8];
-                _mm256_storeu_ps(dots, sum_lanes8_ps(acc));
+                const __m256 dots = sum_lanes8_ps(acc);
                 const int nc = nt - cb < 8 ? nt - cb : 8;
+                if (nc == 8 && dk8 == dk && a->softcap <= 0.f) { /* the common case, 8 at a time: the same products */
+                    const __m256 sv = _mm256_mul_ps(dots, _mm256_set1_ps(a->scale));
+                    _mm256_storeu_ps(scores[h] + cb, sv);
+                    tile_max8 = _mm256_max_ps(sv, tile_max8); /* a NaN score is passed over, as below */
+                    continue;
+                }
+                float dot[8];
+                _mm256_storeu_ps(dot, dots);
                 for (int j = 0; j < nc; j++) {
-                    float s = dots[j];
+                    float s = dot[j];
                     for (int64_t d = dk8; d < dk; d++) s += hs.q[h][d] * k[j][d];
                     scores[h][cb + j] = finish_score(a, s);
                     tile_max = scores[h][cb + j] > tile_max ? scores[h][cb + j] : tile_max;
                 }
             }
+            float lanes[8];
+            _mm256_storeu_ps(lanes, tile_max8);
+            for (int j = 0; j < 8; j++) tile_max = lanes[j] > tile_max ? lanes[j] : tile_max;
             softmax_tile(a, &hs, h, scores[h], nt, tile_max);
         }
-        for (int64_t d = 0; d < dv8; d += 8) {
-            __m256 acc[8];
-            for (int h = 0; h < G; h++) acc[h] = _mm256_loadu_ps(hs.out[h] + d);
-            for (int c = 0; c < nt; c++) {
-                const __m256 vv = _mm256_loadu_ps(vbuf + c * dv + d);
-                for (int h = 0; h < G; h++) acc[h] = _mm256_fmadd_ps(_mm256_broadcast_ss(&scores[h][c]), vv, acc[h]);
-            }
-            for (int h = 0; h < G; h++) _mm256_storeu_ps(hs.out[h] + d, acc[h]);
+        for (int hb = 0; hb < G; hb += 4) {
+            const int MR = G - hb < 4 ? G - hb : 4;
+            int64_t d = 0;
+            for (; d + 16 <= dv8; d += 16) weigh_values(a, c0, scores, &hs, hb, MR, 2, d, nt);
+            if (d < dv8) weigh_values(a, c0, scores, &hs, hb, MR, 1, d, nt);
         }
         for (int64_t d = dv8; d < dv; d++)
             for (int c = 0; c < nt; c++)
-                for (int h = 0; h < G; h++) hs.out[h][d] += scores[h][c] * vbuf[c * dv + d];
+                for (int h = 0; h < G; h++) hs.out[h][d] += scores[h][c] * load1(a->values, a->kv_type, (int64_t)a->cells[c0 + c] * a->stride + d);
     }
     heads_end(a, G, &hs);
 }
 
-/* Groups of three heads or more, in a function of their own: its 64 KiB
- * of tile buffers stay out of the one- and two-head path's stack frame. */
+/* Groups of three heads or more, in a function of their own: its 32 KiB
+ * tile buffer stays out of the one- and two-head path's stack frame. */
 static __attribute__((noinline)) void attend_group(const sp_attention_args *a, int64_t h0, int G) {
     /* a constant head count in each copy: the per-head arrays live in registers */
     switch (G) {
