@@ -203,6 +203,51 @@ static void check_attention_level(const char *level) {
     printf("  %-8s attention vs naive softmax(QK^T)V: %d heads, worst rel RMS %.2g\n", level, cases, worst);
 }
 
+/* The FFN's activations (SiLU and tanh-GELU, gated or not, in place or
+ * not) against the portable ones in double-checked float, over lengths
+ * with and without a vector tail and inputs from tiny to overflowing. The
+ * tanh form loses digits near zero for negative inputs (1 + tanh(y) with
+ * tanh(y) near -1), so the bound is absolute, scaled by |x| + 1. */
+static void check_activation_level(const char *level) {
+    const sp_kernels *k = sp_kernels_for_level(level);
+    if (!k) {
+        printf("  %-8s activations skipped: not supported by this CPU or build\n", level);
+        return;
+    }
+    static const int64_t lengths[] = {1, 7, 8, 13, 37, 5632};
+    static const float special[] = {0.f, -0.f, 1e-30f, -1e-30f, 20.f, -20.f, 88.f, -88.f, 100.f, -100.f, 1e30f, -1e30f};
+    double worst = 0;
+    int cases = 0;
+    for (int kind = 0; kind < 2; kind++)
+        for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++)
+            for (int gated = 0; gated < 2; gated++) {
+                const int64_t n = lengths[li];
+                float *x = malloc((size_t)n * sizeof(float)), *up = malloc((size_t)n * sizeof(float));
+                float *ref = malloc((size_t)n * sizeof(float)), *out = malloc((size_t)n * sizeof(float));
+                for (int64_t i = 0; i < n; i++) {
+                    x[i] = i % 5 == 4 ? special[(size_t)i / 5 % (sizeof special / sizeof special[0])] : 12.f * frand();
+                    up[i] = frand();
+                }
+                const sp_activation act = kind ? SP_ACT_GELU : SP_ACT_SILU;
+                sp_activation_portable(act, x, gated ? up : NULL, ref, n);
+                memcpy(out, x, (size_t)n * sizeof(float));
+                k->activation(act, out, gated ? up : NULL, out, n); /* in place, as the forward pass calls it */
+                for (int64_t i = 0; i < n; i++) {
+                    const double scale = (fabs((double)x[i]) + 1) * (gated ? fabs((double)up[i]) + 1e-3 : 1);
+                    const double err = fabs((double)out[i] - ref[i]) / scale;
+                    worst = err > worst ? err : worst;
+                    CHECK_MSG(err <= 4e-6, "%s %s n %lld: x %g gives %g, portable %g", level, kind ? "gelu" : "silu", (long long)n,
+                              (double)x[i], (double)out[i], (double)ref[i]);
+                    cases++;
+                }
+                free(x);
+                free(up);
+                free(ref);
+                free(out);
+            }
+    printf("  %-8s activations vs portable: %d values, worst scaled error %.2g\n", level, cases, worst);
+}
+
 /* A token's output must not depend on what else is in the batch, nor on
  * which rows a thread takes: continuous batching promises each request the
  * output it gets alone. Nor on whether the level's quantize ran in the
@@ -280,6 +325,7 @@ int main(void) {
     check_level("neon");
     check_attention_level("generic");
     check_attention_level("avx2");
+    check_activation_level("avx2");
     check_batch_invariance("generic");
     check_batch_invariance("avx2");
     check_batch_invariance("avx512");

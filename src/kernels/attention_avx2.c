@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "kernels/kernels.h"
+#include "kernels/x86_exp.h"
 #include "kernels/x86_sum.h"
 #include "quant/fp16.h"
 
@@ -23,28 +24,6 @@ static inline __m256 load8(const void *base, sp_kv_type type, int64_t idx) {
 static inline float load1(const void *base, sp_kv_type type, int64_t idx) {
     return type == SP_KV_F32 ? ((const float *)base)[idx] : _cvtsh_ss(((const uint16_t *)base)[idx]);
 }
-
-/* e^x for x <= 0 (scores minus their maximum), 8 at a time: x = n ln2 + r
- * with |r| <= ln2/2, a degree-6 polynomial for e^r (relative error about
- * 2e-7), 2^n built in the exponent bits; below -87 the result is 0. */
-static inline __m256 exp8_nonpositive(__m256 x) {
-    const __m256 lo = _mm256_set1_ps(-87.3f);
-    const __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-    x = _mm256_max_ps(lo, x); /* a NaN score stays NaN, as expf keeps it */
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.f)));
-    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_andnot_ps(underflow, _mm256_mul_ps(p, _mm256_castsi256_ps(bits)));
-}
-
 
 /* Lane j of the result: hsum256(p[j]), by the same tree, for eight at once. */
 static inline __attribute__((always_inline)) __m256 sum_lanes8_ps(const __m256 p[8]) {
@@ -103,7 +82,7 @@ static inline __attribute__((always_inline)) void softmax_tile(const sp_attentio
     /* the weights summed in lanes, then across them: a chain of one add per 8 cells, not per cell */
     __m256 sum8 = _mm256_setzero_ps();
     for (; c + 8 <= nt; c += 8) {
-        const __m256 e = exp8_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(scores + c), mv));
+        const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(scores + c), mv));
         _mm256_storeu_ps(scores + c, e);
         sum8 = _mm256_add_ps(sum8, e);
     }

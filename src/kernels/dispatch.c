@@ -14,6 +14,7 @@ static const sp_kernels portable = {
     .name = "portable",
     .matmul = sp_matmul_portable,
     .attention = sp_attention_portable,
+    .activation = sp_activation_portable,
 };
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -24,12 +25,14 @@ static const sp_kernels avx2 = {
     .matmul = sp_matmul_avx2,
     .quantize = sp_quantize_avx2,
     .attention = sp_attention_avx2,
+    .activation = sp_activation_avx2,
 };
 static const sp_kernels avx512 = {
     .name = "avx512-vnni",
     .matmul = sp_matmul_avx512vnni,
     .quantize = sp_quantize_avx512vnni,
     .attention = sp_attention_avx2,
+    .activation = sp_activation_avx2,
 };
 #endif
 
@@ -44,6 +47,7 @@ static const sp_kernels neon = {
     .matmul = sp_matmul_neon,
     .quantize = sp_quantize_neon,
     .attention = sp_attention_portable,
+    .activation = sp_activation_portable,
 };
 /* the kernel reports the dot-product extension as a hardware capability */
 static bool cpu_has_neon_dotprod(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }

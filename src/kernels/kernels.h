@@ -56,6 +56,9 @@ static inline int64_t sp_matmul_scratch_floats(int64_t n_in) { return 23 * n_in 
  * own way). */
 #define SP_ACT_BLOCK_BYTES 40
 
+/* The FFN's activation functions. */
+typedef enum sp_activation { SP_ACT_SILU, SP_ACT_GELU } sp_activation;
+
 typedef struct sp_kernels {
     const char *name;
     /* y[t * y_stride + o] = W[o] . x[t * x_stride + :] for o in [o0, o1),
@@ -71,6 +74,9 @@ typedef struct sp_kernels {
      * that reads them. NULL where this level's matmuls read floats only. */
     void (*quantize)(const float *x, int64_t n, void *out);
     void (*attention)(const sp_attention_args *a);
+    /* out[i] = act(x[i]) * up[i] (up NULL: act(x[i])) for i < n; out may
+     * be x. GELU is the tanh form. */
+    void (*activation)(sp_activation kind, const float *x, const float *up, float *out, int64_t n);
 } sp_kernels;
 
 const sp_kernels *sp_kernels_get(void);
@@ -80,6 +86,7 @@ const sp_kernels *sp_kernels_portable(void);
 void sp_matmul_portable(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                         int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
 void sp_attention_portable(const sp_attention_args *a);
+void sp_activation_portable(sp_activation kind, const float *x, const float *up, float *out, int64_t n);
 /* 64-bit Arm with NEON and the dot-product extension (matmul_neon.c). */
 void sp_matmul_neon(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                     int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
@@ -89,6 +96,7 @@ void sp_matmul_avx2(const sp_weight *w, const float *x, int64_t x_stride, const 
                     int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
 void sp_quantize_avx2(const float *x, int64_t n, void *out);
 void sp_attention_avx2(const sp_attention_args *a);
+void sp_activation_avx2(sp_activation kind, const float *x, const float *up, float *out, int64_t n);
 /* x86-64 with AVX-512 F/BW/VL/VNNI as well (matmul_avx512.c). */
 void sp_matmul_avx512vnni(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                           int64_t y_stride, int64_t o0, int64_t o1, float *scratch);

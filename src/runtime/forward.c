@@ -34,12 +34,6 @@ static void norm(const sp_hparams *hp, float *out, const float *x, const float *
     else layer_norm(out, x, w, b, hp->n_embd, hp->norm_eps);
 }
 
-static inline float silu(float x) { return x / (1.f + expf(-x)); }
-
-static inline float gelu(float x) { /* the tanh form, as the models were trained */
-    return 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-}
-
 static void add_bias(float *y, const float *b, int64_t n_rows, int64_t width, int64_t stride) {
     if (!b) return;
     for (int64_t r = 0; r < n_rows; r++)
@@ -287,19 +281,19 @@ static void ffn_activation(sp_context *ctx, const void *arg, int32_t t0, int32_t
     const sp_layer *ly = arg;
     const sp_hparams *hp = &ctx->model->hp;
     const int64_t f = hp->n_ff;
-    const bool swiglu = hp->ffn_kind == SP_FFN_SWIGLU;
+    const sp_activation act = hp->ffn_kind == SP_FFN_SWIGLU ? SP_ACT_SILU : SP_ACT_GELU;
     for (int32_t t = t0; t < t1; t++) {
         float *a = ctx->ff_a + t * f;
         if (hp->ffn_kind == SP_FFN_GELU) {
             add_bias(a, ly->b_up, 1, f, f);
-            for (int64_t i = 0; i < f; i++) a[i] = gelu(a[i]);
+            ctx->kernels->activation(act, a, NULL, a, f);
         } else if (hp->fused_gate_up) { /* up has rows [gate | up] */
             const float *gu = ctx->ff_b + t * 2 * f;
-            for (int64_t i = 0; i < f; i++) a[i] = (swiglu ? silu(gu[i]) : gelu(gu[i])) * gu[f + i];
+            ctx->kernels->activation(act, gu, gu + f, a, f);
         } else {
             float *u = ctx->ff_b + t * f;
             add_bias(u, ly->b_up, 1, f, f);
-            for (int64_t i = 0; i < f; i++) a[i] = (swiglu ? silu(a[i]) : gelu(a[i])) * u[i];
+            ctx->kernels->activation(act, a, u, a, f);
         }
         quantize_row(ctx, ctx->ff_aq, a, f, t);
     }

@@ -18,7 +18,7 @@ flags=(-std=c11 -O2 -D_GNU_SOURCE -I"$src/include" -I"$src/src" -I"$src/tests" -
        -Wmissing-prototypes -Wvla -Werror)
 "$cc" "${flags[@]}" -march=armv8.2-a+dotprod -c "$src/src/kernels/matmul_neon.c" -o "$out/matmul_neon.o"
 "$cc" "${flags[@]}" -static -o "$out/test_kernels" "$src/tests/test_kernels.c" "$src"/src/core/*.c "$src"/src/quant/*.c \
-  "$src/src/kernels/dispatch.c" "$src/src/kernels/matmul_portable.c" "$src/src/kernels/attention_portable.c" \
+  "$src/src/kernels/dispatch.c" "$src/src/kernels/matmul_portable.c" "$src/src/kernels/attention_portable.c" "$src/src/kernels/activation_portable.c" \
   "$out/matmul_neon.o" -lm -lpthread
 echo "== aarch64 with dotprod (qemu -cpu max)"
 qemu-aarch64 -cpu max "$out/test_kernels" | tee "$out/max.log"

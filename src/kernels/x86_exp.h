@@ -1,0 +1,30 @@
+/* e^x eight lanes at a time, shared by the x86 kernel files (included only
+ * by files compiled with AVX2 and FMA). */
+#ifndef SPROUT_KERNELS_X86_EXP_H
+#define SPROUT_KERNELS_X86_EXP_H
+
+#include <immintrin.h>
+
+/* x = n ln2 + r with |r| <= ln2/2, a degree-6 polynomial for e^r (relative
+ * error about 2e-7), 2^n built in the exponent bits. Below -87.3 the result
+ * is 0; above 88 it is e^88 (about 1.7e38: finite, so that 1 + e^x and x /
+ * (1 + e^x) stay well defined); a NaN stays NaN, as expf keeps it. */
+static inline __m256 exp8(__m256 x) {
+    const __m256 lo = _mm256_set1_ps(-87.3f);
+    const __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+    x = _mm256_min_ps(_mm256_set1_ps(88.f), _mm256_max_ps(lo, x));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.f)));
+    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_andnot_ps(underflow, _mm256_mul_ps(p, _mm256_castsi256_ps(bits)));
+}
+
+#endif
