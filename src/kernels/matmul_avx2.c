@@ -426,7 +426,8 @@ static inline __attribute__((always_inline)) void blocks8_group(sprout_type type
     __m256i v[8];
     for (int64_t b = 8 * sp->c0; b < b_end; b += 8) {
         __m256 mw = _mm256_setzero_ps();
-        const __m256 dw = load_blocks8(type, row, b, nb - b < 8 ? (int)(nb - b) : 8, transpose, v, &mw);
+        /* whole chunks with a constant count, so that its per-block checks fold away */
+        const __m256 dw = nb - b >= 8 ? load_blocks8(type, row, b, 8, transpose, v, &mw) : load_blocks8(type, row, b, (int)(nb - b), transpose, v, &mw);
         UNROLL_GROUP
         for (int k = 0; k < G; k++) acc[k] = accumulate_blocks8(type, v, dw, mw, at, t0 + k, b, transpose, acc[k], &macc[k]);
     }
