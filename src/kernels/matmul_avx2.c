@@ -583,6 +583,29 @@ static void dot_q6_K_tile(const sp_block_q6_K *w, const act_tile *at, int64_t tn
 #undef CALL
 }
 
+/* One token whose rows fit one span: rows [o0, o1) in one loop per type,
+ * the group kernel inlined with G = 1 (a call per row, with its spills,
+ * cost a tenth of decode). The same arithmetic as through the tiles. */
+static void one_token_rows(const sp_weight *w, const act_tile *at, int64_t o0, int64_t o1, float *y) {
+    const k_span sp = {0, at->nb8 / 8, true, true, NULL};
+#define ROWS(CALL)                                                                                                   \
+    for (int64_t o = o0; o < o1; o++) {                                                                              \
+        const uint8_t *row = w->data + (size_t)o * w->row_bytes;                                                     \
+        CALL;                                                                                                        \
+    }
+    switch (w->type) {
+    case SPROUT_TYPE_Q4_0: ROWS(blocks8_group(SPROUT_TYPE_Q4_0, row, at, 0, 1, &sp, y + o)) break;
+    case SPROUT_TYPE_Q4_1: ROWS(blocks8_group(SPROUT_TYPE_Q4_1, row, at, 0, 1, &sp, y + o)) break;
+    case SPROUT_TYPE_Q5_0: ROWS(blocks8_group(SPROUT_TYPE_Q5_0, row, at, 0, 1, &sp, y + o)) break;
+    case SPROUT_TYPE_Q5_1: ROWS(blocks8_group(SPROUT_TYPE_Q5_1, row, at, 0, 1, &sp, y + o)) break;
+    case SPROUT_TYPE_Q8_0: ROWS(blocks8_group(SPROUT_TYPE_Q8_0, row, at, 0, 1, &sp, y + o)) break;
+    case SPROUT_TYPE_Q4_K: ROWS(affine_k_group(SPROUT_TYPE_Q4_K, row, at, 0, 1, &sp, y + o)) break;
+    case SPROUT_TYPE_Q5_K: ROWS(affine_k_group(SPROUT_TYPE_Q5_K, row, at, 0, 1, &sp, y + o)) break;
+    default: ROWS(q6_K_group((const sp_block_q6_K *)row, at, 0, 1, &sp, y + o)) break;
+    }
+#undef ROWS
+}
+
 /* A row's bytes of chunks [c0, c1), asked for two rows before it is
  * needed: with a few tokens the weights stream from memory at the pace
  * of the arithmetic, and the hardware prefetcher alone leaves gaps. */
@@ -629,6 +652,10 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, co
             if (!xq) quantize_activations(x + (t0 + t) * x_stride, w->n_in, own_blocks + t * nb);
             /* Q6_K's offset wants the sums of each half */
             prepare_act_tile(&at, t, sum_factor, type == SPROUT_TYPE_Q6_K);
+        }
+        if (tn == 1 && n_chunks <= SPAN_TOKEN_CHUNKS) {
+            one_token_rows(w, &at, o0, o1, y + t0 * y_stride);
+            continue;
         }
         for (int64_t ob = o0; ob < o1; ob += ROW_BLOCK) {
             const int64_t oe = o1 - ob < ROW_BLOCK ? o1 : ob + ROW_BLOCK;
