@@ -168,9 +168,9 @@ static void attention_worker(void *p, int ith, int nth) {
     if (runs > group) runs = group;
     const int64_t per_run = (group + runs - 1) / runs, n_jobs = pairs * runs;
     const size_t elem = kv->type == SP_KV_F32 ? 4 : 2;
-    int64_t b, e;
-    sp_split_range(n_jobs, ith, nth, &b, &e);
-    for (int64_t ji = b; ji < e; ji++) {
+    /* dealt out in turn: a prompt's later tokens see more cells, so halves
+     * of the job list would leave the first thread idle half the time */
+    for (int64_t ji = ith; ji < n_jobs; ji += nth) {
         const int64_t pi = ji / runs, run = ji % runs;
         const int64_t t = pi / hp->n_head_kv, kvh = pi % hp->n_head_kv, head = kvh * group + run * per_run;
         const int64_t n_heads = group - run * per_run < per_run ? group - run * per_run : per_run;
