@@ -697,9 +697,19 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, co
  * lanes are summed in a fixed order: a pair's arithmetic is the same
  * whatever the tile's shape, so a token's output does not depend on the
  * batch. */
+/* How a float row is stored: read in place and widened in registers
+ * (exactly), never decoded into a buffer first. */
+typedef enum float_format { FLOAT_F32, FLOAT_F16, FLOAT_BF16 } float_format;
+
+static inline float float_at(float_format f, const void *row, int64_t j) {
+    return f == FLOAT_F32 ? ((const float *)row)[j]
+           : f == FLOAT_F16 ? sp_fp16_to_fp32(((const uint16_t *)row)[j])
+                            : sp_bf16_to_fp32(((const uint16_t *)row)[j]);
+}
+
 /* sum plus row[j] * x[j] for j in [from, n), in order: a tile's tail. */
-static inline float float_row_tail(bool f16, const void *row, const float *x, int64_t from, int64_t n, float sum) {
-    for (int64_t j = from; j < n; j++) sum += (f16 ? sp_fp16_to_fp32(((const uint16_t *)row)[j]) : ((const float *)row)[j]) * x[j];
+static inline float float_row_tail(float_format f, const void *row, const float *x, int64_t from, int64_t n, float sum) {
+    for (int64_t j = from; j < n; j++) sum += float_at(f, row, j) * x[j];
     return sum;
 }
 
@@ -709,7 +719,7 @@ static inline float float_row_tail(bool f16, const void *row, const float *x, in
  * hold a tile of 4 rows by 6 tokens. */
 #define FLOAT_TILE_ROWS 4
 #define FLOAT_TILE_TOKENS 6
-static inline __attribute__((always_inline)) void float_tile(bool f16, const void *const rows[], const int R, const float *const xs[],
+static inline __attribute__((always_inline)) void float_tile(float_format f, const void *const rows[], const int R, const float *const xs[],
                                                              const int T, int64_t n, float *out) {
     __m512 acc[FLOAT_TILE_ROWS][FLOAT_TILE_TOKENS];
     for (int r = 0; r < R; r++)
@@ -718,8 +728,10 @@ static inline __attribute__((always_inline)) void float_tile(bool f16, const voi
     for (; i + 16 <= n; i += 16) {
         __m512 wv[FLOAT_TILE_ROWS];
         for (int r = 0; r < R; r++)
-            wv[r] = f16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)rows[r] + i)))
-                        : _mm512_loadu_ps((const float *)rows[r] + i);
+            wv[r] = f == FLOAT_F16    ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)rows[r] + i)))
+                    : f == FLOAT_BF16 ? _mm512_castsi512_ps(_mm512_slli_epi32(
+                                            _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)rows[r] + i))), 16))
+                                      : _mm512_loadu_ps((const float *)rows[r] + i);
         for (int t = 0; t < T; t++) {
             const __m512 xv = _mm512_loadu_ps(xs[t] + i);
             for (int r = 0; r < R; r++) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
@@ -728,7 +740,7 @@ static inline __attribute__((always_inline)) void float_tile(bool f16, const voi
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) {
             const __m256 half = _mm256_add_ps(_mm512_castps512_ps256(acc[r][t]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r][t]), 1)));
-            out[r * T + t] = float_row_tail(f16, rows[r], xs[t], i, n, hsum256(half));
+            out[r * T + t] = float_row_tail(f, rows[r], xs[t], i, n, hsum256(half));
         }
 }
 
@@ -744,7 +756,7 @@ static inline __attribute__((always_inline)) void float_tile(bool f16, const voi
  * tokens. */
 #define FLOAT_TILE_ROWS 2
 #define FLOAT_TILE_TOKENS 3
-static inline __attribute__((always_inline)) void float_tile(bool f16, const void *const rows[], const int R, const float *const xs[],
+static inline __attribute__((always_inline)) void float_tile(float_format f, const void *const rows[], const int R, const float *const xs[],
                                                              const int T, int64_t n, float *out) {
     __m256 acc[FLOAT_TILE_ROWS][FLOAT_TILE_TOKENS][2];
     for (int r = 0; r < R; r++)
@@ -754,8 +766,10 @@ static inline __attribute__((always_inline)) void float_tile(bool f16, const voi
         for (int h = 0; h < 2; h++) {
             __m256 wv[FLOAT_TILE_ROWS];
             for (int r = 0; r < R; r++)
-                wv[r] = f16 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)rows[r] + i + 8 * h)))
-                            : _mm256_loadu_ps((const float *)rows[r] + i + 8 * h);
+                wv[r] = f == FLOAT_F16    ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)rows[r] + i + 8 * h)))
+                        : f == FLOAT_BF16 ? _mm256_castsi256_ps(_mm256_slli_epi32(
+                                                _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)rows[r] + i + 8 * h))), 16))
+                                          : _mm256_loadu_ps((const float *)rows[r] + i + 8 * h);
             for (int t = 0; t < T; t++) {
                 const __m256 xv = _mm256_loadu_ps(xs[t] + i + 8 * h);
                 for (int r = 0; r < R; r++) acc[r][t][h] = _mm256_fmadd_ps(wv[r], xv, acc[r][t][h]);
@@ -763,7 +777,7 @@ static inline __attribute__((always_inline)) void float_tile(bool f16, const voi
         }
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) {
-            out[r * T + t] = float_row_tail(f16, rows[r], xs[t], i, n, hsum256(_mm256_add_ps(acc[r][t][0], acc[r][t][1])));
+            out[r * T + t] = float_row_tail(f, rows[r], xs[t], i, n, hsum256(_mm256_add_ps(acc[r][t][0], acc[r][t][1])));
         }
 }
 
@@ -773,11 +787,12 @@ static inline __attribute__((always_inline)) void float_tile(bool f16, const voi
 
 /* A tile of any shape used: a copy per shape, so that each one's loops
  * unroll and its accumulators stay in registers. */
-static void float_tile_any(bool f16, const void *const rows[], int R, const float *const xs[], int T, int64_t n, float *out) {
+static void float_tile_any(float_format f, const void *const rows[], int R, const float *const xs[], int T, int64_t n, float *out) {
 #define SHAPE(RR, TT)                                                                      \
     case (RR) * 8 + (TT):                                                                  \
-        if (f16) float_tile(true, rows, RR, xs, TT, n, out);                               \
-        else float_tile(false, rows, RR, xs, TT, n, out);                                  \
+        if (f == FLOAT_F16) float_tile(FLOAT_F16, rows, RR, xs, TT, n, out);               \
+        else if (f == FLOAT_BF16) float_tile(FLOAT_BF16, rows, RR, xs, TT, n, out);        \
+        else float_tile(FLOAT_F32, rows, RR, xs, TT, n, out);                              \
         return;
     switch (R * 8 + T) {
         FLOAT_TILE_SHAPES
@@ -789,7 +804,9 @@ static void float_tile_any(bool f16, const void *const rows[], int R, const floa
 /* Rows [o0, o1) against tokens [tb, tb_end). */
 static void float_rows_block(const sp_weight *w, const float *x, int64_t x_stride, int64_t tb, int64_t tb_end, float *y, int64_t y_stride,
                              int64_t o0, int64_t o1, int rows_per_tile, float *scratch) {
-    const bool f16 = w->type == SPROUT_TYPE_F16, direct = f16 || w->type == SPROUT_TYPE_F32;
+    /* F16 and BF16 widen in registers; other types are decoded to F32 */
+    const bool direct = w->type == SPROUT_TYPE_F16 || w->type == SPROUT_TYPE_BF16 || w->type == SPROUT_TYPE_F32;
+    const float_format f = w->type == SPROUT_TYPE_F16 ? FLOAT_F16 : w->type == SPROUT_TYPE_BF16 ? FLOAT_BF16 : FLOAT_F32;
     for (int64_t o = o0, R; o < o1; o += R) {
         R = o1 - o < rows_per_tile ? 1 : rows_per_tile; /* a partial tile of rows goes one row at a time */
         const void *rows[FLOAT_TILE_ROWS];
@@ -806,7 +823,7 @@ static void float_rows_block(const sp_weight *w, const float *x, int64_t x_strid
             const float *xs[FLOAT_TILE_TOKENS];
             for (int t = 0; t < T; t++) xs[t] = x + (t0 + t) * x_stride;
             float out[FLOAT_TILE_ROWS * FLOAT_TILE_TOKENS];
-            float_tile_any(f16, rows, R, xs, T, w->n_in, out);
+            float_tile_any(f, rows, R, xs, T, w->n_in, out);
             for (int r = 0; r < R; r++)
                 for (int t = 0; t < T; t++) y[(t0 + t) * y_stride + o + r] = out[r * T + t];
         }
