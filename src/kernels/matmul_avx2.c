@@ -476,6 +476,22 @@ static void dot_blocks8_tile(sprout_type type, const uint8_t *row, const act_til
     }
 }
 
+/* The eight 6-bit scales (bytes 0-7) and mins (bytes 8-15) of a K-quant
+ * super-block's 12 packed bytes, as sp_q4k_scale_min unpacks them one by
+ * one: two byte shuffles place the low parts and the top two bits. The
+ * 16-byte load reads 4 bytes past the scales, still inside the block. */
+static inline __m128i k_scales_mins(const uint8_t *scales) {
+    const __m128i x = _mm_loadu_si128((const __m128i *)scales);
+    /* scales 0-3: b0-3 & 63; 4-7: b8-11 & 15; mins 0-3: b4-7 & 63; 4-7: b8-11 >> 4 */
+    const __m128i lo_src = _mm_shuffle_epi8(x, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+    const __m128i lo_mask = _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0);
+    const __m128i upper_nibbles = _mm_and_si128(_mm_srli_epi16(lo_src, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
+    const __m128i low = _mm_or_si128(_mm_and_si128(lo_src, lo_mask), upper_nibbles);
+    /* scales 4-7 take b0-3's top two bits as bits 4-5, mins 4-7 b4-7's */
+    const __m128i hi_src = _mm_shuffle_epi8(x, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+    return _mm_or_si128(low, _mm_srli_epi16(_mm_and_si128(hi_src, _mm_set1_epi8((char)0xC0)), 2));
+}
+
 /* Q4_K and Q5_K in the same layout: a super-block's eight sub-blocks of 32
  * are the eight lanes (sub-block 2i is the low nibbles of qs[32i..], 2i+1
  * the high ones, Q5_K's fifth bits from qh), so after one 8x8 transpose of
@@ -501,28 +517,31 @@ static inline __attribute__((always_inline)) void affine_k_group(sprout_type typ
                 lv[2 * i + 1] = _mm256_or_si256(lv[2 * i + 1], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * i + 1), bit), 4));
             }
         }
-        transpose8x8_epi32(lv, v);
-        /* the eight 6-bit scales and mins of sp_q4k_scale_min, all at once:
-         * words 0-1 end up holding the scales, words 2-3 the mins */
-        uint32_t u[4];
-        memcpy(u, scales, 12);
-        const uint32_t m6 = 0x3f3f3f3f, low4w = 0x0f0f0f0f, top2 = 0x03030303;
-        u[3] = ((u[2] >> 4) & low4w) | (((u[1] >> 6) & top2) << 4);
-        const uint32_t mins_lo = u[1] & m6;
-        u[1] = (u[2] & low4w) | (((u[0] >> 6) & top2) << 4);
-        u[2] = mins_lo;
-        u[0] &= m6;
-        const __m128i sm = _mm_setr_epi32((int)u[0], (int)u[1], (int)u[2], (int)u[3]);
+        /* one token: the sub-blocks in element order and their sums by one
+         * horizontal tree, fewer shuffles than the transpose for the same
+         * exact integers */
+        const bool transposed = G > 1;
+        if (transposed) transpose8x8_epi32(lv, v);
+        const __m128i sm = k_scales_mins(scales);
         const __m256 dsc = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(d16)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm)));
         const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(dmin16)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8))));
         UNROLL_GROUP
         for (int k = 0; k < G; k++) {
             const act_chunk *c = act_chunk_of(at, t0 + k, 8 * b);
-            const __m256i *y = c->qs_t;
-            __m256i part[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-            for (int j = 0; j < 8; j++) part[j & 1] = dot_u8_i8_acc(part[j & 1], v[j], _mm256_loadu_si256(y + j));
+            __m256i sums;
+            if (transposed) {
+                const __m256i *y = c->qs_t;
+                __m256i part[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+                for (int j = 0; j < 8; j++) part[j & 1] = dot_u8_i8_acc(part[j & 1], v[j], _mm256_loadu_si256(y + j));
+                sums = _mm256_add_epi32(part[0], part[1]);
+            } else {
+                const act_block *a = at->blocks + (t0 + k) * at->nb + 8 * b;
+                __m256i p[8];
+                for (int j = 0; j < 8; j++) p[j] = dot_u8_i8(lv[j], _mm256_loadu_si256((const __m256i *)a[j].qs));
+                sums = sum_lanes8(p);
+            }
             const __m256 ad = _mm256_loadu_ps(c->d);
-            acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(part[0], part[1])), _mm256_mul_ps(dsc, ad), acc[k]);
+            acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dsc, ad), acc[k]);
             macc[k] = _mm256_fmadd_ps(dm, _mm256_loadu_ps(c->dsum), macc[k]);
         }
     }
@@ -556,7 +575,8 @@ static inline __attribute__((always_inline)) void q6_K_group(const sp_block_q6_K
         __m256i lv[8], v[8];
         unpack_q6_K_half(w[b].ql, w[b].qh, lv);
         unpack_q6_K_half(w[b].ql + 64, w[b].qh + 32, lv + 4);
-        transpose8x8_epi32(lv, v);
+        const bool transposed = G > 1; /* one token: horizontal sums instead, as in affine_k_group */
+        if (transposed) transpose8x8_epi32(lv, v);
         const __m128i sc = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)w[b].scales), split);
         const __m256i sc_lo = _mm256_cvtepi8_epi32(sc), sc_hi = _mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8));
         const __m256 d = _mm256_set1_ps(_cvtsh_ss(w[b].d));
@@ -566,9 +586,22 @@ static inline __attribute__((always_inline)) void q6_K_group(const sp_block_q6_K
             const __m256i *y = c->qs_t;
             /* the -32 offset, times the halves' sums, starts each sum */
             __m256i lo = _mm256_loadu_si256((const __m256i *)c->sum), hi = _mm256_loadu_si256((const __m256i *)c->sum_hi);
-            for (int m = 0; m < 4; m++) {
-                lo = dot_u8_i8_acc(lo, v[m], _mm256_loadu_si256(y + m));
-                hi = dot_u8_i8_acc(hi, v[m + 4], _mm256_loadu_si256(y + m + 4));
+            if (transposed) {
+                for (int m = 0; m < 4; m++) {
+                    lo = dot_u8_i8_acc(lo, v[m], _mm256_loadu_si256(y + m));
+                    hi = dot_u8_i8_acc(hi, v[m + 4], _mm256_loadu_si256(y + m + 4));
+                }
+            } else {
+                /* lanes 0-3 of block j's dot hold its first 16 elements, 4-7 its last:
+                 * two levels of pairwise adds leave [first halves | last halves] of
+                 * four blocks per vector */
+                const act_block *a = at->blocks + (t0 + k) * at->nb + 8 * b;
+                __m256i p[8];
+                for (int j = 0; j < 8; j++) p[j] = dot_u8_i8(lv[j], _mm256_loadu_si256((const __m256i *)a[j].qs));
+                const __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+                const __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
+                lo = _mm256_add_epi32(lo, _mm256_permute2x128_si256(h0, h1, 0x20));
+                hi = _mm256_add_epi32(hi, _mm256_permute2x128_si256(h0, h1, 0x31));
             }
             const __m256i sums = _mm256_add_epi32(_mm256_mullo_epi32(lo, sc_lo), _mm256_mullo_epi32(hi, sc_hi));
             acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d, _mm256_loadu_ps(c->d)), acc[k]);
