@@ -495,7 +495,8 @@ static inline __m128i k_scales_mins(const uint8_t *scales) {
 /* Q4_K and Q5_K in the same layout: a super-block's eight sub-blocks of 32
  * are the eight lanes (sub-block 2i is the low nibbles of qs[32i..], 2i+1
  * the high ones, Q5_K's fifth bits from qh), so after one 8x8 transpose of
- * the levels, eight vpdpbusd give every sub-block's sum; scales and mins
+ * the levels (one token: horizontal sums instead), eight vpdpbusd give
+ * every sub-block's sum; scales and mins
  * then apply as vectors: sum(x*a) = d*sc*ad*sum(q*qa) - dmin*m*ad*sum(qa). */
 static inline __attribute__((always_inline)) void affine_k_group(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
                                                                  const int G, const k_span *sp, float *out) {
@@ -662,8 +663,8 @@ static int type_sum_factor(sprout_type type) {
 
 /* The int8 path: activations of up to TOKEN_TILE tokens quantized into the
  * caller's scratch (sp_matmul_scratch_floats covers a full tile), then each
- * weight row, read once, dotted with all of them. Q4_0, Q8_0, Q4_K and
- * Q6_K take their tile kernels for any token count, one token included. */
+ * weight row, read once, dotted with all of them. A single token whose
+ * rows fit one span goes through one_token_rows, the same arithmetic. */
 static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, const act_block *xq, int64_t n_tokens, float *y,
                         int64_t y_stride, int64_t o0, int64_t o1, float *scratch) {
     /* per 256 elements: a row of chunks and the tile's blocks (sp_matmul_scratch_floats) */
