@@ -30,6 +30,10 @@ for pair in Haswell:avx2 Nehalem:generic; do
   qemu-x86_64 -cpu "$cpu" "$build/tests/test_kernels" 2>/dev/null | tail -n 12
   qemu-x86_64 -cpu "$cpu" "$build/tests/test_engine" 2>/dev/null | tail -n 1
   emulated=$(qemu-x86_64 -cpu "$cpu" "$sprout" run -m "$model" -p "$prompt" -n 48 --temp 0 2>/dev/null)
+  if ! SPROUT_CPU=$level "$sprout" bench -m "$model" -p 8 -n 4 -r 1 2>/dev/null | grep -q "kernels $name,"; then
+    echo "this host has no $name kernels: the greedy text is not compared"
+    continue
+  fi
   native=$(SPROUT_CPU=$level "$sprout" run -m "$model" -p "$prompt" -n 48 --temp 0 2>/dev/null)
   if [ "$emulated" != "$native" ]; then
     printf 'FAIL: %s greedy text differs from the native %s run\n  emulated: %s\n  native:   %s\n' "$cpu" "$level" "$emulated" "$native"
