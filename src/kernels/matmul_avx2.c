@@ -125,23 +125,6 @@ static inline void unpack_q6_K_half(const uint8_t *ql, const uint8_t *qh, __m256
 }
 
 
-/* Runs CALL(t0, G) over tn tokens in groups of up to TOKEN_GROUP, each
- * with a constant G. */
-#define FOR_TOKEN_GROUPS(CALL, tn)                                             \
-    do {                                                                       \
-        int64_t t0_ = 0;                                                       \
-        for (; t0_ + TOKEN_GROUP <= (tn); t0_ += TOKEN_GROUP) CALL(t0_, TOKEN_GROUP); \
-        switch ((tn) - t0_) {                                                  \
-        case 7: CALL(t0_, 7); break;                                           \
-        case 6: CALL(t0_, 6); break;                                           \
-        case 5: CALL(t0_, 5); break;                                           \
-        case 4: CALL(t0_, 4); break;                                           \
-        case 3: CALL(t0_, 3); break;                                           \
-        case 2: CALL(t0_, 2); break;                                           \
-        case 1: CALL(t0_, 1); break;                                           \
-        default: break;                                                        \
-        }                                                                      \
-    } while (0)
 
 
 
@@ -458,23 +441,6 @@ static void prepare_act_tile(act_tile *at, int64_t t, int sum_factor, bool split
     }
 }
 
-static inline __attribute__((always_inline)) void blocks8_tile(sprout_type type, const uint8_t *row, const act_tile *at, int64_t tn,
-                                                               const k_span *sp, float *out) {
-#define CALL(t0, G) blocks8_group(type, row, at, t0, G, sp, out + (t0))
-    FOR_TOKEN_GROUPS(CALL, tn);
-#undef CALL
-}
-
-/* One copy per type, so that each one's branches fold away. */
-static void dot_blocks8_tile(sprout_type type, const uint8_t *row, const act_tile *at, int64_t tn, const k_span *sp, float *out) {
-    switch (type) {
-    case SPROUT_TYPE_Q4_0: blocks8_tile(SPROUT_TYPE_Q4_0, row, at, tn, sp, out); break;
-    case SPROUT_TYPE_Q4_1: blocks8_tile(SPROUT_TYPE_Q4_1, row, at, tn, sp, out); break;
-    case SPROUT_TYPE_Q5_0: blocks8_tile(SPROUT_TYPE_Q5_0, row, at, tn, sp, out); break;
-    case SPROUT_TYPE_Q5_1: blocks8_tile(SPROUT_TYPE_Q5_1, row, at, tn, sp, out); break;
-    default: blocks8_tile(SPROUT_TYPE_Q8_0, row, at, tn, sp, out); break;
-    }
-}
 
 /* The eight 6-bit scales (bytes 0-7) and mins (bytes 8-15) of a K-quant
  * super-block's 12 packed bytes, as sp_q4k_scale_min unpacks them one by
@@ -549,17 +515,7 @@ static inline __attribute__((always_inline)) void affine_k_group(sprout_type typ
     SPAN_END(sp, acc, macc, G, out, true, -1.f)
 }
 
-static void dot_q4_K_tile(const uint8_t *row, const act_tile *at, int64_t tn, const k_span *sp, float *out) {
-#define CALL(t0, G) affine_k_group(SPROUT_TYPE_Q4_K, row, at, t0, G, sp, out + (t0))
-    FOR_TOKEN_GROUPS(CALL, tn);
-#undef CALL
-}
 
-static void dot_q5_K_tile(const uint8_t *row, const act_tile *at, int64_t tn, const k_span *sp, float *out) {
-#define CALL(t0, G) affine_k_group(SPROUT_TYPE_Q5_K, row, at, t0, G, sp, out + (t0))
-    FOR_TOKEN_GROUPS(CALL, tn);
-#undef CALL
-}
 
 /* Q6_K in lanes: the eight activation blocks of a super-block are the
  * lanes; their first and last 16 elements have a scale each, so the level
@@ -611,34 +567,7 @@ static inline __attribute__((always_inline)) void q6_K_group(const sp_block_q6_K
     SPAN_END(sp, acc, macc, G, out, false, 0.f)
 }
 
-static void dot_q6_K_tile(const sp_block_q6_K *w, const act_tile *at, int64_t tn, const k_span *sp, float *out) {
-#define CALL(t0, G) q6_K_group(w, at, t0, G, sp, out + (t0))
-    FOR_TOKEN_GROUPS(CALL, tn);
-#undef CALL
-}
 
-/* One token whose rows fit one span: rows [o0, o1) in one loop per type,
- * the group kernel inlined with G = 1 (a call per row, with its spills,
- * cost a tenth of decode). The same arithmetic as through the tiles. */
-static void one_token_rows(const sp_weight *w, const act_tile *at, int64_t o0, int64_t o1, float *y) {
-    const k_span sp = {0, at->nb8 / 8, true, true, NULL};
-#define ROWS(CALL)                                                                                                   \
-    for (int64_t o = o0; o < o1; o++) {                                                                              \
-        const uint8_t *row = w->data + (size_t)o * w->row_bytes;                                                     \
-        CALL;                                                                                                        \
-    }
-    switch (w->type) {
-    case SPROUT_TYPE_Q4_0: ROWS(blocks8_group(SPROUT_TYPE_Q4_0, row, at, 0, 1, &sp, y + o)) break;
-    case SPROUT_TYPE_Q4_1: ROWS(blocks8_group(SPROUT_TYPE_Q4_1, row, at, 0, 1, &sp, y + o)) break;
-    case SPROUT_TYPE_Q5_0: ROWS(blocks8_group(SPROUT_TYPE_Q5_0, row, at, 0, 1, &sp, y + o)) break;
-    case SPROUT_TYPE_Q5_1: ROWS(blocks8_group(SPROUT_TYPE_Q5_1, row, at, 0, 1, &sp, y + o)) break;
-    case SPROUT_TYPE_Q8_0: ROWS(blocks8_group(SPROUT_TYPE_Q8_0, row, at, 0, 1, &sp, y + o)) break;
-    case SPROUT_TYPE_Q4_K: ROWS(affine_k_group(SPROUT_TYPE_Q4_K, row, at, 0, 1, &sp, y + o)) break;
-    case SPROUT_TYPE_Q5_K: ROWS(affine_k_group(SPROUT_TYPE_Q5_K, row, at, 0, 1, &sp, y + o)) break;
-    default: ROWS(q6_K_group((const sp_block_q6_K *)row, at, 0, 1, &sp, y + o)) break;
-    }
-#undef ROWS
-}
 
 /* A row's bytes of chunks [c0, c1), asked for two rows before it is
  * needed: with a few tokens the weights stream from memory at the pace
@@ -661,10 +590,71 @@ static int type_sum_factor(sprout_type type) {
     }
 }
 
+/* Where a span of a block of rows goes: rows [o0, o1) of the weight, the
+ * span [c0, c1) of their n_chunks chunks, the accumulators kept between
+ * spans (one entry per row), and the outputs, written on the last span. */
+typedef struct row_span {
+    const sp_weight *w;
+    int64_t o0, o1, c0, c1, n_chunks;
+    __m256 (*state)[2 * TOKEN_GROUP]; /* NULL: a single span keeps nothing */
+    bool prefetch; /* rows two ahead, up to o_end */
+    int64_t o_end;
+    size_t chunk_bytes;
+    float *y; /* token 0's output row */
+    int64_t y_stride;
+} row_span;
+
+/* The rows of rs against G tokens of at (G and type constant in each copy,
+ * so the group kernel inlines and its accumulators stay in registers). */
+static inline __attribute__((always_inline)) void group_rows(sprout_type type, const act_tile *at, const int G, const row_span *rs) {
+    const sp_weight *w = rs->w;
+    for (int64_t o = rs->o0; o < rs->o1; o++) {
+        const uint8_t *row = w->data + (size_t)o * w->row_bytes;
+        if (rs->prefetch && o + 2 < rs->o_end) prefetch_span(row + 2 * w->row_bytes, rs->c0, rs->c1, rs->chunk_bytes, w->row_bytes);
+        const k_span sp = {rs->c0, rs->c1, rs->c0 == 0, rs->c1 == rs->n_chunks, rs->state ? rs->state[o - rs->o0] : NULL};
+        float dots[TOKEN_GROUP];
+        switch (type) {
+        case SPROUT_TYPE_Q4_K:
+        case SPROUT_TYPE_Q5_K: affine_k_group(type, row, at, 0, G, &sp, dots); break;
+        case SPROUT_TYPE_Q6_K: q6_K_group((const sp_block_q6_K *)row, at, 0, G, &sp, dots); break;
+        default: blocks8_group(type, row, at, 0, G, &sp, dots); break;
+        }
+        if (sp.last)
+            for (int t = 0; t < G; t++) rs->y[t * rs->y_stride + o] = dots[t];
+    }
+}
+
+static inline __attribute__((always_inline)) void type_rows(sprout_type type, const act_tile *at, int G, const row_span *rs) {
+    switch (G) {
+    case 1: group_rows(type, at, 1, rs); break;
+    case 2: group_rows(type, at, 2, rs); break;
+    case 3: group_rows(type, at, 3, rs); break;
+    case 4: group_rows(type, at, 4, rs); break;
+    case 5: group_rows(type, at, 5, rs); break;
+    case 6: group_rows(type, at, 6, rs); break;
+    case 7: group_rows(type, at, 7, rs); break;
+    default: group_rows(type, at, TOKEN_GROUP, rs); break;
+    }
+}
+
+/* A copy per type and group size: one dispatch per span of a row block
+ * (a call per row, with its spills, cost a tenth of one-token decode). */
+static void span_rows(sprout_type type, const act_tile *at, int G, const row_span *rs) {
+    switch (type) {
+    case SPROUT_TYPE_Q4_0: type_rows(SPROUT_TYPE_Q4_0, at, G, rs); break;
+    case SPROUT_TYPE_Q4_1: type_rows(SPROUT_TYPE_Q4_1, at, G, rs); break;
+    case SPROUT_TYPE_Q5_0: type_rows(SPROUT_TYPE_Q5_0, at, G, rs); break;
+    case SPROUT_TYPE_Q5_1: type_rows(SPROUT_TYPE_Q5_1, at, G, rs); break;
+    case SPROUT_TYPE_Q4_K: type_rows(SPROUT_TYPE_Q4_K, at, G, rs); break;
+    case SPROUT_TYPE_Q5_K: type_rows(SPROUT_TYPE_Q5_K, at, G, rs); break;
+    case SPROUT_TYPE_Q6_K: type_rows(SPROUT_TYPE_Q6_K, at, G, rs); break;
+    default: type_rows(SPROUT_TYPE_Q8_0, at, G, rs); break;
+    }
+}
+
 /* The int8 path: activations of up to TOKEN_TILE tokens quantized into the
  * caller's scratch (sp_matmul_scratch_floats covers a full tile), then each
- * weight row, read once, dotted with all of them. A single token whose
- * rows fit one span goes through one_token_rows, the same arithmetic. */
+ * weight row, read once, dotted with all of them. */
 static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, const act_block *xq, int64_t n_tokens, float *y,
                         int64_t y_stride, int64_t o0, int64_t o1, float *scratch) {
     /* per 256 elements: a row of chunks and the tile's blocks (sp_matmul_scratch_floats) */
@@ -687,37 +677,21 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, co
             /* Q6_K's offset wants the sums of each half */
             prepare_act_tile(&at, t, sum_factor, type == SPROUT_TYPE_Q6_K);
         }
-        if (tn == 1 && n_chunks <= SPAN_TOKEN_CHUNKS) {
-            one_token_rows(w, &at, o0, o1, y + t0 * y_stride);
-            continue;
-        }
-        for (int64_t ob = o0; ob < o1; ob += ROW_BLOCK) {
-            const int64_t oe = o1 - ob < ROW_BLOCK ? o1 : ob + ROW_BLOCK;
+        /* rows go in blocks whose weights serve several token groups or
+         * spans from cache; one group in one span takes them all at once */
+        const bool one_pass = tn <= TOKEN_GROUP && n_chunks <= SPAN_TOKEN_CHUNKS / tn;
+        const int64_t row_block = one_pass ? o1 - o0 : ROW_BLOCK;
+        for (int64_t ob = o0; ob < o1; ob += row_block) {
+            const int64_t oe = o1 - ob < row_block ? o1 : ob + row_block;
             for (int64_t tg = 0; tg < tn; tg += TOKEN_GROUP) {
                 const int64_t gn = tn - tg < TOKEN_GROUP ? tn - tg : TOKEN_GROUP;
                 act_tile view = at;
                 view.chunks += tg, view.blocks += tg * nb;
                 const int64_t span_chunks = SPAN_TOKEN_CHUNKS / gn;
                 for (int64_t c0 = 0; c0 < n_chunks; c0 += span_chunks) {
-                    const int64_t c1 = n_chunks - c0 < span_chunks ? n_chunks : c0 + span_chunks;
-                    for (int64_t o = ob; o < oe; o++) {
-                        const uint8_t *row = w->data + (size_t)o * w->row_bytes;
-                        if (tn > 1 && o + 2 < o1) prefetch_span(row + 2 * w->row_bytes, c0, c1, chunk_bytes, w->row_bytes);
-                        const k_span sp = {c0, c1, c0 == 0, c1 == n_chunks, state[o - ob]};
-                        float dots[TOKEN_GROUP];
-                        switch (type) {
-                        case SPROUT_TYPE_Q4_0:
-                        case SPROUT_TYPE_Q8_0:
-                        case SPROUT_TYPE_Q4_1:
-                        case SPROUT_TYPE_Q5_0:
-                        case SPROUT_TYPE_Q5_1: dot_blocks8_tile(type, row, &view, gn, &sp, dots); break;
-                        case SPROUT_TYPE_Q4_K: dot_q4_K_tile(row, &view, gn, &sp, dots); break;
-                        case SPROUT_TYPE_Q5_K: dot_q5_K_tile(row, &view, gn, &sp, dots); break;
-                        default: dot_q6_K_tile((const sp_block_q6_K *)row, &view, gn, &sp, dots); break;
-                        }
-                        if (sp.last)
-                            for (int64_t t = 0; t < gn; t++) y[(t0 + tg + t) * y_stride + o] = dots[t];
-                    }
+                    const row_span rs = {w, ob, oe, c0, n_chunks - c0 < span_chunks ? n_chunks : c0 + span_chunks, n_chunks, one_pass ? NULL : state,
+                                         tn > 1, o1, chunk_bytes, y + (t0 + tg) * y_stride, y_stride};
+                    span_rows(type, &view, (int)gn, &rs);
                 }
             }
         }
