@@ -328,15 +328,17 @@ static sprout_status check_batch(const sp_context *ctx, const sp_batch_token *ba
     return SPROUT_OK;
 }
 
-/* h = the attention norm of x, for tokens [t0, t1), and its blocks. */
+/* Row t of h = a norm of x, and its blocks for the matmuls that read it. */
+static void norm_into_h(sp_context *ctx, int32_t t, const float *x, const float *w, const float *b) {
+    const int64_t e = ctx->model->hp.n_embd;
+    norm(&ctx->model->hp, ctx->h + t * e, x, w, b);
+    quantize_row(ctx, ctx->hq, ctx->h + t * e, e, t);
+}
+
+/* h = the attention norm of x, for tokens [t0, t1). */
 static void attn_norm_stage(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
     const sp_layer *ly = ((const layer_step *)arg)->ly;
-    const sp_hparams *hp = &ctx->model->hp;
-    const int64_t e = hp->n_embd;
-    for (int32_t t = t0; t < t1; t++) {
-        norm(hp, ctx->h + t * e, ctx->x + t * e, ly->attn_norm, ly->attn_norm_b);
-        quantize_row(ctx, ctx->hq, ctx->h + t * e, e, t);
-    }
+    for (int32_t t = t0; t < t1; t++) norm_into_h(ctx, t, ctx->x + t * ctx->model->hp.n_embd, ly->attn_norm, ly->attn_norm_b);
 }
 
 /* After the output projection: its bias and norm; then (sequential
@@ -352,8 +354,7 @@ static void attn_out_stage(sp_context *ctx, const void *arg, int32_t t0, int32_t
         if (ly->post_attn_norm) rms_norm(o, o, ly->post_attn_norm, e, hp->norm_eps);
         if (hp->parallel_block) continue; /* the FFN reads the same h */
         for (int64_t i = 0; i < e; i++) x[i] += o[i];
-        norm(hp, ctx->h + t * e, x, ly->ffn_norm, ly->ffn_norm_b);
-        quantize_row(ctx, ctx->hq, ctx->h + t * e, e, t);
+        norm_into_h(ctx, t, x, ly->ffn_norm, ly->ffn_norm_b);
     }
 }
 
@@ -417,11 +418,7 @@ sprout_status sp_forward(sp_context *ctx, const sp_batch_token *batch, int32_t n
     /* logits for the tokens that want them: gather, norm, project */
     int32_t n_out = 0;
     for (int32_t t = 0; t < n; t++)
-        if (batch[t].logits) {
-            norm(hp, ctx->h + n_out * e, ctx->x + t * e, m->output_norm, m->output_norm_b);
-            quantize_row(ctx, ctx->hq, ctx->h + n_out * e, e, n_out);
-            n_out++;
-        }
+        if (batch[t].logits) norm_into_h(ctx, n_out++, ctx->x + t * e, m->output_norm, m->output_norm_b);
     if (n_out > 0 && logits) {
         matmul(ctx, &m->output, ctx->h, e, ctx->hq, n_out, logits, hp->n_vocab);
         add_bias(logits, m->output_b, n_out, hp->n_vocab, hp->n_vocab);
