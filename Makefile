@@ -42,7 +42,7 @@ test-fuzz:
 	  CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPROUT_FUZZ=ON \
 	    -DSPROUT_FUZZ_SECONDS=$(FUZZ_SECONDS) -DSPROUT_SHARED_DIR=$(SHARED) && \
 	  cmake --build $(FUZZ_BUILD) -j$(JOBS) && \
-	  cd $(FUZZ_BUILD) && ctest --output-on-failure; \
+	  cd $(FUZZ_BUILD) && ctest --output-on-failure -j$(JOBS); \
 	else echo "clang not found: fuzz run skipped"; fi
 
 clean:
