@@ -166,8 +166,10 @@ static void check_attention_level(const char *level) {
                         }
                     }
                     for (int64_t c = 0; c < n; c++) cells[c] = (int32_t)((c * 7919) % n) * 2 + 1;
-                    sp_attention_args args = {q, keys, values, (sp_kv_type)kv, stride, cells, n, dim, dim,
-                                              1.f / sqrtf((float)dim), capped ? 5.f : 0.f, out, heads};
+                    sp_attention_args args = {.q = q, .keys = keys, .values = values, .kv_type = (sp_kv_type)kv, .stride = stride,
+                                              .cells = cells, .n_cells = n, .head_dim_k = dim, .head_dim_v = dim,
+                                              .scale = 1.f / sqrtf((float)dim), .softcap = capped ? 5.f : 0.f, .out = out,
+                                              .n_q_heads = heads};
                     k->attention(&args);
                     for (int64_t h = 0; h < heads; h++) {
                         naive_attention(&args, h, want);
@@ -201,6 +203,92 @@ static void check_attention_level(const char *level) {
         }
     }
     printf("  %-8s attention vs naive softmax(QK^T)V: %d heads, worst rel RMS %.2g\n", level, cases, worst);
+}
+
+/* Several query tokens of one sequence in one call, as a prompt's are:
+ * token i sees the first base + i cells of the list (causal), or with a
+ * sliding window only the last `window` of them, ranges that begin and end
+ * inside tiles and cross their edges. Every (token, head) must match the
+ * naive form over its own cells, and come out bit for bit as it does in a
+ * call of its own (a token's output may not depend on its batch). */
+static void check_attention_tokens_level(const char *level) {
+    const sp_kernels *k = sp_kernels_for_level(level);
+    if (!k) return;
+    static const int64_t dims[] = {64, 80, 13};
+    static const int64_t group_sizes[] = {1, 3, 8, 11};
+    static const int64_t token_counts[] = {1, 2, 5, 37};
+    static const int64_t windows[] = {0, 70, 9};
+    double worst = 0;
+    int cases = 0;
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
+        for (size_t gi = 0; gi < sizeof group_sizes / sizeof group_sizes[0]; gi++)
+            for (size_t ti = 0; ti < sizeof token_counts / sizeof token_counts[0]; ti++)
+                for (size_t wi = 0; wi < sizeof windows / sizeof windows[0]; wi++) {
+                    const int64_t dim = dims[di], heads = group_sizes[gi], n_tok = token_counts[ti], base = 60 + 7 * (int64_t)di;
+                    const int64_t n = base + n_tok, stride = dim + 5, q_stride = heads * dim + 3, out_stride = heads * dim + 1;
+                    float *q = malloc((size_t)(n_tok * q_stride) * sizeof(float));
+                    float *out = malloc((size_t)(n_tok * out_stride) * sizeof(float)), *alone = malloc((size_t)(heads * dim) * sizeof(float));
+                    uint16_t *keys = malloc((size_t)(n * stride) * 2), *values = malloc((size_t)(n * stride) * 2);
+                    int32_t *cells = malloc((size_t)n * sizeof *cells);
+                    sp_cell_range *ranges = malloc((size_t)n_tok * sizeof *ranges);
+                    double *want = malloc((size_t)dim * sizeof(double));
+                    for (int64_t i = 0; i < n_tok * q_stride; i++) q[i] = frand();
+                    for (int64_t i = 0; i < n * stride; i++) {
+                        const float kf = 3.f * frand(), vf = frand();
+                        sprout_quantize(SPROUT_TYPE_F16, &kf, keys + i, 1);
+                        sprout_quantize(SPROUT_TYPE_F16, &vf, values + i, 1);
+                    }
+                    for (int64_t c = 0; c < n; c++) cells[c] = (int32_t)((c * 31) % n);
+                    for (int64_t i = 0; i < n_tok; i++) {
+                        const int64_t end = base + i + 1, begin = windows[wi] && end > windows[wi] ? end - windows[wi] : 0;
+                        ranges[i] = (sp_cell_range){(int32_t)begin, (int32_t)end};
+                    }
+                    const sp_attention_args args = {.q = q, .keys = keys, .values = values, .kv_type = SP_KV_F16, .stride = stride,
+                                                    .cells = cells, .n_cells = n, .head_dim_k = dim, .head_dim_v = dim,
+                                                    .scale = 1.f / sqrtf((float)dim), .out = out, .n_q_heads = heads, .n_tokens = n_tok,
+                                                    .q_stride = q_stride, .out_stride = out_stride, .ranges = ranges};
+                    k->attention(&args);
+                    for (int64_t i = 0; i < n_tok; i++) {
+                        sp_attention_args one = args;
+                        one.q = q + i * q_stride;
+                        one.out = alone;
+                        one.n_tokens = 1;
+                        one.ranges = ranges + i;
+                        k->attention(&one);
+                        CHECK_MSG(!memcmp(alone, out + i * out_stride, (size_t)(heads * dim) * sizeof(float)),
+                                  "%s attention dim %lld heads %lld: token %lld of %lld (window %lld) differs alone", level, (long long)dim,
+                                  (long long)heads, (long long)i, (long long)n_tok, (long long)windows[wi]);
+                        sp_attention_args mine = one; /* the naive form over the token's cells alone */
+                        mine.cells = cells + ranges[i].begin;
+                        mine.n_cells = ranges[i].end - ranges[i].begin;
+                        mine.ranges = NULL;
+                        for (int64_t h = 0; h < heads; h++) {
+                            naive_attention(&mine, h, want);
+                            double err = 0, norm = 0;
+                            for (int64_t d = 0; d < dim; d++) {
+                                const double got = out[i * out_stride + h * dim + d];
+                                err += (got - want[d]) * (got - want[d]);
+                                norm += want[d] * want[d];
+                            }
+                            const double rel = sqrt(err / (norm > 0 ? norm : 1));
+                            worst = rel > worst ? rel : worst;
+                            CHECK_MSG(rel <= 1e-5, "%s attention dim %lld heads %lld tokens %lld window %lld: token %lld head %lld rel %.3g",
+                                      level, (long long)dim, (long long)heads, (long long)n_tok, (long long)windows[wi], (long long)i,
+                                      (long long)h, rel);
+                            cases++;
+                        }
+                    }
+                    free(q);
+                    free(out);
+                    free(alone);
+                    free(keys);
+                    free(values);
+                    free(cells);
+                    free(ranges);
+                    free(want);
+                }
+    printf("  %-8s attention of several tokens (causal, sliding windows): %d (token, head) pairs, worst rel RMS %.2g\n", level, cases,
+           worst);
 }
 
 /* The FFN's activations (SiLU and tanh-GELU, gated or not, in place or
@@ -324,7 +412,9 @@ int main(void) {
     check_level("avx512");
     check_level("neon");
     check_attention_level("generic");
+    check_attention_tokens_level("generic");
     check_attention_level("avx2");
+    check_attention_tokens_level("avx2");
     check_activation_level("avx2");
     check_batch_invariance("generic");
     check_batch_invariance("avx2");

@@ -1,20 +1,31 @@
-/* Attention with AVX2/FMA, fused and tiled, for the query heads that share
- * a KV head (each cell read once for all of them): the cells go by in
- * tiles of up to 64; a tile's scores (q.k, scaled, soft-capped) are kept in
- * a buffer on the stack, the running maximum and sum are rescaled once per
- * tile instead of once per cell, the exponentials are computed 8 at a time,
- * and the values are summed with their weights. Scratch is the tile
- * (its scores, and for groups of heads its keys), whatever the context
- * length: the score row is never stored whole. */
+/* Attention with AVX2/FMA, fused and tiled, for a block of query rows (the
+ * heads that share a KV head, of one token or of several tokens of one
+ * sequence) that read each cell of the cache once together: the cells go by
+ * in tiles of up to 64; a tile's keys are widened to f32 once for every
+ * row; each row's scores (q.k, scaled, soft-capped) are kept in a buffer on
+ * the stack, its running maximum and sum rescaled once per tile instead of
+ * once per cell, its exponentials computed 8 at a time; the values are
+ * summed with their weights in register blocks of rows. Scratch is the tile
+ * (its keys, and its scores per row), whatever the context length: the
+ * score row is never stored whole.
+ *
+ * Tiles are aligned to multiples of the tile size in the cell list, not to
+ * where a row's cells begin, and a row's cells outside its range weigh
+ * exactly zero: a row's arithmetic is the same in any block, so a token's
+ * output does not depend on the batch around it. */
 #include <immintrin.h>
 #include <math.h>
+#include <stdbool.h>
 
 #include "kernels/kernels.h"
 #include "kernels/x86_exp.h"
 #include "kernels/x86_sum.h"
 #include "quant/fp16.h"
 
-enum { TILE = 64 };
+/* TILE cells per tile, fewer for heads wider than TILE_BUFFER / TILE (the
+ * widened keys of a tile fill at most TILE_BUFFER floats, 32 KiB); a block
+ * is at most MAX_HEADS heads of each of up to MAX_ROWS / heads tokens. */
+enum { TILE = 64, TILE_BUFFER = 8192, MAX_HEADS = 8, MAX_ROWS = 32 };
 
 static inline __m256 load8(const void *base, sp_kv_type type, int64_t idx) {
     return type == SP_KV_F32 ? _mm256_loadu_ps((const float *)base + idx)
@@ -36,219 +47,217 @@ static inline __attribute__((always_inline)) __m256 sum_lanes8_ps(const __m256 p
     return _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(u0, u1)), _mm256_castpd_ps(_mm256_unpackhi_pd(u0, u1)));
 }
 
-/* Floats of the per-call buffer holding a tile's keys as f32, 32 KiB:
- * tiles of 64 cells up to heads of 128, fewer cells for wider heads (the
- * tile size is fixed by the model's head size). */
-enum { TILE_BUFFER = 8192 };
-
-/* Heads' outputs and running softmax state. */
-typedef struct head_state {
-    float max[8], sum[8];
-    const float *q[8];
-    float *out[8];
-} head_state;
-
-static inline __attribute__((always_inline)) void heads_begin(const sp_attention_args *a, int64_t h0, const int G, head_state *hs) {
-    for (int h = 0; h < G; h++) {
-        hs->max[h] = -INFINITY;
-        hs->sum[h] = 0.f;
-        hs->q[h] = a->q + (h0 + h) * a->head_dim_k;
-        hs->out[h] = a->out + (h0 + h) * a->head_dim_v;
-        for (int64_t d = 0; d < a->head_dim_v; d++) hs->out[h][d] = 0.f;
-    }
+/* Cells per tile for keys of dk elements: a multiple of 8 (0: too wide). */
+static int tile_cells(int64_t dk) {
+    const int64_t fit = TILE_BUFFER / dk & ~(int64_t)7;
+    return fit >= TILE ? TILE : (int)fit;
 }
 
-/* A tile's raw score s of head h: scaled, soft-capped, into scores. */
+/* One query row (a token's head): where it reads and writes, the cells it
+ * sees, its running softmax state, and the part of the current tile it
+ * sees ([a, b), relative to the tile; empty when a >= b). */
+typedef struct query_row {
+    const float *q;
+    float *out;
+    int32_t lo, hi;
+    float max, sum;
+    int64_t a, b;
+} query_row;
+
+/* Lanes of the 8-cell block from cell c (relative to the tile) that lie in [a, b). */
+static inline __m256 lanes_in(int64_t c, int64_t a, int64_t b) {
+    const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32((int)c), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i below = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)a), idx), inside = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)b), idx);
+    return _mm256_castsi256_ps(_mm256_andnot_si256(below, inside));
+}
+
+/* A row's raw score s: scaled, soft-capped. */
 static inline float finish_score(const sp_attention_args *a, float s) {
     s *= a->scale;
     return a->softcap > 0.f ? a->softcap * tanhf(s / a->softcap) : s;
 }
 
-/* Head h's scores of a tile (maximum tile_max) to weights: what was
- * accumulated under an older, smaller maximum is rescaled once. */
-static inline __attribute__((always_inline)) void softmax_tile(const sp_attention_args *a, head_state *hs, int h, float *scores, int nt, float tile_max) {
-    const int64_t dv = a->head_dim_v, dv8 = dv & ~(int64_t)7;
-    if (tile_max > hs->max[h]) {
-        const float correction = hs->max[h] == -INFINITY ? 0.f : expf(hs->max[h] - tile_max);
-        hs->sum[h] *= correction;
-        const __m256 cv = _mm256_set1_ps(correction);
-        float *out = hs->out[h];
-        for (int64_t d = 0; d < dv8; d += 8) _mm256_storeu_ps(out + d, _mm256_mul_ps(_mm256_loadu_ps(out + d), cv));
-        for (int64_t d = dv8; d < dv; d++) out[d] *= correction;
-        hs->max[h] = tile_max;
+/* The row's scores of the tile's 8-cell blocks that meet [r->a, r->b),
+ * into scores (-inf outside the range); returns their maximum. Each block
+ * is eight dot products side by side, summed across lanes by hsum256's
+ * tree. */
+static float row_scores(const sp_attention_args *a, const query_row *r, const float *kbuf, float *scores) {
+    const int64_t dk = a->head_dim_k, dk8 = dk & ~(int64_t)7;
+    const bool plain = dk8 == dk && a->softcap <= 0.f;
+    __m256 max8 = _mm256_set1_ps(-INFINITY);
+    for (int64_t cb = r->a & ~(int64_t)7; cb < r->b; cb += 8) {
+        const float *k = kbuf + cb * dk;
+        __m256 acc[8];
+        for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();
+        for (int64_t d = 0; d < dk8; d += 8) {
+            const __m256 qv = _mm256_loadu_ps(r->q + d);
+            for (int j = 0; j < 8; j++) acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + j * dk + d), acc[j]);
+        }
+        __m256 sv = sum_lanes8_ps(acc);
+        if (plain) sv = _mm256_mul_ps(sv, _mm256_set1_ps(a->scale));
+        else {
+            float dot[8];
+            _mm256_storeu_ps(dot, sv);
+            for (int j = 0; j < 8; j++) {
+                for (int64_t d = dk8; d < dk; d++) dot[j] += r->q[d] * k[j * dk + d];
+                dot[j] = finish_score(a, dot[j]);
+            }
+            sv = _mm256_loadu_ps(dot);
+        }
+        sv = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), sv, lanes_in(cb, r->a, r->b));
+        _mm256_storeu_ps(scores + cb, sv);
+        max8 = _mm256_max_ps(sv, max8); /* a NaN score is passed over */
     }
-    int c = 0;
-    const __m256 mv = _mm256_set1_ps(hs->max[h]);
-    /* the weights summed in lanes, then across them: a chain of one add per 8 cells, not per cell */
+    float lanes[8], max = -INFINITY;
+    _mm256_storeu_ps(lanes, max8);
+    for (int j = 0; j < 8; j++) max = lanes[j] > max ? lanes[j] : max;
+    return max;
+}
+
+/* The row's scores (maximum tile_max) to weights, zero outside its range:
+ * what was accumulated under an older, smaller maximum is rescaled once,
+ * and the weights are summed in lanes, then across them. */
+static void row_softmax(const sp_attention_args *a, query_row *r, float *scores, float tile_max) {
+    const int64_t dv = a->head_dim_v, dv8 = dv & ~(int64_t)7;
+    if (tile_max > r->max) {
+        const float correction = r->max == -INFINITY ? 0.f : expf(r->max - tile_max);
+        r->sum *= correction;
+        const __m256 cv = _mm256_set1_ps(correction);
+        for (int64_t d = 0; d < dv8; d += 8) _mm256_storeu_ps(r->out + d, _mm256_mul_ps(_mm256_loadu_ps(r->out + d), cv));
+        for (int64_t d = dv8; d < dv; d++) r->out[d] *= correction;
+        r->max = tile_max;
+    }
+    const __m256 mv = _mm256_set1_ps(r->max);
     __m256 sum8 = _mm256_setzero_ps();
-    for (; c + 8 <= nt; c += 8) {
-        const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(scores + c), mv));
-        _mm256_storeu_ps(scores + c, e);
+    for (int64_t cb = r->a & ~(int64_t)7; cb < r->b; cb += 8) {
+        const __m256 e = _mm256_and_ps(exp8(_mm256_sub_ps(_mm256_loadu_ps(scores + cb), mv)), lanes_in(cb, r->a, r->b));
+        _mm256_storeu_ps(scores + cb, e);
         sum8 = _mm256_add_ps(sum8, e);
     }
-    float sum = hsum256(sum8);
-    for (; c < nt; c++) sum += scores[c] = expf(scores[c] - hs->max[h]);
-    hs->sum[h] += sum;
+    r->sum += hsum256(sum8);
 }
 
-static inline __attribute__((always_inline)) void heads_end(const sp_attention_args *a, const int G, head_state *hs) {
-    for (int h = 0; h < G; h++) {
-        const float inv = hs->sum[h] > 0.f ? 1.f / hs->sum[h] : 0.f;
-        for (int64_t d = 0; d < a->head_dim_v; d++) hs->out[h][d] *= inv;
-    }
-}
-
-/* One or two heads [h0, h0 + G): each cell's key and value read from the
- * cache once for both, a score per cell, the outputs updated in L1. */
-static inline __attribute__((always_inline)) void attend_direct(const sp_attention_args *a, int64_t h0, const int G) {
-    const int64_t dk = a->head_dim_k, dv = a->head_dim_v, dk8 = dk & ~(int64_t)7, dv8 = dv & ~(int64_t)7;
-    head_state hs;
-    heads_begin(a, h0, G, &hs);
-    float scores[2][TILE];
-    for (int64_t c0 = 0; c0 < a->n_cells; c0 += TILE) {
-        const int nt = a->n_cells - c0 < TILE ? (int)(a->n_cells - c0) : TILE;
-        float tile_max[2] = {-INFINITY, -INFINITY};
-        for (int c = 0; c < nt; c++) {
-            const int64_t cell = (int64_t)a->cells[c0 + c] * a->stride;
-            __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-            for (int64_t d = 0; d < dk8; d += 8) {
-                const __m256 kv = load8(a->keys, a->kv_type, cell + d);
-                for (int h = 0; h < G; h++) acc[h] = _mm256_fmadd_ps(_mm256_loadu_ps(hs.q[h] + d), kv, acc[h]);
-            }
-            for (int h = 0; h < G; h++) {
-                float s = hsum256(acc[h]);
-                for (int64_t d = dk8; d < dk; d++) s += hs.q[h][d] * load1(a->keys, a->kv_type, cell + d);
-                scores[h][c] = finish_score(a, s);
-                tile_max[h] = scores[h][c] > tile_max[h] ? scores[h][c] : tile_max[h];
-            }
-        }
-        for (int h = 0; h < G; h++) softmax_tile(a, &hs, h, scores[h], nt, tile_max[h]);
-        for (int c = 0; c < nt; c++) {
-            const int64_t cell = (int64_t)a->cells[c0 + c] * a->stride;
-            for (int64_t d = 0; d < dv8; d += 8) {
-                const __m256 vv = load8(a->values, a->kv_type, cell + d);
-                for (int h = 0; h < G; h++)
-                    _mm256_storeu_ps(hs.out[h] + d, _mm256_fmadd_ps(_mm256_set1_ps(scores[h][c]), vv, _mm256_loadu_ps(hs.out[h] + d)));
-            }
-            for (int64_t d = dv8; d < dv; d++) {
-                const float vd = load1(a->values, a->kv_type, cell + d);
-                for (int h = 0; h < G; h++) hs.out[h][d] += scores[h][c] * vd;
-            }
-        }
-    }
-    heads_end(a, G, &hs);
-}
-
-/* out[h] += the tile's weights of head h times its values, for heads
- * [h0, h0 + MR) (MR <= 4) and NR (<= 2) vectors of 8 from element d: a
+/* out[r] += the tile's weights of rows [r0, r0 + MR) (MR <= 4) times the
+ * values of cells [c_a, c_b), for NR (<= 2) vectors of 8 from element d: a
  * register block of outputs, so that each value vector loaded and each
  * weight broadcast serves several multiply-adds. Each output element sums
- * over the cells in order, as attend_direct does. */
+ * over the cells in order; a row's weights outside its range are zeros,
+ * which leave its sums exactly as they are. */
 static inline __attribute__((always_inline)) void weigh_values(const sp_attention_args *a, int64_t c0, float scores[][TILE],
-                                                              head_state *hs, int h0, const int MR, const int NR, int64_t d, int nt) {
+                                                              query_row *rows, int r0, const int MR, const int NR, int64_t d, int64_t c_a,
+                                                              int64_t c_b) {
     __m256 acc[4][2];
     for (int r = 0; r < MR; r++)
-        for (int n = 0; n < NR; n++) acc[r][n] = _mm256_loadu_ps(hs->out[h0 + r] + d + 8 * n);
-    for (int c = 0; c < nt; c++) {
+        for (int n = 0; n < NR; n++) acc[r][n] = _mm256_loadu_ps(rows[r0 + r].out + d + 8 * n);
+    for (int64_t c = c_a; c < c_b; c++) {
         __m256 vv[2];
         const int64_t cell = (int64_t)a->cells[c0 + c] * a->stride;
         for (int n = 0; n < NR; n++) vv[n] = load8(a->values, a->kv_type, cell + d + 8 * n);
         for (int r = 0; r < MR; r++) {
-            const __m256 p = _mm256_broadcast_ss(&scores[h0 + r][c]);
+            const __m256 p = _mm256_broadcast_ss(&scores[r0 + r][c]);
             for (int n = 0; n < NR; n++) acc[r][n] = _mm256_fmadd_ps(p, vv[n], acc[r][n]);
         }
     }
     for (int r = 0; r < MR; r++)
-        for (int n = 0; n < NR; n++) _mm256_storeu_ps(hs->out[h0 + r] + d + 8 * n, acc[r][n]);
+        for (int n = 0; n < NR; n++) _mm256_storeu_ps(rows[r0 + r].out + d + 8 * n, acc[r][n]);
 }
 
-/* Three to eight heads [h0, h0 + G). Per tile: the cells' keys widened to
- * f32 once for all heads; each head's scores 8 cells at a time (eight dot
- * products side by side, summed across lanes by hsum256's tree); the
- * values, read from the cache as they are (each widened once per four
- * heads: cheaper than a buffer's stores), summed into register blocks of
- * outputs. Each head does exactly the arithmetic of attend_direct. */
-static inline __attribute__((always_inline)) void attend_buffered(const sp_attention_args *a, int64_t h0, const int G) {
+/* Rows [r0, r0 + MR) times the values of cells [c_a, c_b), every whole
+ * vector of 8 of the output. */
+static inline __attribute__((always_inline)) void weigh_all_values(const sp_attention_args *a, int64_t c0, float scores[][TILE],
+                                                                  query_row *rows, int r0, const int MR, int64_t c_a, int64_t c_b) {
+    const int64_t dv8 = a->head_dim_v & ~(int64_t)7;
+    int64_t d = 0;
+    for (; d + 16 <= dv8; d += 16) weigh_values(a, c0, scores, rows, r0, MR, 2, d, c_a, c_b);
+    if (d < dv8) weigh_values(a, c0, scores, rows, r0, MR, 1, d, c_a, c_b);
+}
+
+/* The rows of one block (at most MAX_ROWS, all of one sequence), tile by tile. */
+static void attend_rows(const sp_attention_args *a, query_row *rows, int n_rows) {
     const int64_t dk = a->head_dim_k, dv = a->head_dim_v, dk8 = dk & ~(int64_t)7, dv8 = dv & ~(int64_t)7;
-    const int tile = dk * TILE <= TILE_BUFFER ? TILE : (int)(TILE_BUFFER / dk);
-    float kbuf[TILE_BUFFER], scores[8][TILE];
-    head_state hs;
-    heads_begin(a, h0, G, &hs);
-    for (int64_t c0 = 0; c0 < a->n_cells; c0 += tile) {
-        const int nt = a->n_cells - c0 < tile ? (int)(a->n_cells - c0) : tile;
-        for (int c = 0; c < nt; c++) {
-            const int64_t cell = (int64_t)a->cells[c0 + c] * a->stride;
-            for (int64_t d = 0; d < dk8; d += 8) _mm256_storeu_ps(kbuf + c * dk + d, load8(a->keys, a->kv_type, cell + d));
-            for (int64_t d = dk8; d < dk; d++) kbuf[c * dk + d] = load1(a->keys, a->kv_type, cell + d);
+    const int tile = tile_cells(dk);
+    int64_t lo = INT32_MAX, hi = 0;
+    for (int r = 0; r < n_rows; r++) {
+        for (int64_t d = 0; d < dv; d++) rows[r].out[d] = 0.f;
+        rows[r].max = -INFINITY;
+        rows[r].sum = 0.f;
+        if (rows[r].lo < rows[r].hi) {
+            lo = rows[r].lo < lo ? rows[r].lo : lo;
+            hi = rows[r].hi > hi ? rows[r].hi : hi;
         }
-        for (int h = 0; h < G; h++) {
-            float tile_max = -INFINITY;
-            __m256 tile_max8 = _mm256_set1_ps(-INFINITY);
-            for (int cb = 0; cb < nt; cb += 8) {
-                /* cells past the tile's end repeat its first: computed, never used */
-                const float *k[8];
-                for (int j = 0; j < 8; j++) k[j] = kbuf + (cb + j < nt ? cb + j : cb) * dk;
-                __m256 acc[8];
-                for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();
-                for (int64_t d = 0; d < dk8; d += 8) {
-                    const __m256 qv = _mm256_loadu_ps(hs.q[h] + d);
-                    for (int j = 0; j < 8; j++) acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k[j] + d), acc[j]);
-                }
-                const __m256 dots = sum_lanes8_ps(acc);
-                const int nc = nt - cb < 8 ? nt - cb : 8;
-                if (nc == 8 && dk8 == dk && a->softcap <= 0.f) { /* the common case, 8 at a time: the same products */
-                    const __m256 sv = _mm256_mul_ps(dots, _mm256_set1_ps(a->scale));
-                    _mm256_storeu_ps(scores[h] + cb, sv);
-                    tile_max8 = _mm256_max_ps(sv, tile_max8); /* a NaN score is passed over, as below */
-                    continue;
-                }
-                float dot[8];
-                _mm256_storeu_ps(dot, dots);
-                for (int j = 0; j < nc; j++) {
-                    float s = dot[j];
-                    for (int64_t d = dk8; d < dk; d++) s += hs.q[h][d] * k[j][d];
-                    scores[h][cb + j] = finish_score(a, s);
-                    tile_max = scores[h][cb + j] > tile_max ? scores[h][cb + j] : tile_max;
-                }
-            }
-            float lanes[8];
-            _mm256_storeu_ps(lanes, tile_max8);
-            for (int j = 0; j < 8; j++) tile_max = lanes[j] > tile_max ? lanes[j] : tile_max;
-            softmax_tile(a, &hs, h, scores[h], nt, tile_max);
-        }
-        for (int hb = 0; hb < G; hb += 4) {
-            const int MR = G - hb < 4 ? G - hb : 4;
-            int64_t d = 0;
-            for (; d + 16 <= dv8; d += 16) weigh_values(a, c0, scores, &hs, hb, MR, 2, d, nt);
-            if (d < dv8) weigh_values(a, c0, scores, &hs, hb, MR, 1, d, nt);
-        }
-        for (int64_t d = dv8; d < dv; d++)
-            for (int c = 0; c < nt; c++)
-                for (int h = 0; h < G; h++) hs.out[h][d] += scores[h][c] * load1(a->values, a->kv_type, (int64_t)a->cells[c0 + c] * a->stride + d);
     }
-    heads_end(a, G, &hs);
-}
-
-/* Groups of three heads or more, in a function of their own: its 32 KiB
- * tile buffer stays out of the one- and two-head path's stack frame. */
-static __attribute__((noinline)) void attend_group(const sp_attention_args *a, int64_t h0, int G) {
-    /* a constant head count in each copy: the per-head arrays live in registers */
-    switch (G) {
-    case 3: attend_buffered(a, h0, 3); break;
-    case 4: attend_buffered(a, h0, 4); break;
-    case 5: attend_buffered(a, h0, 5); break;
-    case 6: attend_buffered(a, h0, 6); break;
-    case 7: attend_buffered(a, h0, 7); break;
-    default: attend_buffered(a, h0, 8); break;
+    float kbuf[TILE_BUFFER], scores[MAX_ROWS][TILE];
+    for (int64_t c0 = lo >= hi ? hi : lo / tile * tile; c0 < hi; c0 += tile) {
+        /* the tile's cells that some row sees: [ta, tb); the keys of the
+         * 8-cell blocks around them, zeros where no row looks */
+        const int64_t ta = lo > c0 ? lo - c0 : 0, tb = hi < c0 + tile ? hi - c0 : tile;
+        for (int64_t c = ta & ~(int64_t)7; c < ((tb + 7) & ~(int64_t)7); c++) {
+            float *k = kbuf + c * dk;
+            if (c < ta || c >= tb) {
+                for (int64_t d = 0; d < dk; d++) k[d] = 0.f;
+                continue;
+            }
+            const int64_t cell = (int64_t)a->cells[c0 + c] * a->stride;
+            for (int64_t d = 0; d < dk8; d += 8) _mm256_storeu_ps(k + d, load8(a->keys, a->kv_type, cell + d));
+            for (int64_t d = dk8; d < dk; d++) k[d] = load1(a->keys, a->kv_type, cell + d);
+        }
+        for (int r = 0; r < n_rows; r++) {
+            query_row *row = &rows[r];
+            row->a = row->lo > c0 ? row->lo - c0 : 0;
+            row->b = row->hi < c0 + tile ? row->hi - c0 : tile;
+            for (int64_t c = ta; c < tb; c++) scores[r][c] = 0.f; /* the weights where the row does not look */
+            if (row->a >= row->b) continue;
+            row_softmax(a, row, scores[r], row_scores(a, row, kbuf, scores[r]));
+        }
+        for (int r0 = 0; r0 < n_rows; r0 += 4) {
+            const int MR = n_rows - r0 < 4 ? n_rows - r0 : 4;
+            int64_t c_a = tb, c_b = ta;
+            for (int r = r0; r < r0 + MR; r++)
+                if (rows[r].a < rows[r].b) {
+                    c_a = rows[r].a < c_a ? rows[r].a : c_a;
+                    c_b = rows[r].b > c_b ? rows[r].b : c_b;
+                }
+            if (c_a >= c_b) continue;
+            switch (MR) { /* a constant row count in each copy: the accumulators stay in registers */
+            case 1: weigh_all_values(a, c0, scores, rows, r0, 1, c_a, c_b); break;
+            case 2: weigh_all_values(a, c0, scores, rows, r0, 2, c_a, c_b); break;
+            case 3: weigh_all_values(a, c0, scores, rows, r0, 3, c_a, c_b); break;
+            default: weigh_all_values(a, c0, scores, rows, r0, 4, c_a, c_b); break;
+            }
+        }
+        for (int r = 0; r < n_rows; r++)
+            for (int64_t d = dv8; d < dv; d++)
+                for (int64_t c = rows[r].a; c < rows[r].b; c++)
+                    rows[r].out[d] += scores[r][c] * load1(a->values, a->kv_type, (int64_t)a->cells[c0 + c] * a->stride + d);
+    }
+    for (int r = 0; r < n_rows; r++) {
+        const float inv = rows[r].sum > 0.f ? 1.f / rows[r].sum : 0.f;
+        for (int64_t d = 0; d < dv; d++) rows[r].out[d] *= inv;
     }
 }
 
 void sp_attention_avx2(const sp_attention_args *a) {
-    const int64_t n = a->n_q_heads > 0 ? a->n_q_heads : 1;
-    for (int64_t h0 = 0; h0 < n; h0 += 8) {
-        const int G = n - h0 < 8 ? (int)(n - h0) : 8;
-        if (G == 1) attend_direct(a, h0, 1);
-        else if (G == 2) attend_direct(a, h0, 2);
-        else attend_group(a, h0, G);
+    const int64_t n_heads = a->n_q_heads > 0 ? a->n_q_heads : 1, n_tokens = a->n_tokens > 0 ? a->n_tokens : 1;
+    if (tile_cells(a->head_dim_k) == 0) { /* heads wider than any model's: a tile would not fit */
+        sp_attention_portable(a);
+        return;
+    }
+    const int64_t heads = n_heads < MAX_HEADS ? n_heads : MAX_HEADS, tokens = MAX_ROWS / heads;
+    for (int64_t h0 = 0; h0 < n_heads; h0 += heads) {
+        const int64_t nh = n_heads - h0 < heads ? n_heads - h0 : heads;
+        for (int64_t i0 = 0; i0 < n_tokens; i0 += tokens) {
+            const int64_t ni = n_tokens - i0 < tokens ? n_tokens - i0 : tokens;
+            query_row rows[MAX_ROWS];
+            int n_rows = 0;
+            for (int64_t i = i0; i < i0 + ni; i++) {
+                const sp_cell_range range = sp_attention_range(a, i);
+                for (int64_t h = h0; h < h0 + nh; h++)
+                    rows[n_rows++] = (query_row){.q = a->q + i * a->q_stride + h * a->head_dim_k,
+                                                .out = a->out + i * a->out_stride + h * a->head_dim_v,
+                                                .lo = range.begin,
+                                                .hi = range.end};
+            }
+            attend_rows(a, rows, n_rows);
+        }
     }
 }

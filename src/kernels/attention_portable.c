@@ -1,4 +1,4 @@
-/* One query head against its sequence's cached keys and values, in one pass
+/* Each query head of each token against its sequence's cached keys and values, in one pass
  * with a running maximum (online softmax), for any number of cells. */
 #include <math.h>
 
@@ -9,10 +9,10 @@ static float kv_at(const void *base, sp_kv_type type, int64_t idx) {
     return type == SP_KV_F32 ? ((const float *)base)[idx] : sp_fp16_to_fp32(((const uint16_t *)base)[idx]);
 }
 
-static void attend_one(const sp_attention_args *a) {
+static void attend_one(const sp_attention_args *a, sp_cell_range range) {
     float max = -INFINITY, sum = 0.f;
     for (int64_t d = 0; d < a->head_dim_v; d++) a->out[d] = 0.f;
-    for (int64_t c = 0; c < a->n_cells; c++) {
+    for (int64_t c = range.begin; c < range.end; c++) {
         const int64_t cell = (int64_t)a->cells[c] * a->stride;
         float s = 0.f;
         for (int64_t d = 0; d < a->head_dim_k; d++) s += a->q[d] * kv_at(a->keys, a->kv_type, cell + d);
@@ -36,12 +36,12 @@ static void attend_one(const sp_attention_args *a) {
 }
 
 void sp_attention_portable(const sp_attention_args *a) {
-    const int64_t n = a->n_q_heads > 0 ? a->n_q_heads : 1;
-    for (int64_t h = 0; h < n; h++) {
-        sp_attention_args one = *a;
-        one.q = a->q + h * a->head_dim_k;
-        one.out = a->out + h * a->head_dim_v;
-        one.n_q_heads = 1;
-        attend_one(&one);
-    }
+    const int64_t n_heads = a->n_q_heads > 0 ? a->n_q_heads : 1, n_tokens = a->n_tokens > 0 ? a->n_tokens : 1;
+    for (int64_t i = 0; i < n_tokens; i++)
+        for (int64_t h = 0; h < n_heads; h++) {
+            sp_attention_args one = *a;
+            one.q = a->q + i * a->q_stride + h * a->head_dim_k;
+            one.out = a->out + i * a->out_stride + h * a->head_dim_v;
+            attend_one(&one, sp_attention_range(a, i));
+        }
 }

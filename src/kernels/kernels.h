@@ -22,13 +22,22 @@ typedef struct sp_weight {
 
 typedef enum sp_kv_type { SP_KV_F32 = 0, SP_KV_F16 = 1 } sp_kv_type;
 
+/* The part of a cell list one query token sees: entries [begin, end). */
+typedef struct sp_cell_range {
+    int32_t begin, end;
+} sp_cell_range;
+
 /* Attention of the query heads that share one KV head (grouped-query
- * attention; n_q_heads 0 means 1): softmax(q.k * scale (soft-capped)) . v
- * over the listed cache cells, with an online softmax (the score vector is
- * never stored). keys/values point at cell 0 of this KV head; a cell's
- * vector is `stride` elements further per cell. Head h's query is at
- * q + h * head_dim_k and its output at out + h * head_dim_v. Each head's
- * result is the same computed alone or in a group. */
+ * attention; n_q_heads 0 means 1), for one query token or several of one
+ * sequence (n_tokens 0 means 1): softmax(q.k * scale (soft-capped)) . v
+ * over the cache cells the token sees, with an online softmax (the score
+ * vector is never stored). keys/values point at cell 0 of this KV head; a
+ * cell's vector is `stride` elements further per cell. Token i's head h
+ * reads its query at q + i * q_stride + h * head_dim_k and writes its
+ * output at out + i * out_stride + h * head_dim_v; it sees entries
+ * ranges[i] of `cells` (ranges NULL: all n_cells of them). Each (token,
+ * head)'s result is the same whatever else the call holds: a head alone or
+ * in a group, a token alone or among others. */
 typedef struct sp_attention_args {
     const float *q;        /* head_dim_k per head */
     const void *keys, *values;
@@ -40,7 +49,15 @@ typedef struct sp_attention_args {
     float scale, softcap;  /* softcap 0: none */
     float *out;            /* head_dim_v per head */
     int64_t n_q_heads;     /* heads that share the KV head (0: 1) */
+    int64_t n_tokens;      /* query tokens (0: 1) */
+    int64_t q_stride, out_stride; /* floats between tokens' queries, outputs */
+    const sp_cell_range *ranges;  /* per token (NULL: [0, n_cells) for all) */
 } sp_attention_args;
+
+/* Token i's part of the cell list. */
+static inline sp_cell_range sp_attention_range(const sp_attention_args *a, int64_t i) {
+    return a->ranges ? a->ranges[i] : (sp_cell_range){0, (int32_t)a->n_cells};
+}
 
 /* Floats of per-thread scratch a matmul over rows of n_in elements may use:
  * decoded rows, or the 8-bit activations of a tile of 32 tokens (40 bytes
