@@ -415,6 +415,8 @@ int main(void) {
     check_attention_tokens_level("generic");
     check_attention_level("avx2");
     check_attention_tokens_level("avx2");
+    check_attention_level("avx512");
+    check_attention_tokens_level("avx512");
     check_activation_level("avx2");
     check_batch_invariance("generic");
     check_batch_invariance("avx2");
