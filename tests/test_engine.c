@@ -120,6 +120,35 @@ static void test_batching(void) {
         if (i < nb) worst = fmax(worst, max_diff(together + (size_t)(k++) * V, alone_b + (size_t)i * V, V));
     }
     CHECK_MSG(worst <= 1e-5, "two sequences in one batch differ from each alone by %g", worst);
+    /* logits for a few tokens only (the last layer runs for those alone):
+     * the rows that come back are those tokens', in batch order */
+    sp_kv_clear(&ctx.kv, 0);
+    sp_kv_clear(&ctx.kv, 1);
+    const float *want[16];
+    int n_want = 0;
+    k = 0;
+    for (int i = 0; i < na || i < nb; i++) {
+        if (i < na) {
+            batch[k++] = (sp_batch_token){a[i], i, 0, i == 2 || i == na - 1};
+            if (batch[k - 1].logits) want[n_want++] = alone_a + (size_t)i * V;
+        }
+        if (i < nb) {
+            batch[k++] = (sp_batch_token){b[i], i, 1, i == 4};
+            if (batch[k - 1].logits) want[n_want++] = alone_b + (size_t)i * V;
+        }
+    }
+    CHECK(sp_forward(&ctx, batch, k, together) == SPROUT_OK);
+    worst = 0;
+    for (int i = 0; i < n_want; i++) worst = fmax(worst, max_diff(together + (size_t)i * V, want[i], V));
+    CHECK_MSG(n_want == 3 && worst <= 1e-5, "logits of some tokens differ from all tokens' by %g", worst);
+    /* a prompt that wants no logits still fills the cache for the next token */
+    sp_kv_clear(&ctx.kv, 0);
+    sp_kv_clear(&ctx.kv, 1);
+    for (int i = 0; i < na - 1; i++) batch[i] = (sp_batch_token){a[i], i, 0, false};
+    CHECK(sp_forward(&ctx, batch, na - 1, NULL) == SPROUT_OK);
+    batch[0] = (sp_batch_token){a[na - 1], na - 1, 0, true};
+    CHECK(sp_forward(&ctx, batch, 1, stepwise) == SPROUT_OK);
+    CHECK_MSG(max_diff(stepwise, alone_a + (size_t)(na - 1) * V, V) <= 1e-5, "after a prompt without logits the next token differs");
     /* the same prompt token by token */
     sp_kv_clear(&ctx.kv, 0);
     sp_kv_clear(&ctx.kv, 1);

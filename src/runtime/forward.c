@@ -421,11 +421,37 @@ sprout_status sp_forward(sp_context *ctx, const sp_batch_token *batch, int32_t n
             for (int64_t i = 0; i < e; i++) x[i] *= hp->embd_scale;
     }
 
+    const sp_batch_token *layer_batch = batch;
     for (int il = 0; il < hp->n_layer; il++) {
-        const layer_step step = {&m->layers[il], batch, il};
+        layer_step step = {&m->layers[il], layer_batch, il};
         for_each_token(ctx, n, 2 * e, attn_norm_stage, &step);
         attention_inputs(ctx, &step, n);
-        attention_job aj = {ctx, batch, n, il};
+        if (il == hp->n_layer - 1) {
+            /* every token's k and v are in the cache now; the rest of the
+             * last layer matters only where logits are wanted (in a prompt,
+             * one token of hundreds): those tokens' rows move to the front
+             * and the layer goes on with them alone */
+            int32_t kept = 0;
+            for (int32_t t = 0; t < n; t++) {
+                if (!batch[t].logits || !logits) continue;
+                if (kept != t) {
+                    memcpy(ctx->q + (int64_t)kept * hp->n_head * hp->head_dim_k, ctx->q + (int64_t)t * hp->n_head * hp->head_dim_k,
+                           (size_t)(hp->n_head * hp->head_dim_k) * sizeof(float));
+                    memcpy(ctx->x + kept * e, ctx->x + t * e, (size_t)e * sizeof(float));
+                    if (hp->parallel_block) { /* its FFN reads the attention norm's h */
+                        memcpy(ctx->h + kept * e, ctx->h + t * e, (size_t)e * sizeof(float));
+                        if (ctx->hq) memcpy((char *)ctx->hq + (size_t)kept * (size_t)(e / 32) * SP_ACT_BLOCK_BYTES,
+                                            (char *)ctx->hq + (size_t)t * (size_t)(e / 32) * SP_ACT_BLOCK_BYTES,
+                                            (size_t)(e / 32) * SP_ACT_BLOCK_BYTES);
+                    }
+                }
+                ctx->kept[kept++] = batch[t];
+            }
+            if (kept == 0) return SPROUT_OK;
+            n = kept;
+            step.batch = layer_batch = ctx->kept;
+        }
+        attention_job aj = {ctx, layer_batch, n, il};
         const int64_t attn_work = (int64_t)n * hp->n_head * hp->head_dim_k * (ctx->kv.n_cells - ctx->kv.n_free);
         if (attn_work < PARALLEL_MIN_WORK) attention_worker(&aj, 0, 1);
         else sp_threadpool_run(ctx->pool, attention_worker, &aj);
@@ -439,7 +465,7 @@ sprout_status sp_forward(sp_context *ctx, const sp_batch_token *batch, int32_t n
     /* logits for the tokens that want them: gather, norm, project */
     int32_t n_out = 0;
     for (int32_t t = 0; t < n; t++)
-        if (batch[t].logits) norm_into_h(ctx, n_out++, ctx->x + t * e, m->output_norm, m->output_norm_b);
+        if (layer_batch[t].logits) norm_into_h(ctx, n_out++, ctx->x + t * e, m->output_norm, m->output_norm_b);
     if (n_out > 0 && logits) {
         matmul(ctx, &m->output, ctx->h, e, ctx->hq, n_out, logits, hp->n_vocab);
         add_bias(logits, m->output_b, n_out, hp->n_vocab, hp->n_vocab);
@@ -484,6 +510,7 @@ sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_
     ctx->ff_a = malloc((size_t)(nb * f) * sizeof(float));
     ctx->ff_b = malloc((size_t)(nb * 2 * f) * sizeof(float));
     ctx->cells = malloc((size_t)nb * sizeof(int32_t));
+    ctx->kept = malloc((size_t)nb * sizeof *ctx->kept);
     bool quantized_ok = true;
     if (ctx->kernels->quantize) {
         /* a row of width w is w / 32 blocks; attention quantizes each run of heads, so a head must be whole blocks */
@@ -498,7 +525,7 @@ sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_
     ctx->scratch_stride = sp_matmul_scratch_floats(widest);
     ctx->scratch = malloc((size_t)(ctx->scratch_stride * sp_threadpool_size(ctx->pool)) * sizeof(float));
     if (!ctx->x || !ctx->h || !ctx->o || !ctx->ff_out || !ctx->q || !ctx->k || !ctx->v || !ctx->qkv || !ctx->attn || !ctx->ff_a ||
-        !ctx->ff_b || !ctx->cells || !ctx->scratch || !quantized_ok) {
+        !ctx->ff_b || !ctx->cells || !ctx->kept || !ctx->scratch || !quantized_ok) {
         sp_context_free(ctx);
         return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory for activations (batch of %d)", n_batch);
     }
@@ -512,6 +539,7 @@ void sp_context_free(sp_context *ctx) {
     float *bufs[] = {ctx->x, ctx->h, ctx->o, ctx->ff_out, ctx->q, ctx->k, ctx->v, ctx->qkv, ctx->attn, ctx->ff_a, ctx->ff_b, ctx->scratch};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(ctx->cells);
+    free(ctx->kept);
     free(ctx->hq);
     free(ctx->attnq);
     free(ctx->ff_aq);

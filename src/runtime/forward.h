@@ -34,6 +34,7 @@ typedef struct sp_context {
     float *scratch;          /* per thread: one decoded weight row */
     int64_t scratch_stride;
     int32_t *cells;          /* the cell of each batch token */
+    sp_batch_token *kept;    /* the last layer's tokens: those whose logits are wanted */
 } sp_context;
 
 sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_t n_ctx, int32_t n_batch, int32_t n_seq,
