@@ -112,11 +112,17 @@ static void matmul(const sp_context *ctx, const sp_weight *w, const float *x, in
     else sp_threadpool_run(ctx->pool, matmul_worker, &j);
 }
 
+/* Where element `at` of row t starts in a buffer of quantized blocks whose
+ * rows are `width` elements (at a multiple of 32). */
+static inline char *quantized_at(void *q, int64_t width, int64_t t, int64_t at) {
+    return (char *)q + (size_t)((t * width + at) / 32) * SP_ACT_BLOCK_BYTES;
+}
+
 /* x (width elements, token t's row) into row t of q, a buffer of the
  * level's quantized blocks: where the activation is made, while it is in
  * cache. Nothing where q is NULL. */
 static void quantize_row(const sp_context *ctx, void *q, const float *x, int64_t width, int32_t t) {
-    if (q) ctx->kernels->quantize(x, width, (char *)q + (size_t)t * (size_t)(width / 32) * SP_ACT_BLOCK_BYTES);
+    if (q) ctx->kernels->quantize(x, width, quantized_at(q, width, t, 0));
 }
 
 /* Element-wise stages (norms, RoPE, activations, residuals) are per token:
@@ -170,7 +176,7 @@ static void attention_worker(void *p, int ith, int nth) {
      * are too few jobs to keep every thread busy (one token of a
      * multi-query model) */
     const int64_t group = hp->n_head / hp->n_head_kv;
-    const int64_t window = ATTENTION_WINDOW / (group < 8 ? group : 8) > 0 ? ATTENTION_WINDOW / (group < 8 ? group : 8) : 1;
+    const int64_t window = ATTENTION_WINDOW / (group < 8 ? group : 8); /* the kernel takes up to 8 heads a block */
     const int64_t n_windows = (j->n + window - 1) / window, pairs = n_windows * hp->n_head_kv;
     int64_t runs = pairs >= 2 * nth ? 1 : (2 * nth + pairs - 1) / pairs;
     if (runs > group) runs = group;
@@ -216,7 +222,7 @@ static void attention_worker(void *p, int ith, int nth) {
             if (ctx->attnq) /* heads of whole blocks (checked at setup): this run's are its own blocks */
                 for (int32_t t = t0; t < t1; t++)
                     ctx->kernels->quantize(ctx->attn + t * out_row + head * hp->head_dim_v, n_heads * hp->head_dim_v,
-                                           (char *)ctx->attnq + (size_t)((t * hp->n_head + head) * hp->head_dim_v / 32) * SP_ACT_BLOCK_BYTES);
+                                           quantized_at(ctx->attnq, out_row, t, head * hp->head_dim_v));
         }
     }
 }
@@ -396,6 +402,29 @@ static void ffn_out_stage(sp_context *ctx, const void *arg, int32_t t0, int32_t 
     }
 }
 
+/* The rest of the last layer matters only where logits are wanted (in a
+ * prompt, one token of hundreds): those tokens' rows (q, x, and for
+ * parallel blocks the FFN's input h) move to the front, their batch entries
+ * into ctx->kept, and the layer goes on with them alone. Returns how many. */
+static int32_t keep_logit_rows(sp_context *ctx, const sp_batch_token *batch, int32_t n, bool want_logits) {
+    const sp_hparams *hp = &ctx->model->hp;
+    const int64_t e = hp->n_embd, nq = (int64_t)hp->n_head * hp->head_dim_k;
+    int32_t kept = 0;
+    for (int32_t t = 0; t < n && want_logits; t++) {
+        if (!batch[t].logits) continue;
+        if (kept != t) {
+            memcpy(ctx->q + kept * nq, ctx->q + t * nq, (size_t)nq * sizeof(float));
+            memcpy(ctx->x + kept * e, ctx->x + t * e, (size_t)e * sizeof(float));
+            if (hp->parallel_block) {
+                memcpy(ctx->h + kept * e, ctx->h + t * e, (size_t)e * sizeof(float));
+                if (ctx->hq) memcpy(quantized_at(ctx->hq, e, kept, 0), quantized_at(ctx->hq, e, t, 0), (size_t)(e / 32) * SP_ACT_BLOCK_BYTES);
+            }
+        }
+        ctx->kept[kept++] = batch[t];
+    }
+    return kept;
+}
+
 sprout_status sp_forward(sp_context *ctx, const sp_batch_token *batch, int32_t n, float *logits) {
     sprout_status st = check_batch(ctx, batch, n);
     if (st != SPROUT_OK) return st;
@@ -426,29 +455,9 @@ sprout_status sp_forward(sp_context *ctx, const sp_batch_token *batch, int32_t n
         layer_step step = {&m->layers[il], layer_batch, il};
         for_each_token(ctx, n, 2 * e, attn_norm_stage, &step);
         attention_inputs(ctx, &step, n);
-        if (il == hp->n_layer - 1) {
-            /* every token's k and v are in the cache now; the rest of the
-             * last layer matters only where logits are wanted (in a prompt,
-             * one token of hundreds): those tokens' rows move to the front
-             * and the layer goes on with them alone */
-            int32_t kept = 0;
-            for (int32_t t = 0; t < n; t++) {
-                if (!batch[t].logits || !logits) continue;
-                if (kept != t) {
-                    memcpy(ctx->q + (int64_t)kept * hp->n_head * hp->head_dim_k, ctx->q + (int64_t)t * hp->n_head * hp->head_dim_k,
-                           (size_t)(hp->n_head * hp->head_dim_k) * sizeof(float));
-                    memcpy(ctx->x + kept * e, ctx->x + t * e, (size_t)e * sizeof(float));
-                    if (hp->parallel_block) { /* its FFN reads the attention norm's h */
-                        memcpy(ctx->h + kept * e, ctx->h + t * e, (size_t)e * sizeof(float));
-                        if (ctx->hq) memcpy((char *)ctx->hq + (size_t)kept * (size_t)(e / 32) * SP_ACT_BLOCK_BYTES,
-                                            (char *)ctx->hq + (size_t)t * (size_t)(e / 32) * SP_ACT_BLOCK_BYTES,
-                                            (size_t)(e / 32) * SP_ACT_BLOCK_BYTES);
-                    }
-                }
-                ctx->kept[kept++] = batch[t];
-            }
-            if (kept == 0) return SPROUT_OK;
-            n = kept;
+        if (il == hp->n_layer - 1) { /* every token's k and v are in the cache now */
+            n = keep_logit_rows(ctx, batch, n, logits != NULL);
+            if (n == 0) return SPROUT_OK;
             step.batch = layer_batch = ctx->kept;
         }
         attention_job aj = {ctx, layer_batch, n, il};
