@@ -124,13 +124,6 @@ static inline void unpack_q6_K_half(const uint8_t *ql, const uint8_t *qh, __m256
                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), two), 4));
 }
 
-
-
-
-
-
-/* One int8-path row against one token's activation blocks. */
-
 /* --- blocks in lanes (Q4_0, Q8_0) -------------------------------------------------------------
  * One row against a tile of tokens, eight blocks at a time, each block in
  * its own int32 lane: the eight blocks' levels are transposed (vector m
@@ -442,6 +435,15 @@ static void prepare_act_tile(act_tile *at, int64_t t, int sum_factor, bool split
 }
 
 
+/* One token against a K-quant super-block's eight runs of 32 levels in
+ * element order (lv): p[j] holds run j's products summed in fours, for a
+ * horizontal sum to finish (the one-token path, without the transposes). */
+static inline __attribute__((always_inline)) void super_block_dots(const __m256i lv[8], const act_tile *at, int64_t t, int64_t b,
+                                                                   __m256i p[8]) {
+    const act_block *a = at->blocks + t * at->nb + 8 * b;
+    for (int j = 0; j < 8; j++) p[j] = dot_u8_i8(lv[j], _mm256_loadu_si256((const __m256i *)a[j].qs));
+}
+
 /* The eight 6-bit scales (bytes 0-7) and mins (bytes 8-15) of a K-quant
  * super-block's 12 packed bytes, as sp_q4k_scale_min unpacks them one by
  * one: two byte shuffles place the low parts and the top two bits. The
@@ -502,9 +504,8 @@ static inline __attribute__((always_inline)) void affine_k_group(sprout_type typ
                 for (int j = 0; j < 8; j++) part[j & 1] = dot_u8_i8_acc(part[j & 1], v[j], _mm256_loadu_si256(y + j));
                 sums = _mm256_add_epi32(part[0], part[1]);
             } else {
-                const act_block *a = at->blocks + (t0 + k) * at->nb + 8 * b;
                 __m256i p[8];
-                for (int j = 0; j < 8; j++) p[j] = dot_u8_i8(lv[j], _mm256_loadu_si256((const __m256i *)a[j].qs));
+                super_block_dots(lv, at, t0 + k, b, p);
                 sums = sum_lanes8(p);
             }
             const __m256 ad = _mm256_loadu_ps(c->d);
@@ -552,9 +553,8 @@ static inline __attribute__((always_inline)) void q6_K_group(const sp_block_q6_K
                 /* lanes 0-3 of block j's dot hold its first 16 elements, 4-7 its last:
                  * two levels of pairwise adds leave [first halves | last halves] of
                  * four blocks per vector */
-                const act_block *a = at->blocks + (t0 + k) * at->nb + 8 * b;
                 __m256i p[8];
-                for (int j = 0; j < 8; j++) p[j] = dot_u8_i8(lv[j], _mm256_loadu_si256((const __m256i *)a[j].qs));
+                super_block_dots(lv, at, t0 + k, b, p);
                 const __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
                 const __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
                 lo = _mm256_add_epi32(lo, _mm256_permute2x128_si256(h0, h1, 0x20));
