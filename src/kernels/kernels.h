@@ -59,14 +59,22 @@ static inline sp_cell_range sp_attention_range(const sp_attention_args *a, int64
     return a->ranges ? a->ranges[i] : (sp_cell_range){0, (int32_t)a->n_cells};
 }
 
+/* F16 weight rows are dotted with the activations rounded to F16 (to
+ * nearest even), at every level: llama.cpp computes F16 matmuls so (F16 is
+ * its vec_dot_type for F16 weights), and a one-token row then reads half
+ * the bytes of activations (F16 decode, 1 thread: 9.8 -> 12 tokens/s).
+ * Those rounded activations of a block of tokens, widened back to floats
+ * (exactly), take up to this many floats of scratch beside a decoded row. */
+#define SP_ROUNDED_BLOCK_FLOATS (128 << 10)
+
 /* Floats of per-thread scratch a matmul over rows of n_in elements may use:
  * decoded rows, or the 8-bit activations of a tile of 32 tokens (40 bytes
  * per 32 elements each, plus 48 for a transposed copy with its scales and
  * sums, padded to a multiple of 8 blocks and a chunk per 256 elements,
- * aligned to a cache line).
+ * aligned to a cache line), and a block of rounded activations.
  * Callers size their scratch with it once, so no kernel allocates inside
  * the token loop. */
-static inline int64_t sp_matmul_scratch_floats(int64_t n_in) { return 23 * n_in + 13 * 32 * 8 + 64; }
+static inline int64_t sp_matmul_scratch_floats(int64_t n_in) { return 23 * n_in + 13 * 32 * 8 + 64 + SP_ROUNDED_BLOCK_FLOATS; }
 
 /* Bytes of every level's quantized activations per 32 elements: a float
  * scale, four bytes of sums and 32 levels (each level lays them out its
@@ -102,6 +110,11 @@ const sp_kernels *sp_kernels_portable(void);
 
 void sp_matmul_portable(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                         int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
+/* The float path of the portable and NEON levels: each row decoded once
+ * per block of tokens into scratch, dotted with every token by dot_fn
+ * (F16 rows with the tokens' rounded activations). */
+void sp_matmul_float_rows(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
+                          int64_t o0, int64_t o1, float *scratch, float (*dot_fn)(const float *row, const float *x, int64_t n));
 void sp_attention_portable(const sp_attention_args *a);
 void sp_activation_portable(sp_activation kind, const float *x, const float *up, float *out, int64_t n);
 /* 64-bit Arm with NEON and the dot-product extension (matmul_neon.c). */

@@ -715,9 +715,15 @@ static inline float float_at(float_format f, const void *row, int64_t j) {
                             : sp_bf16_to_fp32(((const uint16_t *)row)[j]);
 }
 
+/* Token activations as floats, or as halves (F16 rows' rounded
+ * activations for one token: half the bytes to read per row). */
+static inline float x_at(bool x_half, const void *x, int64_t j) {
+    return x_half ? sp_fp16_to_fp32(((const uint16_t *)x)[j]) : ((const float *)x)[j];
+}
+
 /* sum plus row[j] * x[j] for j in [from, n), in order: a tile's tail. */
-static inline float float_row_tail(float_format f, const void *row, const float *x, int64_t from, int64_t n, float sum) {
-    for (int64_t j = from; j < n; j++) sum += float_at(f, row, j) * x[j];
+static inline float float_row_tail(float_format f, const void *row, bool x_half, const void *x, int64_t from, int64_t n, float sum) {
+    for (int64_t j = from; j < n; j++) sum += float_at(f, row, j) * x_at(x_half, x, j);
     return sum;
 }
 
@@ -727,8 +733,8 @@ static inline float float_row_tail(float_format f, const void *row, const float 
  * hold a tile of 4 rows by 6 tokens. */
 #define FLOAT_TILE_ROWS 4
 #define FLOAT_TILE_TOKENS 6
-static inline __attribute__((always_inline)) void float_tile(float_format f, const void *const rows[], const int R, const float *const xs[],
-                                                             const int T, int64_t n, float *out) {
+static inline __attribute__((always_inline)) void float_tile(float_format f, const void *const rows[], const int R, bool x_half,
+                                                             const void *const xs[], const int T, int64_t n, float *out) {
     __m512 acc[FLOAT_TILE_ROWS][FLOAT_TILE_TOKENS];
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
@@ -741,14 +747,15 @@ static inline __attribute__((always_inline)) void float_tile(float_format f, con
                                             _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)rows[r] + i))), 16))
                                       : _mm512_loadu_ps((const float *)rows[r] + i);
         for (int t = 0; t < T; t++) {
-            const __m512 xv = _mm512_loadu_ps(xs[t] + i);
+            const __m512 xv = x_half ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)xs[t] + i)))
+                                     : _mm512_loadu_ps((const float *)xs[t] + i);
             for (int r = 0; r < R; r++) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
         }
     }
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) {
             const __m256 half = _mm256_add_ps(_mm512_castps512_ps256(acc[r][t]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r][t]), 1)));
-            out[r * T + t] = float_row_tail(f, rows[r], xs[t], i, n, hsum256(half));
+            out[r * T + t] = float_row_tail(f, rows[r], x_half, xs[t], i, n, hsum256(half));
         }
 }
 
@@ -764,8 +771,8 @@ static inline __attribute__((always_inline)) void float_tile(float_format f, con
  * tokens. */
 #define FLOAT_TILE_ROWS 2
 #define FLOAT_TILE_TOKENS 3
-static inline __attribute__((always_inline)) void float_tile(float_format f, const void *const rows[], const int R, const float *const xs[],
-                                                             const int T, int64_t n, float *out) {
+static inline __attribute__((always_inline)) void float_tile(float_format f, const void *const rows[], const int R, bool x_half,
+                                                             const void *const xs[], const int T, int64_t n, float *out) {
     __m256 acc[FLOAT_TILE_ROWS][FLOAT_TILE_TOKENS][2];
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) acc[r][t][0] = acc[r][t][1] = _mm256_setzero_ps();
@@ -779,13 +786,14 @@ static inline __attribute__((always_inline)) void float_tile(float_format f, con
                                                 _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)rows[r] + i + 8 * h))), 16))
                                           : _mm256_loadu_ps((const float *)rows[r] + i + 8 * h);
             for (int t = 0; t < T; t++) {
-                const __m256 xv = _mm256_loadu_ps(xs[t] + i + 8 * h);
+                const __m256 xv = x_half ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)xs[t] + i + 8 * h)))
+                                         : _mm256_loadu_ps((const float *)xs[t] + i + 8 * h);
                 for (int r = 0; r < R; r++) acc[r][t][h] = _mm256_fmadd_ps(wv[r], xv, acc[r][t][h]);
             }
         }
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) {
-            out[r * T + t] = float_row_tail(f, rows[r], xs[t], i, n, hsum256(_mm256_add_ps(acc[r][t][0], acc[r][t][1])));
+            out[r * T + t] = float_row_tail(f, rows[r], x_half, xs[t], i, n, hsum256(_mm256_add_ps(acc[r][t][0], acc[r][t][1])));
         }
 }
 
@@ -794,13 +802,19 @@ static inline __attribute__((always_inline)) void float_tile(float_format f, con
 #endif
 
 /* A tile of any shape used: a copy per shape, so that each one's loops
- * unroll and its accumulators stay in registers. */
-static void float_tile_any(float_format f, const void *const rows[], int R, const float *const xs[], int T, int64_t n, float *out) {
+ * unroll and its accumulators stay in registers. Activations as halves
+ * only for one F16 row and one token (decode). */
+static void float_tile_any(float_format f, const void *const rows[], int R, bool x_half, const void *const xs[], int T, int64_t n,
+                           float *out) {
+    if (x_half) {
+        float_tile(FLOAT_F16, rows, 1, true, xs, 1, n, out);
+        return;
+    }
 #define SHAPE(RR, TT)                                                                      \
     case (RR) * 8 + (TT):                                                                  \
-        if (f == FLOAT_F16) float_tile(FLOAT_F16, rows, RR, xs, TT, n, out);               \
-        else if (f == FLOAT_BF16) float_tile(FLOAT_BF16, rows, RR, xs, TT, n, out);        \
-        else float_tile(FLOAT_F32, rows, RR, xs, TT, n, out);                              \
+        if (f == FLOAT_F16) float_tile(FLOAT_F16, rows, RR, false, xs, TT, n, out);        \
+        else if (f == FLOAT_BF16) float_tile(FLOAT_BF16, rows, RR, false, xs, TT, n, out); \
+        else float_tile(FLOAT_F32, rows, RR, false, xs, TT, n, out);                       \
         return;
     switch (R * 8 + T) {
         FLOAT_TILE_SHAPES
@@ -809,12 +823,13 @@ static void float_tile_any(float_format f, const void *const rows[], int R, cons
 #undef SHAPE
 }
 
-/* Rows [o0, o1) against tokens [tb, tb_end). */
-static void float_rows_block(const sp_weight *w, const float *x, int64_t x_stride, int64_t tb, int64_t tb_end, float *y, int64_t y_stride,
+/* Rows [o0, o1) against tokens [0, n_tokens) of x (halves: one token). */
+static void float_rows_block(const sp_weight *w, bool x_half, const void *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
                              int64_t o0, int64_t o1, int rows_per_tile, float *scratch) {
     /* F16 and BF16 widen in registers; other types are decoded to F32 */
     const bool direct = w->type == SPROUT_TYPE_F16 || w->type == SPROUT_TYPE_BF16 || w->type == SPROUT_TYPE_F32;
     const float_format f = w->type == SPROUT_TYPE_F16 ? FLOAT_F16 : w->type == SPROUT_TYPE_BF16 ? FLOAT_BF16 : FLOAT_F32;
+    const size_t x_bytes = x_half ? sizeof(uint16_t) : sizeof(float);
     for (int64_t o = o0, R; o < o1; o += R) {
         R = o1 - o < rows_per_tile ? 1 : rows_per_tile; /* a partial tile of rows goes one row at a time */
         const void *rows[FLOAT_TILE_ROWS];
@@ -826,27 +841,54 @@ static void float_rows_block(const sp_weight *w, const float *x, int64_t x_strid
                 rows[r] = scratch + (size_t)r * (size_t)w->n_in;
             }
         }
-        for (int64_t t0 = tb; t0 < tb_end; t0 += FLOAT_TILE_TOKENS) {
-            const int T = tb_end - t0 < FLOAT_TILE_TOKENS ? (int)(tb_end - t0) : FLOAT_TILE_TOKENS;
-            const float *xs[FLOAT_TILE_TOKENS];
-            for (int t = 0; t < T; t++) xs[t] = x + (t0 + t) * x_stride;
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += FLOAT_TILE_TOKENS) {
+            const int T = n_tokens - t0 < FLOAT_TILE_TOKENS ? (int)(n_tokens - t0) : FLOAT_TILE_TOKENS;
+            const void *xs[FLOAT_TILE_TOKENS];
+            for (int t = 0; t < T; t++) xs[t] = (const char *)x + (size_t)((t0 + t) * x_stride) * x_bytes;
             float out[FLOAT_TILE_ROWS * FLOAT_TILE_TOKENS];
-            float_tile_any(f, rows, R, xs, T, w->n_in, out);
+            float_tile_any(f, rows, R, x_half, xs, T, w->n_in, out);
             for (int r = 0; r < R; r++)
                 for (int t = 0; t < T; t++) y[(t0 + t) * y_stride + o + r] = out[r * T + t];
         }
     }
 }
 
+/* F16 rows' activations (kernels.h): rounded to halves, kept as halves or
+ * widened back to floats (exactly), the same values either way. */
+static void narrow_to_f16(const float *x, int64_t n, uint16_t *out) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm_storeu_si128((__m128i *)(out + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) out[i] = sp_fp32_to_fp16(x[i]);
+}
+
+static void round_to_f16(const float *x, int64_t n, float *out) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
+    for (; i < n; i++) out[i] = sp_fp16_round(x[i]);
+}
+
 static void matmul_float(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride, int64_t o0,
                          int64_t o1, float *scratch) {
-    const int rows_per_tile = n_tokens == 1 ? 1 : FLOAT_TILE_ROWS;
-    /* the tokens of a block stay in L2 (half of a 1 MiB one) while every row passes */
+    const bool round_x = w->type == SPROUT_TYPE_F16;
+    if (n_tokens == 1) { /* one row at a time: concurrent row streams cost decode speed */
+        if (round_x) narrow_to_f16(x, w->n_in, (uint16_t *)scratch);
+        float_rows_block(w, round_x, round_x ? (const void *)scratch : x, x_stride, 1, y, y_stride, o0, o1, 1, scratch);
+        return;
+    }
+    /* the tokens of a block stay in L2 (half of a 1 MiB one) while every
+     * row passes; an F16 row's rounded block fits SP_ROUNDED_BLOCK_FLOATS */
     int64_t block = (512 << 10) / (w->n_in * (int64_t)sizeof(float)) / FLOAT_TILE_TOKENS * FLOAT_TILE_TOKENS;
     if (block < FLOAT_TILE_TOKENS) block = FLOAT_TILE_TOKENS;
     for (int64_t tb = 0; tb < n_tokens; tb += block) {
-        const int64_t tb_end = n_tokens - tb < block ? n_tokens : tb + block;
-        float_rows_block(w, x, x_stride, tb, tb_end, y, y_stride, o0, o1, rows_per_tile, scratch);
+        const int64_t tn = n_tokens - tb < block ? n_tokens - tb : block;
+        const float *xb = x + tb * x_stride;
+        int64_t xb_stride = x_stride;
+        if (round_x) {
+            for (int64_t t = 0; t < tn; t++) round_to_f16(xb + t * x_stride, w->n_in, scratch + t * w->n_in);
+            xb = scratch;
+            xb_stride = w->n_in;
+        }
+        float_rows_block(w, false, xb, xb_stride, tn, y + tb * y_stride, y_stride, o0, o1, FLOAT_TILE_ROWS, scratch);
     }
 }
 

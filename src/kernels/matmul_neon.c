@@ -241,12 +241,5 @@ void sp_matmul_neon(const sp_weight *w, const float *x, int64_t x_stride, const 
         }
         return;
     }
-    const sp_type_traits *traits = sp_type_traits_of(w->type);
-    for (int64_t o = o0; o < o1; o++) {
-        const uint8_t *row = w->data + (size_t)o * w->row_bytes;
-        const float *r = scratch;
-        if (w->type == SPROUT_TYPE_F32 && ((uintptr_t)row & 3) == 0) r = (const float *)row;
-        else traits->dequantize(row, scratch, w->n_in);
-        for (int64_t t = 0; t < n_tokens; t++) y[t * y_stride + o] = dot_f32(r, x + t * x_stride, w->n_in);
-    }
+    sp_matmul_float_rows(w, x, x_stride, n_tokens, y, y_stride, o0, o1, scratch, dot_f32);
 }

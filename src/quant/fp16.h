@@ -60,6 +60,9 @@ static inline uint16_t sp_fp32_to_fp16(float f) {
     return (uint16_t)(sign | r);
 }
 
+/* v rounded to the nearest half (even on ties), as a float again. */
+static inline float sp_fp16_round(float v) { return sp_fp16_to_fp32(sp_fp32_to_fp16(v)); }
+
 static inline float sp_bf16_to_fp32(uint16_t h) { return sp_f32_from_bits((uint32_t)h << 16); }
 
 static inline uint16_t sp_fp32_to_bf16(float f) {

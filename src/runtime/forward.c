@@ -487,6 +487,11 @@ sprout_status sp_forward(sp_context *ctx, const sp_batch_token *batch, int32_t n
 
 /* --- setup --------------------------------------------------------------------------------- */
 
+/* Activation buffers start on a cache line: a vector load that straddles
+ * two lines costs two (F16 decode at 1 thread: 8.5 -> 9.8 tokens/s when its
+ * 16-byte-aligned x moved to a line). */
+static void *alloc_lines(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
+
 sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_t n_ctx, int32_t n_batch, int32_t n_seq,
                               int n_threads, sp_kv_type kv_type) {
     memset(ctx, 0, sizeof *ctx);
@@ -507,32 +512,32 @@ sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_
     }
     const int64_t nb = n_batch, e = hp->n_embd, f = hp->n_ff;
     const int64_t nq = (int64_t)hp->n_head * hp->head_dim_k, na = (int64_t)hp->n_head * hp->head_dim_v;
-    ctx->x = malloc((size_t)(nb * e) * sizeof(float));
-    ctx->h = malloc((size_t)(nb * e) * sizeof(float));
-    ctx->o = malloc((size_t)(nb * e) * sizeof(float));
-    ctx->ff_out = malloc((size_t)(nb * e) * sizeof(float));
-    ctx->q = malloc((size_t)(nb * nq) * sizeof(float));
-    ctx->k = malloc((size_t)(nb * kv_k) * sizeof(float));
-    ctx->v = malloc((size_t)(nb * kv_v) * sizeof(float));
-    ctx->qkv = malloc((size_t)(nb * (nq + kv_k + kv_v)) * sizeof(float));
-    ctx->attn = malloc((size_t)(nb * na) * sizeof(float));
-    ctx->ff_a = malloc((size_t)(nb * f) * sizeof(float));
-    ctx->ff_b = malloc((size_t)(nb * 2 * f) * sizeof(float));
-    ctx->cells = malloc((size_t)nb * sizeof(int32_t));
-    ctx->kept = malloc((size_t)nb * sizeof *ctx->kept);
+    ctx->x = alloc_lines((size_t)(nb * e) * sizeof(float));
+    ctx->h = alloc_lines((size_t)(nb * e) * sizeof(float));
+    ctx->o = alloc_lines((size_t)(nb * e) * sizeof(float));
+    ctx->ff_out = alloc_lines((size_t)(nb * e) * sizeof(float));
+    ctx->q = alloc_lines((size_t)(nb * nq) * sizeof(float));
+    ctx->k = alloc_lines((size_t)(nb * kv_k) * sizeof(float));
+    ctx->v = alloc_lines((size_t)(nb * kv_v) * sizeof(float));
+    ctx->qkv = alloc_lines((size_t)(nb * (nq + kv_k + kv_v)) * sizeof(float));
+    ctx->attn = alloc_lines((size_t)(nb * na) * sizeof(float));
+    ctx->ff_a = alloc_lines((size_t)(nb * f) * sizeof(float));
+    ctx->ff_b = alloc_lines((size_t)(nb * 2 * f) * sizeof(float));
+    ctx->cells = alloc_lines((size_t)nb * sizeof(int32_t));
+    ctx->kept = alloc_lines((size_t)nb * sizeof *ctx->kept);
     bool quantized_ok = true;
     if (ctx->kernels->quantize) {
         /* a row of width w is w / 32 blocks; attention quantizes each run of heads, so a head must be whole blocks */
 #define BLOCKS_BYTES(width) ((size_t)nb * (size_t)((width) / 32) * SP_ACT_BLOCK_BYTES)
-        if (e % 32 == 0) quantized_ok &= (ctx->hq = malloc(BLOCKS_BYTES(e))) != NULL;
-        if (hp->head_dim_v % 32 == 0) quantized_ok &= (ctx->attnq = malloc(BLOCKS_BYTES(na))) != NULL;
-        if (f % 32 == 0) quantized_ok &= (ctx->ff_aq = malloc(BLOCKS_BYTES(f))) != NULL;
+        if (e % 32 == 0) quantized_ok &= (ctx->hq = alloc_lines(BLOCKS_BYTES(e))) != NULL;
+        if (hp->head_dim_v % 32 == 0) quantized_ok &= (ctx->attnq = alloc_lines(BLOCKS_BYTES(na))) != NULL;
+        if (f % 32 == 0) quantized_ok &= (ctx->ff_aq = alloc_lines(BLOCKS_BYTES(f))) != NULL;
 #undef BLOCKS_BYTES
     }
     int64_t widest = e > f ? e : f;
     if (na > widest) widest = na;
-    ctx->scratch_stride = sp_matmul_scratch_floats(widest);
-    ctx->scratch = malloc((size_t)(ctx->scratch_stride * sp_threadpool_size(ctx->pool)) * sizeof(float));
+    ctx->scratch_stride = (sp_matmul_scratch_floats(widest) + 15) / 16 * 16; /* each thread's on a line */
+    ctx->scratch = alloc_lines((size_t)(ctx->scratch_stride * sp_threadpool_size(ctx->pool)) * sizeof(float));
     if (!ctx->x || !ctx->h || !ctx->o || !ctx->ff_out || !ctx->q || !ctx->k || !ctx->v || !ctx->qkv || !ctx->attn || !ctx->ff_a ||
         !ctx->ff_b || !ctx->cells || !ctx->kept || !ctx->scratch || !quantized_ok) {
         sp_context_free(ctx);
