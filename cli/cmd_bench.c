@@ -118,9 +118,10 @@ int cmd_bench(int argc, char **argv) {
     double *pp_rate = calloc((size_t)reps, sizeof *pp_rate), *tg_rate = calloc((size_t)reps, sizeof *tg_rate),
            *ttft = calloc((size_t)reps, sizeof *ttft);
     const int32_t used_threads = sprout_pipeline_n_threads(p);
-    /* one untimed warm-up of each kind: page faults and first-touch belong to load, not speed */
+    /* one untimed warm-up of the full prompt, as llama-bench does: page
+     * faults and the first touch of the batch's buffers belong to load, not speed */
     sprout_perf_metrics m;
-    if (st == SPROUT_OK) st = run_once(p, n_vocab, n_prompt > 0 ? (int32_t)(n_prompt < 32 ? n_prompt : 32) : 1, 1, 999, &m);
+    if (st == SPROUT_OK) st = run_once(p, n_vocab, n_prompt > 0 ? (int32_t)n_prompt : 1, 1, 999, &m);
     for (long r = 0; st == SPROUT_OK && r < reps; r++) {
         if (n_prompt > 0 && (st = run_once(p, n_vocab, (int32_t)n_prompt, 1, (uint64_t)r + 1, &m)) == SPROUT_OK)
             pp_rate[r] = m.prefill_tokens_per_s;
