@@ -405,12 +405,14 @@ static void check_batch_invariance(const char *level) {
     printf("  %-8s batch invariance: %d tokens, %d differ from alone\n", level, cases, differing);
 }
 
-/* F16 rows meet the activations rounded to F16 (kernels.h), at every
- * level, one token or many: each output must match the exact dot with the
- * rounded activations far more closely than the one with the raw ones. */
-static void check_f16_activations(const char *level) {
+/* F16 and BF16 rows meet the activations rounded to their format
+ * (kernels.h), at every level, one token or many: each output must match
+ * the exact dot with the rounded activations far more closely than the one
+ * with the raw ones. */
+static void check_rounded_activations(const char *level, sprout_type type) {
     const sp_kernels *k = sp_kernels_for_level(level);
     if (!k) return;
+    const bool f16 = type == SPROUT_TYPE_F16;
     static const int64_t lengths[] = {17, 256, 2336};
     double worst_rounded = 0, raw_apart = 0;
     for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
@@ -418,17 +420,18 @@ static void check_f16_activations(const char *level) {
         uint16_t *wdata = malloc((size_t)(n_in * n_out) * sizeof(uint16_t));
         float *x = malloc((size_t)(n_in * n_tokens) * sizeof(float)), *y = malloc((size_t)(n_out * n_tokens) * sizeof(float));
         float *scratch = malloc((size_t)sp_matmul_scratch_floats(n_in) * sizeof(float));
-        for (int64_t i = 0; i < n_in * n_out; i++) wdata[i] = sp_fp32_to_fp16(frand());
+        for (int64_t i = 0; i < n_in * n_out; i++) wdata[i] = f16 ? sp_fp32_to_fp16(frand()) : sp_fp32_to_bf16(frand());
         for (int64_t i = 0; i < n_in * n_tokens; i++) x[i] = frand();
-        const sp_weight w = {(const uint8_t *)wdata, SPROUT_TYPE_F16, n_in, n_out, (size_t)n_in * sizeof(uint16_t)};
+        const sp_weight w = {(const uint8_t *)wdata, type, n_in, n_out, (size_t)n_in * sizeof(uint16_t)};
         for (int64_t n = 1; n <= n_tokens; n += n_tokens - 1) {
             k->matmul(&w, x, n_in, NULL, n, y, n_out, 0, n_out, scratch);
             for (int64_t t = 0; t < n; t++)
                 for (int64_t o = 0; o < n_out; o++) {
                     double rounded = 0, raw = 0, size = 0;
                     for (int64_t i = 0; i < n_in; i++) {
-                        const double wi = sp_fp16_to_fp32(wdata[o * n_in + i]), xi = x[t * n_in + i];
-                        rounded += wi * sp_fp16_round((float)xi);
+                        const uint16_t wi16 = wdata[o * n_in + i];
+                        const double wi = f16 ? sp_fp16_to_fp32(wi16) : sp_bf16_to_fp32(wi16), xi = x[t * n_in + i];
+                        rounded += wi * (f16 ? sp_fp16_round((float)xi) : sp_bf16_round((float)xi));
                         raw += wi * xi;
                         size += fabs(wi * xi);
                     }
@@ -441,10 +444,12 @@ static void check_f16_activations(const char *level) {
         free(y);
         free(scratch);
     }
-    /* float sums (5e-8 measured) against 1.6e-4 to 1.9e-4 for the raw activations: a bound between them tells them apart */
-    CHECK_MSG(worst_rounded <= 1e-6 && raw_apart > 1e-5, "%s F16 matmul: %.3g from the rounded activations' dot (raw ones %.3g)", level,
-              worst_rounded, raw_apart);
-    printf("  %-8s F16 rows: %.2g from the dot with rounded activations (%.2g with raw ones)\n", level, worst_rounded, raw_apart);
+    /* float sums (5e-8 measured) against the raw activations 1.5e-4 to 1.9e-4 (F16), 0.9e-3 to 1.3e-3
+     * (BF16): a bound between them tells them apart */
+    CHECK_MSG(worst_rounded <= 1e-6 && raw_apart > 1e-5, "%s %s matmul: %.3g from the rounded activations' dot (raw ones %.3g)", level,
+              sprout_type_name(type), worst_rounded, raw_apart);
+    printf("  %-8s %s rows: %.2g from the dot with rounded activations (%.2g with raw ones)\n", level, sprout_type_name(type),
+           worst_rounded, raw_apart);
 }
 
 int main(void) {
@@ -464,9 +469,10 @@ int main(void) {
     check_batch_invariance("avx2");
     check_batch_invariance("avx512");
     check_batch_invariance("neon");
-    check_f16_activations("generic");
-    check_f16_activations("avx2");
-    check_f16_activations("avx512");
-    check_f16_activations("neon");
+    static const char *const levels[] = {"generic", "avx2", "avx512", "neon"};
+    for (size_t i = 0; i < sizeof levels / sizeof *levels; i++) {
+        check_rounded_activations(levels[i], SPROUT_TYPE_F16);
+        check_rounded_activations(levels[i], SPROUT_TYPE_BF16);
+    }
     TEST_MAIN_END();
 }

@@ -59,12 +59,13 @@ static inline sp_cell_range sp_attention_range(const sp_attention_args *a, int64
     return a->ranges ? a->ranges[i] : (sp_cell_range){0, (int32_t)a->n_cells};
 }
 
-/* F16 weight rows are dotted with the activations rounded to F16 (to
- * nearest even), at every level: llama.cpp computes F16 matmuls so (F16 is
- * its vec_dot_type for F16 weights), and a one-token row then reads half
- * the bytes of activations (F16 decode, 1 thread: 9.8 -> 12 tokens/s).
- * Those rounded activations of a block of tokens, widened back to floats
- * (exactly), take up to this many floats of scratch beside a decoded row. */
+/* F16 and BF16 weight rows are dotted with the activations rounded to
+ * their own format (to nearest even), at every level: llama.cpp computes
+ * them so (the format is its vec_dot_type for those weights), and a
+ * one-token row then reads half the bytes of activations (F16 decode, 1
+ * thread: 9.8 -> 12 tokens/s). Those rounded activations of a block of
+ * tokens, widened back to floats (exactly), take up to this many floats of
+ * scratch beside a decoded row. */
 #define SP_ROUNDED_BLOCK_FLOATS (128 << 10)
 
 /* Floats of per-thread scratch a matmul over rows of n_in elements may use:
@@ -112,7 +113,7 @@ void sp_matmul_portable(const sp_weight *w, const float *x, int64_t x_stride, co
                         int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
 /* The float path of the portable and NEON levels: each row decoded once
  * per block of tokens into scratch, dotted with every token by dot_fn
- * (F16 rows with the tokens' rounded activations). */
+ * (F16 and BF16 rows with the tokens' rounded activations). */
 void sp_matmul_float_rows(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
                           int64_t o0, int64_t o1, float *scratch, float (*dot_fn)(const float *row, const float *x, int64_t n));
 void sp_attention_portable(const sp_attention_args *a);

@@ -715,17 +715,25 @@ static inline float float_at(float_format f, const void *row, int64_t j) {
                             : sp_bf16_to_fp32(((const uint16_t *)row)[j]);
 }
 
-/* Token activations as floats, or as halves (F16 rows' rounded
- * activations for one token: half the bytes to read per row). */
-static inline float x_at(bool x_half, const void *x, int64_t j) {
-    return x_half ? sp_fp16_to_fp32(((const uint16_t *)x)[j]) : ((const float *)x)[j];
-}
-
-/* sum plus row[j] * x[j] for j in [from, n), in order: a tile's tail. */
+/* sum plus row[j] * x[j] for j in [from, n), in order: a tile's tail. x
+ * is floats, or (x_half) 16-bit values in the row's own format: one
+ * token's rounded activations for F16 and BF16 rows, half the bytes. */
 static inline float float_row_tail(float_format f, const void *row, bool x_half, const void *x, int64_t from, int64_t n, float sum) {
-    for (int64_t j = from; j < n; j++) sum += float_at(f, row, j) * x_at(x_half, x, j);
+    for (int64_t j = from; j < n; j++) sum += float_at(f, row, j) * (x_half ? float_at(f, x, j) : ((const float *)x)[j]);
     return sum;
 }
+
+/* Eight or sixteen 16-bit values of a format at p, widened (exactly). */
+static inline __m256 widen8(float_format f, const void *p) {
+    const __m128i h = _mm_loadu_si128((const __m128i *)p);
+    return f == FLOAT_F16 ? _mm256_cvtph_ps(h) : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+#ifdef SP_MATMUL_VNNI
+static inline __m512 widen16(float_format f, const void *p) {
+    const __m256i h = _mm256_loadu_si256((const __m256i *)p);
+    return f == FLOAT_F16 ? _mm512_cvtph_ps(h) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+#endif
 
 #ifdef SP_MATMUL_VNNI
 /* AVX-512: one 16-lane accumulator per (row, token) pair (a lone row's
@@ -742,13 +750,9 @@ static inline __attribute__((always_inline)) void float_tile(float_format f, con
     for (; i + 16 <= n; i += 16) {
         __m512 wv[FLOAT_TILE_ROWS];
         for (int r = 0; r < R; r++)
-            wv[r] = f == FLOAT_F16    ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)rows[r] + i)))
-                    : f == FLOAT_BF16 ? _mm512_castsi512_ps(_mm512_slli_epi32(
-                                            _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)rows[r] + i))), 16))
-                                      : _mm512_loadu_ps((const float *)rows[r] + i);
+            wv[r] = f == FLOAT_F32 ? _mm512_loadu_ps((const float *)rows[r] + i) : widen16(f, (const uint16_t *)rows[r] + i);
         for (int t = 0; t < T; t++) {
-            const __m512 xv = x_half ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)xs[t] + i)))
-                                     : _mm512_loadu_ps((const float *)xs[t] + i);
+            const __m512 xv = x_half ? widen16(f, (const uint16_t *)xs[t] + i) : _mm512_loadu_ps((const float *)xs[t] + i);
             for (int r = 0; r < R; r++) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
         }
     }
@@ -781,13 +785,9 @@ static inline __attribute__((always_inline)) void float_tile(float_format f, con
         for (int h = 0; h < 2; h++) {
             __m256 wv[FLOAT_TILE_ROWS];
             for (int r = 0; r < R; r++)
-                wv[r] = f == FLOAT_F16    ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)rows[r] + i + 8 * h)))
-                        : f == FLOAT_BF16 ? _mm256_castsi256_ps(_mm256_slli_epi32(
-                                                _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)rows[r] + i + 8 * h))), 16))
-                                          : _mm256_loadu_ps((const float *)rows[r] + i + 8 * h);
+                wv[r] = f == FLOAT_F32 ? _mm256_loadu_ps((const float *)rows[r] + i + 8 * h) : widen8(f, (const uint16_t *)rows[r] + i + 8 * h);
             for (int t = 0; t < T; t++) {
-                const __m256 xv = x_half ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)xs[t] + i + 8 * h)))
-                                         : _mm256_loadu_ps((const float *)xs[t] + i + 8 * h);
+                const __m256 xv = x_half ? widen8(f, (const uint16_t *)xs[t] + i + 8 * h) : _mm256_loadu_ps((const float *)xs[t] + i + 8 * h);
                 for (int r = 0; r < R; r++) acc[r][t][h] = _mm256_fmadd_ps(wv[r], xv, acc[r][t][h]);
             }
         }
@@ -802,12 +802,13 @@ static inline __attribute__((always_inline)) void float_tile(float_format f, con
 #endif
 
 /* A tile of any shape used: a copy per shape, so that each one's loops
- * unroll and its accumulators stay in registers. Activations as halves
- * only for one F16 row and one token (decode). */
+ * unroll and its accumulators stay in registers. Activations as 16-bit
+ * values only for one F16 or BF16 row and one token (decode). */
 static void float_tile_any(float_format f, const void *const rows[], int R, bool x_half, const void *const xs[], int T, int64_t n,
                            float *out) {
     if (x_half) {
-        float_tile(FLOAT_F16, rows, 1, true, xs, 1, n, out);
+        if (f == FLOAT_F16) float_tile(FLOAT_F16, rows, 1, true, xs, 1, n, out);
+        else float_tile(FLOAT_BF16, rows, 1, true, xs, 1, n, out);
         return;
     }
 #define SHAPE(RR, TT)                                                                      \
@@ -853,30 +854,54 @@ static void float_rows_block(const sp_weight *w, bool x_half, const void *x, int
     }
 }
 
-/* F16 rows' activations (kernels.h): rounded to halves, kept as halves or
- * widened back to floats (exactly), the same values either way. */
-static void narrow_to_f16(const float *x, int64_t n, uint16_t *out) {
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm_storeu_si128((__m128i *)(out + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
-    for (; i < n; i++) out[i] = sp_fp32_to_fp16(x[i]);
+/* F16 and BF16 rows' activations (kernels.h): rounded to the format (to
+ * nearest even), kept as 16-bit values or widened back to floats (exactly):
+ * the same values either way, and the same as sp_fp32_to_fp16 and
+ * sp_fp32_to_bf16 give. */
+static inline __m256i round8_bf16_bits(__m256 v) {
+    /* the top 16 bits of the rounded float; a nan stays a nan, made quiet */
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
+    const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+    return _mm256_blendv_epi8(rounded, quiet, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
 }
 
-static void round_to_f16(const float *x, int64_t n, float *out) {
+static void narrow_activations(float_format f, const float *x, int64_t n, uint16_t *out) {
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
-    for (; i < n; i++) out[i] = sp_fp16_round(x[i]);
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        if (f == FLOAT_F16) {
+            _mm_storeu_si128((__m128i *)(out + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+        } else {
+            const __m256i bits = round8_bf16_bits(v);
+            _mm_storeu_si128((__m128i *)(out + i), _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256(bits, 1)));
+        }
+    }
+    for (; i < n; i++) out[i] = f == FLOAT_F16 ? sp_fp32_to_fp16(x[i]) : sp_fp32_to_bf16(x[i]);
+}
+
+static void round_activations(float_format f, const float *x, int64_t n, float *out) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        _mm256_storeu_ps(out + i, f == FLOAT_F16 ? _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT))
+                                                 : _mm256_castsi256_ps(_mm256_slli_epi32(round8_bf16_bits(v), 16)));
+    }
+    for (; i < n; i++) out[i] = f == FLOAT_F16 ? sp_fp16_round(x[i]) : sp_bf16_round(x[i]);
 }
 
 static void matmul_float(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride, int64_t o0,
                          int64_t o1, float *scratch) {
-    const bool round_x = w->type == SPROUT_TYPE_F16;
+    const bool round_x = w->type == SPROUT_TYPE_F16 || w->type == SPROUT_TYPE_BF16;
+    const float_format f = w->type == SPROUT_TYPE_F16 ? FLOAT_F16 : FLOAT_BF16;
     if (n_tokens == 1) { /* one row at a time: concurrent row streams cost decode speed */
-        if (round_x) narrow_to_f16(x, w->n_in, (uint16_t *)scratch);
+        if (round_x) narrow_activations(f, x, w->n_in, (uint16_t *)scratch);
         float_rows_block(w, round_x, round_x ? (const void *)scratch : x, x_stride, 1, y, y_stride, o0, o1, 1, scratch);
         return;
     }
     /* the tokens of a block stay in L2 (half of a 1 MiB one) while every
-     * row passes; an F16 row's rounded block fits SP_ROUNDED_BLOCK_FLOATS */
+     * row passes; an F16 or BF16 row's rounded block fits SP_ROUNDED_BLOCK_FLOATS */
     int64_t block = (512 << 10) / (w->n_in * (int64_t)sizeof(float)) / FLOAT_TILE_TOKENS * FLOAT_TILE_TOKENS;
     if (block < FLOAT_TILE_TOKENS) block = FLOAT_TILE_TOKENS;
     for (int64_t tb = 0; tb < n_tokens; tb += block) {
@@ -884,7 +909,7 @@ static void matmul_float(const sp_weight *w, const float *x, int64_t x_stride, i
         const float *xb = x + tb * x_stride;
         int64_t xb_stride = x_stride;
         if (round_x) {
-            for (int64_t t = 0; t < tn; t++) round_to_f16(xb + t * x_stride, w->n_in, scratch + t * w->n_in);
+            for (int64_t t = 0; t < tn; t++) round_activations(f, xb + t * x_stride, w->n_in, scratch + t * w->n_in);
             xb = scratch;
             xb_stride = w->n_in;
         }

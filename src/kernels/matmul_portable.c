@@ -1,7 +1,8 @@
 /* Matrix times activations, any weight type: each weight row is decoded
  * once into scratch (never the whole matrix) and dotted with every token's
- * activations, so prefill batches reuse the decode. F16 rows meet the
- * activations rounded to F16 (kernels.h), a block of tokens at a time. */
+ * activations, so prefill batches reuse the decode. F16 and BF16 rows meet
+ * the activations rounded to their format (kernels.h), a block of tokens at
+ * a time. */
 #include "kernels/kernels.h"
 #include "quant/fp16.h"
 #include "quant/quant.h"
@@ -23,7 +24,7 @@ static float dot(const float *a, const float *b, int64_t n) {
 void sp_matmul_float_rows(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
                           int64_t o0, int64_t o1, float *scratch, float (*dot_fn)(const float *w, const float *x, int64_t n)) {
     const sp_type_traits *t = sp_type_traits_of(w->type);
-    const bool round_x = w->type == SPROUT_TYPE_F16;
+    const bool round_x = w->type == SPROUT_TYPE_F16 || w->type == SPROUT_TYPE_BF16;
     float *const rounded = scratch + w->n_in; /* after the decoded row */
     const int64_t block = round_x ? (sp_matmul_scratch_floats(w->n_in) - w->n_in) / w->n_in : n_tokens;
     for (int64_t t0 = 0; t0 < n_tokens; t0 += block) {
@@ -32,7 +33,8 @@ void sp_matmul_float_rows(const sp_weight *w, const float *x, int64_t x_stride, 
         int64_t xb_stride = x_stride;
         if (round_x) {
             for (int64_t tk = 0; tk < tn; tk++)
-                for (int64_t i = 0; i < w->n_in; i++) rounded[tk * w->n_in + i] = sp_fp16_round(xb[tk * x_stride + i]);
+                for (int64_t i = 0; i < w->n_in; i++) rounded[tk * w->n_in + i] =
+                        w->type == SPROUT_TYPE_F16 ? sp_fp16_round(xb[tk * x_stride + i]) : sp_bf16_round(xb[tk * x_stride + i]);
             xb = rounded;
             xb_stride = w->n_in;
         }

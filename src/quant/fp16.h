@@ -71,4 +71,7 @@ static inline uint16_t sp_fp32_to_bf16(float f) {
     return (uint16_t)((x + 0x7FFFu + ((x >> 16) & 1)) >> 16);
 }
 
+/* v rounded to the nearest bfloat16 (even on ties), as a float again. */
+static inline float sp_bf16_round(float v) { return sp_bf16_to_fp32(sp_fp32_to_bf16(v)); }
+
 #endif
