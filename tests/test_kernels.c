@@ -457,6 +457,7 @@ int main(void) {
     /* "generic" is the portable reference itself: nothing to compare */
     check_level("avx2");
     check_level("avx512");
+    check_level("avx512bf16");
     check_level("neon");
     check_attention_level("generic");
     check_attention_tokens_level("generic");
@@ -468,8 +469,9 @@ int main(void) {
     check_batch_invariance("generic");
     check_batch_invariance("avx2");
     check_batch_invariance("avx512");
+    check_batch_invariance("avx512bf16");
     check_batch_invariance("neon");
-    static const char *const levels[] = {"generic", "avx2", "avx512", "neon"};
+    static const char *const levels[] = {"generic", "avx2", "avx512", "avx512bf16", "neon"};
     for (size_t i = 0; i < sizeof levels / sizeof *levels; i++) {
         check_rounded_activations(levels[i], SPROUT_TYPE_F16);
         check_rounded_activations(levels[i], SPROUT_TYPE_BF16);

@@ -1,7 +1,8 @@
 /* Picks the kernels once, at first use, from what the CPU (and the OS, for
- * the wider register state) supports. SPROUT_CPU=generic|avx2|avx512|amx
- * caps the level, for tests and for comparisons; a level the CPU lacks, or
- * one sprout has no kernels for yet, falls back to the best one below it. */
+ * the wider register state) supports. SPROUT_CPU=generic|avx2|avx512|
+ * avx512bf16|amx caps the level, for tests and for comparisons; a level the
+ * CPU lacks, or one sprout has no kernels for yet, falls back to the best
+ * one below it. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -30,6 +31,14 @@ static const sp_kernels avx2 = {
 static const sp_kernels avx512 = {
     .name = "avx512-vnni",
     .matmul = sp_matmul_avx512vnni,
+    .quantize = sp_quantize_avx512vnni,
+    .attention = sp_attention_avx2,
+    .activation = sp_activation_avx2,
+};
+/* avx512's, with BF16 weights through vdpbf16ps */
+static const sp_kernels avx512bf16 = {
+    .name = "avx512-vnni-bf16",
+    .matmul = sp_matmul_avx512bf16,
     .quantize = sp_quantize_avx512vnni,
     .attention = sp_attention_avx2,
     .activation = sp_activation_avx2,
@@ -74,6 +83,11 @@ static bool cpu_has_avx512_vnni(void) {
     return cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && vnni;
 }
+
+static bool cpu_has_avx512_bf16(void) {
+    unsigned a, b, c, d; /* leaf 7, subleaf 1, eax bit 5 */
+    return cpu_has_avx512_vnni() && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
+}
 #endif
 
 const sp_kernels *sp_kernels_for_level(const char *level) {
@@ -84,6 +98,7 @@ const sp_kernels *sp_kernels_for_level(const char *level) {
 #ifdef SP_HAVE_X86_KERNELS
     if (!strcmp(level, "avx2") && cpu_has_avx2()) return &avx2;
     if (!strcmp(level, "avx512") && cpu_has_avx512_vnni()) return &avx512;
+    if (!strcmp(level, "avx512bf16") && cpu_has_avx512_bf16()) return &avx512bf16;
 #endif
     return NULL;
 }
@@ -91,20 +106,23 @@ const sp_kernels *sp_kernels_for_level(const char *level) {
 static void choose(void) {
     chosen = &portable;
     const char *cap = getenv("SPROUT_CPU");
-    static const char *const levels[] = {"generic", "avx2", "avx512", "amx", "neon"};
+    static const char *const levels[] = {"generic", "avx2", "avx512", "avx512bf16", "amx", "neon"};
     bool known = !cap || !*cap;
     for (size_t i = 0; !known && i < sizeof levels / sizeof *levels; i++) known = !strcmp(cap, levels[i]);
     if (!known) /* a typo must not pass for a measured level */
-        fprintf(stderr, "sprout: SPROUT_CPU=%s is not one of generic, avx2, avx512, amx, neon: using the best level this CPU has\n", cap);
+        fprintf(stderr, "sprout: SPROUT_CPU=%s is not one of generic, avx2, avx512, avx512bf16, amx, neon: using the best level this CPU has\n",
+                cap);
     if (cap && !strcmp(cap, "generic")) return;
 #ifdef SP_HAVE_NEON_KERNELS
     if (cpu_has_neon_dotprod()) chosen = &neon;
 #endif
 #ifdef SP_HAVE_X86_KERNELS
-    /* amx has no kernels of its own yet: it gets avx512's */
+    /* amx has no kernels of its own yet: it gets the best avx512 table */
     if (cpu_has_avx2()) chosen = &avx2;
     if ((cap && !strcmp(cap, "avx2")) || !cpu_has_avx512_vnni()) return;
     chosen = &avx512;
+    if ((cap && !strcmp(cap, "avx512")) || !cpu_has_avx512_bf16()) return;
+    chosen = &avx512bf16;
 #endif
 }
 

@@ -132,7 +132,10 @@ void sp_activation_avx2(sp_activation kind, const float *x, const float *up, flo
 void sp_matmul_avx512vnni(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                           int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
 void sp_quantize_avx512vnni(const float *x, int64_t n, void *out);
-/* The table for a level ("generic", "avx2", "avx512"), or NULL where this CPU or
+/* ... and AVX-512 BF16 as well, for BF16 weights (matmul_bf16.c). */
+void sp_matmul_avx512bf16(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
+                          int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
+/* The table for a level ("generic", "avx2", "avx512", "avx512bf16", "neon"), or NULL where this CPU or
  * build has none: for tests that compare every level present. */
 const sp_kernels *sp_kernels_for_level(const char *level);
 

@@ -27,6 +27,7 @@
 #endif
 
 #include "kernels/kernels.h"
+#include "kernels/x86_round.h"
 #include "kernels/x86_sum.h"
 #include "quant/blocks.h"
 #include "quant/fp16.h"
@@ -858,27 +859,14 @@ static void float_rows_block(const sp_weight *w, bool x_half, const void *x, int
  * nearest even), kept as 16-bit values or widened back to floats (exactly):
  * the same values either way, and the same as sp_fp32_to_fp16 and
  * sp_fp32_to_bf16 give. */
-static inline __m256i round8_bf16_bits(__m256 v) {
-    /* the top 16 bits of the rounded float; a nan stays a nan, made quiet */
-    const __m256i u = _mm256_castps_si256(v);
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
-    const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
-    return _mm256_blendv_epi8(rounded, quiet, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
-}
-
 static void narrow_activations(float_format f, const float *x, int64_t n, uint16_t *out) {
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m256 v = _mm256_loadu_ps(x + i);
-        if (f == FLOAT_F16) {
-            _mm_storeu_si128((__m128i *)(out + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-        } else {
-            const __m256i bits = round8_bf16_bits(v);
-            _mm_storeu_si128((__m128i *)(out + i), _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256(bits, 1)));
-        }
+    if (f == FLOAT_BF16) {
+        narrow_to_bf16(x, n, out);
+        return;
     }
-    for (; i < n; i++) out[i] = f == FLOAT_F16 ? sp_fp32_to_fp16(x[i]) : sp_fp32_to_bf16(x[i]);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm_storeu_si128((__m128i *)(out + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) out[i] = sp_fp32_to_fp16(x[i]);
 }
 
 static void round_activations(float_format f, const float *x, int64_t n, float *out) {
