@@ -759,8 +759,7 @@ static inline __attribute__((always_inline)) void float_tile(float_format f, con
     }
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) {
-            const __m256 half = _mm256_add_ps(_mm512_castps512_ps256(acc[r][t]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r][t]), 1)));
-            out[r * T + t] = float_row_tail(f, rows[r], x_half, xs[t], i, n, hsum256(half));
+            out[r * T + t] = float_row_tail(f, rows[r], x_half, xs[t], i, n, hsum512(acc[r][t]));
         }
 }
 

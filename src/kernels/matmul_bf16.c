@@ -36,8 +36,7 @@ static inline __attribute__((always_inline)) void bf16_tile(const uint16_t *cons
     }
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) {
-            const __m256 half = _mm256_add_ps(_mm512_castps512_ps256(acc[r][t]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r][t]), 1)));
-            float sum = hsum256(half);
+            float sum = hsum512(acc[r][t]);
             for (int64_t j = i; j < n; j++) sum += sp_bf16_to_fp32(rows[r][j]) * sp_bf16_to_fp32(xs[t][j]);
             out[r * T + t] = sum;
         }

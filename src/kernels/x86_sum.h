@@ -15,4 +15,11 @@ static inline float hsum256(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+#ifdef __AVX512F__
+/* The sum of a 16-lane vector's lanes: its halves added, then hsum256. */
+static inline float hsum512(__m512 v) {
+    return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+}
+#endif
+
 #endif
