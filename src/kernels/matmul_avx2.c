@@ -145,6 +145,19 @@ static inline __attribute__((always_inline)) __m256i sum_lanes8(const __m256i p[
     return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20), _mm256_permute2x128_si256(h0123, h4567, 0x31));
 }
 
+/* sum_lanes8 for lanes of at most 7620 in magnitude (four products of a
+ * 4-bit level and an 8-bit activation): the first two levels of the tree
+ * in int16 pairs (packs, then madd with ones: fewer shuffles than hadd),
+ * the last in int32. The same exact sums. */
+static inline __attribute__((always_inline)) __m256i sum_lanes8_small(const __m256i p[8]) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i q[4];
+    for (int i = 0; i < 4; i++) q[i] = _mm256_madd_epi16(_mm256_packs_epi32(p[2 * i], p[2 * i + 1]), ones);
+    const __m256i r0123 = _mm256_madd_epi16(_mm256_packs_epi32(q[0], q[1]), ones);
+    const __m256i r4567 = _mm256_madd_epi16(_mm256_packs_epi32(q[2], q[3]), ones);
+    return _mm256_add_epi32(_mm256_permute2x128_si256(r0123, r4567, 0x20), _mm256_permute2x128_si256(r0123, r4567, 0x31));
+}
+
 /* v[m] = dword m of every w[j], in lane j (an 8x8 transpose of dwords). */
 static inline __attribute__((always_inline)) void transpose8x8_epi32(const __m256i w[8], __m256i v[8]) {
     __m256i t[8], u[8];
@@ -507,7 +520,7 @@ static inline __attribute__((always_inline)) void affine_k_group(sprout_type typ
             } else {
                 __m256i p[8];
                 super_block_dots(lv, at, t0 + k, b, p);
-                sums = sum_lanes8(p);
+                sums = qh ? sum_lanes8(p) : sum_lanes8_small(p);
             }
             const __m256 ad = _mm256_loadu_ps(c->d);
             acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dsc, ad), acc[k]);
