@@ -137,25 +137,20 @@ static inline void unpack_q6_K_half(const uint8_t *ql, const uint8_t *qh, __m256
  * the token count, so its output does not depend on what else is in the
  * batch, which continuous batching relies on. */
 
-/* Lane j of the result: the sum of p[j]'s eight int32 lanes (exact). */
-static inline __attribute__((always_inline)) __m256i sum_lanes8(const __m256i p[8]) {
-    const __m256i h01 = _mm256_hadd_epi32(p[0], p[1]), h23 = _mm256_hadd_epi32(p[2], p[3]);
-    const __m256i h45 = _mm256_hadd_epi32(p[4], p[5]), h67 = _mm256_hadd_epi32(p[6], p[7]);
-    const __m256i h0123 = _mm256_hadd_epi32(h01, h23), h4567 = _mm256_hadd_epi32(h45, h67);
-    return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20), _mm256_permute2x128_si256(h0123, h4567, 0x31));
-}
-
-/* sum_lanes8 for lanes of at most 7620 in magnitude (four products of a
- * 4-bit level and an 8-bit activation): the first two levels of the tree
- * in int16 pairs (packs, then madd with ones: fewer shuffles than hadd),
- * the last in int32. The same exact sums. */
-static inline __attribute__((always_inline)) __m256i sum_lanes8_small(const __m256i p[8]) {
+/* Lane j of the result: the sum of p[j]'s eight int32 lanes (exact), by a
+ * tree of pairwise sums. Its first int16_levels levels (0 to 2) may go in
+ * int16 pairs (packs, then madd with ones: fewer shuffles than vphaddd, the
+ * same lanes and the same exact sums) where the sums fit: a lane holds four
+ * products of a level and an 8-bit activation, at most 4 * 15 * 127 = 7620
+ * for 4-bit levels (two levels fit), 15748 for 5-bit ones (one level). */
+static inline __attribute__((always_inline)) __m256i sum_lanes8(const __m256i p[8], const int int16_levels) {
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256i q[4];
-    for (int i = 0; i < 4; i++) q[i] = _mm256_madd_epi16(_mm256_packs_epi32(p[2 * i], p[2 * i + 1]), ones);
-    const __m256i r0123 = _mm256_madd_epi16(_mm256_packs_epi32(q[0], q[1]), ones);
-    const __m256i r4567 = _mm256_madd_epi16(_mm256_packs_epi32(q[2], q[3]), ones);
-    return _mm256_add_epi32(_mm256_permute2x128_si256(r0123, r4567, 0x20), _mm256_permute2x128_si256(r0123, r4567, 0x31));
+    __m256i q[4], r[2];
+    for (int i = 0; i < 4; i++)
+        q[i] = int16_levels >= 1 ? _mm256_madd_epi16(_mm256_packs_epi32(p[2 * i], p[2 * i + 1]), ones) : _mm256_hadd_epi32(p[2 * i], p[2 * i + 1]);
+    for (int i = 0; i < 2; i++)
+        r[i] = int16_levels >= 2 ? _mm256_madd_epi16(_mm256_packs_epi32(q[2 * i], q[2 * i + 1]), ones) : _mm256_hadd_epi32(q[2 * i], q[2 * i + 1]);
+    return _mm256_add_epi32(_mm256_permute2x128_si256(r[0], r[1], 0x20), _mm256_permute2x128_si256(r[0], r[1], 0x31));
 }
 
 /* v[m] = dword m of every w[j], in lane j (an 8x8 transpose of dwords). */
@@ -393,7 +388,7 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
             p[j] = type == SPROUT_TYPE_Q8_0 && !Q8_0_UNSIGNED ? dot_u8_i8(_mm256_sign_epi8(v[j], v[j]), _mm256_sign_epi8(yj, v[j]))
                                                                : dot_u8_i8(v[j], yj);
         }
-        sums = sum_lanes8(p);
+        sums = sum_lanes8(p, type == SPROUT_TYPE_Q4_1 ? 2 : type == SPROUT_TYPE_Q5_0 || type == SPROUT_TYPE_Q5_1 ? 1 : 0);
         if (has_offset) sums = _mm256_add_epi32(sums, asum);
     }
     const __m256 ad = _mm256_loadu_ps(c->d);
@@ -520,7 +515,7 @@ static inline __attribute__((always_inline)) void affine_k_group(sprout_type typ
             } else {
                 __m256i p[8];
                 super_block_dots(lv, at, t0 + k, b, p);
-                sums = qh ? sum_lanes8(p) : sum_lanes8_small(p);
+                sums = sum_lanes8(p, qh ? 1 : 2);
             }
             const __m256 ad = _mm256_loadu_ps(c->d);
             acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dsc, ad), acc[k]);
