@@ -4,6 +4,7 @@
  * inputs and outputs, and a row range that must leave other outputs alone.
  * Levels the CPU lacks are skipped with a message. */
 #include "kernels/kernels.h"
+#include "quant/blocks.h"
 #include "quant/fp16.h"
 #include "quant/quant.h"
 #include "test_util.h"
@@ -405,6 +406,61 @@ static void check_batch_invariance(const char *level) {
     printf("  %-8s batch invariance: %d tokens, %d differ from alone\n", level, cases, differing);
 }
 
+/* Every level of a row at the top of its range, with unit scales and no
+ * mins (Q8_0: +127), written as raw blocks. */
+static void fill_extreme_row(sprout_type type, uint8_t *row, int64_t n_in) {
+    const int64_t nb = n_in / sprout_type_block_size(type);
+    memset(row, 0xFF, (size_t)(nb * (int64_t)sprout_type_block_bytes(type)));
+    const uint16_t one = sp_fp32_to_fp16(1.f);
+    for (int64_t b = 0; b < nb; b++) switch (type) {
+        case SPROUT_TYPE_Q8_0: ((sp_block_q8_0 *)row)[b].d = one, memset(((sp_block_q8_0 *)row)[b].qs, 127, 32); break;
+        case SPROUT_TYPE_Q4_0: ((sp_block_q4_0 *)row)[b].d = one; break;
+        case SPROUT_TYPE_Q4_1: ((sp_block_q4_1 *)row)[b].d = one, ((sp_block_q4_1 *)row)[b].m = 0; break;
+        case SPROUT_TYPE_Q5_0: ((sp_block_q5_0 *)row)[b].d = one; break;
+        case SPROUT_TYPE_Q5_1: ((sp_block_q5_1 *)row)[b].d = one, ((sp_block_q5_1 *)row)[b].m = 0; break;
+        case SPROUT_TYPE_Q4_K: ((sp_block_q4_K *)row)[b].d = one, ((sp_block_q4_K *)row)[b].dmin = 0; break;
+        case SPROUT_TYPE_Q5_K: ((sp_block_q5_K *)row)[b].d = one, ((sp_block_q5_K *)row)[b].dmin = 0; break;
+        default: ((sp_block_q6_K *)row)[b].d = one; break;
+        }
+}
+
+/* The largest sums the int8 paths can meet: every level at the top of its
+ * range against activations all at +127, so that partial sums kept in 16
+ * bits anywhere they do not fit would overflow. One token and several,
+ * against the portable float path. */
+static void check_extreme_sums(const char *level) {
+    const sp_kernels *k = sp_kernels_for_level(level), *ref = sp_kernels_portable();
+    if (!k) return;
+    static const sprout_type types[] = {SPROUT_TYPE_Q8_0, SPROUT_TYPE_Q4_0, SPROUT_TYPE_Q4_1, SPROUT_TYPE_Q5_0,
+                                        SPROUT_TYPE_Q5_1, SPROUT_TYPE_Q4_K, SPROUT_TYPE_Q5_K, SPROUT_TYPE_Q6_K};
+    const int64_t n_in = 512, n_out = 3, n_tokens = 3;
+    double worst = 0;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        uint64_t row_bytes = 0;
+        sp_type_row_bytes(types[ti], n_in, &row_bytes);
+        uint8_t *wdata = malloc((size_t)(row_bytes * (uint64_t)n_out));
+        float *x = malloc((size_t)(n_in * n_tokens) * sizeof(float));
+        float *y = malloc((size_t)(n_out * n_tokens) * sizeof(float)), *y_ref = malloc((size_t)(n_out * n_tokens) * sizeof(float));
+        float *scratch = malloc((size_t)sp_matmul_scratch_floats(n_in) * sizeof(float));
+        for (int64_t o = 0; o < n_out; o++) fill_extreme_row(types[ti], wdata + (size_t)o * row_bytes, n_in);
+        for (int64_t i = 0; i < n_in * n_tokens; i++) x[i] = 1.f;
+        const sp_weight w = {wdata, types[ti], n_in, n_out, (size_t)row_bytes};
+        for (int64_t n = 1; n <= n_tokens; n += n_tokens - 1) {
+            ref->matmul(&w, x, n_in, NULL, n, y_ref, n_out, 0, n_out, scratch);
+            k->matmul(&w, x, n_in, NULL, n, y, n_out, 0, n_out, scratch);
+            for (int64_t i = 0; i < n * n_out; i++) worst = fmax(worst, fabs(y[i] - y_ref[i]) / fabs(y_ref[i]));
+        }
+        free(wdata);
+        free(x);
+        free(y);
+        free(y_ref);
+        free(scratch);
+    }
+    /* the activations are exact (+-1 is +-127 times its scale): only float rounding differs */
+    CHECK_MSG(worst <= 1e-5, "%s int8 matmul on extreme sums: off by %.3g", level, worst);
+    printf("  %-8s extreme sums: worst relative error %.2g\n", level, worst);
+}
+
 /* F16 and BF16 rows meet the activations rounded to their format
  * (kernels.h), at every level, one token or many: each output must match
  * the exact dot with the rounded activations far more closely than the one
@@ -473,6 +529,7 @@ int main(void) {
     check_batch_invariance("neon");
     static const char *const levels[] = {"generic", "avx2", "avx512", "avx512bf16", "neon"};
     for (size_t i = 0; i < sizeof levels / sizeof *levels; i++) {
+        check_extreme_sums(levels[i]);
         check_rounded_activations(levels[i], SPROUT_TYPE_F16);
         check_rounded_activations(levels[i], SPROUT_TYPE_BF16);
     }

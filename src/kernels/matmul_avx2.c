@@ -140,16 +140,20 @@ static inline void unpack_q6_K_half(const uint8_t *ql, const uint8_t *qh, __m256
 /* Lane j of the result: the sum of p[j]'s eight int32 lanes (exact), by a
  * tree of pairwise sums. Its first int16_levels levels (0 to 2) may go in
  * int16 pairs (packs, then madd with ones: fewer shuffles than vphaddd, the
- * same lanes and the same exact sums) where the sums fit: a lane holds four
- * products of a level and an 8-bit activation, at most 4 * 15 * 127 = 7620
- * for 4-bit levels (two levels fit), 15748 for 5-bit ones (one level). */
+ * same lanes and the same exact sums) where what they pack fits: a lane
+ * holds four products of a level and an activation (-128..127), at most
+ * 4 * 31 * 128 = 15872 for levels up to 5 bits, so lanes and pairs of lanes
+ * fit (two levels); 6-bit levels reach 32256, lanes only (one level); Q8_0's
+ * unsigned ones none. check_extreme_sums in test_kernels.c fails where a
+ * level would overflow. */
+static inline __attribute__((always_inline)) __m256i pair_sums(__m256i a, __m256i b, bool in_int16) {
+    return in_int16 ? _mm256_madd_epi16(_mm256_packs_epi32(a, b), _mm256_set1_epi16(1)) : _mm256_hadd_epi32(a, b);
+}
+
 static inline __attribute__((always_inline)) __m256i sum_lanes8(const __m256i p[8], const int int16_levels) {
-    const __m256i ones = _mm256_set1_epi16(1);
     __m256i q[4], r[2];
-    for (int i = 0; i < 4; i++)
-        q[i] = int16_levels >= 1 ? _mm256_madd_epi16(_mm256_packs_epi32(p[2 * i], p[2 * i + 1]), ones) : _mm256_hadd_epi32(p[2 * i], p[2 * i + 1]);
-    for (int i = 0; i < 2; i++)
-        r[i] = int16_levels >= 2 ? _mm256_madd_epi16(_mm256_packs_epi32(q[2 * i], q[2 * i + 1]), ones) : _mm256_hadd_epi32(q[2 * i], q[2 * i + 1]);
+    for (int i = 0; i < 4; i++) q[i] = pair_sums(p[2 * i], p[2 * i + 1], int16_levels >= 1);
+    for (int i = 0; i < 2; i++) r[i] = pair_sums(q[2 * i], q[2 * i + 1], int16_levels >= 2);
     return _mm256_add_epi32(_mm256_permute2x128_si256(r[0], r[1], 0x20), _mm256_permute2x128_si256(r[0], r[1], 0x31));
 }
 
@@ -388,7 +392,7 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
             p[j] = type == SPROUT_TYPE_Q8_0 && !Q8_0_UNSIGNED ? dot_u8_i8(_mm256_sign_epi8(v[j], v[j]), _mm256_sign_epi8(yj, v[j]))
                                                                : dot_u8_i8(v[j], yj);
         }
-        sums = sum_lanes8(p, type == SPROUT_TYPE_Q4_1 ? 2 : type == SPROUT_TYPE_Q5_0 || type == SPROUT_TYPE_Q5_1 ? 1 : 0);
+        sums = sum_lanes8(p, type == SPROUT_TYPE_Q8_0 ? 0 : 2);
         if (has_offset) sums = _mm256_add_epi32(sums, asum);
     }
     const __m256 ad = _mm256_loadu_ps(c->d);
@@ -515,7 +519,7 @@ static inline __attribute__((always_inline)) void affine_k_group(sprout_type typ
             } else {
                 __m256i p[8];
                 super_block_dots(lv, at, t0 + k, b, p);
-                sums = sum_lanes8(p, qh ? 1 : 2);
+                sums = sum_lanes8(p, 2);
             }
             const __m256 ad = _mm256_loadu_ps(c->d);
             acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dsc, ad), acc[k]);
@@ -564,8 +568,8 @@ static inline __attribute__((always_inline)) void q6_K_group(const sp_block_q6_K
                  * four blocks per vector */
                 __m256i p[8];
                 super_block_dots(lv, at, t0 + k, b, p);
-                const __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-                const __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
+                const __m256i h0 = _mm256_hadd_epi32(pair_sums(p[0], p[1], true), pair_sums(p[2], p[3], true));
+                const __m256i h1 = _mm256_hadd_epi32(pair_sums(p[4], p[5], true), pair_sums(p[6], p[7], true));
                 lo = _mm256_add_epi32(lo, _mm256_permute2x128_si256(h0, h1, 0x20));
                 hi = _mm256_add_epi32(hi, _mm256_permute2x128_si256(h0, h1, 0x31));
             }
