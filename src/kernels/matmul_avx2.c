@@ -114,15 +114,16 @@ static inline __m256i dot_u8_i8_acc(__m256i acc, __m256i u, __m256i s) {
  * block, as four runs of 32: low nibbles of ql[0..31], of ql[32..63], high
  * nibbles of both, each with its 2 bits from qh. */
 static inline void unpack_q6_K_half(const uint8_t *ql, const uint8_t *qh, __m256i q[4]) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3);
+    const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
     const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql), l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
     const __m256i hb = _mm256_loadu_si256((const __m256i *)qh);
-    q[0] = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_slli_epi16(_mm256_and_si256(hb, two), 4));
-    q[1] = _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), two), 4));
-    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
-                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), two), 4));
-    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
-                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), two), 4));
+    /* run k's 2 bits (bits 2k, 2k+1 of hb) go to bits 4-5: one 16-bit
+     * shift (none for k = 2) and a per-byte mask, which drops what the
+     * shift carries across bytes */
+    q[0] = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), bits45));
+    q[1] = _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), bits45));
+    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), _mm256_and_si256(hb, bits45));
+    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4), _mm256_and_si256(_mm256_srli_epi16(hb, 2), bits45));
 }
 
 /* --- blocks in lanes (Q4_0, Q8_0) -------------------------------------------------------------
