@@ -474,6 +474,13 @@ static inline __m128i k_scales_mins(const uint8_t *scales) {
     return _mm_or_si128(low, _mm_srli_epi16(_mm_and_si128(hi_src, _mm_set1_epi8((char)0xC0)), 2));
 }
 
+/* Bit j of every byte of v, moved to bit 4 (the rest zero): a 16-bit
+ * shift (none for j = 4), whose carries across bytes the mask drops. */
+static inline __attribute__((always_inline)) __m256i bit4_of(__m256i v, const int j) {
+    const __m256i moved = j < 4 ? _mm256_slli_epi16(v, 4 - j) : j > 4 ? _mm256_srli_epi16(v, j - 4) : v;
+    return _mm256_and_si256(moved, _mm256_set1_epi8(0x10));
+}
+
 /* Q4_K and Q5_K in the same layout: a super-block's eight sub-blocks of 32
  * are the eight lanes (sub-block 2i is the low nibbles of qs[32i..], 2i+1
  * the high ones, Q5_K's fifth bits from qh), so after one 8x8 transpose of
@@ -484,7 +491,7 @@ static inline __attribute__((always_inline)) void affine_k_group(sprout_type typ
                                                                  const int G, const k_span *sp, float *out) {
     __m256 acc[TOKEN_GROUP], macc[TOKEN_GROUP];
     SPAN_BEGIN(sp, acc, macc, G, true)
-    const __m256i low4 = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(1);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
     for (int64_t b = sp->c0; b < sp->c1; b++) {
         const sp_affine_k_block blk = sp_affine_k_block_at(type == SPROUT_TYPE_Q5_K, row, b);
         const uint16_t d16 = blk.d, dmin16 = blk.dmin;
@@ -495,10 +502,8 @@ static inline __attribute__((always_inline)) void affine_k_group(sprout_type typ
             const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * i));
             lv[2 * i] = _mm256_and_si256(q, low4);
             lv[2 * i + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-            if (qh) { /* a 16-bit shift then a per-byte mask keeps each byte's own bit */
-                lv[2 * i] = _mm256_or_si256(lv[2 * i], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * i), bit), 4));
-                lv[2 * i + 1] = _mm256_or_si256(lv[2 * i + 1], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * i + 1), bit), 4));
-            }
+            if (qh) /* sub-block j's bit (bit j of hb) to bit 4: one 16-bit shift and a per-byte mask */
+                for (int h = 0; h < 2; h++) lv[2 * i + h] = _mm256_or_si256(lv[2 * i + h], bit4_of(hb, 2 * i + h));
         }
         /* one token: the sub-blocks in element order and their sums by one
          * horizontal tree, fewer shuffles than the transpose for the same
