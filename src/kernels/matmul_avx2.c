@@ -358,6 +358,16 @@ static inline __attribute__((always_inline)) __m256 load_blocks8(sprout_type typ
         if (transpose) transpose8x8_epi32(w, v);
         else memcpy(v, w, sizeof w);
     }
+#ifdef SP_MATMUL_VNNI
+    if (type == SPROUT_TYPE_Q4_0 && nv == 8) {
+        /* the eight scales lie in the chunk's first 128 bytes, at words 9j:
+         * one two-source word permute of two loads gathers them */
+        static const uint16_t at_9j[32] __attribute__((aligned(64))) = {0, 9, 18, 27, 36, 45, 54, 63};
+        const uint8_t *chunk = row + (size_t)b * block_bytes;
+        const __m512i words = _mm512_permutex2var_epi16(_mm512_loadu_si512(chunk), _mm512_load_si512(at_9j), _mm512_loadu_si512(chunk + 64));
+        return _mm256_cvtph_ps(_mm512_castsi512_si128(words));
+    }
+#endif
     return gather_halves8(d16);
 }
 
