@@ -298,6 +298,26 @@ static inline __m256 gather_halves8(const uint16_t h[8]) {
                                           (short)h[7]));
 }
 
+/* The scales (each block's first half) of blocks [b, b + nv) of a row
+ * (nv <= 8; zero past nv). */
+static inline __attribute__((always_inline)) __m256 block_scales8(sprout_type type, const uint8_t *row, int64_t b, int nv) {
+    const size_t block_bytes = layout_of(type).bytes;
+#ifdef SP_MATMUL_VNNI
+    if (type == SPROUT_TYPE_Q4_0 && nv == 8) {
+        /* a whole Q4_0 chunk's scales lie in its first 128 bytes, at words
+         * 9j: one two-source word permute of two loads gathers them */
+        static const uint16_t at_9j[32] __attribute__((aligned(64))) = {0, 9, 18, 27, 36, 45, 54, 63};
+        const uint8_t *chunk = row + (size_t)b * block_bytes;
+        const __m512i words = _mm512_permutex2var_epi16(_mm512_loadu_si512(chunk), _mm512_load_si512(at_9j), _mm512_loadu_si512(chunk + 64));
+        return _mm256_cvtph_ps(_mm512_castsi512_si128(words));
+    }
+#endif
+    uint16_t d16[8] = {0};
+    for (int j = 0; j < 8; j++)
+        if (j < nv) memcpy(&d16[j], row + (size_t)(b + j) * block_bytes, sizeof d16[j]);
+    return gather_halves8(d16);
+}
+
 /* Blocks [b, b + nv) of a row (nv <= 8), levels as unsigned bytes
  * transposed into v[0..8) (zero past nv; Q8_0 may leave them as they are),
  * their eight scales returned and (Q4_1, Q5_1) their mins in *mw. */
@@ -305,12 +325,11 @@ static inline __attribute__((always_inline)) __m256 load_blocks8(sprout_type typ
                                                                  __m256i v[8], __m256 *mw) {
     const block_layout L = layout_of(type);
     const size_t block_bytes = L.bytes;
-    uint16_t d16[8] = {0}, m16[8] = {0};
+    uint16_t m16[8] = {0};
     uint32_t qh[8] = {0};
     for (int j = 0; j < 8; j++)
         if (j < nv) {
             const uint8_t *blk = row + (size_t)(b + j) * block_bytes;
-            memcpy(&d16[j], blk, sizeof d16[j]);
             if (L.m >= 0) memcpy(&m16[j], blk + L.m, sizeof m16[j]);
             if (L.qh >= 0) memcpy(&qh[j], blk + L.qh, sizeof qh[j]);
         }
@@ -358,17 +377,7 @@ static inline __attribute__((always_inline)) __m256 load_blocks8(sprout_type typ
         if (transpose) transpose8x8_epi32(w, v);
         else memcpy(v, w, sizeof w);
     }
-#ifdef SP_MATMUL_VNNI
-    if (type == SPROUT_TYPE_Q4_0 && nv == 8) {
-        /* the eight scales lie in the chunk's first 128 bytes, at words 9j:
-         * one two-source word permute of two loads gathers them */
-        static const uint16_t at_9j[32] __attribute__((aligned(64))) = {0, 9, 18, 27, 36, 45, 54, 63};
-        const uint8_t *chunk = row + (size_t)b * block_bytes;
-        const __m512i words = _mm512_permutex2var_epi16(_mm512_loadu_si512(chunk), _mm512_load_si512(at_9j), _mm512_loadu_si512(chunk + 64));
-        return _mm256_cvtph_ps(_mm512_castsi512_si128(words));
-    }
-#endif
-    return gather_halves8(d16);
+    return block_scales8(type, row, b, nv);
 }
 
 /* acc += the eight blocks' dots with token t, each times its two scales.
