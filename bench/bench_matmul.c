@@ -62,15 +62,21 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < sizeof token_counts / sizeof *token_counts; i++) {
             const int nt = token_counts[i];
             k->matmul(&w, x, n_in, NULL, nt, y, n_out, 0, n_out, scratch); /* warm */
-            int reps = 0;
-            const double t0 = now_s();
-            double t1;
-            do {
-                k->matmul(&w, x, n_in, NULL, nt, y, n_out, 0, n_out, scratch);
-                reps++;
-                t1 = now_s();
-            } while (t1 - t0 < 0.5);
-            printf(" %.1f |", (double)n_in * (double)n_out * nt * reps / (t1 - t0) * 1e-9);
+            /* the best of five windows: this machine's neighbours come and go */
+            double best = 0.;
+            for (int window = 0; window < 5; window++) {
+                int reps = 0;
+                const double t0 = now_s();
+                double t1;
+                do {
+                    k->matmul(&w, x, n_in, NULL, nt, y, n_out, 0, n_out, scratch);
+                    reps++;
+                    t1 = now_s();
+                } while (t1 - t0 < 0.1);
+                const double rate = (double)n_in * (double)n_out * nt * reps / (t1 - t0) * 1e-9;
+                if (rate > best) best = rate;
+            }
+            printf(" %.1f |", best);
             fflush(stdout);
         }
         printf("\n");

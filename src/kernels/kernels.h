@@ -68,14 +68,21 @@ static inline sp_cell_range sp_attention_range(const sp_attention_args *a, int64
  * scratch beside a decoded row. */
 #define SP_ROUNDED_BLOCK_FLOATS (128 << 10)
 
+/* Accumulators of 256 rows (8 tokens' scale and min terms, 8 lanes each)
+ * that an int8 matmul keeps between the spans of wide rows. */
+#define SP_ROW_STATE_FLOATS (256 * 2 * 8 * 8)
+
 /* Floats of per-thread scratch a matmul over rows of n_in elements may use:
  * decoded rows, or the 8-bit activations of a tile of 32 tokens (40 bytes
  * per 32 elements each, plus 48 for a transposed copy with its scales and
  * sums, padded to a multiple of 8 blocks and a chunk per 256 elements,
- * aligned to a cache line), and a block of rounded activations.
+ * aligned to a cache line), a block of rounded activations and the
+ * accumulators a block of rows keeps between spans of its rows.
  * Callers size their scratch with it once, so no kernel allocates inside
  * the token loop. */
-static inline int64_t sp_matmul_scratch_floats(int64_t n_in) { return 23 * n_in + 13 * 32 * 8 + 64 + SP_ROUNDED_BLOCK_FLOATS; }
+static inline int64_t sp_matmul_scratch_floats(int64_t n_in) {
+    return 23 * n_in + 13 * 32 * 8 + 64 + SP_ROUNDED_BLOCK_FLOATS + SP_ROW_STATE_FLOATS;
+}
 
 /* Bytes of every level's quantized activations per 32 elements: a float
  * scale, four bytes of sums and 32 levels (each level lays them out its
