@@ -518,6 +518,7 @@ int main(void) {
     check_level("avx512");
     check_level("avx512bf16");
     check_level("neon");
+    check_level("i8mm");
     check_attention_level("generic");
     check_attention_tokens_level("generic");
     check_attention_level("avx2");
@@ -530,7 +531,8 @@ int main(void) {
     check_batch_invariance("avx512");
     check_batch_invariance("avx512bf16");
     check_batch_invariance("neon");
-    static const char *const levels[] = {"generic", "avx2", "avx512", "avx512bf16", "neon"};
+    check_batch_invariance("i8mm"); /* smmla's pairs against sdot's single tokens */
+    static const char *const levels[] = {"generic", "avx2", "avx512", "avx512bf16", "neon", "i8mm"};
     for (size_t i = 0; i < sizeof levels / sizeof *levels; i++) {
         check_extreme_sums(levels[i]);
         check_rounded_activations(levels[i], SPROUT_TYPE_F16);

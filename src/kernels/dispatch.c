@@ -58,8 +58,19 @@ static const sp_kernels neon = {
     .attention = sp_attention_portable,
     .activation = sp_activation_portable,
 };
-/* the kernel reports the dot-product extension as a hardware capability */
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1 << 13)
+#endif
+static const sp_kernels neon_i8mm = {
+    .name = "neon-i8mm",
+    .matmul = sp_matmul_neon_i8mm,
+    .quantize = sp_quantize_neon,
+    .attention = sp_attention_portable,
+    .activation = sp_activation_portable,
+};
+/* the kernel reports the dot-product and int8 matrix extensions as hardware capabilities */
 static bool cpu_has_neon_dotprod(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
+static bool cpu_has_neon_i8mm(void) { return cpu_has_neon_dotprod() && (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0; }
 #endif
 
 const sp_kernels *sp_kernels_portable(void) { return &portable; }
@@ -94,6 +105,7 @@ const sp_kernels *sp_kernels_for_level(const char *level) {
     if (!strcmp(level, "generic")) return &portable;
 #ifdef SP_HAVE_NEON_KERNELS
     if (!strcmp(level, "neon") && cpu_has_neon_dotprod()) return &neon;
+    if (!strcmp(level, "i8mm") && cpu_has_neon_i8mm()) return &neon_i8mm;
 #endif
 #ifdef SP_HAVE_X86_KERNELS
     if (!strcmp(level, "avx2") && cpu_has_avx2()) return &avx2;
@@ -106,15 +118,16 @@ const sp_kernels *sp_kernels_for_level(const char *level) {
 static void choose(void) {
     chosen = &portable;
     const char *cap = getenv("SPROUT_CPU");
-    static const char *const levels[] = {"generic", "avx2", "avx512", "avx512bf16", "amx", "neon"};
+    static const char *const levels[] = {"generic", "avx2", "avx512", "avx512bf16", "amx", "neon", "i8mm"};
     bool known = !cap || !*cap;
     for (size_t i = 0; !known && i < sizeof levels / sizeof *levels; i++) known = !strcmp(cap, levels[i]);
     if (!known) /* a typo must not pass for a measured level */
-        fprintf(stderr, "sprout: SPROUT_CPU=%s is not one of generic, avx2, avx512, avx512bf16, amx, neon: using the best level this CPU has\n",
+        fprintf(stderr, "sprout: SPROUT_CPU=%s is not one of generic, avx2, avx512, avx512bf16, amx, neon, i8mm: using the best level this CPU has\n",
                 cap);
     if (cap && !strcmp(cap, "generic")) return;
 #ifdef SP_HAVE_NEON_KERNELS
     if (cpu_has_neon_dotprod()) chosen = &neon;
+    if ((!cap || strcmp(cap, "neon")) && cpu_has_neon_i8mm()) chosen = &neon_i8mm;
 #endif
 #ifdef SP_HAVE_X86_KERNELS
     /* amx has no kernels of its own yet: it gets the best avx512 table */

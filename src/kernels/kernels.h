@@ -129,6 +129,9 @@ void sp_activation_portable(sp_activation kind, const float *x, const float *up,
 void sp_matmul_neon(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                     int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
 void sp_quantize_neon(const float *x, int64_t n, void *out);
+/* ... and with the int8 matrix multiply (matmul_neon_i8mm.c). */
+void sp_matmul_neon_i8mm(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
+                         int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
 /* x86-64 with AVX2 + FMA + F16C (matmul_avx2.c). */
 void sp_matmul_avx2(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                     int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
@@ -142,7 +145,7 @@ void sp_quantize_avx512vnni(const float *x, int64_t n, void *out);
 /* ... and AVX-512 BF16 as well, for BF16 weights (matmul_bf16.c). */
 void sp_matmul_avx512bf16(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                           int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
-/* The table for a level ("generic", "avx2", "avx512", "avx512bf16", "neon"), or NULL where this CPU or
+/* The table for a level ("generic", "avx2", "avx512", "avx512bf16", "neon", "i8mm"), or NULL where this CPU or
  * build has none: for tests that compare every level present. */
 const sp_kernels *sp_kernels_for_level(const char *level);
 

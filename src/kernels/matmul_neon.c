@@ -1,12 +1,15 @@
 /* Matmul for 64-bit Arm with NEON and the dot-product extension (compiled
- * with +dotprod here only; dispatch.c calls it only when the CPU says so).
+ * with +dotprod here only; dispatch.c calls it only when the CPU says so),
+ * and again (matmul_neon_i8mm.c) with the int8 matrix multiply (smmla) for
+ * two rows by two tokens at once.
  *
  * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K weights are dotted in
- * int8 (sdot) against the activations quantized to 8-bit blocks of 32
- * (by the caller, or once per call); each block's (or sub-block's) sum is exact in int32 and
- * scaled in float. Other types decode a row once and use float dots with
- * four fixed accumulators. Every token's arithmetic is the same however
- * many tokens the call has: outputs do not depend on the batch. */
+ * int8 against the activations quantized to 8-bit blocks of 32
+ * (by the caller, or once per call); each block's (or sub-block's) sum is
+ * exact in int32 and scaled in float, four blocks at a time. Other types
+ * decode a row once and use float dots with four fixed accumulators. Every
+ * token's arithmetic is the same however many tokens the call has:
+ * outputs do not depend on the batch. */
 #include <arm_neon.h>
 #include <math.h>
 #include <string.h>
@@ -15,6 +18,10 @@
 #include "quant/blocks.h"
 #include "quant/fp16.h"
 #include "quant/quant.h"
+
+#ifndef SP_MATMUL_NAME
+#define SP_MATMUL_NAME sp_matmul_neon
+#endif
 
 typedef struct act_block {
     float d;
@@ -45,16 +52,21 @@ static void quantize_activations(const float *x, int64_t n, act_block *q) {
     }
 }
 
-/* A weight block's 32 levels as two signed 16-byte halves. */
-static inline void levels_q8_0(const sp_block_q8_0 *blk, int8x16_t *lo, int8x16_t *hi) {
-    *lo = vld1q_s8(blk->qs);
-    *hi = vld1q_s8(blk->qs + 16);
-}
+/* --- int8 rows ---------------------------------------------------------------------------------
+ * Every int8 type is a row of 32-element blocks (a K-quant's sub-blocks),
+ * taken four at a time. Each block's dot with a token's activations is an
+ * exact int32 (times the block's integer scale, for the K-quants, still
+ * exact), so sdot (one row, one token) and, with i8mm, smmla (two rows by
+ * two tokens at once) give the same integers; four of them then meet the
+ * scales as one vector, in the same order for every (row, token) pair:
+ *   acc[b % 4] += float(S_b) * (W_b * A_b),  macc[b % 4] += M_b * D_b,
+ *   y = ((acc0 + acc1) + (acc2 + acc3)) + ((macc0 + macc1) + (macc2 + macc3))
+ * with W the weight scale, A the activations', M the weight's min term and
+ * D the activations' scale times their sum. A token's output is therefore
+ * the same whatever the batch and whichever kernel took it. */
 
-static inline void levels_q4_0(const sp_block_q4_0 *blk, int8x16_t *lo, int8x16_t *hi) {
-    const uint8x16_t packed = vld1q_u8(blk->qs), eight = vdupq_n_u8(8);
-    *lo = vreinterpretq_s8_u8(vsubq_u8(vandq_u8(packed, vdupq_n_u8(0x0F)), eight));
-    *hi = vreinterpretq_s8_u8(vsubq_u8(vshrq_n_u8(packed, 4), eight));
+static inline bool has_mins(sprout_type type) {
+    return type == SPROUT_TYPE_Q4_1 || type == SPROUT_TYPE_Q5_1 || type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K;
 }
 
 /* 16 of a block's fifth bits (two bytes of qh) as 16 in the bytes whose
@@ -65,138 +77,247 @@ static inline uint8x16_t fifth_bits16(const uint8_t two[2]) {
     return vandq_u8(vtstq_u8(bytes, vld1q_u8(bit_of)), vdupq_n_u8(16));
 }
 
-/* Unsigned 4-bit levels (elements 0..15 the low nibbles, 16..31 the high
- * ones), with the fifth bits from qh where there are some. */
-static inline void levels_packed(const uint8_t *qs, const uint8_t *qh, uint8x16_t *lo, uint8x16_t *hi) {
-    const uint8x16_t packed = vld1q_u8(qs);
-    *lo = vandq_u8(packed, vdupq_n_u8(0x0F));
-    *hi = vshrq_n_u8(packed, 4);
-    if (qh) {
-        *lo = vorrq_u8(*lo, fifth_bits16(qh));
-        *hi = vorrq_u8(*hi, fifth_bits16(qh + 2));
+/* Block b's 32 levels as signed bytes, elements 0..15 in *lo and 16..31 in
+ * *hi (zero past nb); for the K-quants b counts sub-blocks. */
+static inline void block_levels(sprout_type type, const uint8_t *row, int64_t b, int64_t nb, int8x16_t *lo, int8x16_t *hi) {
+    if (b >= nb) {
+        *lo = *hi = vdupq_n_s8(0);
+        return;
     }
+    const uint8x16_t low4 = vdupq_n_u8(0x0F);
+    uint8x16_t ulo, uhi;
+    switch (type) {
+    case SPROUT_TYPE_Q8_0: {
+        const sp_block_q8_0 *blk = (const sp_block_q8_0 *)row + b;
+        *lo = vld1q_s8(blk->qs), *hi = vld1q_s8(blk->qs + 16);
+        return;
+    }
+    case SPROUT_TYPE_Q4_0:
+    case SPROUT_TYPE_Q5_0: { /* levels less 8 (or 16 with the fifth bits) fit int8 */
+        const bool q5 = type == SPROUT_TYPE_Q5_0;
+        const uint8_t *qs = q5 ? ((const sp_block_q5_0 *)row + b)->qs : ((const sp_block_q4_0 *)row + b)->qs;
+        const uint8x16_t packed = vld1q_u8(qs);
+        ulo = vandq_u8(packed, low4), uhi = vshrq_n_u8(packed, 4);
+        if (q5) {
+            const uint8_t *qh = ((const sp_block_q5_0 *)row + b)->qh;
+            ulo = vorrq_u8(ulo, fifth_bits16(qh)), uhi = vorrq_u8(uhi, fifth_bits16(qh + 2));
+        }
+        const int8x16_t offset = vdupq_n_s8(q5 ? 16 : 8);
+        *lo = vsubq_s8(vreinterpretq_s8_u8(ulo), offset), *hi = vsubq_s8(vreinterpretq_s8_u8(uhi), offset);
+        return;
+    }
+    case SPROUT_TYPE_Q4_1:
+    case SPROUT_TYPE_Q5_1: {
+        const bool q5 = type == SPROUT_TYPE_Q5_1;
+        const uint8_t *qs = q5 ? ((const sp_block_q5_1 *)row + b)->qs : ((const sp_block_q4_1 *)row + b)->qs;
+        const uint8x16_t packed = vld1q_u8(qs);
+        ulo = vandq_u8(packed, low4), uhi = vshrq_n_u8(packed, 4);
+        if (q5) {
+            const uint8_t *qh = ((const sp_block_q5_1 *)row + b)->qh;
+            ulo = vorrq_u8(ulo, fifth_bits16(qh)), uhi = vorrq_u8(uhi, fifth_bits16(qh + 2));
+        }
+        break;
+    }
+    case SPROUT_TYPE_Q4_K:
+    case SPROUT_TYPE_Q5_K: { /* sub-block j: the low (j even) or high nibbles of qs[32 (j / 2)..], bit j of qh */
+        const sp_affine_k_block blk = sp_affine_k_block_at(type == SPROUT_TYPE_Q5_K, row, b / 8);
+        const int j = (int)(b % 8);
+        const uint8x16_t q0 = vld1q_u8(blk.qs + 32 * (j / 2)), q1 = vld1q_u8(blk.qs + 32 * (j / 2) + 16);
+        ulo = j & 1 ? vshrq_n_u8(q0, 4) : vandq_u8(q0, low4);
+        uhi = j & 1 ? vshrq_n_u8(q1, 4) : vandq_u8(q1, low4);
+        if (blk.qh) {
+            const int8x16_t shift = vdupq_n_s8((int8_t)-j);
+            const uint8x16_t one = vdupq_n_u8(1);
+            ulo = vorrq_u8(ulo, vshlq_n_u8(vandq_u8(vshlq_u8(vld1q_u8(blk.qh), shift), one), 4));
+            uhi = vorrq_u8(uhi, vshlq_n_u8(vandq_u8(vshlq_u8(vld1q_u8(blk.qh + 16), shift), one), 4));
+        }
+        break;
+    }
+    default: { /* Q6_K sub-block j = 4h + k: ql[64h + 32 (k & 1)..] (high nibbles for k >= 2), bits 2k of qh[32h..]; less 32 */
+        const sp_block_q6_K *blk = (const sp_block_q6_K *)row + b / 8;
+        const int j = (int)(b % 8), h = j / 4, k = j % 4;
+        const uint8_t *ql = blk->ql + 64 * h + 32 * (k & 1), *qh = blk->qh + 32 * h;
+        const int8x16_t shift = vdupq_n_s8((int8_t)-(2 * k));
+        const uint8x16_t three = vdupq_n_u8(3);
+        const uint8x16_t l0 = vld1q_u8(ql), l1 = vld1q_u8(ql + 16);
+        ulo = vorrq_u8(k >= 2 ? vshrq_n_u8(l0, 4) : vandq_u8(l0, low4), vshlq_n_u8(vandq_u8(vshlq_u8(vld1q_u8(qh), shift), three), 4));
+        uhi = vorrq_u8(k >= 2 ? vshrq_n_u8(l1, 4) : vandq_u8(l1, low4), vshlq_n_u8(vandq_u8(vshlq_u8(vld1q_u8(qh + 16), shift), three), 4));
+        const int8x16_t m32 = vdupq_n_s8(32);
+        *lo = vsubq_s8(vreinterpretq_s8_u8(ulo), m32), *hi = vsubq_s8(vreinterpretq_s8_u8(uhi), m32);
+        return;
+    }
+    }
+    *lo = vreinterpretq_s8_u8(ulo), *hi = vreinterpretq_s8_u8(uhi);
 }
 
-/* One row against one token: per block an exact int32 sum, scaled in
- * float, two accumulators (even and odd blocks) joined at the end; the
- * types with a min (x = d*q + m) add m times the activations' sum. */
-static float dot_row(sprout_type type, const uint8_t *row, const act_block *a, int64_t nb) {
-    float32x4_t acc[2] = {vdupq_n_f32(0.f), vdupq_n_f32(0.f)};
-    float mins = 0.f;
-    for (int64_t b = 0; b < nb; b++) {
-        int8x16_t lo, hi;
-        uint8x16_t ulo, uhi;
-        uint16_t d16, m16 = 0;
+/* The scales of blocks [4u, 4u + 4) of a row: W (float), M (the min
+ * term, zero without), and the integer scales of the K-quants' sums (of
+ * the first and last 16 elements: they differ only for Q6_K). */
+typedef struct unit_scales {
+    float32x4_t w, m;
+    int32x4_t sc_lo, sc_hi;
+} unit_scales;
+
+static inline unit_scales scales_of_unit(sprout_type type, const uint8_t *row, int64_t u, int64_t nb) {
+    unit_scales s = {vdupq_n_f32(0.f), vdupq_n_f32(0.f), vdupq_n_s32(1), vdupq_n_s32(1)};
+    float w[4] = {0}, m[4] = {0};
+    int32_t lo[4], hi[4];
+    switch (type) {
+    case SPROUT_TYPE_Q4_K:
+    case SPROUT_TYPE_Q5_K: {
+        const sp_affine_k_block blk = sp_affine_k_block_at(type == SPROUT_TYPE_Q5_K, row, u / 2);
+        const float dmin = sp_fp16_to_fp32(blk.dmin);
+        for (int i = 0; i < 4; i++) {
+            uint8_t sc, mn;
+            sp_q4k_scale_min(4 * (int)(u % 2) + i, blk.scales, &sc, &mn);
+            lo[i] = hi[i] = sc, m[i] = -(dmin * (float)mn);
+        }
+        s.w = vdupq_n_f32(sp_fp16_to_fp32(blk.d)), s.m = vld1q_f32(m), s.sc_lo = vld1q_s32(lo), s.sc_hi = vld1q_s32(hi);
+        return s;
+    }
+    case SPROUT_TYPE_Q6_K: {
+        const sp_block_q6_K *blk = (const sp_block_q6_K *)row + u / 2;
+        for (int i = 0; i < 4; i++) {
+            const int j = 4 * (int)(u % 2) + i;
+            lo[i] = blk->scales[2 * j], hi[i] = blk->scales[2 * j + 1];
+        }
+        s.w = vdupq_n_f32(sp_fp16_to_fp32(blk->d)), s.sc_lo = vld1q_s32(lo), s.sc_hi = vld1q_s32(hi);
+        return s;
+    }
+    default: break;
+    }
+    for (int i = 0; i < 4; i++) {
+        const int64_t b = 4 * u + i;
+        if (b >= nb) break;
         switch (type) {
-        case SPROUT_TYPE_Q8_0: {
-            const sp_block_q8_0 *blk = (const sp_block_q8_0 *)row + b;
-            levels_q8_0(blk, &lo, &hi);
-            d16 = blk->d;
+        case SPROUT_TYPE_Q8_0: w[i] = sp_fp16_to_fp32(((const sp_block_q8_0 *)row + b)->d); break;
+        case SPROUT_TYPE_Q4_0: w[i] = sp_fp16_to_fp32(((const sp_block_q4_0 *)row + b)->d); break;
+        case SPROUT_TYPE_Q5_0: w[i] = sp_fp16_to_fp32(((const sp_block_q5_0 *)row + b)->d); break;
+        case SPROUT_TYPE_Q4_1:
+            w[i] = sp_fp16_to_fp32(((const sp_block_q4_1 *)row + b)->d), m[i] = sp_fp16_to_fp32(((const sp_block_q4_1 *)row + b)->m);
+            break;
+        default:
+            w[i] = sp_fp16_to_fp32(((const sp_block_q5_1 *)row + b)->d), m[i] = sp_fp16_to_fp32(((const sp_block_q5_1 *)row + b)->m);
             break;
         }
-        case SPROUT_TYPE_Q4_0: {
-            const sp_block_q4_0 *blk = (const sp_block_q4_0 *)row + b;
-            levels_q4_0(blk, &lo, &hi);
-            d16 = blk->d;
-            break;
-        }
-        case SPROUT_TYPE_Q5_0: { /* levels 0..31 less 16 fit int8 */
-            const sp_block_q5_0 *blk = (const sp_block_q5_0 *)row + b;
-            levels_packed(blk->qs, blk->qh, &ulo, &uhi);
-            lo = vsubq_s8(vreinterpretq_s8_u8(ulo), vdupq_n_s8(16));
-            hi = vsubq_s8(vreinterpretq_s8_u8(uhi), vdupq_n_s8(16));
-            d16 = blk->d;
-            break;
-        }
-        case SPROUT_TYPE_Q4_1: {
-            const sp_block_q4_1 *blk = (const sp_block_q4_1 *)row + b;
-            levels_packed(blk->qs, NULL, &ulo, &uhi);
-            lo = vreinterpretq_s8_u8(ulo), hi = vreinterpretq_s8_u8(uhi);
-            d16 = blk->d, m16 = blk->m;
-            break;
-        }
-        default: { /* Q5_1 */
-            const sp_block_q5_1 *blk = (const sp_block_q5_1 *)row + b;
-            levels_packed(blk->qs, blk->qh, &ulo, &uhi);
-            lo = vreinterpretq_s8_u8(ulo), hi = vreinterpretq_s8_u8(uhi);
-            d16 = blk->d, m16 = blk->m;
-            break;
-        }
-        }
-        int32x4_t s = vdotq_s32(vdupq_n_s32(0), lo, vld1q_s8(a[b].qs));
-        s = vdotq_s32(s, hi, vld1q_s8(a[b].qs + 16));
-        acc[b & 1] = vfmaq_n_f32(acc[b & 1], vcvtq_f32_s32(s), sp_fp16_to_fp32(d16) * a[b].d);
-        if (type == SPROUT_TYPE_Q4_1 || type == SPROUT_TYPE_Q5_1) mins += sp_fp16_to_fp32(m16) * a[b].d * (float)a[b].sum;
     }
-    return vaddvq_f32(vaddq_f32(acc[0], acc[1])) + mins;
+    s.w = vld1q_f32(w), s.m = vld1q_f32(m);
+    return s;
 }
 
-/* Q4_K and Q5_K: per sub-block of 32, sum(x*a) = d*sc*ad*sum(q*qa) -
- * dmin*m*ad*sum(qa); the levels (0..15, or 0..31 with Q5_K's fifth bits)
- * go into sdot as they are. The super-blocks share their scales' layout
- * and differ only in qh, so the one loop takes both. */
-static float dot_affine_K(sprout_type type, const uint8_t *row, const act_block *a, int64_t n_super) {
-    float acc = 0.f, mins = 0.f;
-    const uint8x16_t low4 = vdupq_n_u8(0x0F), one = vdupq_n_u8(1);
-    for (int64_t b = 0; b < n_super; b++, a += 8) {
-        const sp_affine_k_block blk = sp_affine_k_block_at(type == SPROUT_TYPE_Q5_K, row, b);
-        const uint8_t *qs = blk.qs, *scales = blk.scales, *qh = blk.qh;
-        const float d = sp_fp16_to_fp32(blk.d), dmin = sp_fp16_to_fp32(blk.dmin);
-        for (int j = 0; j < 4; j++) {
-            const uint8x16_t q0 = vld1q_u8(qs + 32 * j), q1 = vld1q_u8(qs + 32 * j + 16);
-            uint8x16_t l0 = vandq_u8(q0, low4), l1 = vandq_u8(q1, low4), h0 = vshrq_n_u8(q0, 4), h1 = vshrq_n_u8(q1, 4);
-            if (qh) { /* sub-block 2j takes bit 2j of qh[l], 2j + 1 bit 2j + 1; as 16 */
-                const uint8x16_t b0 = vld1q_u8(qh), b1 = vld1q_u8(qh + 16);
-                const int8x16_t shift_lo = vdupq_n_s8((int8_t)-(2 * j)), shift_hi = vdupq_n_s8((int8_t)-(2 * j + 1));
-                l0 = vorrq_u8(l0, vshlq_n_u8(vandq_u8(vshlq_u8(b0, shift_lo), one), 4));
-                l1 = vorrq_u8(l1, vshlq_n_u8(vandq_u8(vshlq_u8(b1, shift_lo), one), 4));
-                h0 = vorrq_u8(h0, vshlq_n_u8(vandq_u8(vshlq_u8(b0, shift_hi), one), 4));
-                h1 = vorrq_u8(h1, vshlq_n_u8(vandq_u8(vshlq_u8(b1, shift_hi), one), 4));
-            }
-            const act_block *lo = &a[2 * j], *hi = &a[2 * j + 1];
-            int32x4_t s_lo = vdotq_s32(vdupq_n_s32(0), vreinterpretq_s8_u8(l0), vld1q_s8(lo->qs));
-            s_lo = vdotq_s32(s_lo, vreinterpretq_s8_u8(l1), vld1q_s8(lo->qs + 16));
-            int32x4_t s_hi = vdotq_s32(vdupq_n_s32(0), vreinterpretq_s8_u8(h0), vld1q_s8(hi->qs));
-            s_hi = vdotq_s32(s_hi, vreinterpretq_s8_u8(h1), vld1q_s8(hi->qs + 16));
-            uint8_t sc, m;
-            sp_q4k_scale_min(2 * j, scales, &sc, &m);
-            acc += d * (float)sc * lo->d * (float)vaddvq_s32(s_lo);
-            mins += dmin * (float)m * lo->d * (float)lo->sum;
-            sp_q4k_scale_min(2 * j + 1, scales, &sc, &m);
-            acc += d * (float)sc * hi->d * (float)vaddvq_s32(s_hi);
-            mins += dmin * (float)m * hi->d * (float)hi->sum;
-        }
-    }
-    return acc - mins;
+/* A token's activations as the int8 kernels read them: the blocks, and
+ * (padded with zeros to a multiple of 4 blocks) their scales A and their
+ * scales times their sums D; with i8mm also the token's pair (this token
+ * and the next), interleaved as smmla takes them. */
+typedef struct act_view {
+    const act_block *blocks;
+    const float *a, *d;
+    const int8_t *pair; /* block b at 64 b: bytes 8k..8k+7 of both tokens, k = 0..3 */
+} act_view;
+
+/* The unit's four block sums, scaled by the integer scales: exact. */
+static inline int32x4_t scaled_sums(int32x4_t lo, int32x4_t hi, const unit_scales *s, bool split) {
+    return split ? vmlaq_s32(vmulq_s32(lo, s->sc_lo), hi, s->sc_hi) : vmulq_s32(lo, s->sc_lo);
 }
 
-/* Q6_K: x = d*sc*(q - 32) with one scale per 16; q - 32 fits int8, so
- * sdot takes it directly, 16 elements per scale. */
-static float dot_q6_K(const sp_block_q6_K *w, const act_block *a, int64_t n_super) {
-    float acc = 0.f;
-    const uint8x16_t low4 = vdupq_n_u8(0x0F), three = vdupq_n_u8(3);
-    const int8x16_t m32 = vdupq_n_s8(32);
-    for (int64_t b = 0; b < n_super; b++, a += 8) {
-        const float d = sp_fp16_to_fp32(w[b].d);
-        for (int h = 0; h < 2; h++) {
-            const uint8_t *ql = w[b].ql + 64 * h, *qh = w[b].qh + 32 * h;
-            for (int half = 0; half < 2; half++) { /* elements l = 16 * half .. +15 of each run of 32 */
-                const uint8x16_t l0 = vld1q_u8(ql + 16 * half), l1 = vld1q_u8(ql + 32 + 16 * half), hb = vld1q_u8(qh + 16 * half);
-                const uint8x16_t q[4] = {
-                    vorrq_u8(vandq_u8(l0, low4), vshlq_n_u8(vandq_u8(hb, three), 4)),
-                    vorrq_u8(vandq_u8(l1, low4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hb, 2), three), 4)),
-                    vorrq_u8(vshrq_n_u8(l0, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hb, 4), three), 4)),
-                    vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(hb, 6), 4)),
-                };
-                for (int k = 0; k < 4; k++) { /* run k: elements 128h + 32k + 16*half + (0..15), act block 4h + k */
-                    const act_block *ab = &a[4 * h + k];
-                    const int32x4_t s = vdotq_s32(vdupq_n_s32(0), vsubq_s8(vreinterpretq_s8_u8(q[k]), m32), vld1q_s8(ab->qs + 16 * half));
-                    acc += d * ab->d * (float)(w[b].scales[8 * h + 2 * k + half] * vaddvq_s32(s));
-                }
-            }
+static inline float sum4(float32x4_t v) { return vpadds_f32(vpadd_f32(vget_low_f32(v), vget_high_f32(v))); }
+
+/* One row against one token, by sdot. */
+static float dot_row(sprout_type type, const uint8_t *row, const act_view *x, int64_t nb) {
+    const bool split = type == SPROUT_TYPE_Q6_K, k_quant = type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K || split;
+    const bool mins = has_mins(type);
+    float32x4_t acc = vdupq_n_f32(0.f), macc = vdupq_n_f32(0.f);
+    for (int64_t u = 0; 4 * u < nb; u++) {
+        int32x4_t lo[4], hi[4];
+        for (int i = 0; i < 4; i++) {
+            const int64_t b = 4 * u + i;
+            int8x16_t q_lo, q_hi;
+            block_levels(type, row, b, nb, &q_lo, &q_hi);
+            const int8x16_t a_lo = b < nb ? vld1q_s8(x->blocks[b].qs) : vdupq_n_s8(0);
+            const int8x16_t a_hi = b < nb ? vld1q_s8(x->blocks[b].qs + 16) : vdupq_n_s8(0);
+            lo[i] = vdotq_s32(vdupq_n_s32(0), q_lo, a_lo);
+            hi[i] = vdotq_s32(vdupq_n_s32(0), q_hi, a_hi);
+            if (!split) lo[i] = vaddq_s32(lo[i], hi[i]);
+        }
+        const unit_scales s = scales_of_unit(type, row, u, nb);
+        int32x4_t sums = vpaddq_s32(vpaddq_s32(lo[0], lo[1]), vpaddq_s32(lo[2], lo[3]));
+        if (k_quant) sums = scaled_sums(sums, split ? vpaddq_s32(vpaddq_s32(hi[0], hi[1]), vpaddq_s32(hi[2], hi[3])) : sums, &s, split);
+        acc = vfmaq_f32(acc, vcvtq_f32_s32(sums), vmulq_f32(s.w, vld1q_f32(x->a + 4 * u)));
+        if (mins) macc = vfmaq_f32(macc, s.m, vld1q_f32(x->d + 4 * u));
+    }
+    return mins ? sum4(acc) + sum4(macc) : sum4(acc);
+}
+
+#ifdef SP_MATMUL_I8MM
+/* Rows r0, r1 against tokens t, t + 1 (x: token t, whose pair holds
+ * both), by smmla: each block's four sums (r0 t, r0 t+1, r1 t, r1 t+1) in
+ * one vector, transposed per unit into each pair's four block sums, which
+ * then go exactly as in dot_row. out[2 r + k]: row r, token t + k. */
+static void dot_rows2x2(sprout_type type, const uint8_t *r0, const uint8_t *r1, const act_view *x0, const act_view *x1, int64_t nb,
+                        float out[4]) {
+    const bool split = type == SPROUT_TYPE_Q6_K, k_quant = type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K || split;
+    const bool mins = has_mins(type);
+    float32x4_t acc[4], macc[4];
+    for (int p = 0; p < 4; p++) acc[p] = macc[p] = vdupq_n_f32(0.f);
+    for (int64_t u = 0; 4 * u < nb; u++) {
+        int32x4_t lo[4], hi[4];
+        for (int i = 0; i < 4; i++) {
+            const int64_t b = 4 * u + i;
+            int8x16_t lo0, hi0, lo1, hi1;
+            block_levels(type, r0, b, nb, &lo0, &hi0);
+            block_levels(type, r1, b, nb, &lo1, &hi1);
+            const int8_t *y = x0->pair + 64 * b;
+            const int64x2_t l0 = vreinterpretq_s64_s8(lo0), l1 = vreinterpretq_s64_s8(lo1);
+            const int64x2_t h0 = vreinterpretq_s64_s8(hi0), h1 = vreinterpretq_s64_s8(hi1);
+            lo[i] = vmmlaq_s32(vdupq_n_s32(0), vreinterpretq_s8_s64(vzip1q_s64(l0, l1)), vld1q_s8(y));
+            lo[i] = vmmlaq_s32(lo[i], vreinterpretq_s8_s64(vzip2q_s64(l0, l1)), vld1q_s8(y + 16));
+            hi[i] = vmmlaq_s32(split ? vdupq_n_s32(0) : lo[i], vreinterpretq_s8_s64(vzip1q_s64(h0, h1)), vld1q_s8(y + 32));
+            hi[i] = vmmlaq_s32(hi[i], vreinterpretq_s8_s64(vzip2q_s64(h0, h1)), vld1q_s8(y + 48));
+            if (!split) lo[i] = hi[i];
+        }
+        /* lo[i] lane p: block 4u + i of pair p; sums[p] lane i: the same */
+        int32x4_t sums[4], sums_hi[4];
+        for (int half = 0; half < (split ? 2 : 1); half++) {
+            const int32x4_t *c = half ? hi : lo;
+            int32x4_t *t = half ? sums_hi : sums;
+            const int64x2_t t0 = vreinterpretq_s64_s32(vtrn1q_s32(c[0], c[1])), t1 = vreinterpretq_s64_s32(vtrn2q_s32(c[0], c[1]));
+            const int64x2_t t2 = vreinterpretq_s64_s32(vtrn1q_s32(c[2], c[3])), t3 = vreinterpretq_s64_s32(vtrn2q_s32(c[2], c[3]));
+            t[0] = vreinterpretq_s32_s64(vzip1q_s64(t0, t2)), t[1] = vreinterpretq_s32_s64(vzip1q_s64(t1, t3));
+            t[2] = vreinterpretq_s32_s64(vzip2q_s64(t0, t2)), t[3] = vreinterpretq_s32_s64(vzip2q_s64(t1, t3));
+        }
+        const unit_scales s[2] = {scales_of_unit(type, r0, u, nb), scales_of_unit(type, r1, u, nb)};
+        const float32x4_t a[2] = {vld1q_f32(x0->a + 4 * u), vld1q_f32(x1->a + 4 * u)};
+        for (int p = 0; p < 4; p++) {
+            const unit_scales *sr = &s[p / 2];
+            const int32x4_t v = k_quant ? scaled_sums(sums[p], split ? sums_hi[p] : sums[p], sr, split) : sums[p];
+            acc[p] = vfmaq_f32(acc[p], vcvtq_f32_s32(v), vmulq_f32(sr->w, a[p % 2]));
+            if (mins) macc[p] = vfmaq_f32(macc[p], sr->m, vld1q_f32((p % 2 ? x1 : x0)->d + 4 * u));
         }
     }
-    return acc;
+    for (int p = 0; p < 4; p++) out[p] = mins ? sum4(acc[p]) + sum4(macc[p]) : sum4(acc[p]);
+}
+#endif
+
+/* Token t's scales, sums and (with i8mm, for t even with a successor)
+ * pair into the tile's scratch. */
+static void prepare_token(const act_block *blocks, const act_block *next, int64_t nb, float *a, float *d, int8_t *pair) {
+    const int64_t nb4 = (nb + 3) & ~(int64_t)3;
+    for (int64_t b = 0; b < nb4; b++) {
+        a[b] = b < nb ? blocks[b].d : 0.f;
+        d[b] = b < nb ? blocks[b].d * (float)blocks[b].sum : 0.f;
+    }
+    if (!pair) return;
+    for (int64_t b = 0; b < nb4; b++) {
+        const int64x2_t z = vdupq_n_s64(0);
+        const int64x2_t p0 = b < nb ? vreinterpretq_s64_s8(vld1q_s8(blocks[b].qs)) : z, p1 = b < nb ? vreinterpretq_s64_s8(vld1q_s8(next[b].qs)) : z;
+        const int64x2_t q0 = b < nb ? vreinterpretq_s64_s8(vld1q_s8(blocks[b].qs + 16)) : z;
+        const int64x2_t q1 = b < nb ? vreinterpretq_s64_s8(vld1q_s8(next[b].qs + 16)) : z;
+        int8_t *out = pair + 64 * b;
+        vst1q_s8(out, vreinterpretq_s8_s64(vzip1q_s64(p0, p1)));
+        vst1q_s8(out + 16, vreinterpretq_s8_s64(vzip2q_s64(p0, p1)));
+        vst1q_s8(out + 32, vreinterpretq_s8_s64(vzip1q_s64(q0, q1)));
+        vst1q_s8(out + 48, vreinterpretq_s8_s64(vzip2q_s64(q0, q1)));
+    }
 }
 
 /* Four accumulators over 16 elements at a time, then the tail in order. */
@@ -210,36 +331,67 @@ static float dot_f32(const float *w, const float *x, int64_t n) {
     return s;
 }
 
+#ifndef SP_MATMUL_I8MM /* one quantize for both levels: the blocks are the same */
 void sp_quantize_neon(const float *x, int64_t n, void *out) { quantize_activations(x, n, out); }
+#endif
 
-void sp_matmul_neon(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
+void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                     int64_t y_stride, int64_t o0, int64_t o1, float *scratch) {
-    const bool block32 = w->type == SPROUT_TYPE_Q8_0 || w->type == SPROUT_TYPE_Q4_0 || w->type == SPROUT_TYPE_Q4_1 ||
-                         w->type == SPROUT_TYPE_Q5_0 || w->type == SPROUT_TYPE_Q5_1;
-    const bool k_quant = w->type == SPROUT_TYPE_Q4_K || w->type == SPROUT_TYPE_Q5_K || w->type == SPROUT_TYPE_Q6_K;
-    const bool int8 = (block32 && w->n_in % 32 == 0) || k_quant;
-    if (int8) {
-        /* activations of up to 32 tokens at a time, in the caller's scratch */
-        enum { TILE = 32 };
-        _Static_assert(sizeof(act_block) * TILE / 32 <= 21 * sizeof(float), "a tile fits sp_matmul_scratch_floats");
-        const int64_t nb = w->n_in / 32;
-        act_block *own = (act_block *)scratch;
-        for (int64_t t0 = 0; t0 < n_tokens; t0 += TILE) {
-            const int64_t tn = n_tokens - t0 < TILE ? n_tokens - t0 : TILE;
-            const act_block *acts = xq ? (const act_block *)xq + t0 * nb : own;
-            if (!xq)
-                for (int64_t t = 0; t < tn; t++) quantize_activations(x + (t0 + t) * x_stride, w->n_in, own + t * nb);
-            for (int64_t o = o0; o < o1; o++) {
-                const uint8_t *row = w->data + (size_t)o * w->row_bytes;
-                for (int64_t t = 0; t < tn; t++) {
-                    const act_block *a = acts + t * nb;
-                    y[(t0 + t) * y_stride + o] = w->type == SPROUT_TYPE_Q6_K ? dot_q6_K((const sp_block_q6_K *)row, a, nb / 8)
-                                                 : k_quant                     ? dot_affine_K(w->type, row, a, nb / 8)
-                                                                               : dot_row(w->type, row, a, nb);
-                }
-            }
-        }
+    const sprout_type type = w->type;
+    const bool block32 = type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_Q4_1 || type == SPROUT_TYPE_Q5_0 ||
+                         type == SPROUT_TYPE_Q5_1;
+    const bool k_quant = type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K || type == SPROUT_TYPE_Q6_K;
+    if ((!block32 || w->n_in % 32) && !k_quant) {
+        sp_matmul_float_rows(w, x, x_stride, n_tokens, y, y_stride, o0, o1, scratch, dot_f32);
         return;
     }
-    sp_matmul_float_rows(w, x, x_stride, n_tokens, y, y_stride, o0, o1, scratch, dot_f32);
+    /* up to 32 tokens at a time in the caller's scratch: their blocks
+     * (unless the caller quantized them), scales, sums and pairs */
+    enum { TILE = 32 };
+    _Static_assert(TILE * (sizeof(act_block) + 2 * sizeof(float)) + TILE / 2 * 64 <= 23 * 32 * sizeof(float), "a tile fits sp_matmul_scratch_floats");
+    const int64_t nb = w->n_in / 32, nb4 = (nb + 3) & ~(int64_t)3;
+    act_block *own = (act_block *)scratch;
+    float *scales = (float *)(own + TILE * nb), *sums = scales + TILE * nb4;
+    int8_t *pairs = (int8_t *)(sums + TILE * nb4);
+#ifdef SP_MATMUL_I8MM
+    const bool with_pairs = true;
+#else
+    const bool with_pairs = false;
+#endif
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += TILE) {
+        const int64_t tn = n_tokens - t0 < TILE ? n_tokens - t0 : TILE;
+        const act_block *acts = xq ? (const act_block *)xq + t0 * nb : own;
+        act_view views[TILE];
+        for (int64_t t = 0; t < tn; t++) {
+            if (!xq) quantize_activations(x + (t0 + t) * x_stride, w->n_in, own + t * nb);
+            views[t] = (act_view){acts + t * nb, scales + t * nb4, sums + t * nb4, pairs + t / 2 * nb4 * 64};
+        }
+        for (int64_t t = 0; t < tn; t++) {
+            const bool pair = with_pairs && t % 2 == 0 && t + 1 < tn;
+            prepare_token(views[t].blocks, pair ? views[t + 1].blocks : NULL, nb, (float *)views[t].a, (float *)views[t].d,
+                          pair ? (int8_t *)views[t].pair : NULL);
+        }
+        for (int64_t o = o0; o < o1; o++) {
+            const uint8_t *row = w->data + (size_t)o * w->row_bytes;
+#ifdef SP_MATMUL_I8MM
+            if (o + 1 < o1 && tn >= 2) { /* two rows at once, by token pairs; an odd token alone */
+                const uint8_t *next = row + w->row_bytes;
+                for (int64_t t = 0; t < tn; t += 2) {
+                    if (t + 1 < tn) {
+                        float out[4];
+                        dot_rows2x2(type, row, next, &views[t], &views[t + 1], nb, out);
+                        y[(t0 + t) * y_stride + o] = out[0], y[(t0 + t + 1) * y_stride + o] = out[1];
+                        y[(t0 + t) * y_stride + o + 1] = out[2], y[(t0 + t + 1) * y_stride + o + 1] = out[3];
+                    } else {
+                        y[(t0 + t) * y_stride + o] = dot_row(type, row, &views[t], nb);
+                        y[(t0 + t) * y_stride + o + 1] = dot_row(type, next, &views[t], nb);
+                    }
+                }
+                o++;
+                continue;
+            }
+#endif
+            for (int64_t t = 0; t < tn; t++) y[(t0 + t) * y_stride + o] = dot_row(type, row, &views[t], nb);
+        }
+    }
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Cross-builds the kernel test for 64-bit Arm (gcc-aarch64-linux-gnu, -Werror,
-# the NEON file with +dotprod alone) and runs it under qemu-aarch64: once on
-# a CPU with the dot-product extension (the NEON kernels against the
-# portable ones, batch invariance, attention) and once on one without (the
-# dispatcher must fall back to portable). Exit 77 (skipped) when the cross
+# the NEON file with +dotprod alone, its i8mm copy with +i8mm) and runs it
+# under qemu-aarch64: once on a CPU with the dot-product and int8 matrix
+# extensions (both NEON levels against the portable kernels, batch
+# invariance, attention) and once on one without (the dispatcher must fall
+# back to portable). Exit 77 (skipped) when the cross
 # compiler or qemu is missing: scripts/deps.sh --test installs both.
 set -euo pipefail
 src=$1
@@ -17,12 +18,15 @@ mkdir -p "$out"
 flags=(-std=c11 -O2 -D_GNU_SOURCE -I"$src/include" -I"$src/src" -I"$src/tests" -Wall -Wextra -Wshadow -Wstrict-prototypes
        -Wmissing-prototypes -Wvla -Werror)
 "$cc" "${flags[@]}" -march=armv8.2-a+dotprod -c "$src/src/kernels/matmul_neon.c" -o "$out/matmul_neon.o"
+"$cc" "${flags[@]}" -march=armv8.2-a+dotprod+i8mm -c "$src/src/kernels/matmul_neon_i8mm.c" -o "$out/matmul_neon_i8mm.o"
 "$cc" "${flags[@]}" -static -o "$out/test_kernels" "$src/tests/test_kernels.c" "$src"/src/core/*.c "$src"/src/quant/*.c \
   "$src/src/kernels/dispatch.c" "$src/src/kernels/matmul_portable.c" "$src/src/kernels/attention_portable.c" "$src/src/kernels/activation_portable.c" \
-  "$out/matmul_neon.o" -lm -lpthread
-echo "== aarch64 with dotprod (qemu -cpu max)"
+  "$out/matmul_neon.o" "$out/matmul_neon_i8mm.o" -lm -lpthread
+echo "== aarch64 with dotprod and i8mm (qemu -cpu max)"
 qemu-aarch64 -cpu max "$out/test_kernels" | tee "$out/max.log"
 grep -q 'neon .* cases' "$out/max.log" || { echo "FAIL: the NEON kernels were not tested"; exit 1; }
+grep -q 'i8mm .* cases' "$out/max.log" || { echo "FAIL: the i8mm kernels were not tested"; exit 1; }
 echo "== aarch64 without dotprod (qemu -cpu cortex-a53)"
 qemu-aarch64 -cpu cortex-a53 "$out/test_kernels" | tee "$out/a53.log"
 grep -q 'neon .*skipped' "$out/a53.log" || { echo "FAIL: NEON kernels offered on a CPU without dotprod"; exit 1; }
+grep -q 'i8mm .*skipped' "$out/a53.log" || { echo "FAIL: i8mm kernels offered on a CPU without i8mm"; exit 1; }
