@@ -93,30 +93,23 @@ static inline void block_levels(sprout_type type, const uint8_t *row, int64_t b,
         return;
     }
     case SPROUT_TYPE_Q4_0:
-    case SPROUT_TYPE_Q5_0: { /* levels less 8 (or 16 with the fifth bits) fit int8 */
-        const bool q5 = type == SPROUT_TYPE_Q5_0;
-        const uint8_t *qs = q5 ? ((const sp_block_q5_0 *)row + b)->qs : ((const sp_block_q4_0 *)row + b)->qs;
-        const uint8x16_t packed = vld1q_u8(qs);
-        ulo = vandq_u8(packed, low4), uhi = vshrq_n_u8(packed, 4);
-        if (q5) {
-            const uint8_t *qh = ((const sp_block_q5_0 *)row + b)->qh;
-            ulo = vorrq_u8(ulo, fifth_bits16(qh)), uhi = vorrq_u8(uhi, fifth_bits16(qh + 2));
-        }
-        const int8x16_t offset = vdupq_n_s8(q5 ? 16 : 8);
-        *lo = vsubq_s8(vreinterpretq_s8_u8(ulo), offset), *hi = vsubq_s8(vreinterpretq_s8_u8(uhi), offset);
-        return;
-    }
+    case SPROUT_TYPE_Q5_0:
     case SPROUT_TYPE_Q4_1:
-    case SPROUT_TYPE_Q5_1: {
-        const bool q5 = type == SPROUT_TYPE_Q5_1;
-        const uint8_t *qs = q5 ? ((const sp_block_q5_1 *)row + b)->qs : ((const sp_block_q4_1 *)row + b)->qs;
+    case SPROUT_TYPE_Q5_1: { /* packed nibbles, fifth bits for Q5; without a min, less 8 (16) to fit int8 */
+        const uint8_t *qs, *qh = NULL;
+        int offset = 0;
+        switch (type) {
+        case SPROUT_TYPE_Q4_0: qs = ((const sp_block_q4_0 *)row + b)->qs, offset = 8; break;
+        case SPROUT_TYPE_Q5_0: qs = ((const sp_block_q5_0 *)row + b)->qs, qh = ((const sp_block_q5_0 *)row + b)->qh, offset = 16; break;
+        case SPROUT_TYPE_Q4_1: qs = ((const sp_block_q4_1 *)row + b)->qs; break;
+        default: qs = ((const sp_block_q5_1 *)row + b)->qs, qh = ((const sp_block_q5_1 *)row + b)->qh; break;
+        }
         const uint8x16_t packed = vld1q_u8(qs);
         ulo = vandq_u8(packed, low4), uhi = vshrq_n_u8(packed, 4);
-        if (q5) {
-            const uint8_t *qh = ((const sp_block_q5_1 *)row + b)->qh;
-            ulo = vorrq_u8(ulo, fifth_bits16(qh)), uhi = vorrq_u8(uhi, fifth_bits16(qh + 2));
-        }
-        break;
+        if (qh) ulo = vorrq_u8(ulo, fifth_bits16(qh)), uhi = vorrq_u8(uhi, fifth_bits16(qh + 2));
+        const int8x16_t off = vdupq_n_s8((int8_t)offset);
+        *lo = vsubq_s8(vreinterpretq_s8_u8(ulo), off), *hi = vsubq_s8(vreinterpretq_s8_u8(uhi), off);
+        return;
     }
     case SPROUT_TYPE_Q4_K:
     case SPROUT_TYPE_Q5_K: { /* sub-block j: the low (j even) or high nibbles of qs[32 (j / 2)..], bit j of qh */
