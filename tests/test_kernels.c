@@ -20,11 +20,11 @@ static float frand(void) {
 /* Relative RMS error allowed against the portable float path: float
  * kernels only reorder sums; the int8 path also rounds the activations to
  * 8 bits per 32-element block: about 1% of a dot of random signs. */
-static double bound_for(sprout_type type, int64_t n_tokens) {
-    const bool int8 = (type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_Q4_K ||
-                       type == SPROUT_TYPE_Q5_K || type == SPROUT_TYPE_Q6_K || type == SPROUT_TYPE_Q4_1 ||
-                       type == SPROUT_TYPE_Q5_0 || type == SPROUT_TYPE_Q5_1);
-    (void)n_tokens;
+static double bound_for(const char *level, sprout_type type) {
+    const bool arm = !strcmp(level, "neon") || !strcmp(level, "i8mm");
+    const bool int8 = type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K ||
+                      type == SPROUT_TYPE_Q6_K || type == SPROUT_TYPE_Q4_1 || type == SPROUT_TYPE_Q5_0 || type == SPROUT_TYPE_Q5_1 ||
+                      (!arm && (type == SPROUT_TYPE_Q2_K || type == SPROUT_TYPE_Q3_K)); /* in int8 on x86 only */
     return int8 ? 2.5e-2 : 1e-5;
 }
 
@@ -86,7 +86,7 @@ static void check_level(const char *level) {
                     }
                 }
                 const double rel = sqrt(err / (norm > 0 ? norm : 1));
-                const double bound = bound_for(type, n_tokens);
+                const double bound = bound_for(level, type);
                 if (bound > 1e-4) worst_int8 = rel > worst_int8 ? rel : worst_int8;
                 else worst_float = rel > worst_float ? rel : worst_float;
                 CHECK_MSG(rel <= bound && untouched, "%s %s n_in %lld n_out %lld tokens %lld: rel %.3g (bound %.3g)%s", level,
@@ -423,6 +423,8 @@ static void fill_extreme_row(sprout_type type, uint8_t *row, int64_t n_in) {
         case SPROUT_TYPE_Q5_1: ((sp_block_q5_1 *)row)[b].d = one, ((sp_block_q5_1 *)row)[b].m = 0; break;
         case SPROUT_TYPE_Q4_K: ((sp_block_q4_K *)row)[b].d = one, ((sp_block_q4_K *)row)[b].dmin = 0; break;
         case SPROUT_TYPE_Q5_K: ((sp_block_q5_K *)row)[b].d = one, ((sp_block_q5_K *)row)[b].dmin = 0; break;
+        case SPROUT_TYPE_Q2_K: ((sp_block_q2_K *)row)[b].d = one, ((sp_block_q2_K *)row)[b].dmin = 0; break;
+        case SPROUT_TYPE_Q3_K: ((sp_block_q3_K *)row)[b].d = one; break;
         default: ((sp_block_q6_K *)row)[b].d = one; break;
         }
 }
@@ -434,8 +436,8 @@ static void fill_extreme_row(sprout_type type, uint8_t *row, int64_t n_in) {
 static void check_extreme_sums(const char *level) {
     const sp_kernels *k = sp_kernels_for_level(level), *ref = sp_kernels_portable();
     if (!k) return;
-    static const sprout_type types[] = {SPROUT_TYPE_Q8_0, SPROUT_TYPE_Q4_0, SPROUT_TYPE_Q4_1, SPROUT_TYPE_Q5_0,
-                                        SPROUT_TYPE_Q5_1, SPROUT_TYPE_Q4_K, SPROUT_TYPE_Q5_K, SPROUT_TYPE_Q6_K};
+    static const sprout_type types[] = {SPROUT_TYPE_Q8_0, SPROUT_TYPE_Q4_0, SPROUT_TYPE_Q4_1, SPROUT_TYPE_Q5_0, SPROUT_TYPE_Q5_1,
+                                        SPROUT_TYPE_Q2_K, SPROUT_TYPE_Q3_K, SPROUT_TYPE_Q4_K, SPROUT_TYPE_Q5_K, SPROUT_TYPE_Q6_K};
     const int64_t n_in = 512, n_out = 3, n_tokens = 3;
     double worst = 0;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {

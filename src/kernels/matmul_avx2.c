@@ -1,7 +1,7 @@
 /* Matmul for x86-64 CPUs with AVX2 and FMA (compiled with those flags only
  * here; dispatch.c calls it only when cpuid says so).
  *
- * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K weights are dotted in
+ * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K weights are dotted in
  * int8 against the activations quantized to 8-bit blocks of 32, as
  * llama.cpp does, so weights are never widened to float; the forward pass
  * quantizes each activation once where it is made (sp_kernels.quantize),
@@ -198,8 +198,8 @@ static inline __attribute__((always_inline)) void transpose8x8_epi32(const __m25
 typedef struct act_chunk {
     __m256i qs_t[8];
     float d[8];
-    int32_t sum[8];    /* times type_sum_factor (Q6_K: of the first 16 elements) */
-    int32_t sum_hi[8]; /* Q6_K: of the last 16 elements */
+    int32_t sum[8];    /* times type_sum_factor (Q6_K, Q3_K, Q2_K: of the first 16 elements) */
+    int32_t sum_hi[8]; /* Q6_K, Q3_K, Q2_K: of the last 16 elements */
     float dsum[8];     /* d times the plain sum: what a min multiplies */
 } act_chunk;
 _Static_assert(sizeof(act_chunk) % 64 == 0, "chunks start on cache lines");
@@ -483,6 +483,13 @@ static inline __attribute__((always_inline)) void super_block_dots(const __m256i
     for (int j = 0; j < 8; j++) p[j] = dot_u8_i8(lv[j], _mm256_loadu_si256((const __m256i *)a[j].qs));
 }
 
+/* Bit `from` of every byte of v, moved to bit `to` (the rest zero): a
+ * 16-bit shift, whose carries across bytes the mask drops. */
+static inline __attribute__((always_inline)) __m256i bit_to(__m256i v, const int from, const int to) {
+    const __m256i moved = from < to ? _mm256_slli_epi16(v, to - from) : from > to ? _mm256_srli_epi16(v, from - to) : v;
+    return _mm256_and_si256(moved, _mm256_set1_epi8((char)(1 << to)));
+}
+
 /* The eight 6-bit scales (bytes 0-7) and mins (bytes 8-15) of a K-quant
  * super-block's 12 packed bytes, as sp_q4k_scale_min unpacks them one by
  * one: two byte shuffles place the low parts and the top two bits. The
@@ -499,12 +506,6 @@ static inline __m128i k_scales_mins(const uint8_t *scales) {
     return _mm_or_si128(low, _mm_srli_epi16(_mm_and_si128(hi_src, _mm_set1_epi8((char)0xC0)), 2));
 }
 
-/* Bit j of every byte of v, moved to bit 4 (the rest zero): a 16-bit
- * shift (none for j = 4), whose carries across bytes the mask drops. */
-static inline __attribute__((always_inline)) __m256i bit4_of(__m256i v, const int j) {
-    const __m256i moved = j < 4 ? _mm256_slli_epi16(v, 4 - j) : j > 4 ? _mm256_srli_epi16(v, j - 4) : v;
-    return _mm256_and_si256(moved, _mm256_set1_epi8(0x10));
-}
 
 /* Q4_K and Q5_K in the same layout: a super-block's eight sub-blocks of 32
  * are the eight lanes (sub-block 2i is the low nibbles of qs[32i..], 2i+1
@@ -528,7 +529,7 @@ static inline __attribute__((always_inline)) void affine_k_group(sprout_type typ
             lv[2 * i] = _mm256_and_si256(q, low4);
             lv[2 * i + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
             if (qh) /* sub-block j's bit (bit j of hb) to bit 4: one 16-bit shift and a per-byte mask */
-                for (int h = 0; h < 2; h++) lv[2 * i + h] = _mm256_or_si256(lv[2 * i + h], bit4_of(hb, 2 * i + h));
+                for (int h = 0; h < 2; h++) lv[2 * i + h] = _mm256_or_si256(lv[2 * i + h], bit_to(hb, 2 * i + h, 4));
         }
         /* one token: the sub-blocks in element order and their sums by one
          * horizontal tree, fewer shuffles than the transpose for the same
@@ -562,32 +563,89 @@ static inline __attribute__((always_inline)) void affine_k_group(sprout_type typ
 
 
 
-/* Q6_K in lanes: the eight activation blocks of a super-block are the
- * lanes; their first and last 16 elements have a scale each, so the level
- * sums are kept per half (vectors 0-3 hold elements 0..15 of every block,
- * 4-7 elements 16..31), scaled in integer, with the -32 offset taken off
- * through the activations' half sums: sum(x*a) = d*ad*sum(sc*(q-32)*qa). */
-static inline __attribute__((always_inline)) void q6_K_group(const sp_block_q6_K *w, const act_tile *at, int64_t t0, const int G,
-                                                             const k_span *sp, float *out) {
-    __m256 acc[TOKEN_GROUP], macc[TOKEN_GROUP]; /* macc stays zero: no mins */
-    SPAN_BEGIN(sp, acc, macc, G, false)
-    /* even scale bytes (first halves) to the low 8 bytes, odd to the high */
+/* A super-block of the K-quants with a scale per 16 elements (Q6_K, Q3_K,
+ * Q2_K): its eight sub-blocks' unsigned levels in element order, the
+ * integer scales of their first and last 16 elements (lane j: sub-block
+ * j), Q2_K's mins likewise, and d (dmin). */
+typedef struct split_k_block {
+    __m256i lv[8], sc_lo, sc_hi, min_lo, min_hi;
+    __m256 d, dmin;
+} split_k_block;
+
+/* Q3_K's 16 scales (as sp_q3k_unpack_scales gives them) in one vector:
+ * low nibbles from bytes 0-7, then their high nibbles; the top two bits of
+ * scale 4k + i are bits 2k, 2k + 1 of byte 8 + i. */
+static inline __m128i q3_K_scales(const uint8_t *q) {
+    const __m128i low4 = _mm_set1_epi8(0x0F), x = _mm_loadl_epi64((const __m128i *)q);
+    const __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(x, low4), _mm_and_si128(_mm_srli_epi16(x, 4), low4));
+    uint32_t top;
+    memcpy(&top, q + 8, sizeof top);
+    const __m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32((int)top), _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+    return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+}
+
+static inline __attribute__((always_inline)) void split_k_unpack(sprout_type type, const uint8_t *row, int64_t b, split_k_block *k) {
+    /* even bytes (first halves) to the low 8 bytes, odd to the high */
     const __m128i split = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    const __m256i two_bits = _mm256_set1_epi8(0x03);
+    __m128i sc;
+    if (type == SPROUT_TYPE_Q6_K) {
+        const sp_block_q6_K *w = (const sp_block_q6_K *)row + b;
+        unpack_q6_K_half(w->ql, w->qh, k->lv);
+        unpack_q6_K_half(w->ql + 64, w->qh + 32, k->lv + 4);
+        sc = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)w->scales), split);
+        k->d = _mm256_set1_ps(_cvtsh_ss(w->d));
+    } else if (type == SPROUT_TYPE_Q3_K) {
+        /* sub-block 4h + j: bits 2j of qs[32h..], bit 4h + j of hmask as 4 */
+        const sp_block_q3_K *w = (const sp_block_q3_K *)row + b;
+        const __m256i hm = _mm256_loadu_si256((const __m256i *)w->hmask);
+        for (int h = 0; h < 2; h++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(w->qs + 32 * h));
+            for (int j = 0; j < 4; j++)
+                k->lv[4 * h + j] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * j), two_bits), bit_to(hm, 4 * h + j, 2));
+        }
+        sc = _mm_shuffle_epi8(q3_K_scales(w->scales), split);
+        k->d = _mm256_set1_ps(_cvtsh_ss(w->d));
+    } else { /* Q2_K: sub-block 4h + j, bits 2j of qs[32h..]; scales in the low nibbles, mins in the high */
+        const sp_block_q2_K *w = (const sp_block_q2_K *)row + b;
+        for (int h = 0; h < 2; h++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(w->qs + 32 * h));
+            for (int j = 0; j < 4; j++) k->lv[4 * h + j] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), two_bits);
+        }
+        const __m128i bytes = _mm_loadu_si128((const __m128i *)w->scales), low4 = _mm_set1_epi8(0x0F);
+        sc = _mm_shuffle_epi8(_mm_and_si128(bytes, low4), split);
+        const __m128i mins = _mm_shuffle_epi8(_mm_and_si128(_mm_srli_epi16(bytes, 4), low4), split);
+        k->min_lo = _mm256_cvtepu8_epi32(mins), k->min_hi = _mm256_cvtepu8_epi32(_mm_srli_si128(mins, 8));
+        k->d = _mm256_set1_ps(_cvtsh_ss(w->d)), k->dmin = _mm256_set1_ps(_cvtsh_ss(w->dmin));
+    }
+    k->sc_lo = _mm256_cvtepi8_epi32(sc), k->sc_hi = _mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8));
+}
+
+/* Q6_K, Q3_K and Q2_K in lanes: the eight activation blocks of a
+ * super-block are the lanes; their first and last 16 elements have a scale
+ * each, so the level sums are kept per half (vectors 0-3 hold elements
+ * 0..15 of every block, 4-7 elements 16..31), scaled in integer, with the
+ * offset (Q6_K -32, Q3_K -4) taken off through the activations' half sums:
+ * sum(x*a) = d*ad*sum(sc*(q-offset)*qa); Q2_K's mins meet those half sums
+ * in integer too: - dmin*ad*sum(m*sum(qa)). */
+static inline __attribute__((always_inline)) void split_k_group(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
+                                                                const int G, const k_span *sp, float *out) {
+    const bool with_mins = type == SPROUT_TYPE_Q2_K;
+    __m256 acc[TOKEN_GROUP], macc[TOKEN_GROUP];
+    SPAN_BEGIN(sp, acc, macc, G, with_mins)
     for (int64_t b = sp->c0; b < sp->c1; b++) {
-        __m256i lv[8], v[8];
-        unpack_q6_K_half(w[b].ql, w[b].qh, lv);
-        unpack_q6_K_half(w[b].ql + 64, w[b].qh + 32, lv + 4);
+        split_k_block k;
+        split_k_unpack(type, row, b, &k);
+        __m256i v[8];
         const bool transposed = G > 1; /* one token: horizontal sums instead, as in affine_k_group */
-        if (transposed) transpose8x8_epi32(lv, v);
-        const __m128i sc = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)w[b].scales), split);
-        const __m256i sc_lo = _mm256_cvtepi8_epi32(sc), sc_hi = _mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8));
-        const __m256 d = _mm256_set1_ps(_cvtsh_ss(w[b].d));
+        if (transposed) transpose8x8_epi32(k.lv, v);
         UNROLL_GROUP
-        for (int k = 0; k < G; k++) {
-            const act_chunk *c = act_chunk_of(at, t0 + k, 8 * b);
+        for (int t = 0; t < G; t++) {
+            const act_chunk *c = act_chunk_of(at, t0 + t, 8 * b);
             const __m256i *y = c->qs_t;
-            /* the -32 offset, times the halves' sums, starts each sum */
-            __m256i lo = _mm256_loadu_si256((const __m256i *)c->sum), hi = _mm256_loadu_si256((const __m256i *)c->sum_hi);
+            /* the offset, times the halves' sums, starts each sum (Q2_K has none: its sums are the plain ones) */
+            const __m256i half_sum = _mm256_loadu_si256((const __m256i *)c->sum), half_sum_hi = _mm256_loadu_si256((const __m256i *)c->sum_hi);
+            __m256i lo = with_mins ? _mm256_setzero_si256() : half_sum, hi = with_mins ? _mm256_setzero_si256() : half_sum_hi;
             if (transposed) {
                 for (int m = 0; m < 4; m++) {
                     lo = dot_u8_i8_acc(lo, v[m], _mm256_loadu_si256(y + m));
@@ -598,17 +656,22 @@ static inline __attribute__((always_inline)) void q6_K_group(const sp_block_q6_K
                  * two levels of pairwise adds leave [first halves | last halves] of
                  * four blocks per vector */
                 __m256i p[8];
-                super_block_dots(lv, at, t0 + k, b, p);
+                super_block_dots(k.lv, at, t0 + t, b, p);
                 const __m256i h0 = _mm256_hadd_epi32(pair_sums(p[0], p[1], true), pair_sums(p[2], p[3], true));
                 const __m256i h1 = _mm256_hadd_epi32(pair_sums(p[4], p[5], true), pair_sums(p[6], p[7], true));
                 lo = _mm256_add_epi32(lo, _mm256_permute2x128_si256(h0, h1, 0x20));
                 hi = _mm256_add_epi32(hi, _mm256_permute2x128_si256(h0, h1, 0x31));
             }
-            const __m256i sums = _mm256_add_epi32(_mm256_mullo_epi32(lo, sc_lo), _mm256_mullo_epi32(hi, sc_hi));
-            acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d, _mm256_loadu_ps(c->d)), acc[k]);
+            const __m256i sums = _mm256_add_epi32(_mm256_mullo_epi32(lo, k.sc_lo), _mm256_mullo_epi32(hi, k.sc_hi));
+            const __m256 ad = _mm256_loadu_ps(c->d);
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(k.d, ad), acc[t]);
+            if (with_mins) {
+                const __m256i mins = _mm256_add_epi32(_mm256_mullo_epi32(half_sum, k.min_lo), _mm256_mullo_epi32(half_sum_hi, k.min_hi));
+                macc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(k.dmin, ad), macc[t]);
+            }
         }
     }
-    SPAN_END(sp, acc, macc, G, out, false, 0.f)
+    SPAN_END(sp, acc, macc, G, out, with_mins, -1.f)
 }
 
 
@@ -630,7 +693,8 @@ static int type_sum_factor(sprout_type type) {
     case SPROUT_TYPE_Q5_0: return -16;
     case SPROUT_TYPE_Q8_0: return Q8_0_UNSIGNED ? -128 : 0;
     case SPROUT_TYPE_Q6_K: return -32; /* per 16-element half */
-    default: return 1; /* Q4_1, Q5_1, Q4_K, Q5_K */
+    case SPROUT_TYPE_Q3_K: return -4;  /* per 16-element half */
+    default: return 1; /* Q4_1, Q5_1, Q4_K, Q5_K; Q2_K per half */
     }
 }
 
@@ -660,7 +724,9 @@ static inline __attribute__((always_inline)) void group_rows(sprout_type type, c
         switch (type) {
         case SPROUT_TYPE_Q4_K:
         case SPROUT_TYPE_Q5_K: affine_k_group(type, row, at, 0, G, &sp, dots); break;
-        case SPROUT_TYPE_Q6_K: q6_K_group((const sp_block_q6_K *)row, at, 0, G, &sp, dots); break;
+        case SPROUT_TYPE_Q6_K:
+        case SPROUT_TYPE_Q3_K:
+        case SPROUT_TYPE_Q2_K: split_k_group(type, row, at, 0, G, &sp, dots); break;
         default: blocks8_group(type, row, at, 0, G, &sp, dots); break;
         }
         if (sp.last)
@@ -692,6 +758,8 @@ static void span_rows(sprout_type type, const act_tile *at, int G, const row_spa
     case SPROUT_TYPE_Q4_K: type_rows(SPROUT_TYPE_Q4_K, at, G, rs); break;
     case SPROUT_TYPE_Q5_K: type_rows(SPROUT_TYPE_Q5_K, at, G, rs); break;
     case SPROUT_TYPE_Q6_K: type_rows(SPROUT_TYPE_Q6_K, at, G, rs); break;
+    case SPROUT_TYPE_Q3_K: type_rows(SPROUT_TYPE_Q3_K, at, G, rs); break;
+    case SPROUT_TYPE_Q2_K: type_rows(SPROUT_TYPE_Q2_K, at, G, rs); break;
     default: type_rows(SPROUT_TYPE_Q8_0, at, G, rs); break;
     }
 }
@@ -719,8 +787,8 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, co
         at.blocks = xq ? xq + t0 * nb : own_blocks;
         for (int64_t t = 0; t < tn; t++) {
             if (!xq) quantize_activations(x + (t0 + t) * x_stride, w->n_in, own_blocks + t * nb);
-            /* Q6_K's offset wants the sums of each half */
-            prepare_act_tile(&at, t, sum_factor, type == SPROUT_TYPE_Q6_K);
+            /* a scale per 16 elements wants the sums of each half */
+            prepare_act_tile(&at, t, sum_factor, type == SPROUT_TYPE_Q6_K || type == SPROUT_TYPE_Q3_K || type == SPROUT_TYPE_Q2_K);
         }
         /* rows go in blocks whose weights serve several token groups or
          * spans from cache; one group in one span takes them all at once */
@@ -958,7 +1026,7 @@ void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, const 
                     int64_t y_stride, int64_t o0, int64_t o1, float *scratch) {
     const bool int8_type = w->type == SPROUT_TYPE_Q8_0 || w->type == SPROUT_TYPE_Q4_0 || w->type == SPROUT_TYPE_Q4_K ||
                            w->type == SPROUT_TYPE_Q5_K || w->type == SPROUT_TYPE_Q6_K || w->type == SPROUT_TYPE_Q4_1 ||
-                           w->type == SPROUT_TYPE_Q5_0 || w->type == SPROUT_TYPE_Q5_1;
+                           w->type == SPROUT_TYPE_Q5_0 || w->type == SPROUT_TYPE_Q5_1 || w->type == SPROUT_TYPE_Q3_K || w->type == SPROUT_TYPE_Q2_K;
     const bool int8_path = int8_type && w->n_in % 32 == 0;
     if (int8_path) {
         matmul_int8(w, x, x_stride, xq, n_tokens, y, y_stride, o0, o1, scratch);

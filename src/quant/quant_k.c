@@ -241,14 +241,6 @@ static void k4_pack_scales(const uint8_t sc[8], const uint8_t m[8], uint8_t q[12
 /* 16 signed 6-bit Q3_K scales (stored +32) in 12 bytes: low nibbles of 0-7
  * in bytes 0-7, of 8-15 in the high nibbles of bytes 0-7; the top 2 bits of
  * scale j in bits 2*(j/4) of byte 8 + j%4. */
-static void q3k_unpack_scales(const uint8_t q[12], int8_t out[16]) {
-    for (int j = 0; j < 16; j++) {
-        int lo = j < 8 ? (q[j] & 0x0F) : (q[j - 8] >> 4);
-        int hi = (q[8 + j % 4] >> (2 * (j / 4))) & 3;
-        out[j] = (int8_t)((lo | (hi << 4)) - 32);
-    }
-}
-
 static void q3k_pack_scales(const int levels[16], uint8_t q[12]) {
     memset(q, 0, 12);
     for (int j = 0; j < 16; j++) {
@@ -347,7 +339,7 @@ void sp_quantize_q3_K(const float *x, void *dst, int64_t n) {
             y[b].d = sp_fp32_to_fp16(0.f);
         }
         int8_t sc[16];
-        q3k_unpack_scales(y[b].scales, sc);
+        sp_q3k_unpack_scales(y[b].scales, sc);
         for (int j = 0; j < 16; j++) {
             const float d = sp_fp16_to_fp32(y[b].d) * (float)sc[j];
             if (!d) continue;
@@ -373,7 +365,7 @@ void sp_dequantize_q3_K(const void *src, float *y, int64_t n) {
     for (int64_t b = 0; b < n / SP_QK_K; b++) {
         const float d_all = sp_fp16_to_fp32(x[b].d);
         int8_t sc[16];
-        q3k_unpack_scales(x[b].scales, sc);
+        sp_q3k_unpack_scales(x[b].scales, sc);
         const uint8_t *q = x[b].qs, *hm = x[b].hmask;
         uint8_t m = 1;
         int is = 0;
