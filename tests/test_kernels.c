@@ -20,11 +20,10 @@ static float frand(void) {
 /* Relative RMS error allowed against the portable float path: float
  * kernels only reorder sums; the int8 path also rounds the activations to
  * 8 bits per 32-element block: about 1% of a dot of random signs. */
-static double bound_for(const char *level, sprout_type type) {
-    const bool arm = !strcmp(level, "neon") || !strcmp(level, "i8mm");
+static double bound_for(sprout_type type) {
     const bool int8 = type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K ||
                       type == SPROUT_TYPE_Q6_K || type == SPROUT_TYPE_Q4_1 || type == SPROUT_TYPE_Q5_0 || type == SPROUT_TYPE_Q5_1 ||
-                      (!arm && (type == SPROUT_TYPE_Q2_K || type == SPROUT_TYPE_Q3_K)); /* in int8 on x86 only */
+                      type == SPROUT_TYPE_Q2_K || type == SPROUT_TYPE_Q3_K;
     return int8 ? 2.5e-2 : 1e-5;
 }
 
@@ -86,7 +85,7 @@ static void check_level(const char *level) {
                     }
                 }
                 const double rel = sqrt(err / (norm > 0 ? norm : 1));
-                const double bound = bound_for(level, type);
+                const double bound = bound_for(type);
                 if (bound > 1e-4) worst_int8 = rel > worst_int8 ? rel : worst_int8;
                 else worst_float = rel > worst_float ? rel : worst_float;
                 CHECK_MSG(rel <= bound && untouched, "%s %s n_in %lld n_out %lld tokens %lld: rel %.3g (bound %.3g)%s", level,

@@ -3,7 +3,7 @@
  * and again (matmul_neon_i8mm.c) with the int8 matrix multiply (smmla) for
  * two rows by two tokens at once.
  *
- * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K weights are dotted in
+ * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K weights are dotted in
  * int8 against the activations quantized to 8-bit blocks of 32
  * (by the caller, or once per call); each block's (or sub-block's) sum is
  * exact in int32 and scaled in float, four blocks at a time. Other types
@@ -66,7 +66,17 @@ static void quantize_activations(const float *x, int64_t n, act_block *q) {
  * the same whatever the batch and whichever kernel took it. */
 
 static inline bool has_mins(sprout_type type) {
-    return type == SPROUT_TYPE_Q4_1 || type == SPROUT_TYPE_Q5_1 || type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K;
+    return type == SPROUT_TYPE_Q4_1 || type == SPROUT_TYPE_Q5_1 || type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K ||
+           type == SPROUT_TYPE_Q2_K;
+}
+
+/* The K-quants with a scale per 16 elements: their block sums are kept per half. */
+static inline bool split_scales(sprout_type type) {
+    return type == SPROUT_TYPE_Q6_K || type == SPROUT_TYPE_Q3_K || type == SPROUT_TYPE_Q2_K;
+}
+
+static inline bool is_k_quant(sprout_type type) {
+    return type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K || split_scales(type);
 }
 
 /* 16 of a block's fifth bits (two bytes of qh) as 16 in the bytes whose
@@ -126,6 +136,25 @@ static inline void block_levels(sprout_type type, const uint8_t *row, int64_t b,
         }
         break;
     }
+    case SPROUT_TYPE_Q3_K:
+    case SPROUT_TYPE_Q2_K: { /* sub-block j = 4h + k: bits 2k of qs[32h..]; Q3_K: bit j of hmask as 4, less 4 */
+        const bool q3 = type == SPROUT_TYPE_Q3_K;
+        const int j = (int)(b % 8), h = j / 4, k = j % 4;
+        const uint8_t *qs = q3 ? ((const sp_block_q3_K *)row + b / 8)->qs : ((const sp_block_q2_K *)row + b / 8)->qs;
+        const int8x16_t shift = vdupq_n_s8((int8_t)-(2 * k));
+        const uint8x16_t three = vdupq_n_u8(3);
+        ulo = vandq_u8(vshlq_u8(vld1q_u8(qs + 32 * h), shift), three);
+        uhi = vandq_u8(vshlq_u8(vld1q_u8(qs + 32 * h + 16), shift), three);
+        if (!q3) break;
+        const uint8_t *hm = ((const sp_block_q3_K *)row + b / 8)->hmask;
+        const int8x16_t hshift = vdupq_n_s8((int8_t)-j);
+        const uint8x16_t one = vdupq_n_u8(1);
+        ulo = vorrq_u8(ulo, vshlq_n_u8(vandq_u8(vshlq_u8(vld1q_u8(hm), hshift), one), 2));
+        uhi = vorrq_u8(uhi, vshlq_n_u8(vandq_u8(vshlq_u8(vld1q_u8(hm + 16), hshift), one), 2));
+        const int8x16_t four = vdupq_n_s8(4);
+        *lo = vsubq_s8(vreinterpretq_s8_u8(ulo), four), *hi = vsubq_s8(vreinterpretq_s8_u8(uhi), four);
+        return;
+    }
     default: { /* Q6_K sub-block j = 4h + k: ql[64h + 32 (k & 1)..] (high nibbles for k >= 2), bits 2k of qh[32h..]; less 32 */
         const sp_block_q6_K *blk = (const sp_block_q6_K *)row + b / 8;
         const int j = (int)(b % 8), h = j / 4, k = j % 4;
@@ -144,18 +173,42 @@ static inline void block_levels(sprout_type type, const uint8_t *row, int64_t b,
 }
 
 /* The scales of blocks [4u, 4u + 4) of a row: W (float), M (the min
- * term, zero without), and the integer scales of the K-quants' sums (of
- * the first and last 16 elements: they differ only for Q6_K). */
+ * term, zero without; Q2_K: -dmin), and the integer scales of the
+ * K-quants' sums (of the first and last 16 elements: they differ for
+ * Q6_K, Q3_K and Q2_K) and of Q2_K's mins. */
 typedef struct unit_scales {
     float32x4_t w, m;
-    int32x4_t sc_lo, sc_hi;
+    int32x4_t sc_lo, sc_hi, min_lo, min_hi;
 } unit_scales;
 
 static inline unit_scales scales_of_unit(sprout_type type, const uint8_t *row, int64_t u, int64_t nb) {
-    unit_scales s = {vdupq_n_f32(0.f), vdupq_n_f32(0.f), vdupq_n_s32(1), vdupq_n_s32(1)};
+    unit_scales s = {vdupq_n_f32(0.f), vdupq_n_f32(0.f), vdupq_n_s32(1), vdupq_n_s32(1), vdupq_n_s32(0), vdupq_n_s32(0)};
     float w[4] = {0}, m[4] = {0};
     int32_t lo[4], hi[4];
     switch (type) {
+    case SPROUT_TYPE_Q3_K: {
+        const sp_block_q3_K *blk = (const sp_block_q3_K *)row + u / 2;
+        int8_t sc[16];
+        sp_q3k_unpack_scales(blk->scales, sc);
+        for (int i = 0; i < 4; i++) {
+            const int j = 4 * (int)(u % 2) + i;
+            lo[i] = sc[2 * j], hi[i] = sc[2 * j + 1];
+        }
+        s.w = vdupq_n_f32(sp_fp16_to_fp32(blk->d)), s.sc_lo = vld1q_s32(lo), s.sc_hi = vld1q_s32(hi);
+        return s;
+    }
+    case SPROUT_TYPE_Q2_K: {
+        const sp_block_q2_K *blk = (const sp_block_q2_K *)row + u / 2;
+        int32_t mlo[4], mhi[4];
+        for (int i = 0; i < 4; i++) {
+            const int j = 4 * (int)(u % 2) + i;
+            lo[i] = blk->scales[2 * j] & 0x0F, hi[i] = blk->scales[2 * j + 1] & 0x0F;
+            mlo[i] = blk->scales[2 * j] >> 4, mhi[i] = blk->scales[2 * j + 1] >> 4;
+        }
+        s.w = vdupq_n_f32(sp_fp16_to_fp32(blk->d)), s.m = vdupq_n_f32(-sp_fp16_to_fp32(blk->dmin));
+        s.sc_lo = vld1q_s32(lo), s.sc_hi = vld1q_s32(hi), s.min_lo = vld1q_s32(mlo), s.min_hi = vld1q_s32(mhi);
+        return s;
+    }
     case SPROUT_TYPE_Q4_K:
     case SPROUT_TYPE_Q5_K: {
         const sp_affine_k_block blk = sp_affine_k_block_at(type == SPROUT_TYPE_Q5_K, row, u / 2);
@@ -205,6 +258,7 @@ static inline unit_scales scales_of_unit(sprout_type type, const uint8_t *row, i
 typedef struct act_view {
     const act_block *blocks;
     const float *a, *d;
+    const int32_t *half_sums; /* of block b's first and last 16 levels at 2 b, 2 b + 1: for Q2_K's mins */
     const int8_t *pair; /* block b at 64 b: bytes 8k..8k+7 of both tokens, k = 0..3 */
 } act_view;
 
@@ -213,11 +267,20 @@ static inline int32x4_t scaled_sums(int32x4_t lo, int32x4_t hi, const unit_scale
     return split ? vmlaq_s32(vmulq_s32(lo, s->sc_lo), hi, s->sc_hi) : vmulq_s32(lo, s->sc_lo);
 }
 
+/* macc plus the unit's min terms: M times D, or (Q2_K, a min per 16
+ * elements) the mins times the half sums, exact, times -dmin * A. */
+static inline float32x4_t add_mins(sprout_type type, float32x4_t macc, const unit_scales *s, const act_view *x, int64_t u) {
+    if (type != SPROUT_TYPE_Q2_K) return vfmaq_f32(macc, s->m, vld1q_f32(x->d + 4 * u));
+    const int32x4x2_t h = vld2q_s32(x->half_sums + 8 * u); /* val[0]: first halves, val[1]: last */
+    const int32x4_t m = vmlaq_s32(vmulq_s32(h.val[0], s->min_lo), h.val[1], s->min_hi);
+    return vfmaq_f32(macc, vcvtq_f32_s32(m), vmulq_f32(s->m, vld1q_f32(x->a + 4 * u)));
+}
+
 static inline float sum4(float32x4_t v) { return vpadds_f32(vpadd_f32(vget_low_f32(v), vget_high_f32(v))); }
 
 /* One row against one token, by sdot. */
 static float dot_row(sprout_type type, const uint8_t *row, const act_view *x, int64_t nb) {
-    const bool split = type == SPROUT_TYPE_Q6_K, k_quant = type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K || split;
+    const bool split = split_scales(type), k_quant = is_k_quant(type);
     const bool mins = has_mins(type);
     float32x4_t acc = vdupq_n_f32(0.f), macc = vdupq_n_f32(0.f);
     for (int64_t u = 0; 4 * u < nb; u++) {
@@ -236,7 +299,7 @@ static float dot_row(sprout_type type, const uint8_t *row, const act_view *x, in
         int32x4_t sums = vpaddq_s32(vpaddq_s32(lo[0], lo[1]), vpaddq_s32(lo[2], lo[3]));
         if (k_quant) sums = scaled_sums(sums, split ? vpaddq_s32(vpaddq_s32(hi[0], hi[1]), vpaddq_s32(hi[2], hi[3])) : sums, &s, split);
         acc = vfmaq_f32(acc, vcvtq_f32_s32(sums), vmulq_f32(s.w, vld1q_f32(x->a + 4 * u)));
-        if (mins) macc = vfmaq_f32(macc, s.m, vld1q_f32(x->d + 4 * u));
+        if (mins) macc = add_mins(type, macc, &s, x, u);
     }
     return mins ? sum4(acc) + sum4(macc) : sum4(acc);
 }
@@ -248,7 +311,7 @@ static float dot_row(sprout_type type, const uint8_t *row, const act_view *x, in
  * then go exactly as in dot_row. out[2 r + k]: row r, token t + k. */
 static void dot_rows2x2(sprout_type type, const uint8_t *r0, const uint8_t *r1, const act_view *x0, const act_view *x1, int64_t nb,
                         float out[4]) {
-    const bool split = type == SPROUT_TYPE_Q6_K, k_quant = type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K || split;
+    const bool split = split_scales(type), k_quant = is_k_quant(type);
     const bool mins = has_mins(type);
     float32x4_t acc[4], macc[4];
     for (int p = 0; p < 4; p++) acc[p] = macc[p] = vdupq_n_f32(0.f);
@@ -284,7 +347,7 @@ static void dot_rows2x2(sprout_type type, const uint8_t *r0, const uint8_t *r1, 
             const unit_scales *sr = &s[p / 2];
             const int32x4_t v = k_quant ? scaled_sums(sums[p], split ? sums_hi[p] : sums[p], sr, split) : sums[p];
             acc[p] = vfmaq_f32(acc[p], vcvtq_f32_s32(v), vmulq_f32(sr->w, a[p % 2]));
-            if (mins) macc[p] = vfmaq_f32(macc[p], sr->m, vld1q_f32((p % 2 ? x1 : x0)->d + 4 * u));
+            if (mins) macc[p] = add_mins(type, macc[p], sr, p % 2 ? x1 : x0, u);
         }
     }
     for (int p = 0; p < 4; p++) out[p] = mins ? sum4(acc[p]) + sum4(macc[p]) : sum4(acc[p]);
@@ -293,11 +356,14 @@ static void dot_rows2x2(sprout_type type, const uint8_t *r0, const uint8_t *r1, 
 
 /* Token t's scales, sums and (with i8mm, for t even with a successor)
  * pair into the tile's scratch. */
-static void prepare_token(const act_block *blocks, const act_block *next, int64_t nb, float *a, float *d, int8_t *pair) {
+static void prepare_token(const act_block *blocks, const act_block *next, int64_t nb, float *a, float *d, int32_t *half_sums,
+                          int8_t *pair) {
     const int64_t nb4 = (nb + 3) & ~(int64_t)3;
     for (int64_t b = 0; b < nb4; b++) {
         a[b] = b < nb ? blocks[b].d : 0.f;
         d[b] = b < nb ? blocks[b].d * (float)blocks[b].sum : 0.f;
+        half_sums[2 * b] = b < nb ? vaddlvq_s8(vld1q_s8(blocks[b].qs)) : 0;
+        half_sums[2 * b + 1] = b < nb ? vaddlvq_s8(vld1q_s8(blocks[b].qs + 16)) : 0;
     }
     if (!pair) return;
     for (int64_t b = 0; b < nb4; b++) {
@@ -333,19 +399,20 @@ void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, const 
     const sprout_type type = w->type;
     const bool block32 = type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_Q4_1 || type == SPROUT_TYPE_Q5_0 ||
                          type == SPROUT_TYPE_Q5_1;
-    const bool k_quant = type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K || type == SPROUT_TYPE_Q6_K;
-    if ((!block32 || w->n_in % 32) && !k_quant) {
+    if ((!block32 || w->n_in % 32) && !is_k_quant(type)) {
         sp_matmul_float_rows(w, x, x_stride, n_tokens, y, y_stride, o0, o1, scratch, dot_f32);
         return;
     }
     /* up to 32 tokens at a time in the caller's scratch: their blocks
      * (unless the caller quantized them), scales, sums and pairs */
     enum { TILE = 32 };
-    _Static_assert(TILE * (sizeof(act_block) + 2 * sizeof(float)) + TILE / 2 * 64 <= 23 * 32 * sizeof(float), "a tile fits sp_matmul_scratch_floats");
+    _Static_assert(TILE * (sizeof(act_block) + 2 * sizeof(float) + 2 * sizeof(int32_t)) + TILE / 2 * 64 <= 23 * 32 * sizeof(float),
+                   "a tile fits sp_matmul_scratch_floats");
     const int64_t nb = w->n_in / 32, nb4 = (nb + 3) & ~(int64_t)3;
     act_block *own = (act_block *)scratch;
     float *scales = (float *)(own + TILE * nb), *sums = scales + TILE * nb4;
-    int8_t *pairs = (int8_t *)(sums + TILE * nb4);
+    int32_t *half_sums = (int32_t *)(sums + TILE * nb4);
+    int8_t *pairs = (int8_t *)(half_sums + TILE * 2 * nb4);
 #ifdef SP_MATMUL_I8MM
     const bool with_pairs = true;
 #else
@@ -357,12 +424,12 @@ void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, const 
         act_view views[TILE];
         for (int64_t t = 0; t < tn; t++) {
             if (!xq) quantize_activations(x + (t0 + t) * x_stride, w->n_in, own + t * nb);
-            views[t] = (act_view){acts + t * nb, scales + t * nb4, sums + t * nb4, pairs + t / 2 * nb4 * 64};
+            views[t] = (act_view){acts + t * nb, scales + t * nb4, sums + t * nb4, half_sums + t * 2 * nb4, pairs + t / 2 * nb4 * 64};
         }
         for (int64_t t = 0; t < tn; t++) {
             const bool pair = with_pairs && t % 2 == 0 && t + 1 < tn;
             prepare_token(views[t].blocks, pair ? views[t + 1].blocks : NULL, nb, (float *)views[t].a, (float *)views[t].d,
-                          pair ? (int8_t *)views[t].pair : NULL);
+                          (int32_t *)views[t].half_sums, pair ? (int8_t *)views[t].pair : NULL);
         }
         for (int64_t o = o0; o < o1; o++) {
             const uint8_t *row = w->data + (size_t)o * w->row_bytes;
