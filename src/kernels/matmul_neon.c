@@ -62,8 +62,10 @@ static void quantize_activations(const float *x, int64_t n, act_block *q) {
  *   acc[b % 4] += float(S_b) * (W_b * A_b),  macc[b % 4] += M_b * D_b,
  *   y = ((acc0 + acc1) + (acc2 + acc3)) + ((macc0 + macc1) + (macc2 + macc3))
  * with W the weight scale, A the activations', M the weight's min term and
- * D the activations' scale times their sum. A token's output is therefore
- * the same whatever the batch and whichever kernel took it. */
+ * D the activations' scale times their sum (Q2_K, a min per 16 elements:
+ * the mins times the activations' half sums, exact, for M and -dmin * A
+ * for D). A token's output is therefore the same whatever the batch and
+ * whichever kernel took it. */
 
 static inline bool has_mins(sprout_type type) {
     return type == SPROUT_TYPE_Q4_1 || type == SPROUT_TYPE_Q5_1 || type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K ||
