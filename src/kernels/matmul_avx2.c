@@ -781,7 +781,7 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, co
     const sprout_type type = w->type;
     const int sum_factor = type_sum_factor(type);
     const int64_t n_chunks = nb8 / 8;
-    const size_t chunk_bytes = w->row_bytes / (size_t)nb * 8; /* eight blocks, or one K-quant super-block */
+    const size_t chunk_bytes = w->row_bytes * 8 / (size_t)nb; /* eight blocks, or one K-quant super-block (Q2_K: 84 bytes, 10.5 per 32) */
     for (int64_t t0 = 0; t0 < n_tokens; t0 += TOKEN_TILE) {
         const int64_t tn = n_tokens - t0 < TOKEN_TILE ? n_tokens - t0 : TOKEN_TILE;
         at.blocks = xq ? xq + t0 * nb : own_blocks;
