@@ -21,10 +21,7 @@ static float frand(void) {
  * kernels only reorder sums; the int8 path also rounds the activations to
  * 8 bits per 32-element block: about 1% of a dot of random signs. */
 static double bound_for(sprout_type type) {
-    const bool int8 = type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K ||
-                      type == SPROUT_TYPE_Q6_K || type == SPROUT_TYPE_Q4_1 || type == SPROUT_TYPE_Q5_0 || type == SPROUT_TYPE_Q5_1 ||
-                      type == SPROUT_TYPE_Q2_K || type == SPROUT_TYPE_Q3_K;
-    return int8 ? 2.5e-2 : 1e-5;
+    return sp_int8_type(type) ? 2.5e-2 : 1e-5;
 }
 
 static void check_level(const char *level) {

@@ -84,6 +84,30 @@ static inline int64_t sp_matmul_scratch_floats(int64_t n_in) {
     return 23 * n_in + 13 * 32 * 8 + 64 + SP_ROUNDED_BLOCK_FLOATS + SP_ROW_STATE_FLOATS;
 }
 
+/* The K-quants with a scale per 16 elements: the int8 kernels keep their
+ * block sums per half. */
+static inline bool sp_scale_per_16(sprout_type type) {
+    return type == SPROUT_TYPE_Q6_K || type == SPROUT_TYPE_Q3_K || type == SPROUT_TYPE_Q2_K;
+}
+
+/* The types every optimized level dots in int8 against quantized
+ * activations (rows of n_in % 32 == 0); the rest go through float rows. */
+static inline bool sp_int8_type(sprout_type type) {
+    switch (type) {
+    case SPROUT_TYPE_Q8_0:
+    case SPROUT_TYPE_Q4_0:
+    case SPROUT_TYPE_Q4_1:
+    case SPROUT_TYPE_Q5_0:
+    case SPROUT_TYPE_Q5_1:
+    case SPROUT_TYPE_Q4_K:
+    case SPROUT_TYPE_Q5_K:
+    case SPROUT_TYPE_Q2_K:
+    case SPROUT_TYPE_Q3_K:
+    case SPROUT_TYPE_Q6_K: return true;
+    default: return false;
+    }
+}
+
 /* Bytes of every level's quantized activations per 32 elements: a float
  * scale, four bytes of sums and 32 levels (each level lays them out its
  * own way). */

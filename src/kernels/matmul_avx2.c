@@ -788,7 +788,7 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, co
         for (int64_t t = 0; t < tn; t++) {
             if (!xq) quantize_activations(x + (t0 + t) * x_stride, w->n_in, own_blocks + t * nb);
             /* a scale per 16 elements wants the sums of each half */
-            prepare_act_tile(&at, t, sum_factor, type == SPROUT_TYPE_Q6_K || type == SPROUT_TYPE_Q3_K || type == SPROUT_TYPE_Q2_K);
+            prepare_act_tile(&at, t, sum_factor, sp_scale_per_16(type));
         }
         /* rows go in blocks whose weights serve several token groups or
          * spans from cache; one group in one span takes them all at once */
@@ -1024,10 +1024,7 @@ void SP_QUANTIZE_NAME(const float *x, int64_t n, void *out) { quantize_activatio
 
 void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                     int64_t y_stride, int64_t o0, int64_t o1, float *scratch) {
-    const bool int8_type = w->type == SPROUT_TYPE_Q8_0 || w->type == SPROUT_TYPE_Q4_0 || w->type == SPROUT_TYPE_Q4_K ||
-                           w->type == SPROUT_TYPE_Q5_K || w->type == SPROUT_TYPE_Q6_K || w->type == SPROUT_TYPE_Q4_1 ||
-                           w->type == SPROUT_TYPE_Q5_0 || w->type == SPROUT_TYPE_Q5_1 || w->type == SPROUT_TYPE_Q3_K || w->type == SPROUT_TYPE_Q2_K;
-    const bool int8_path = int8_type && w->n_in % 32 == 0;
+    const bool int8_path = sp_int8_type(w->type) && w->n_in % 32 == 0;
     if (int8_path) {
         matmul_int8(w, x, x_stride, xq, n_tokens, y, y_stride, o0, o1, scratch);
         return;

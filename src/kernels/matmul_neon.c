@@ -72,13 +72,8 @@ static inline bool has_mins(sprout_type type) {
            type == SPROUT_TYPE_Q2_K;
 }
 
-/* The K-quants with a scale per 16 elements: their block sums are kept per half. */
-static inline bool split_scales(sprout_type type) {
-    return type == SPROUT_TYPE_Q6_K || type == SPROUT_TYPE_Q3_K || type == SPROUT_TYPE_Q2_K;
-}
-
 static inline bool is_k_quant(sprout_type type) {
-    return type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K || split_scales(type);
+    return type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K || sp_scale_per_16(type);
 }
 
 /* 16 of a block's fifth bits (two bytes of qh) as 16 in the bytes whose
@@ -282,7 +277,7 @@ static inline float sum4(float32x4_t v) { return vpadds_f32(vpadd_f32(vget_low_f
 
 /* One row against one token, by sdot. */
 static float dot_row(sprout_type type, const uint8_t *row, const act_view *x, int64_t nb) {
-    const bool split = split_scales(type), k_quant = is_k_quant(type);
+    const bool split = sp_scale_per_16(type), k_quant = is_k_quant(type);
     const bool mins = has_mins(type);
     float32x4_t acc = vdupq_n_f32(0.f), macc = vdupq_n_f32(0.f);
     for (int64_t u = 0; 4 * u < nb; u++) {
@@ -313,7 +308,7 @@ static float dot_row(sprout_type type, const uint8_t *row, const act_view *x, in
  * then go exactly as in dot_row. out[2 r + k]: row r, token t + k. */
 static void dot_rows2x2(sprout_type type, const uint8_t *r0, const uint8_t *r1, const act_view *x0, const act_view *x1, int64_t nb,
                         float out[4]) {
-    const bool split = split_scales(type), k_quant = is_k_quant(type);
+    const bool split = sp_scale_per_16(type), k_quant = is_k_quant(type);
     const bool mins = has_mins(type);
     float32x4_t acc[4], macc[4];
     for (int p = 0; p < 4; p++) acc[p] = macc[p] = vdupq_n_f32(0.f);
@@ -399,9 +394,7 @@ void sp_quantize_neon(const float *x, int64_t n, void *out) { quantize_activatio
 void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                     int64_t y_stride, int64_t o0, int64_t o1, float *scratch) {
     const sprout_type type = w->type;
-    const bool block32 = type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_Q4_1 || type == SPROUT_TYPE_Q5_0 ||
-                         type == SPROUT_TYPE_Q5_1;
-    if ((!block32 || w->n_in % 32) && !is_k_quant(type)) {
+    if (!sp_int8_type(type) || w->n_in % 32) {
         sp_matmul_float_rows(w, x, x_stride, n_tokens, y, y_stride, o0, o1, scratch, dot_f32);
         return;
     }
