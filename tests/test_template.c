@@ -235,6 +235,13 @@ static void test_errors(void) {
     CHECK(!strcmp(sprout_last_error(), "boom") && sprout_template_error_raised());
     CHECK(render("{{ x.y }}", NULL, NULL, &out) == SPROUT_ERR_FORMAT && !sprout_template_error_raised());
     CHECK(!strncmp(sprout_last_error(), "line 1, column ", 15));
+    /* invalid UTF-8 in a string: iteration and length step through it the
+     * same way, one byte per invalid byte (the fuzzer found a list sized by
+     * one count and filled by the other) */
+    CHECK(render("{% for c in '\x80\x80" "ab\xC3' %}[{{ c }}]{% endfor %}{{ '\x80\x80" "ab\xC3' | length }}", NULL, NULL, &out) == SPROUT_OK);
+    CHECK_MSG(out && !strcmp(out, "[\x80][\x80][a][b][\xC3]5"), "got [%s]", out ? out : "(null)");
+    free(out);
+    out = NULL;
     /* bad inputs to the API */
     sprout_template *t = NULL;
     CHECK(sprout_template_parse("{{ 1 }}", 7, &t) == SPROUT_OK);

@@ -40,6 +40,14 @@ static int32_t decode(const char *s, size_t n, size_t *cl) {
     return cp;
 }
 
+/* Characters of a string as decode steps through them: an invalid byte
+ * counts as one, so iteration and length agree on any bytes. */
+static size_t char_count(const char *s, size_t n) {
+    size_t count = 0;
+    for (size_t i = 0, cl; i < n; i += cl, count++) decode(s + i, n - i, &cl);
+    return count;
+}
+
 static void put_cp(jbuf *b, int32_t cp) {
     utf8proc_uint8_t tmp[4];
     utf8proc_ssize_t n = utf8proc_encode_char(cp, tmp);
@@ -263,8 +271,7 @@ bool jv_iterate(interp *in, const node *at, jv v, jv *out) {
     case JV_DICT:
     case JV_NAMESPACE: *out = jv_list(in->heap, v.u.d->keys, v.u.d->n, false); break;
     case JV_STR: {
-        size_t count = 0;
-        for (size_t i = 0; i < v.u.s->len; i++) count += ((unsigned char)v.u.s->data[i] & 0xC0) != 0x80;
+        const size_t count = char_count(v.u.s->data, v.u.s->len);
         *out = jv_list(in->heap, NULL, count, false);
         if (out->type != JV_LIST) return oom(in, at);
         size_t k = 0;
@@ -286,9 +293,7 @@ bool jv_length(interp *in, const node *at, jv v, int64_t *out) {
     switch (v.type) {
     case JV_UNDEFINED: *out = 0; return true;
     case JV_STR: {
-        int64_t count = 0;
-        for (size_t i = 0; i < v.u.s->len; i++) count += ((unsigned char)v.u.s->data[i] & 0xC0) != 0x80;
-        *out = count;
+        *out = (int64_t)char_count(v.u.s->data, v.u.s->len);
         return true;
     }
     case JV_LIST:
