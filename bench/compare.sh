@@ -36,13 +36,20 @@ if [ -z "$llama_simple" ] && [ -n "${LLAMA_BENCH:-}" ] && [ -x "$(dirname "$LLAM
 fi
 prompt="Once upon a time"
 
-# seconds from start to exit of a command, the best of three
+# seconds from the start of a command to its first generated token (the
+# first byte on its standard output, by first_output), the best of three;
+# without first_output, to its exit
 best_of_three() {
     best=
     for _ in 1 2 3; do
-        t0=$(date +%s.%N)
-        "$@" > /dev/null 2>&1 || { echo -; return; }
-        t=$(echo "$(date +%s.%N) $t0" | awk '{ printf "%.3f", $1 - $2 }')
+        if [ -x "$build/first_output" ]; then
+            t=$("$build/first_output" "$@" 2> /dev/null | awk '{ print $1 }')
+            [ -n "$t" ] || { echo -; return; }
+        else
+            t0=$(date +%s.%N)
+            "$@" > /dev/null 2>&1 || { echo -; return; }
+            t=$(echo "$(date +%s.%N) $t0" | awk '{ printf "%.3f", $1 - $2 }')
+        fi
         best=$(echo "$t ${best:-$t}" | awk '{ print ($1 < $2 ? $1 : $2) }')
     done
     echo "$best"
