@@ -275,8 +275,48 @@ static inline float32x4_t add_mins(sprout_type type, float32x4_t macc, const uni
 
 static inline float sum4(float32x4_t v) { return vpadds_f32(vpadd_f32(vget_low_f32(v), vget_high_f32(v))); }
 
+/* A row as the dot kernels read it: decoded from the weights block by
+ * block, or (a row that meets several tokens) decoded once beforehand into
+ * scratch by decode_row: every block's levels and every unit's scales, the
+ * values block_levels and scales_of_unit give, so a token's sums are the
+ * same either way. */
+typedef struct row_source {
+    const uint8_t *row;
+    const int8_t *levels;      /* block b's 32 at 32 b (nb rounded up to 4), or NULL */
+    const unit_scales *scales; /* unit u's at u */
+} row_source;
+
+static inline void source_levels(sprout_type type, const row_source *r, int64_t b, int64_t nb, int8x16_t *lo, int8x16_t *hi) {
+    if (r->levels) *lo = vld1q_s8(r->levels + 32 * b), *hi = vld1q_s8(r->levels + 32 * b + 16);
+    else block_levels(type, r->row, b, nb, lo, hi);
+}
+
+static inline unit_scales source_scales(sprout_type type, const row_source *r, int64_t u, int64_t nb) {
+    return r->scales ? r->scales[u] : scales_of_unit(type, r->row, u, nb);
+}
+
+/* Bytes of scratch decode_row fills for a row of nb blocks. */
+static inline size_t decoded_row_bytes(int64_t nb) {
+    const int64_t nb4 = (nb + 3) & ~(int64_t)3;
+    return (size_t)nb4 * 32 + (size_t)(nb4 / 4) * sizeof(unit_scales);
+}
+
+/* The row's levels and scales into out (16-byte aligned, decoded_row_bytes). */
+static row_source decode_row(sprout_type type, const uint8_t *row, int64_t nb, void *out) {
+    const int64_t nb4 = (nb + 3) & ~(int64_t)3;
+    unit_scales *scales = out;
+    int8_t *levels = (int8_t *)(scales + nb4 / 4);
+    for (int64_t u = 0; u < nb4 / 4; u++) scales[u] = scales_of_unit(type, row, u, nb);
+    for (int64_t b = 0; b < nb4; b++) {
+        int8x16_t lo, hi;
+        block_levels(type, row, b, nb, &lo, &hi);
+        vst1q_s8(levels + 32 * b, lo), vst1q_s8(levels + 32 * b + 16, hi);
+    }
+    return (row_source){row, levels, scales};
+}
+
 /* One row against one token, by sdot. */
-static float dot_row(sprout_type type, const uint8_t *row, const act_view *x, int64_t nb) {
+static float dot_row(sprout_type type, const row_source *row, const act_view *x, int64_t nb) {
     const bool split = sp_scale_per_16(type), k_quant = is_k_quant(type);
     const bool mins = has_mins(type);
     float32x4_t acc = vdupq_n_f32(0.f), macc = vdupq_n_f32(0.f);
@@ -285,14 +325,14 @@ static float dot_row(sprout_type type, const uint8_t *row, const act_view *x, in
         for (int i = 0; i < 4; i++) {
             const int64_t b = 4 * u + i;
             int8x16_t q_lo, q_hi;
-            block_levels(type, row, b, nb, &q_lo, &q_hi);
+            source_levels(type, row, b, nb, &q_lo, &q_hi);
             const int8x16_t a_lo = b < nb ? vld1q_s8(x->blocks[b].qs) : vdupq_n_s8(0);
             const int8x16_t a_hi = b < nb ? vld1q_s8(x->blocks[b].qs + 16) : vdupq_n_s8(0);
             lo[i] = vdotq_s32(vdupq_n_s32(0), q_lo, a_lo);
             hi[i] = vdotq_s32(vdupq_n_s32(0), q_hi, a_hi);
             if (!split) lo[i] = vaddq_s32(lo[i], hi[i]);
         }
-        const unit_scales s = scales_of_unit(type, row, u, nb);
+        const unit_scales s = source_scales(type, row, u, nb);
         int32x4_t sums = vpaddq_s32(vpaddq_s32(lo[0], lo[1]), vpaddq_s32(lo[2], lo[3]));
         if (k_quant) sums = scaled_sums(sums, split ? vpaddq_s32(vpaddq_s32(hi[0], hi[1]), vpaddq_s32(hi[2], hi[3])) : sums, &s, split);
         acc = vfmaq_f32(acc, vcvtq_f32_s32(sums), vmulq_f32(s.w, vld1q_f32(x->a + 4 * u)));
@@ -306,7 +346,7 @@ static float dot_row(sprout_type type, const uint8_t *row, const act_view *x, in
  * both), by smmla: each block's four sums (r0 t, r0 t+1, r1 t, r1 t+1) in
  * one vector, transposed per unit into each pair's four block sums, which
  * then go exactly as in dot_row. out[2 r + k]: row r, token t + k. */
-static void dot_rows2x2(sprout_type type, const uint8_t *r0, const uint8_t *r1, const act_view *x0, const act_view *x1, int64_t nb,
+static void dot_rows2x2(sprout_type type, const row_source *r0, const row_source *r1, const act_view *x0, const act_view *x1, int64_t nb,
                         float out[4]) {
     const bool split = sp_scale_per_16(type), k_quant = is_k_quant(type);
     const bool mins = has_mins(type);
@@ -317,8 +357,8 @@ static void dot_rows2x2(sprout_type type, const uint8_t *r0, const uint8_t *r1, 
         for (int i = 0; i < 4; i++) {
             const int64_t b = 4 * u + i;
             int8x16_t lo0, hi0, lo1, hi1;
-            block_levels(type, r0, b, nb, &lo0, &hi0);
-            block_levels(type, r1, b, nb, &lo1, &hi1);
+            source_levels(type, r0, b, nb, &lo0, &hi0);
+            source_levels(type, r1, b, nb, &lo1, &hi1);
             const int8_t *y = x0->pair + 64 * b;
             const int64x2_t l0 = vreinterpretq_s64_s8(lo0), l1 = vreinterpretq_s64_s8(lo1);
             const int64x2_t h0 = vreinterpretq_s64_s8(hi0), h1 = vreinterpretq_s64_s8(hi1);
@@ -338,7 +378,7 @@ static void dot_rows2x2(sprout_type type, const uint8_t *r0, const uint8_t *r1, 
             t[0] = vreinterpretq_s32_s64(vzip1q_s64(t0, t2)), t[1] = vreinterpretq_s32_s64(vzip1q_s64(t1, t3));
             t[2] = vreinterpretq_s32_s64(vzip2q_s64(t0, t2)), t[3] = vreinterpretq_s32_s64(vzip2q_s64(t1, t3));
         }
-        const unit_scales s[2] = {scales_of_unit(type, r0, u, nb), scales_of_unit(type, r1, u, nb)};
+        const unit_scales s[2] = {source_scales(type, r0, u, nb), source_scales(type, r1, u, nb)};
         const float32x4_t a[2] = {vld1q_f32(x0->a + 4 * u), vld1q_f32(x1->a + 4 * u)};
         for (int p = 0; p < 4; p++) {
             const unit_scales *sr = &s[p / 2];
@@ -408,6 +448,12 @@ void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, const 
     float *scales = (float *)(own + TILE * nb), *sums = scales + TILE * nb4;
     int32_t *half_sums = (int32_t *)(sums + TILE * nb4);
     int8_t *pairs = (int8_t *)(half_sums + TILE * 2 * nb4);
+    /* two decoded rows past the tile, in the scratch's spare floats (NULL: they do not fit) */
+    const size_t decoded_bytes = (decoded_row_bytes(nb) + 15) & ~(size_t)15;
+    const int64_t tile_floats = 23 * 32 * nb4; /* what the assertion above bounds */
+    void *decoded = 2 * decoded_bytes + 16 <= (size_t)(sp_matmul_scratch_floats(w->n_in) - tile_floats) * sizeof(float)
+                        ? (void *)(((uintptr_t)(scratch + tile_floats) + 15) & ~(uintptr_t)15)
+                        : NULL;
 #ifdef SP_MATMUL_I8MM
     const bool with_pairs = true;
 #else
@@ -428,25 +474,32 @@ void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, const 
         }
         for (int64_t o = o0; o < o1; o++) {
             const uint8_t *row = w->data + (size_t)o * w->row_bytes;
+            const row_source direct = {row, NULL, NULL};
 #ifdef SP_MATMUL_I8MM
             if (o + 1 < o1 && tn >= 2) { /* two rows at once, by token pairs; an odd token alone */
                 const uint8_t *next = row + w->row_bytes;
+                /* rows that meet more than one pair are decoded once */
+                const bool decode = tn > 2 && decoded;
+                const row_source r0 = decode ? decode_row(type, row, nb, decoded) : direct;
+                const row_source r1 = decode ? decode_row(type, next, nb, (char *)decoded + decoded_bytes) : (row_source){next, NULL, NULL};
                 for (int64_t t = 0; t < tn; t += 2) {
                     if (t + 1 < tn) {
                         float out[4];
-                        dot_rows2x2(type, row, next, &views[t], &views[t + 1], nb, out);
+                        dot_rows2x2(type, &r0, &r1, &views[t], &views[t + 1], nb, out);
                         y[(t0 + t) * y_stride + o] = out[0], y[(t0 + t + 1) * y_stride + o] = out[1];
                         y[(t0 + t) * y_stride + o + 1] = out[2], y[(t0 + t + 1) * y_stride + o + 1] = out[3];
                     } else {
-                        y[(t0 + t) * y_stride + o] = dot_row(type, row, &views[t], nb);
-                        y[(t0 + t) * y_stride + o + 1] = dot_row(type, next, &views[t], nb);
+                        y[(t0 + t) * y_stride + o] = dot_row(type, &r0, &views[t], nb);
+                        y[(t0 + t) * y_stride + o + 1] = dot_row(type, &r1, &views[t], nb);
                     }
                 }
                 o++;
                 continue;
             }
 #endif
-            for (int64_t t = 0; t < tn; t++) y[(t0 + t) * y_stride + o] = dot_row(type, row, &views[t], nb);
+            /* a row that meets several tokens is decoded once */
+            const row_source r = tn > 1 && decoded ? decode_row(type, row, nb, decoded) : direct;
+            for (int64_t t = 0; t < tn; t++) y[(t0 + t) * y_stride + o] = dot_row(type, &r, &views[t], nb);
         }
     }
 }
