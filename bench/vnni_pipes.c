@@ -1,0 +1,72 @@
+/* Which instructions share the execution pipes of vpdpbusd (256-bit) on
+ * this CPU: twelve independent vpdpbusd chains per iteration, alone and
+ * with four other instructions beside them. If the four run on pipes of
+ * their own, the vpdpbusd rate stays; if they share its pipes, it drops to
+ * 12/16 of it. The int8 matmul kernels spend one multiply and one fused
+ * multiply-add per eight vpdpbusd (each token's block sums times the
+ * weight's and the activations' scales): this says what that costs.
+ * Not a test.
+ *
+ * usage: build/vnni_pipes */
+#include <stdio.h>
+#include <time.h>
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static char activations[512] __attribute__((aligned(64)));
+
+#define DP12(src)                                                                                                      \
+    "vpdpbusd " src ",%%ymm1,%%ymm2\n vpdpbusd " src ",%%ymm1,%%ymm3\n vpdpbusd " src ",%%ymm1,%%ymm4\n"              \
+    "vpdpbusd " src ",%%ymm1,%%ymm5\n vpdpbusd " src ",%%ymm1,%%ymm6\n vpdpbusd " src ",%%ymm1,%%ymm7\n"              \
+    "vpdpbusd " src ",%%ymm1,%%ymm8\n vpdpbusd " src ",%%ymm1,%%ymm9\n vpdpbusd " src ",%%ymm1,%%ymm10\n"             \
+    "vpdpbusd " src ",%%ymm1,%%ymm11\n vpdpbusd " src ",%%ymm1,%%ymm12\n vpdpbusd " src ",%%ymm1,%%ymm13\n"
+#define CLOBBERS                                                                                                       \
+    "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", \
+        "xmm16", "xmm17"
+
+enum { ITERATIONS = 50000000 };
+
+/* vpdpbusd per nanosecond for one loop body (12 of them and `extra`) */
+#define RATE(name, body)                                                                                               \
+    do {                                                                                                               \
+        const double t0 = now_s();                                                                                     \
+        for (long i = 0; i < ITERATIONS; i++) __asm__ volatile(body ::"r"(activations) : CLOBBERS);                     \
+        printf("| %s | %.2f |\n", name, ITERATIONS * 12.0 / (now_s() - t0) * 1e-9);                                   \
+    } while (0)
+
+/* compiled for AVX-512 alone, so that main runs anywhere to say so */
+__attribute__((target("avx512f,avx512vl,avx512vnni"), noinline)) static void measure(void) {
+    printf("| beside 12 vpdpbusd | vpdpbusd per ns |\n|---|---|\n");
+    RATE("nothing", DP12("%%ymm0"));
+    RATE("nothing, activations from memory (L1)", DP12("0(%0)"));
+    RATE("2 vmulps + 2 vfmadd231ps", DP12("%%ymm0") "vmulps %%ymm14,%%ymm15,%%ymm14\n vfmadd231ps %%ymm0,%%ymm1,%%ymm15\n"
+                                                    "vmulps %%ymm0,%%ymm1,%%ymm16\n vfmadd231ps %%ymm0,%%ymm1,%%ymm17\n");
+    RATE("4 vaddps", DP12("%%ymm0") "vaddps %%ymm0,%%ymm1,%%ymm14\n vaddps %%ymm0,%%ymm1,%%ymm15\n"
+                                    "vaddps %%ymm0,%%ymm1,%%ymm16\n vaddps %%ymm0,%%ymm1,%%ymm17\n");
+    RATE("2 vcvtdq2ps + 2 vpaddd", DP12("%%ymm0") "vcvtdq2ps %%ymm0,%%ymm14\n vcvtdq2ps %%ymm1,%%ymm15\n"
+                                                  "vpaddd %%ymm0,%%ymm1,%%ymm16\n vpaddd %%ymm0,%%ymm1,%%ymm17\n");
+    RATE("4 vpunpck*", DP12("%%ymm0") "vpunpckldq %%ymm0,%%ymm1,%%ymm14\n vpunpckhdq %%ymm0,%%ymm1,%%ymm15\n"
+                                      "vpunpcklqdq %%ymm0,%%ymm1,%%ymm16\n vpunpckhqdq %%ymm0,%%ymm1,%%ymm17\n");
+    RATE("2 vpand + 2 vpsrlw", DP12("%%ymm0") "vpand %%ymm0,%%ymm1,%%ymm14\n vpand %%ymm0,%%ymm1,%%ymm15\n"
+                                              "vpsrlw $4,%%ymm1,%%ymm16\n vpsrlw $4,%%ymm0,%%ymm17\n");
+    RATE("4 vpmulld", DP12("%%ymm0") "vpmulld %%ymm0,%%ymm1,%%ymm14\n vpmulld %%ymm0,%%ymm1,%%ymm15\n"
+                                     "vpmulld %%ymm0,%%ymm1,%%ymm16\n vpmulld %%ymm0,%%ymm1,%%ymm17\n");
+    RATE("4 vpmaddwd", DP12("%%ymm0") "vpmaddwd %%ymm0,%%ymm1,%%ymm14\n vpmaddwd %%ymm0,%%ymm1,%%ymm15\n"
+                                      "vpmaddwd %%ymm0,%%ymm1,%%ymm16\n vpmaddwd %%ymm0,%%ymm1,%%ymm17\n");
+    RATE("4 vcvtph2ps", DP12("%%ymm0") "vcvtph2ps %%xmm0,%%ymm14\n vcvtph2ps %%xmm1,%%ymm15\n"
+                                       "vcvtph2ps %%xmm0,%%ymm16\n vcvtph2ps %%xmm1,%%ymm17\n");
+}
+
+int main(void) {
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512vnni") || !__builtin_cpu_supports("avx512vl")) {
+        printf("this CPU has no 256-bit VNNI (AVX512-VNNI with VL)\n");
+        return 0;
+    }
+    measure();
+    return 0;
+}
