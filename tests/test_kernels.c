@@ -33,7 +33,7 @@ static void check_level(const char *level) {
     static const sprout_type types[] = {SPROUT_TYPE_F32,  SPROUT_TYPE_F16,  SPROUT_TYPE_BF16, SPROUT_TYPE_Q8_0,
                                         SPROUT_TYPE_Q4_0, SPROUT_TYPE_Q4_1, SPROUT_TYPE_Q5_0, SPROUT_TYPE_Q5_1,
                                         SPROUT_TYPE_Q2_K, SPROUT_TYPE_Q3_K, SPROUT_TYPE_Q4_K, SPROUT_TYPE_Q5_K,
-                                        SPROUT_TYPE_Q6_K};
+                                        SPROUT_TYPE_Q6_K, SPROUT_TYPE_IQ4_NL, SPROUT_TYPE_IQ4_XS};
     /* 8 and 17 (float types only): rows shorter than a vector, and one
      * vector plus a tail; 352: a partial group of 8 blocks after a whole
      * one; 2336: several spans, the last partial, and for the x86 int8
@@ -348,7 +348,7 @@ static void check_batch_invariance(const char *level) {
     static const sprout_type types[] = {SPROUT_TYPE_F32,  SPROUT_TYPE_F16,  SPROUT_TYPE_BF16, SPROUT_TYPE_Q8_0,
                                         SPROUT_TYPE_Q4_0, SPROUT_TYPE_Q4_1, SPROUT_TYPE_Q5_0, SPROUT_TYPE_Q5_1,
                                         SPROUT_TYPE_Q2_K, SPROUT_TYPE_Q3_K, SPROUT_TYPE_Q4_K, SPROUT_TYPE_Q5_K,
-                                        SPROUT_TYPE_Q6_K};
+                                        SPROUT_TYPE_Q6_K, SPROUT_TYPE_IQ4_NL, SPROUT_TYPE_IQ4_XS};
     static const int64_t lengths[] = {17, 96, 256, 352, 768, 2336}; /* 17: float types, a vector and a tail; 2336: rows in spans */
     static const int64_t batches[] = {2, 5, 9, 17, 33};
     int cases = 0, differing = 0;

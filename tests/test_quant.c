@@ -157,6 +157,34 @@ static void test_hand_blocks(void) {
         }
         CHECK(bad == 0);
     }
+    { /* IQ4_NL: element j takes level j, element j + 16 level 15 - j */
+        sp_block_iq4_nl b;
+        put_half(&b.d, 0.5f);
+        for (int j = 0; j < 16; j++) b.qs[j] = (uint8_t)(j | ((15 - j) << 4));
+        sp_dequantize_iq4_nl(&b, y, 32);
+        static const float levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+        int bad = 0;
+        for (int j = 0; j < 16; j++) bad += y[j] != 0.5f * levels[j], bad += y[j + 16] != 0.5f * levels[15 - j];
+        CHECK(bad == 0);
+    }
+    { /* IQ4_XS: sub-block scales (6 bits, less 32) that use both the low
+       * nibbles and the top two bits; qs bytes 0x3C: level 12 for the
+       * first 16 elements of each sub-block, level 3 for the last 16 */
+        sp_block_iq4_xs b;
+        put_half(&b.d, 0.25f);
+        static const int ls[8] = {0, 63, 32, 33, 16, 48, 31, 47};
+        b.scales_h = 0;
+        memset(b.scales_l, 0, sizeof b.scales_l);
+        for (int j = 0; j < 8; j++) {
+            b.scales_l[j / 2] |= (uint8_t)((ls[j] & 15) << (4 * (j % 2)));
+            b.scales_h |= (uint16_t)((ls[j] >> 4) << (2 * j));
+        }
+        memset(b.qs, 0x3C, sizeof b.qs);
+        sp_dequantize_iq4_xs(&b, y, 256);
+        int bad = 0;
+        for (int i = 0; i < 256; i++) bad += y[i] != 0.25f * (float)(ls[i / 32] - 32) * (i % 32 < 16 ? 53.f : -65.f);
+        CHECK(bad == 0);
+    }
     { /* Q4_K: scale j = j + 1, min j = 2 j; qs bytes 0x5A: low nibble 10
        * (first 32 of each 64), high nibble 5 (second 32) */
         sp_block_q4_K b;
@@ -241,6 +269,7 @@ static const bound bounds[] = {
     {SPROUT_TYPE_Q5_1, 0.05},     {SPROUT_TYPE_Q4_0, 0.10},    {SPROUT_TYPE_Q4_1, 0.10},
     {SPROUT_TYPE_Q8_K, 0.009},   {SPROUT_TYPE_Q6_K, 0.025},   {SPROUT_TYPE_Q5_K, 0.045},
     {SPROUT_TYPE_Q4_K, 0.09},     {SPROUT_TYPE_Q3_K, 0.20},    {SPROUT_TYPE_Q2_K, 0.40},
+    {SPROUT_TYPE_IQ4_NL, 0.09},   {SPROUT_TYPE_IQ4_XS, 0.09},
 };
 
 static double rel_rmse(const float *a, const float *b, int64_t n) {
@@ -302,6 +331,62 @@ static void test_traits(void) {
     CHECK(sp_type_row_bytes(SPROUT_TYPE_Q5_K, 512, &bytes) && bytes == 352);
     CHECK(!sp_type_row_bytes(SPROUT_TYPE_Q5_K, 500, &bytes));
     CHECK(!strcmp(sprout_file_type_name(15), "Q4_K_M") && sprout_file_type_name(4) == NULL);
+}
+
+/* ../shared has no IQ4 files: these are the blocks llama.cpp's quantizer
+ * (ggml_quantize_chunk, ngxson/llama.cpp 3f545be, no importance matrix)
+ * wrote for 1024 fixed values. Its search tries 15
+ * starting scales and keeps the best weighted fit; a different search, a
+ * different weighting or other rounding of the IQ4_XS sub-block scales
+ * lands on other blocks. (Its files of arch/llama-F32.gguf's tensors,
+ * made with llama-quantize --pure, matched sprout's blocks 57344 of 57344
+ * for IQ4_NL and 7168 of 7168 for IQ4_XS.) */
+static void test_iq4_against_llama_cpp(void) {
+    static const char *const expected[] = {
+        "1db88f1f8828038c888898867eb7d14d87f82c378897789f80aa87578f8888c888e49e4ae1b437788814840c8e5832f6888ae88214f835b8"
+        "89a677580bf984f886c78d3715988a23eab6d28b778848c8c08688888888888881d8cb3707758880839c363d8348882076a47a86acb7a878"
+        "77479c88801dc98804729888788ab337cb588b98d9495e888b7088819c837888e0b594cc378d18e8c9df8b8b907989328583a635c8108887"
+        "57a58abd8488b789f45e8a0078b738848980486f888889858a48f18582f8cb37e88768988860aa85580af812ea85db814a388e6477898078"
+        "8c5198e8881bd976ac79c8b7868fa2a8888f9a8768199078289398ec93b78885f6808868075878d8d8a74f9e818c5eb790b9408a7408875e"
+        "88f8d0788819982cfe36a8840299d88c80a587b80d8bc9aacadacb37da87097a88e88ff18b34688ea8f8f8b5db36a8888c7595387788b108"
+        "acf4798c838cd6b581887888d0cb8e86d8a8876098f38877cbb78898838789858dfc87053952799c7d74fdb58883d866c08c28881928c493"
+        "f796886d35b8861488808a8888ea78a8ac983fa8cf98beb788d93328f88889f6a680889a895858981e38278f88a068e888f88789988ce89a"
+        "88fa11380f7f978a6981897887688f4d78687429a437d5958c3d8801387d5881a7895f80158dc5b6896860928a10f7f78a2821808bb7c819"
+        "c7378c02e8839898b899c8b8fd8858561828353838795888682898587702cd7ae1aa2b4af43610888627981e8e7773b22886984887ac4137"
+        "810888826f08b8b20838c89d856f8802",
+        "35240cccb10de6d38f1f8828038c888898867eb7d14d87f88897789f80aa87578f8888c888e49e4a37788815840c8e5842f6888ae88214f8"
+        "89a677580bf984f886c78d3715988a23d28b778848c8c08687888888888881d807758880839c363d8348882076a47a86a87877479c88801d"
+        "c98804729888788acb588b98d9495e888b7088819c8378884aa433fcb63cd0bc94cc378c18e8c9df8b8b907989328583c810888757a58abd"
+        "8488b789f45e8a0038848980486f888889858a48f18582f8e88768988860aa85580af812ea85db818e64778980788c5198e8881bd976ac79"
+        "868fa2a8888f9a8768199078289398ec8885f6808868075878d8d8a74f9e818c90b9408a7408875e88f8d0789819982c35243f00ebaa9230"
+        "a8840299d88c80a587b80c8bc9aacadada87097a88e88ff18b35688ea8f8f8b5a8888c7595387788b108acf4798c838c81887888d0cb8e86"
+        "d8a8876098f388678898838789858dfc87053952799c8d748883d866c08b28881928c493f796886d861488808a8888ea78a8ac983fa8cf98"
+        "88d93328f88889f6a680889a8958589835a4c00011a30246278f88a068e888f88789988ce89a88fa0f7f978a6981897887688f4d78687429"
+        "d5958c3d8801387d5881a7895f80158d896860928a10f7f78a2821808bb7c8198c02e8839898b899c8b8fd88585618283879588868289858"
+        "7702cd7ae1aa2b4a10888627981e8e7773b22886a84887ac810888826f08b8a20838c89d856f8802",
+    };
+    static const sprout_type types[] = {SPROUT_TYPE_IQ4_NL, SPROUT_TYPE_IQ4_XS};
+    /* cubes of uniform values: heavy tails, so that the search's outer starting scales win somewhere */
+    static float x[1024];
+    uint32_t state = 12345;
+    for (int i = 0; i < 1024; i++) {
+        state = state * 1664525u + 1013904223u;
+        const float v = (float)((int)(state >> 20) - 2048) / 512.f;
+        x[i] = v * v * v;
+    }
+    for (int k = 0; k < 2; k++) {
+        static uint8_t mine[1024];
+        CHECK(sprout_quantize(types[k], x, mine, 1024) == SPROUT_OK);
+        const size_t bytes = 1024 / (size_t)sprout_type_block_size(types[k]) * sprout_type_block_bytes(types[k]);
+        CHECK(strlen(expected[k]) == 2 * bytes);
+        int differ = 0;
+        for (size_t i = 0; i < bytes; i++) {
+            unsigned theirs = 0;
+            sscanf(expected[k] + 2 * i, "%2x", &theirs);
+            differ += mine[i] != theirs;
+        }
+        CHECK_MSG(differ == 0, "%s: %d of %zu bytes differ from llama.cpp's", sprout_type_name(types[k]), differ, bytes);
+    }
 }
 
 /* llama.cpp quantized each arch/llama-TYPE.gguf from arch/llama-F32.gguf
@@ -377,5 +462,6 @@ int main(void) {
     test_traits();
     test_round_trips();
     test_llama_cpp_files();
+    test_iq4_against_llama_cpp();
     TEST_MAIN_END();
 }

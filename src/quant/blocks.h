@@ -137,6 +137,33 @@ typedef struct {
 } sp_block_q6_K;
 static_assert(sizeof(sp_block_q6_K) == 210, "q6_K block layout");
 
+/* The 16 levels of the non-linear 4-bit formats (IQ4_NL, IQ4_XS), in
+ * units of the block's scale: denser near zero, where most weights are. */
+static const int8_t sp_iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+/* x = d * sp_iq4_levels[q]; element j in the low nibble of qs[j], j+16 in the high one (as Q4_0) */
+typedef struct {
+    uint16_t d;
+    uint8_t qs[SP_QK32 / 2];
+} sp_block_iq4_nl;
+static_assert(sizeof(sp_block_iq4_nl) == 18, "iq4_nl block layout");
+
+/* Eight sub-blocks of 32, each laid out as an IQ4_NL block's levels (qs[16 j..]),
+ * x = d * (ls_j - 32) * sp_iq4_levels[q]: the 6-bit ls_j has its low 4 bits in
+ * nibble j % 2 of scales_l[j / 2] and its top 2 in bits 2j, 2j+1 of scales_h. */
+typedef struct {
+    uint16_t d;
+    uint16_t scales_h;
+    uint8_t scales_l[SP_QK_K / 64];
+    uint8_t qs[SP_QK_K / 2];
+} sp_block_iq4_xs;
+static_assert(sizeof(sp_block_iq4_xs) == 136, "iq4_xs block layout");
+
+/* Sub-block j's 6-bit scale of an IQ4_XS block (0..63; the multiplier is it less 32). */
+static inline int sp_iq4_xs_scale(const sp_block_iq4_xs *b, int j) {
+    return ((b->scales_l[j / 2] >> (4 * (j % 2))) & 0x0F) | (((b->scales_h >> (2 * j)) & 3) << 4);
+}
+
 /* activation format paired with the K-quants; bsums are sums of 16 qs */
 typedef struct {
     float d;

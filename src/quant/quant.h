@@ -33,7 +33,7 @@ const sp_type_traits *sp_type_traits_of(int type);
 bool sp_type_row_bytes(int type, int64_t n, uint64_t *bytes);
 
 /* Reference converters, one per format (quant_float.c, quant_legacy.c,
- * quant_k.c). */
+ * quant_k.c, quant_iq4.c). */
 void sp_dequantize_f32(const void *src, float *dst, int64_t n);
 void sp_dequantize_f16(const void *src, float *dst, int64_t n);
 void sp_dequantize_bf16(const void *src, float *dst, int64_t n);
@@ -66,6 +66,11 @@ void sp_quantize_q4_K(const float *src, void *dst, int64_t n);
 void sp_quantize_q5_K(const float *src, void *dst, int64_t n);
 void sp_quantize_q6_K(const float *src, void *dst, int64_t n);
 void sp_quantize_q8_K(const float *src, void *dst, int64_t n);
+
+void sp_dequantize_iq4_nl(const void *src, float *dst, int64_t n);
+void sp_dequantize_iq4_xs(const void *src, float *dst, int64_t n);
+void sp_quantize_iq4_nl(const float *src, void *dst, int64_t n);
+void sp_quantize_iq4_xs(const float *src, void *dst, int64_t n);
 
 /* The element of largest magnitude, with its sign (the first one on ties);
  * *amax_out (optional) gets its magnitude. Symmetric formats map it to their
