@@ -278,6 +278,15 @@ static inline __m256i unpack_packed_levels(const uint8_t *qs, const uint8_t *qh)
     return q;
 }
 
+/* IQ4_NL's 16 levels in both lanes, as the int8 paths take them: plus 128
+ * (unsigned) where VNNI multiplies them, signed where the signs move onto
+ * the activations (as Q8_0's). */
+static inline __m256i iq4_levels(void) {
+    const __m128i signed_levels = _mm_loadu_si128((const __m128i *)sp_iq4_levels);
+    const __m128i levels = Q8_0_UNSIGNED ? _mm_xor_si128(signed_levels, _mm_set1_epi8((char)0x80)) : signed_levels;
+    return _mm256_broadcastsi128_si256(levels);
+}
+
 /* Where the parts of a 32-element block are: its size, its packed nibbles,
  * its fifth bits (-1: none) and its min (-1: none); the scale d comes first. */
 typedef struct block_layout {
@@ -288,6 +297,7 @@ typedef struct block_layout {
 static inline block_layout layout_of(sprout_type type) {
     switch (type) {
     case SPROUT_TYPE_Q4_0: return (block_layout){sizeof(sp_block_q4_0), offsetof(sp_block_q4_0, qs), -1, -1};
+    case SPROUT_TYPE_IQ4_NL: return (block_layout){sizeof(sp_block_iq4_nl), offsetof(sp_block_iq4_nl, qs), -1, -1};
     case SPROUT_TYPE_Q4_1: return (block_layout){sizeof(sp_block_q4_1), offsetof(sp_block_q4_1, qs), -1, (int)offsetof(sp_block_q4_1, m)};
     case SPROUT_TYPE_Q5_0:
         return (block_layout){sizeof(sp_block_q5_0), offsetof(sp_block_q5_0, qs), (int)offsetof(sp_block_q5_0, qh), -1};
@@ -309,8 +319,8 @@ static inline __m256 gather_halves8(const uint16_t h[8]) {
 static inline __attribute__((always_inline)) __m256 block_scales8(sprout_type type, const uint8_t *row, int64_t b, int nv) {
     const size_t block_bytes = layout_of(type).bytes;
 #ifdef SP_MATMUL_VNNI
-    if (type == SPROUT_TYPE_Q4_0 && nv == 8) {
-        /* a whole Q4_0 chunk's scales lie in its first 128 bytes, at words
+    if ((type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL) && nv == 8) {
+        /* a whole Q4_0 (IQ4_NL) chunk's scales lie in its first 128 bytes, at words
          * 9j: one two-source word permute of two loads gathers them */
         static const uint16_t at_9j[32] __attribute__((aligned(64))) = {0, 9, 18, 27, 36, 45, 54, 63};
         const uint8_t *chunk = row + (size_t)b * block_bytes;
@@ -363,6 +373,8 @@ static inline __attribute__((always_inline)) __m256 load_blocks8(sprout_type typ
             v[m] = _mm256_and_si256(p[m], low4);
             v[m + 4] = _mm256_and_si256(_mm256_srli_epi16(p[m], 4), low4);
         }
+        if (type == SPROUT_TYPE_IQ4_NL) /* the nibbles index the format's levels */
+            for (int m = 0; m < 8; m++) v[m] = _mm256_shuffle_epi8(iq4_levels(), v[m]);
         if (L.qh >= 0) {
             /* vector m holds elements 4m..4m+3 of each block (in both halves):
              * their fifth bits are bits 4m..4m+3 of the block's qh, spread
@@ -396,7 +408,8 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
     const act_chunk *c = act_chunk_of(at, t, b);
     const __m256i *y = c->qs_t;
     const act_block *a = at->blocks + t * at->nb + b;
-    const bool has_min = layout_of(type).m >= 0, has_offset = !has_min && (type != SPROUT_TYPE_Q8_0 || Q8_0_UNSIGNED);
+    const bool byte_levels = type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_IQ4_NL; /* 8-bit: signed without VNNI */
+    const bool has_min = layout_of(type).m >= 0, has_offset = !has_min && (!byte_levels || Q8_0_UNSIGNED);
     /* with an offset, c->sum is minus the offset times the activations' sums: the correction starts the sum */
     const __m256i asum = _mm256_loadu_si256((const __m256i *)c->sum);
     __m256i sums;
@@ -404,7 +417,7 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
         __m256i part[2] = {has_offset ? asum : _mm256_setzero_si256(), _mm256_setzero_si256()}; /* two chains: half the latency */
         for (int m = 0; m < 8; m++) {
             const __m256i ym = _mm256_loadu_si256(y + m);
-            if (type == SPROUT_TYPE_Q8_0 && !Q8_0_UNSIGNED)
+            if (byte_levels && !Q8_0_UNSIGNED)
                 part[m & 1] = _mm256_add_epi32(part[m & 1], dot_u8_i8(_mm256_sign_epi8(v[m], v[m]), _mm256_sign_epi8(ym, v[m])));
             else
                 part[m & 1] = dot_u8_i8_acc(part[m & 1], v[m], ym);
@@ -415,10 +428,10 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
         for (int j = 0; j < 8; j++) {
             /* padding blocks have zero levels; their activations may be anything but are finite */
             const __m256i yj = b + j < at->nb ? _mm256_loadu_si256((const __m256i *)a[j].qs) : _mm256_setzero_si256();
-            p[j] = type == SPROUT_TYPE_Q8_0 && !Q8_0_UNSIGNED ? dot_u8_i8(_mm256_sign_epi8(v[j], v[j]), _mm256_sign_epi8(yj, v[j]))
+            p[j] = byte_levels && !Q8_0_UNSIGNED ? dot_u8_i8(_mm256_sign_epi8(v[j], v[j]), _mm256_sign_epi8(yj, v[j]))
                                                                : dot_u8_i8(v[j], yj);
         }
-        sums = sum_lanes8(p, type == SPROUT_TYPE_Q8_0 ? 0 : 2);
+        sums = sum_lanes8(p, byte_levels ? 0 : 2);
         if (has_offset) sums = _mm256_add_epi32(sums, asum);
     }
     const __m256 ad = _mm256_loadu_ps(c->d);
@@ -437,7 +450,7 @@ static inline __attribute__((always_inline)) void blocks8_group(sprout_type type
     /* for one or two tokens the transposes cost more shuffles than they
      * save, except Q4_0's, whose is cheap (the block sums are the same
      * integers either way) */
-    const bool transpose = type == SPROUT_TYPE_Q4_0 || G > 2;
+    const bool transpose = type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL || G > 2;
     __m256i v[8];
     for (int64_t b = 8 * sp->c0; b < b_end; b += 8) {
         __m256 mw = _mm256_setzero_ps();
@@ -691,7 +704,8 @@ static int type_sum_factor(sprout_type type) {
     switch (type) {
     case SPROUT_TYPE_Q4_0: return -8;
     case SPROUT_TYPE_Q5_0: return -16;
-    case SPROUT_TYPE_Q8_0: return Q8_0_UNSIGNED ? -128 : 0;
+    case SPROUT_TYPE_Q8_0:
+    case SPROUT_TYPE_IQ4_NL: return Q8_0_UNSIGNED ? -128 : 0;
     case SPROUT_TYPE_Q6_K: return -32; /* per 16-element half */
     case SPROUT_TYPE_Q3_K: return -4;  /* per 16-element half */
     default: return 1; /* Q4_1, Q5_1, Q4_K, Q5_K; Q2_K per half */
@@ -752,6 +766,7 @@ static inline __attribute__((always_inline)) void type_rows(sprout_type type, co
 static void span_rows(sprout_type type, const act_tile *at, int G, const row_span *rs) {
     switch (type) {
     case SPROUT_TYPE_Q4_0: type_rows(SPROUT_TYPE_Q4_0, at, G, rs); break;
+    case SPROUT_TYPE_IQ4_NL: type_rows(SPROUT_TYPE_IQ4_NL, at, G, rs); break;
     case SPROUT_TYPE_Q4_1: type_rows(SPROUT_TYPE_Q4_1, at, G, rs); break;
     case SPROUT_TYPE_Q5_0: type_rows(SPROUT_TYPE_Q5_0, at, G, rs); break;
     case SPROUT_TYPE_Q5_1: type_rows(SPROUT_TYPE_Q5_1, at, G, rs); break;

@@ -99,6 +99,12 @@ static inline void block_levels(sprout_type type, const uint8_t *row, int64_t b,
         *lo = vld1q_s8(blk->qs), *hi = vld1q_s8(blk->qs + 16);
         return;
     }
+    case SPROUT_TYPE_IQ4_NL: { /* packed nibbles indexing the format's levels */
+        const uint8x16_t packed = vld1q_u8(((const sp_block_iq4_nl *)row + b)->qs);
+        const int8x16_t levels = vld1q_s8(sp_iq4_levels);
+        *lo = vqtbl1q_s8(levels, vandq_u8(packed, low4)), *hi = vqtbl1q_s8(levels, vshrq_n_u8(packed, 4));
+        return;
+    }
     case SPROUT_TYPE_Q4_0:
     case SPROUT_TYPE_Q5_0:
     case SPROUT_TYPE_Q4_1:
@@ -235,6 +241,7 @@ static inline unit_scales scales_of_unit(sprout_type type, const uint8_t *row, i
         switch (type) {
         case SPROUT_TYPE_Q8_0: w[i] = sp_fp16_to_fp32(((const sp_block_q8_0 *)row + b)->d); break;
         case SPROUT_TYPE_Q4_0: w[i] = sp_fp16_to_fp32(((const sp_block_q4_0 *)row + b)->d); break;
+        case SPROUT_TYPE_IQ4_NL: w[i] = sp_fp16_to_fp32(((const sp_block_iq4_nl *)row + b)->d); break;
         case SPROUT_TYPE_Q5_0: w[i] = sp_fp16_to_fp32(((const sp_block_q5_0 *)row + b)->d); break;
         case SPROUT_TYPE_Q4_1:
             w[i] = sp_fp16_to_fp32(((const sp_block_q4_1 *)row + b)->d), m[i] = sp_fp16_to_fp32(((const sp_block_q4_1 *)row + b)->m);
