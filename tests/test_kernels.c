@@ -417,6 +417,7 @@ static void fill_extreme_row(sprout_type type, uint8_t *row, int64_t n_in) {
         case SPROUT_TYPE_Q8_0: ((sp_block_q8_0 *)row)[b].d = one, memset(((sp_block_q8_0 *)row)[b].qs, 127, 32); break;
         case SPROUT_TYPE_Q4_0: ((sp_block_q4_0 *)row)[b].d = one; break;
         case SPROUT_TYPE_IQ4_NL: ((sp_block_iq4_nl *)row)[b].d = one; break; /* nibbles 15: level 113 */
+        case SPROUT_TYPE_IQ4_XS: ((sp_block_iq4_xs *)row)[b].d = one; break; /* and scales 63: 31 times */
         case SPROUT_TYPE_Q4_1: ((sp_block_q4_1 *)row)[b].d = one, ((sp_block_q4_1 *)row)[b].m = 0; break;
         case SPROUT_TYPE_Q5_0: ((sp_block_q5_0 *)row)[b].d = one; break;
         case SPROUT_TYPE_Q5_1: ((sp_block_q5_1 *)row)[b].d = one, ((sp_block_q5_1 *)row)[b].m = 0; break;
@@ -437,7 +438,7 @@ static void check_extreme_sums(const char *level) {
     if (!k) return;
     static const sprout_type types[] = {SPROUT_TYPE_Q8_0, SPROUT_TYPE_Q4_0, SPROUT_TYPE_Q4_1, SPROUT_TYPE_Q5_0, SPROUT_TYPE_Q5_1,
                                         SPROUT_TYPE_Q2_K, SPROUT_TYPE_Q3_K, SPROUT_TYPE_Q4_K, SPROUT_TYPE_Q5_K, SPROUT_TYPE_Q6_K,
-                                        SPROUT_TYPE_IQ4_NL};
+                                        SPROUT_TYPE_IQ4_NL, SPROUT_TYPE_IQ4_XS};
     const int64_t n_in = 512, n_out = 3, n_tokens = 3;
     double worst = 0;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {

@@ -104,7 +104,8 @@ static inline bool sp_int8_type(sprout_type type) {
     case SPROUT_TYPE_Q2_K:
     case SPROUT_TYPE_Q3_K:
     case SPROUT_TYPE_Q6_K:
-    case SPROUT_TYPE_IQ4_NL: return true;
+    case SPROUT_TYPE_IQ4_NL:
+    case SPROUT_TYPE_IQ4_XS: return true;
     default: return false;
     }
 }

@@ -574,6 +574,70 @@ static inline __attribute__((always_inline)) void affine_k_group(sprout_type typ
     SPAN_END(sp, acc, macc, G, out, true, -1.f)
 }
 
+/* An IQ4_XS block's eight sub-block scales (ls - 32, as sp_iq4_xs_scale
+ * unpacks them one by one), lane j sub-block j: the low nibbles by a byte
+ * shuffle and per-lane shifts, the top bits likewise from scales_h. */
+static inline __m256i iq4_xs_scales(const sp_block_iq4_xs *blk) {
+    uint32_t low_bytes;
+    memcpy(&low_bytes, blk->scales_l, sizeof low_bytes);
+    const __m128i pairs = _mm_shuffle_epi8(_mm_cvtsi32_si128((int)low_bytes), _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, -1, -1, -1, -1, -1, -1, -1, -1));
+    const __m256i low = _mm256_srlv_epi32(_mm256_cvtepu8_epi32(pairs), _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
+    const __m256i high = _mm256_srlv_epi32(_mm256_set1_epi32(blk->scales_h), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
+    const __m256i ls = _mm256_or_si256(_mm256_and_si256(low, _mm256_set1_epi32(0x0F)), _mm256_slli_epi32(_mm256_and_si256(high, _mm256_set1_epi32(3)), 4));
+    return _mm256_sub_epi32(ls, _mm256_set1_epi32(32));
+}
+
+/* acc + the dot of IQ4 levels (as iq4_levels gives them) with activations. */
+static inline __m256i iq4_dot_acc(__m256i acc, __m256i levels, __m256i a) {
+    return Q8_0_UNSIGNED ? dot_u8_i8_acc(acc, levels, a) : _mm256_add_epi32(acc, dot_u8_i8(_mm256_sign_epi8(levels, levels), _mm256_sign_epi8(a, levels)));
+}
+
+/* IQ4_XS as Q4_K's lanes without mins: sub-block j (the nibbles of
+ * qs[16 j..], as an IQ4_NL block's) is lane j, its levels looked up in the
+ * format's table; the integer scales (ls - 32) times d apply as a vector.
+ * One token: the sub-blocks in element order and their sums by horizontal
+ * adds in 32 bits (8-bit levels' sums do not fit 16-bit pairs). Where VNNI multiplies unsigned
+ * levels (plus 128) the offset starts each sum through the activations'
+ * block sums; without, the signs move onto the activations (as Q8_0's). */
+static inline __attribute__((always_inline)) void iq4_xs_group(const uint8_t *row, const act_tile *at, int64_t t0, const int G,
+                                                               const k_span *sp, float *out) {
+    __m256 acc[TOKEN_GROUP], macc[TOKEN_GROUP];
+    SPAN_BEGIN(sp, acc, macc, G, false)
+    const __m256i low4 = _mm256_set1_epi8(0x0F), levels = iq4_levels();
+    for (int64_t b = sp->c0; b < sp->c1; b++) {
+        const sp_block_iq4_xs *blk = (const sp_block_iq4_xs *)row + b;
+        __m256i lv[8], v[8];
+        for (int j = 0; j < 8; j++) {
+            const __m128i q = _mm_loadu_si128((const __m128i *)(blk->qs + 16 * j));
+            const __m256i nibbles = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), low4);
+            lv[j] = _mm256_shuffle_epi8(levels, nibbles);
+        }
+        const bool transposed = G > 1;
+        if (transposed) transpose8x8_epi32(lv, v);
+        const __m256 dsc = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(blk->d)), _mm256_cvtepi32_ps(iq4_xs_scales(blk)));
+        UNROLL_GROUP
+        for (int k = 0; k < G; k++) {
+            const act_chunk *c = act_chunk_of(at, t0 + k, 8 * b);
+            const __m256i offset = Q8_0_UNSIGNED ? _mm256_loadu_si256((const __m256i *)c->sum) : _mm256_setzero_si256();
+            __m256i sums;
+            if (transposed) {
+                const __m256i *y = c->qs_t;
+                __m256i part[2] = {offset, _mm256_setzero_si256()};
+                for (int m = 0; m < 8; m++) part[m & 1] = iq4_dot_acc(part[m & 1], v[m], _mm256_loadu_si256(y + m));
+                sums = _mm256_add_epi32(part[0], part[1]);
+            } else {
+                const act_block *a = at->blocks + (t0 + k) * at->nb + 8 * b;
+                __m256i p[8];
+                for (int j = 0; j < 8; j++) p[j] = iq4_dot_acc(_mm256_setzero_si256(), lv[j], _mm256_loadu_si256((const __m256i *)a[j].qs));
+                sums = _mm256_add_epi32(sum_lanes8(p, 0), offset);
+            }
+            const __m256 ad = _mm256_loadu_ps(c->d);
+            acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dsc, ad), acc[k]);
+        }
+    }
+    SPAN_END(sp, acc, macc, G, out, false, 0.f)
+}
+
 
 
 /* A super-block of the K-quants with a scale per 16 elements (Q6_K, Q3_K,
@@ -705,7 +769,8 @@ static int type_sum_factor(sprout_type type) {
     case SPROUT_TYPE_Q4_0: return -8;
     case SPROUT_TYPE_Q5_0: return -16;
     case SPROUT_TYPE_Q8_0:
-    case SPROUT_TYPE_IQ4_NL: return Q8_0_UNSIGNED ? -128 : 0;
+    case SPROUT_TYPE_IQ4_NL:
+    case SPROUT_TYPE_IQ4_XS: return Q8_0_UNSIGNED ? -128 : 0;
     case SPROUT_TYPE_Q6_K: return -32; /* per 16-element half */
     case SPROUT_TYPE_Q3_K: return -4;  /* per 16-element half */
     default: return 1; /* Q4_1, Q5_1, Q4_K, Q5_K; Q2_K per half */
@@ -738,6 +803,7 @@ static inline __attribute__((always_inline)) void group_rows(sprout_type type, c
         switch (type) {
         case SPROUT_TYPE_Q4_K:
         case SPROUT_TYPE_Q5_K: affine_k_group(type, row, at, 0, G, &sp, dots); break;
+        case SPROUT_TYPE_IQ4_XS: iq4_xs_group(row, at, 0, G, &sp, dots); break;
         case SPROUT_TYPE_Q6_K:
         case SPROUT_TYPE_Q3_K:
         case SPROUT_TYPE_Q2_K: split_k_group(type, row, at, 0, G, &sp, dots); break;
@@ -767,6 +833,7 @@ static void span_rows(sprout_type type, const act_tile *at, int G, const row_spa
     switch (type) {
     case SPROUT_TYPE_Q4_0: type_rows(SPROUT_TYPE_Q4_0, at, G, rs); break;
     case SPROUT_TYPE_IQ4_NL: type_rows(SPROUT_TYPE_IQ4_NL, at, G, rs); break;
+    case SPROUT_TYPE_IQ4_XS: type_rows(SPROUT_TYPE_IQ4_XS, at, G, rs); break;
     case SPROUT_TYPE_Q4_1: type_rows(SPROUT_TYPE_Q4_1, at, G, rs); break;
     case SPROUT_TYPE_Q5_0: type_rows(SPROUT_TYPE_Q5_0, at, G, rs); break;
     case SPROUT_TYPE_Q5_1: type_rows(SPROUT_TYPE_Q5_1, at, G, rs); break;

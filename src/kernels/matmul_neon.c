@@ -72,8 +72,8 @@ static inline bool has_mins(sprout_type type) {
            type == SPROUT_TYPE_Q2_K;
 }
 
-static inline bool is_k_quant(sprout_type type) {
-    return type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K || sp_scale_per_16(type);
+static inline bool is_k_quant(sprout_type type) { /* integer scales per sub-block */
+    return type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K || type == SPROUT_TYPE_IQ4_XS || sp_scale_per_16(type);
 }
 
 /* 16 of a block's fifth bits (two bytes of qh) as 16 in the bytes whose
@@ -99,8 +99,10 @@ static inline void block_levels(sprout_type type, const uint8_t *row, int64_t b,
         *lo = vld1q_s8(blk->qs), *hi = vld1q_s8(blk->qs + 16);
         return;
     }
-    case SPROUT_TYPE_IQ4_NL: { /* packed nibbles indexing the format's levels */
-        const uint8x16_t packed = vld1q_u8(((const sp_block_iq4_nl *)row + b)->qs);
+    case SPROUT_TYPE_IQ4_NL:
+    case SPROUT_TYPE_IQ4_XS: { /* packed nibbles indexing the format's levels (IQ4_XS: sub-block b % 8 at qs[16 (b % 8)..]) */
+        const uint8x16_t packed = vld1q_u8(type == SPROUT_TYPE_IQ4_NL ? ((const sp_block_iq4_nl *)row + b)->qs
+                                                                      : ((const sp_block_iq4_xs *)row + b / 8)->qs + 16 * (b % 8));
         const int8x16_t levels = vld1q_s8(sp_iq4_levels);
         *lo = vqtbl1q_s8(levels, vandq_u8(packed, low4)), *hi = vqtbl1q_s8(levels, vshrq_n_u8(packed, 4));
         return;
@@ -222,6 +224,12 @@ static inline unit_scales scales_of_unit(sprout_type type, const uint8_t *row, i
             lo[i] = hi[i] = sc, m[i] = -(dmin * (float)mn);
         }
         s.w = vdupq_n_f32(sp_fp16_to_fp32(blk.d)), s.m = vld1q_f32(m), s.sc_lo = vld1q_s32(lo), s.sc_hi = vld1q_s32(hi);
+        return s;
+    }
+    case SPROUT_TYPE_IQ4_XS: {
+        const sp_block_iq4_xs *blk = (const sp_block_iq4_xs *)row + u / 2;
+        for (int i = 0; i < 4; i++) lo[i] = hi[i] = sp_iq4_xs_scale(blk, 4 * (int)(u % 2) + i) - 32;
+        s.w = vdupq_n_f32(sp_fp16_to_fp32(blk->d)), s.sc_lo = vld1q_s32(lo), s.sc_hi = vld1q_s32(hi);
         return s;
     }
     case SPROUT_TYPE_Q6_K: {
