@@ -1,8 +1,8 @@
 /* Matmul for x86-64 CPUs with AVX2 and FMA (compiled with those flags only
  * here; dispatch.c calls it only when cpuid says so).
  *
- * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K weights are dotted in
- * int8 against the activations quantized to 8-bit blocks of 32, as
+ * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS
+ * weights are dotted in int8 against the activations quantized to 8-bit blocks of 32, as
  * llama.cpp does, so weights are never widened to float; the forward pass
  * quantizes each activation once where it is made (sp_kernels.quantize),
  * other callers leave it to the call. Eight blocks
@@ -11,7 +11,7 @@
  * each block's sum comes out exact in its own lane and the scales apply as
  * vectors. The result differs from the float path by the activations'
  * rounding (about 1% relative per dot of random signs). The loops go tile
- * of 32 tokens > block of 16 rows > group of 8 tokens > span of the row
+ * of 32 tokens > block of up to 256 rows > group of 8 tokens > span of the row
  * (as much as keeps the group's activations in L1) > row, so that the
  * activations are read from L1 and each weight row from memory once per
  * tile. Other types go through float register tiles. Every path computes a

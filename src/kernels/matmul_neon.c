@@ -3,8 +3,8 @@
  * and again (matmul_neon_i8mm.c) with the int8 matrix multiply (smmla) for
  * two rows by two tokens at once.
  *
- * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K weights are dotted in
- * int8 against the activations quantized to 8-bit blocks of 32
+ * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS
+ * weights are dotted in int8 against the activations quantized to 8-bit blocks of 32
  * (by the caller, or once per call); each block's (or sub-block's) sum is
  * exact in int32 and scaled in float, four blocks at a time. Other types
  * decode a row once and use float dots with four fixed accumulators. Every
