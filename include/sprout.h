@@ -156,6 +156,8 @@ typedef enum sprout_file_type {
     SPROUT_FTYPE_Q5_K_S = 16,
     SPROUT_FTYPE_Q5_K_M = 17,
     SPROUT_FTYPE_Q6_K = 18,
+    SPROUT_FTYPE_IQ4_NL = 25,
+    SPROUT_FTYPE_IQ4_XS = 30,
     SPROUT_FTYPE_BF16 = 32
 } sprout_file_type;
 

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <unistd.h>
 
+#include "quantize/recipe.h"
 #include "runtime/forward.h"
 #include "test_util.h"
 
@@ -172,7 +173,7 @@ static void test_matches_llama_quantize(const char *arch_dir) {
         {"llama-Q4_1", "Q4_1", true},  {"llama-Q5_0", "Q5_0", true},  {"llama-Q5_1", "Q5_1", true},
         {"llama-Q8_0", "Q8_0", true},  {"llama-Q2_K", "Q2_K", true},  {"llama-Q3_K", "Q3_K_M", true},
         {"llama-Q4_K", "Q4_K_M", true}, {"llama-Q5_K", "Q5_K_M", true}, {"llama-Q6_K", "Q6_K", true},
-        {"llama-Q4_K_M", "Q4_K_M", false},
+        {"llama-Q4_K_M", "Q4_K_M", false}, {"llama-IQ4_NL", "IQ4_NL", true}, {"llama-IQ4_XS", "IQ4_XS", true},
     };
     printf("sprout quantize of llama-F32.gguf vs llama-quantize's files:\n");
     char in[2048], want[2048], out[2048];
@@ -225,7 +226,8 @@ static void test_every_type_runs(const char *arch_dir) {
         {SPROUT_FTYPE_Q5_0, 0.4},    {SPROUT_FTYPE_Q5_K_M, 0.4},  {SPROUT_FTYPE_Q5_K_S, 0.4},
         {SPROUT_FTYPE_Q4_1, 1.0},    {SPROUT_FTYPE_Q4_0, 0.8},    {SPROUT_FTYPE_Q4_K_M, 0.6},
         {SPROUT_FTYPE_Q4_K_S, 0.5},  {SPROUT_FTYPE_Q3_K_L, 1.4},  {SPROUT_FTYPE_Q3_K_M, 1.4},
-        {SPROUT_FTYPE_Q3_K_S, 1.45}, {SPROUT_FTYPE_Q2_K, 1.8},
+        {SPROUT_FTYPE_Q3_K_S, 1.45}, {SPROUT_FTYPE_Q2_K, 1.8},   {SPROUT_FTYPE_IQ4_NL, 0.9},
+        {SPROUT_FTYPE_IQ4_XS, 0.85},
     };
     char in[2048], out[2048];
     float *logits = malloc((size_t)ref_vocab * sizeof(float));
@@ -256,6 +258,40 @@ static void test_every_type_runs(const char *arch_dir) {
     free(logits);
 }
 
+/* llama-quantize's IQ4 mixes of a TinyLlama-shaped model (22 layers, 8
+ * query heads per KV head; its log, ngxson/llama.cpp 3f545be): attention V
+ * and the first 22/8 FFN-down matrices in Q5_K, the output in Q6_K, the
+ * rest IQ4_XS (or IQ4_NL), and IQ4_NL where rows do not fit IQ4_XS's 256.
+ * (sprout quantize of that model's F16 file gave llama-quantize's type for
+ * every tensor, and its IQ4 tensors byte for byte.) */
+static void test_iq4_mix(void) {
+    static const sp_tensor_role layer[] = {SP_ROLE_ATTN_Q,      SP_ROLE_ATTN_K,  SP_ROLE_ATTN_V,   SP_ROLE_ATTN_OUTPUT,
+                                           SP_ROLE_FFN_GATE,    SP_ROLE_FFN_UP,  SP_ROLE_FFN_DOWN};
+    static const sprout_file_type fts[] = {SPROUT_FTYPE_IQ4_NL, SPROUT_FTYPE_IQ4_XS};
+    for (size_t f = 0; f < 2; f++) {
+        sp_recipe r = {.file_type = fts[f], .n_gqa = 8, .n_layer = 22, .n_attn_v = 22, .has_output = true};
+        const sprout_type base = sp_file_type_base(fts[f]);
+        int q5k = 0, other = 0;
+        CHECK(sp_recipe_choose(&r, SP_ROLE_TOKEN_EMBD, 2048) == base);
+        for (int l = 0; l < 22; l++)
+            for (size_t k = 0; k < sizeof layer / sizeof layer[0]; k++) {
+                const sprout_type t = sp_recipe_choose(&r, layer[k], layer[k] == SP_ROLE_FFN_DOWN ? 5632 : 2048);
+                const bool more_bits = layer[k] == SP_ROLE_ATTN_V || (layer[k] == SP_ROLE_FFN_DOWN && l < 22 / 8);
+                q5k += t == SPROUT_TYPE_Q5_K;
+                other += t != base && t != SPROUT_TYPE_Q5_K;
+                CHECK_MSG(t == (more_bits ? SPROUT_TYPE_Q5_K : base), "%s layer %d role %d: %s", sprout_type_name(base), l,
+                          (int)layer[k], sprout_type_name(t));
+            }
+        CHECK(q5k == 24 && other == 0);
+        CHECK(sp_recipe_choose(&r, SP_ROLE_OUTPUT, 2048) == SPROUT_TYPE_Q6_K);
+        /* with 4 query heads per KV head or fewer, attention V keeps the base type */
+        sp_recipe few = {.file_type = fts[f], .n_gqa = 2, .n_layer = 22, .n_attn_v = 22, .has_output = true};
+        CHECK(sp_recipe_choose(&few, SP_ROLE_ATTN_V, 2048) == base);
+    }
+    CHECK(sp_type_fitting_rows(SPROUT_TYPE_IQ4_XS, 2048 + 32) == SPROUT_TYPE_IQ4_NL);
+    CHECK(sp_type_fitting_rows(SPROUT_TYPE_IQ4_NL, 2048 + 16) == SPROUT_TYPE_F16);
+}
+
 int main(void) {
     char arch_dir[1024];
     snprintf(arch_dir, sizeof arch_dir, "%s/arch", test_shared_dir());
@@ -264,6 +300,7 @@ int main(void) {
     test_matches_llama_quantize(arch_dir);
     test_mix_types_per_arch(arch_dir);
     test_every_type_runs(arch_dir);
+    test_iq4_mix();
     rmdir(tmp_dir);
     free(ref_logits);
     TEST_MAIN_END();

@@ -44,6 +44,8 @@ sprout_type sp_file_type_base(sprout_file_type file_type) {
     case SPROUT_FTYPE_Q5_K_S:
     case SPROUT_FTYPE_Q5_K_M: return SPROUT_TYPE_Q5_K;
     case SPROUT_FTYPE_Q6_K: return SPROUT_TYPE_Q6_K;
+    case SPROUT_FTYPE_IQ4_NL: return SPROUT_TYPE_IQ4_NL;
+    case SPROUT_FTYPE_IQ4_XS: return SPROUT_TYPE_IQ4_XS;
     }
     return SPROUT_TYPE_COUNT;
 }
@@ -74,6 +76,7 @@ sprout_type sp_recipe_choose(sp_recipe *r, sp_tensor_role role, int64_t ne0) {
         else if ((ft == SPROUT_FTYPE_Q4_K_M || ft == SPROUT_FTYPE_Q5_K_M) && use_more_bits(i, r->n_attn_v))
             t = SPROUT_TYPE_Q6_K;
         else if (ft == SPROUT_FTYPE_Q4_K_S && i < 4) t = SPROUT_TYPE_Q5_K;
+        else if ((ft == SPROUT_FTYPE_IQ4_NL || ft == SPROUT_FTYPE_IQ4_XS) && r->n_gqa >= 4) t = SPROUT_TYPE_Q5_K;
         break;
     }
     case SP_ROLE_FFN_DOWN: {
@@ -92,6 +95,8 @@ sprout_type sp_recipe_choose(sp_recipe *r, sp_tensor_role role, int64_t ne0) {
         } else if (ft == SPROUT_FTYPE_Q5_K_M && use_more_bits(i, n))
             t = SPROUT_TYPE_Q6_K;
         else if (ft == SPROUT_FTYPE_Q4_K_S && !r->falcon && i < n / 8)
+            t = SPROUT_TYPE_Q5_K;
+        else if ((ft == SPROUT_FTYPE_IQ4_NL || ft == SPROUT_FTYPE_IQ4_XS) && i < n / 8) /* without an importance matrix */
             t = SPROUT_TYPE_Q5_K;
         break;
     }
@@ -123,6 +128,7 @@ sprout_type sp_type_fitting_rows(sprout_type wanted, int64_t ne0) {
     case SPROUT_TYPE_Q4_K: fallback = SPROUT_TYPE_Q5_0; break;
     case SPROUT_TYPE_Q5_K: fallback = SPROUT_TYPE_Q5_1; break;
     case SPROUT_TYPE_Q6_K: fallback = SPROUT_TYPE_Q8_0; break;
+    case SPROUT_TYPE_IQ4_XS: fallback = SPROUT_TYPE_IQ4_NL; break;
     default: fallback = SPROUT_TYPE_F16; break;
     }
     return ne0 % sprout_type_block_size(fallback) == 0 ? fallback : SPROUT_TYPE_F16;
