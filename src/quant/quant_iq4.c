@@ -32,13 +32,12 @@ static int nearest_level(float x) {
     return x - sp_iq4_levels[hi - 1] < sp_iq4_levels[hi] - x ? hi - 1 : hi;
 }
 
-/* The weighted least-squares scale for the levels nearest to x * inv_scale,
- * with its numerator and denominator (levels into L if given). */
-static void fit_levels(const float *x, const float *weight, float inv_scale, uint8_t *L, float *sum_qx, float *sum_q2) {
+/* The weighted least-squares fit of x by the levels nearest to x *
+ * inv_scale: the scale is *sum_qx / *sum_q2. */
+static void fit_levels(const float *x, const float *weight, float inv_scale, float *sum_qx, float *sum_q2) {
     float qx = 0.f, q2 = 0.f;
     for (int j = 0; j < SP_QK32; j++) {
         const int l = nearest_level(inv_scale * x[j]);
-        if (L) L[j] = (uint8_t)l;
         const float q = sp_iq4_levels[l], w = weight[j];
         qx += w * q * x[j];
         q2 += w * q * q;
@@ -57,10 +56,10 @@ static float block_scale(const float *x) {
     }
     if (amax < 1e-15f) return 0.f;
     float sum_qx, sum_q2;
-    fit_levels(x, weight, 1.f / (-max / sp_iq4_levels[0]), NULL, &sum_qx, &sum_q2);
+    fit_levels(x, weight, 1.f / (-max / sp_iq4_levels[0]), &sum_qx, &sum_q2);
     float d = sum_q2 > 0.f ? sum_qx / sum_q2 : 0.f, best = d * sum_qx;
     for (int t = -IQ4_TRIES; t <= IQ4_TRIES; t++) {
-        fit_levels(x, weight, (float)(t + sp_iq4_levels[0]) / max, NULL, &sum_qx, &sum_q2);
+        fit_levels(x, weight, (float)(t + sp_iq4_levels[0]) / max, &sum_qx, &sum_q2);
         if (sum_q2 > 0.f && sum_qx * sum_qx > best * sum_q2) d = sum_qx / sum_q2, best = d * sum_qx;
     }
     return d;
