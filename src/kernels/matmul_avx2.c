@@ -192,6 +192,14 @@ static inline __attribute__((always_inline)) void transpose8x8_epi32(const __m25
 #define Q8_0_UNSIGNED 0
 #endif
 
+/* acc + the dot of 8-bit levels (Q8_0's, the IQ4 formats' looked-up ones)
+ * with activations: unsigned levels by VNNI, or signed levels with their
+ * signs moved onto the activations (maddubs takes unsigned times signed). */
+static inline __m256i byte_level_dot_acc(__m256i acc, __m256i levels, __m256i a) {
+    return Q8_0_UNSIGNED ? dot_u8_i8_acc(acc, levels, a)
+                         : _mm256_add_epi32(acc, dot_u8_i8(_mm256_sign_epi8(levels, levels), _mm256_sign_epi8(a, levels)));
+}
+
 /* Eight blocks of one token's activations as the lanes kernels read them:
  * levels transposed, scales and sums, side by side so that one pointer
  * reaches them all. */
@@ -417,10 +425,7 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
         __m256i part[2] = {has_offset ? asum : _mm256_setzero_si256(), _mm256_setzero_si256()}; /* two chains: half the latency */
         for (int m = 0; m < 8; m++) {
             const __m256i ym = _mm256_loadu_si256(y + m);
-            if (byte_levels && !Q8_0_UNSIGNED)
-                part[m & 1] = _mm256_add_epi32(part[m & 1], dot_u8_i8(_mm256_sign_epi8(v[m], v[m]), _mm256_sign_epi8(ym, v[m])));
-            else
-                part[m & 1] = dot_u8_i8_acc(part[m & 1], v[m], ym);
+            part[m & 1] = byte_levels ? byte_level_dot_acc(part[m & 1], v[m], ym) : dot_u8_i8_acc(part[m & 1], v[m], ym);
         }
         sums = _mm256_add_epi32(part[0], part[1]);
     } else {
@@ -428,8 +433,7 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
         for (int j = 0; j < 8; j++) {
             /* padding blocks have zero levels; their activations may be anything but are finite */
             const __m256i yj = b + j < at->nb ? _mm256_loadu_si256((const __m256i *)a[j].qs) : _mm256_setzero_si256();
-            p[j] = byte_levels && !Q8_0_UNSIGNED ? dot_u8_i8(_mm256_sign_epi8(v[j], v[j]), _mm256_sign_epi8(yj, v[j]))
-                                                               : dot_u8_i8(v[j], yj);
+            p[j] = byte_levels ? byte_level_dot_acc(_mm256_setzero_si256(), v[j], yj) : dot_u8_i8(v[j], yj);
         }
         sums = sum_lanes8(p, byte_levels ? 0 : 2);
         if (has_offset) sums = _mm256_add_epi32(sums, asum);
@@ -587,11 +591,6 @@ static inline __m256i iq4_xs_scales(const sp_block_iq4_xs *blk) {
     return _mm256_sub_epi32(ls, _mm256_set1_epi32(32));
 }
 
-/* acc + the dot of IQ4 levels (as iq4_levels gives them) with activations. */
-static inline __m256i iq4_dot_acc(__m256i acc, __m256i levels, __m256i a) {
-    return Q8_0_UNSIGNED ? dot_u8_i8_acc(acc, levels, a) : _mm256_add_epi32(acc, dot_u8_i8(_mm256_sign_epi8(levels, levels), _mm256_sign_epi8(a, levels)));
-}
-
 /* IQ4_XS as Q4_K's lanes without mins: sub-block j (the nibbles of
  * qs[16 j..], as an IQ4_NL block's) is lane j, its levels looked up in the
  * format's table; the integer scales (ls - 32) times d apply as a vector.
@@ -623,12 +622,12 @@ static inline __attribute__((always_inline)) void iq4_xs_group(const uint8_t *ro
             if (transposed) {
                 const __m256i *y = c->qs_t;
                 __m256i part[2] = {offset, _mm256_setzero_si256()};
-                for (int m = 0; m < 8; m++) part[m & 1] = iq4_dot_acc(part[m & 1], v[m], _mm256_loadu_si256(y + m));
+                for (int m = 0; m < 8; m++) part[m & 1] = byte_level_dot_acc(part[m & 1], v[m], _mm256_loadu_si256(y + m));
                 sums = _mm256_add_epi32(part[0], part[1]);
             } else {
                 const act_block *a = at->blocks + (t0 + k) * at->nb + 8 * b;
                 __m256i p[8];
-                for (int j = 0; j < 8; j++) p[j] = iq4_dot_acc(_mm256_setzero_si256(), lv[j], _mm256_loadu_si256((const __m256i *)a[j].qs));
+                for (int j = 0; j < 8; j++) p[j] = byte_level_dot_acc(_mm256_setzero_si256(), lv[j], _mm256_loadu_si256((const __m256i *)a[j].qs));
                 sums = _mm256_add_epi32(sum_lanes8(p, 0), offset);
             }
             const __m256 ad = _mm256_loadu_ps(c->d);
