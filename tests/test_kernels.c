@@ -17,6 +17,12 @@ static float frand(void) {
     return (float)(rng >> 40) / (float)(1 << 24) * 2.f - 1.f;
 }
 
+/* Every type the kernels compute, walked by each check. */
+static const sprout_type all_types[] = {SPROUT_TYPE_F32,  SPROUT_TYPE_F16,  SPROUT_TYPE_BF16, SPROUT_TYPE_Q8_0,   SPROUT_TYPE_Q4_0,
+                                        SPROUT_TYPE_Q4_1, SPROUT_TYPE_Q5_0, SPROUT_TYPE_Q5_1, SPROUT_TYPE_Q2_K,   SPROUT_TYPE_Q3_K,
+                                        SPROUT_TYPE_Q4_K, SPROUT_TYPE_Q5_K, SPROUT_TYPE_Q6_K, SPROUT_TYPE_IQ4_NL, SPROUT_TYPE_IQ4_XS};
+#define N_TYPES (sizeof all_types / sizeof all_types[0])
+
 /* Relative RMS error allowed against the portable float path: float
  * kernels only reorder sums; the int8 path also rounds the activations to
  * 8 bits per 32-element block: about 1% of a dot of random signs. */
@@ -30,10 +36,6 @@ static void check_level(const char *level) {
         printf("  %-8s skipped: not supported by this CPU or build\n", level);
         return;
     }
-    static const sprout_type types[] = {SPROUT_TYPE_F32,  SPROUT_TYPE_F16,  SPROUT_TYPE_BF16, SPROUT_TYPE_Q8_0,
-                                        SPROUT_TYPE_Q4_0, SPROUT_TYPE_Q4_1, SPROUT_TYPE_Q5_0, SPROUT_TYPE_Q5_1,
-                                        SPROUT_TYPE_Q2_K, SPROUT_TYPE_Q3_K, SPROUT_TYPE_Q4_K, SPROUT_TYPE_Q5_K,
-                                        SPROUT_TYPE_Q6_K, SPROUT_TYPE_IQ4_NL, SPROUT_TYPE_IQ4_XS};
     /* 8 and 17 (float types only): rows shorter than a vector, and one
      * vector plus a tail; 352: a partial group of 8 blocks after a whole
      * one; 2336: several spans, the last partial, and for the x86 int8
@@ -43,8 +45,8 @@ static void check_level(const char *level) {
     const size_t n_lengths = sizeof lengths / sizeof lengths[0];
     double worst_int8 = 0, worst_float = 0;
     int cases = 0;
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        const sprout_type type = types[ti];
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
+        const sprout_type type = all_types[ti];
         for (size_t li = 0; li < n_lengths; li++) {
             /* only the x86 int8 path has blocks of rows; the others (and qemu's time) are spared */
             const bool row_blocks = li + 1 == n_lengths && !strncmp(level, "avx", 3) && bound_for(type) > 1e-4;
@@ -345,15 +347,11 @@ static void check_activation_level(const char *level) {
 static void check_batch_invariance(const char *level) {
     const sp_kernels *k = sp_kernels_for_level(level);
     if (!k) return;
-    static const sprout_type types[] = {SPROUT_TYPE_F32,  SPROUT_TYPE_F16,  SPROUT_TYPE_BF16, SPROUT_TYPE_Q8_0,
-                                        SPROUT_TYPE_Q4_0, SPROUT_TYPE_Q4_1, SPROUT_TYPE_Q5_0, SPROUT_TYPE_Q5_1,
-                                        SPROUT_TYPE_Q2_K, SPROUT_TYPE_Q3_K, SPROUT_TYPE_Q4_K, SPROUT_TYPE_Q5_K,
-                                        SPROUT_TYPE_Q6_K, SPROUT_TYPE_IQ4_NL, SPROUT_TYPE_IQ4_XS};
     static const int64_t lengths[] = {17, 96, 256, 352, 768, 2336}; /* 17: float types, a vector and a tail; 2336: rows in spans */
     static const int64_t batches[] = {2, 5, 9, 17, 33};
     int cases = 0, differing = 0;
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        const sprout_type type = types[ti];
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
+        const sprout_type type = all_types[ti];
         for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
             const int64_t n_in = lengths[li], n_out = 19;
             if (n_in % sprout_type_block_size(type)) continue;
@@ -436,21 +434,20 @@ static void fill_extreme_row(sprout_type type, uint8_t *row, int64_t n_in) {
 static void check_extreme_sums(const char *level) {
     const sp_kernels *k = sp_kernels_for_level(level), *ref = sp_kernels_portable();
     if (!k) return;
-    static const sprout_type types[] = {SPROUT_TYPE_Q8_0, SPROUT_TYPE_Q4_0, SPROUT_TYPE_Q4_1, SPROUT_TYPE_Q5_0, SPROUT_TYPE_Q5_1,
-                                        SPROUT_TYPE_Q2_K, SPROUT_TYPE_Q3_K, SPROUT_TYPE_Q4_K, SPROUT_TYPE_Q5_K, SPROUT_TYPE_Q6_K,
-                                        SPROUT_TYPE_IQ4_NL, SPROUT_TYPE_IQ4_XS};
     const int64_t n_in = 512, n_out = 3, n_tokens = 3;
     double worst = 0;
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
+        const sprout_type type = all_types[ti];
+        if (!sp_int8_type(type)) continue; /* the float paths cannot overflow */
         uint64_t row_bytes = 0;
-        sp_type_row_bytes(types[ti], n_in, &row_bytes);
+        sp_type_row_bytes(type, n_in, &row_bytes);
         uint8_t *wdata = malloc((size_t)(row_bytes * (uint64_t)n_out));
         float *x = malloc((size_t)(n_in * n_tokens) * sizeof(float));
         float *y = malloc((size_t)(n_out * n_tokens) * sizeof(float)), *y_ref = malloc((size_t)(n_out * n_tokens) * sizeof(float));
         float *scratch = malloc((size_t)sp_matmul_scratch_floats(n_in) * sizeof(float));
-        for (int64_t o = 0; o < n_out; o++) fill_extreme_row(types[ti], wdata + (size_t)o * row_bytes, n_in);
+        for (int64_t o = 0; o < n_out; o++) fill_extreme_row(type, wdata + (size_t)o * row_bytes, n_in);
         for (int64_t i = 0; i < n_in * n_tokens; i++) x[i] = 1.f;
-        const sp_weight w = {wdata, types[ti], n_in, n_out, (size_t)row_bytes};
+        const sp_weight w = {wdata, type, n_in, n_out, (size_t)row_bytes};
         for (int64_t n = 1; n <= n_tokens; n += n_tokens - 1) {
             ref->matmul(&w, x, n_in, NULL, n, y_ref, n_out, 0, n_out, scratch);
             k->matmul(&w, x, n_in, NULL, n, y, n_out, 0, n_out, scratch);
