@@ -193,11 +193,9 @@ static inline unit_scales scales_of_unit(sprout_type type, const uint8_t *row, i
     switch (type) {
     case SPROUT_TYPE_Q3_K: {
         const sp_block_q3_K *blk = (const sp_block_q3_K *)row + u / 2;
-        int8_t sc[16];
-        sp_q3k_unpack_scales(blk->scales, sc);
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 4; i++) { /* the unit's 8 of the 16 */
             const int j = 4 * (int)(u % 2) + i;
-            lo[i] = sc[2 * j], hi[i] = sc[2 * j + 1];
+            lo[i] = sp_q3k_scale(blk->scales, 2 * j), hi[i] = sp_q3k_scale(blk->scales, 2 * j + 1);
         }
         s.w = vdupq_n_f32(sp_fp16_to_fp32(blk->d)), s.sc_lo = vld1q_s32(lo), s.sc_hi = vld1q_s32(hi);
         return s;
@@ -406,14 +404,16 @@ static void dot_rows2x2(sprout_type type, const row_source *r0, const row_source
 }
 #endif
 
-/* Token t's scales, sums and (with i8mm, for t even with a successor)
- * pair into the tile's scratch. */
+/* Token t's scales, sums, half sums (half_sums non-NULL: Q2_K's mins
+ * want them) and (with i8mm, for t even with a successor) pair into the
+ * tile's scratch. */
 static void prepare_token(const act_block *blocks, const act_block *next, int64_t nb, float *a, float *d, int32_t *half_sums,
                           int8_t *pair) {
     const int64_t nb4 = (nb + 3) & ~(int64_t)3;
     for (int64_t b = 0; b < nb4; b++) {
         a[b] = b < nb ? blocks[b].d : 0.f;
         d[b] = b < nb ? blocks[b].d * (float)blocks[b].sum : 0.f;
+        if (!half_sums) continue;
         half_sums[2 * b] = b < nb ? vaddlvq_s8(vld1q_s8(blocks[b].qs)) : 0;
         half_sums[2 * b + 1] = b < nb ? vaddlvq_s8(vld1q_s8(blocks[b].qs + 16)) : 0;
     }
@@ -485,7 +485,7 @@ void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, const 
         for (int64_t t = 0; t < tn; t++) {
             const bool pair = with_pairs && t % 2 == 0 && t + 1 < tn;
             prepare_token(views[t].blocks, pair ? views[t + 1].blocks : NULL, nb, (float *)views[t].a, (float *)views[t].d,
-                          (int32_t *)views[t].half_sums, pair ? (int8_t *)views[t].pair : NULL);
+                          type == SPROUT_TYPE_Q2_K ? (int32_t *)views[t].half_sums : NULL, pair ? (int8_t *)views[t].pair : NULL);
         }
         for (int64_t o = o0; o < o1; o++) {
             const uint8_t *row = w->data + (size_t)o * w->row_bytes;

@@ -72,14 +72,16 @@ typedef struct {
 } sp_block_q3_K;
 static_assert(sizeof(sp_block_q3_K) == 110, "q3_K block layout");
 
-/* Q3_K's 16 scales, 6 bits each in 12 bytes (low nibbles in bytes 0-7,
+/* Q3_K's scale j of 16, 6 bits in 12 bytes (low nibbles in bytes 0-7,
  * top two bits in bytes 8-11), less 32. */
+static inline int sp_q3k_scale(const uint8_t q[12], int j) {
+    const int lo = j < 8 ? (q[j] & 0x0F) : (q[j - 8] >> 4);
+    const int hi = (q[8 + j % 4] >> (2 * (j / 4))) & 3;
+    return (lo | (hi << 4)) - 32;
+}
+
 static inline void sp_q3k_unpack_scales(const uint8_t q[12], int8_t out[16]) {
-    for (int j = 0; j < 16; j++) {
-        const int lo = j < 8 ? (q[j] & 0x0F) : (q[j - 8] >> 4);
-        const int hi = (q[8 + j % 4] >> (2 * (j / 4))) & 3;
-        out[j] = (int8_t)((lo | (hi << 4)) - 32);
-    }
+    for (int j = 0; j < 16; j++) out[j] = (int8_t)sp_q3k_scale(q, j);
 }
 
 /* 8 sub-blocks of 32 with 6-bit scales and mins: x = d * sc * q - dmin * m */
