@@ -173,7 +173,7 @@ static void test_matches_llama_quantize(const char *arch_dir) {
         {"llama-Q4_1", "Q4_1", true},  {"llama-Q5_0", "Q5_0", true},  {"llama-Q5_1", "Q5_1", true},
         {"llama-Q8_0", "Q8_0", true},  {"llama-Q2_K", "Q2_K", true},  {"llama-Q3_K", "Q3_K_M", true},
         {"llama-Q4_K", "Q4_K_M", true}, {"llama-Q5_K", "Q5_K_M", true}, {"llama-Q6_K", "Q6_K", true},
-        {"llama-Q4_K_M", "Q4_K_M", false}, {"llama-IQ4_NL", "IQ4_NL", true}, {"llama-IQ4_XS", "IQ4_XS", true},
+        {"llama-Q4_K_M", "Q4_K_M", false},
     };
     printf("sprout quantize of llama-F32.gguf vs llama-quantize's files:\n");
     char in[2048], want[2048], out[2048];

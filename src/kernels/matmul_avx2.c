@@ -51,7 +51,6 @@
 #define UNROLL_GROUP _Pragma("GCC unroll 8")
 
 
-
 /* Activations as Q8_0 blocks, but with the scale kept in float: it is
  * multiplied into every row's dot, so converting it once pays. */
 typedef struct act_block {
@@ -638,7 +637,6 @@ static inline __attribute__((always_inline)) void iq4_xs_group(const uint8_t *ro
 }
 
 
-
 /* A super-block of the K-quants with a scale per 16 elements (Q6_K, Q3_K,
  * Q2_K): its eight sub-blocks' unsigned levels in element order, the
  * integer scales of their first and last 16 elements (lane j: sub-block
@@ -749,7 +747,6 @@ static inline __attribute__((always_inline)) void split_k_group(sprout_type type
     }
     SPAN_END(sp, acc, macc, G, out, with_mins, -1.f)
 }
-
 
 
 /* A row's bytes of chunks [c0, c1), asked for two rows before it is
