@@ -4,7 +4,7 @@
  * each token count. Random weights, quantized by sprout's reference
  * quantizers. Not a test.
  *
- * usage: build/bench_matmul [N_IN N_OUT] [TYPES...]   (default 2048 5632, Q4_0 Q8_0 Q4_K Q6_K F16) */
+ * usage: [BENCH_TOKENS=N] build/bench_matmul [N_IN N_OUT] [TYPES...]   (default 2048 5632, Q4_0 Q8_0 Q4_K Q6_K F16) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +30,13 @@ int main(int argc, char **argv) {
     const int n_types = argc > first_type ? argc - first_type : 5;
     const sp_kernels *k = sp_kernels_get();
     printf("kernel level %s, %lld x %lld, one thread, GMAC/s\n", k->name, (long long)n_in, (long long)n_out);
-    static const int token_counts[] = {1, 4, 8, 32, 64, 256};
+    /* BENCH_TOKENS=N measures that count alone (for a profile of one shape) */
+    int token_counts[] = {1, 4, 8, 32, 64, 256};
+    size_t n_counts = sizeof token_counts / sizeof *token_counts;
+    const char *only = getenv("BENCH_TOKENS");
+    if (only && atoi(only) >= 1 && atoi(only) <= 256) token_counts[0] = atoi(only), n_counts = 1;
     printf("| type |");
-    for (size_t i = 0; i < sizeof token_counts / sizeof *token_counts; i++) printf(" %d tokens |", token_counts[i]);
+    for (size_t i = 0; i < n_counts; i++) printf(" %d tokens |", token_counts[i]);
     printf("\n");
     float *weights_f = malloc(sizeof(float) * (size_t)(n_in * n_out));
     float *x = malloc(sizeof(float) * (size_t)(n_in * 256)), *y = malloc(sizeof(float) * (size_t)(n_out * 256));
@@ -59,7 +63,7 @@ int main(int argc, char **argv) {
         }
         const sp_weight w = {.data = data, .type = type, .n_in = n_in, .n_out = n_out, .row_bytes = row_bytes};
         printf("| %s |", tr->name);
-        for (size_t i = 0; i < sizeof token_counts / sizeof *token_counts; i++) {
+        for (size_t i = 0; i < n_counts; i++) {
             const int nt = token_counts[i];
             k->matmul(&w, x, n_in, NULL, nt, y, n_out, 0, n_out, scratch); /* warm */
             /* the best of five windows: this machine's neighbours come and go */
