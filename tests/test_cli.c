@@ -306,8 +306,36 @@ static void test_run(void) {
     unlink(in);
 }
 
+/* SPROUT_CPU: a level that cannot be had is said on stderr, a typo too,
+ * and the text is the same whatever the level (the same integers). */
+static void test_kernel_level_env(void) {
+    static const struct {
+        const char *level, *said; /* NULL: nothing said */
+    } cases[] = {
+        {"generic", NULL},
+        {"amx", "sprout has no AMX kernels; using the "},
+        {"avx2x", "SPROUT_CPU=avx2x is not one of"},
+#if defined(__x86_64__)
+        {"i8mm", "SPROUT_CPU=i8mm: this CPU or build does not have that level"},
+#else
+        {"avx512", "SPROUT_CPU=avx512: this CPU or build does not have that level"},
+#endif
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char cmd[4096], *out;
+        snprintf(cmd, sizeof cmd, "SPROUT_CPU=%s '%s' run -m '%s/models/stories260K.gguf' -p 'Once upon a time' -n 8 --temp 0 2>&1", cases[i].level,
+                 SPROUT_CLI_PATH, test_shared_dir());
+        CHECK(test_run_command(cmd, &out) == 0);
+        const char *text = ", there was a little girl\n";
+        if (cases[i].said) CHECK_MSG(strstr(out, cases[i].said) && strstr(out, text), "%s: got [%s]", cases[i].level, out);
+        else CHECK_MSG(!strcmp(out, text), "%s: got [%s]", cases[i].level, out);
+        free(out);
+    }
+}
+
 int main(void) {
     test_run();
+    test_kernel_level_env();
     test_template_cli();
     test_tokenize();
     test_stories_json();

@@ -78,6 +78,15 @@ const sp_kernels *sp_kernels_portable(void) { return &portable; }
 static const sp_kernels *chosen;
 static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
 
+/* what SPROUT_CPU may name */
+static const char *const known_levels[] = {"generic", "avx2", "avx512", "avx512bf16", "amx", "neon", "i8mm"};
+
+static bool is_known_level(const char *level) {
+    for (size_t i = 0; i < sizeof known_levels / sizeof *known_levels; i++)
+        if (!strcmp(level, known_levels[i])) return true;
+    return false;
+}
+
 #ifdef SP_HAVE_X86_KERNELS
 static bool cpu_has_avx2(void) {
     /* __builtin_cpu_supports also checks that the OS saves the AVX state */
@@ -118,10 +127,7 @@ const sp_kernels *sp_kernels_for_level(const char *level) {
 static void choose(void) {
     chosen = &portable;
     const char *cap = getenv("SPROUT_CPU");
-    static const char *const levels[] = {"generic", "avx2", "avx512", "avx512bf16", "amx", "neon", "i8mm"};
-    bool known = !cap || !*cap;
-    for (size_t i = 0; !known && i < sizeof levels / sizeof *levels; i++) known = !strcmp(cap, levels[i]);
-    if (!known) /* a typo must not pass for a measured level */
+    if (cap && *cap && !is_known_level(cap)) /* a typo must not pass for a measured level */
         fprintf(stderr, "sprout: SPROUT_CPU=%s is not one of generic, avx2, avx512, avx512bf16, amx, neon, i8mm: using the best level this CPU has\n",
                 cap);
     if (cap && !strcmp(cap, "generic")) return;
@@ -139,8 +145,19 @@ static void choose(void) {
 #endif
 }
 
+/* A known level that cannot be had (one this CPU or build lacks, or amx,
+ * which has no kernels of its own) falls back to the best below it: said
+ * once, so that a comparison does not quietly measure something else. */
+static void choose_and_tell(void) {
+    choose();
+    const char *cap = getenv("SPROUT_CPU");
+    if (cap && *cap && is_known_level(cap) && sp_kernels_for_level(cap) != chosen)
+        fprintf(stderr, "sprout: SPROUT_CPU=%s: %s; using the %s kernels\n", cap,
+                !strcmp(cap, "amx") ? "sprout has no AMX kernels" : "this CPU or build does not have that level", chosen->name);
+}
+
 const sp_kernels *sp_kernels_get(void) {
-    pthread_once(&chosen_once, choose);
+    pthread_once(&chosen_once, choose_and_tell);
     return chosen;
 }
 
