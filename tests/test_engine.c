@@ -378,8 +378,98 @@ static void test_stops_and_limits(void) {
     rmdir(test_temp_dir());
 }
 
+/* --- numbers a hostile file may hold --------------------------------------------------------- */
+
+/* stories260K rewritten to path with one float key set (key NULL: none)
+ * and one F32 tensor's values all set to fill (tensor NULL: none). */
+static bool write_variant(const char *path, const char *key, float value, const char *tensor, float fill) {
+    sprout_gguf *src = NULL;
+    if (sprout_gguf_open(model_path, &src) != SPROUT_OK) return false;
+    sp_gguf_writer *w = sp_gguf_writer_new();
+    sprout_status st = sp_gguf_writer_copy_metadata(w, src);
+    if (st == SPROUT_OK && key) st = sp_gguf_writer_set_scalar(w, key, SPROUT_GGUF_FLOAT32, &value);
+    float *filled = NULL;
+    for (int64_t i = 0; st == SPROUT_OK && i < sprout_gguf_tensor_count(src); i++) {
+        int64_t ne[4];
+        for (int d = 0; d < 4; d++) ne[d] = sprout_gguf_tensor_dim(src, i, d);
+        const void *data = sprout_gguf_tensor_data(src, i);
+        if (tensor && !strcmp(sprout_gguf_tensor_name(src, i), tensor) && sprout_gguf_tensor_type(src, i) == SPROUT_TYPE_F32) {
+            const int64_t n = sprout_gguf_tensor_bytes(src, i) / sizeof(float);
+            filled = malloc((size_t)n * sizeof *filled);
+            for (int64_t j = 0; j < n; j++) filled[j] = fill;
+            data = filled;
+        }
+        st = sp_gguf_writer_add_tensor(w, sprout_gguf_tensor_name(src, i), sprout_gguf_tensor_type(src, i), sprout_gguf_tensor_n_dims(src, i), ne,
+                                       data);
+    }
+    if (st == SPROUT_OK) st = sp_gguf_writer_write(w, path, NULL, NULL);
+    sp_gguf_writer_free(w);
+    free(filled);
+    sprout_gguf_close(src);
+    return st == SPROUT_OK && (!tensor || filled);
+}
+
+static void test_hostile_numbers(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/numbers.gguf", test_temp_dir());
+    /* float metadata that would only show as NaN logits: refused, with the key */
+    static const struct {
+        const char *key;
+        float value;
+    } bad[] = {
+        {"llama.attention.layer_norm_rms_epsilon", NAN},
+        {"llama.attention.layer_norm_rms_epsilon", -1.f},
+        {"llama.attention.layer_norm_rms_epsilon", INFINITY},
+        {"llama.rope.freq_base", 0.f},
+        {"llama.rope.freq_base", NAN},
+        {"llama.attention.scale", INFINITY},
+        {"llama.final_logit_softcapping", -30.f},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        CHECK(write_variant(path, bad[i].key, bad[i].value, NULL, 0.f));
+        sprout_model *m = NULL;
+        CHECK_MSG(sprout_model_load(path, NULL, &m) == SPROUT_ERR_FORMAT && strstr(sprout_last_error(), bad[i].key) &&
+                      strstr(sprout_last_error(), "out of range"),
+                  "%s = %g: %s", bad[i].key, (double)bad[i].value, sprout_last_error());
+        sprout_model_free(m);
+    }
+    CHECK(write_variant(path, "llama.attention.layer_norm_rms_epsilon", 0.f, NULL, 0.f)); /* zero is a valid epsilon */
+    sprout_model *m = NULL;
+    CHECK_MSG(sprout_model_load(path, NULL, &m) == SPROUT_OK, "%s", sprout_last_error());
+    sprout_model_free(m);
+
+    /* weights that are NaN or infinite: well-formed, so they load; every
+     * sampler setting still gives tokens of the vocabulary, never a crash */
+    static const float fills[] = {NAN, INFINITY, -INFINITY};
+    for (size_t f = 0; f < sizeof fills / sizeof *fills; f++) {
+        CHECK(write_variant(path, NULL, 0.f, "output_norm.weight", fills[f]));
+        m = NULL;
+        if (sprout_model_load(path, NULL, &m) != SPROUT_OK) {
+            CHECK_MSG(false, "%s", sprout_last_error());
+            continue;
+        }
+        sprout_pipeline *p = NULL;
+        CHECK(sprout_pipeline_create(m, NULL, &p) == SPROUT_OK);
+        for (int mode = 0; p && mode < 3; mode++) {
+            sprout_generation_config cfg = greedy(8);
+            if (mode > 0) cfg.temperature = 0.8f, cfg.top_k = mode == 1 ? 40 : 0, cfg.top_p = 0.9f, cfg.min_p = 0.05f;
+            sprout_result *r = NULL;
+            CHECK(sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r) == SPROUT_OK);
+            size_t n = 0;
+            const sprout_token *tokens = r ? sprout_result_tokens(r, &n) : NULL;
+            for (size_t t = 0; t < n; t++)
+                CHECK_MSG(tokens[t] >= 0 && tokens[t] < sprout_model_n_vocab(m), "fill %g mode %d: token %d", (double)fills[f], mode, tokens[t]);
+            sprout_result_free(r);
+        }
+        sprout_pipeline_free(p);
+        sprout_model_free(m);
+    }
+    unlink(path);
+}
+
 int main(void) {
     snprintf(model_path, sizeof model_path, "%s/models/stories260K.gguf", test_shared_dir());
+    test_hostile_numbers();
     test_reference(SPROUT_KV_F32, 1);
     test_reference(SPROUT_KV_F32, 2);
     test_reference(SPROUT_KV_F16, 2);

@@ -128,7 +128,37 @@ static void test_logprobs(void) {
     CHECK(ids[0] == 0 && ids[1] == 1); /* ties: the lower id first */
 }
 
+/* Logits a broken model gives (NaN, infinities): NaN never wins, +inf
+ * does, and every setting returns an id in range. */
+static void test_non_finite_logits(void) {
+    sp_sampler s;
+    CHECK(sp_sampler_init(&s, 6, 3) == SPROUT_OK);
+    sp_sampling g = plain;
+    g.temperature = 0.f;
+    const float some_nan[6] = {NAN, 1, 5, NAN, 2, NAN};
+    CHECK(sp_sample(&s, some_nan, &g, NULL, 0, NULL, 0) == 2);
+    const float with_inf[6] = {1, INFINITY, 5, NAN, INFINITY, -INFINITY};
+    CHECK(sp_sample(&s, with_inf, &g, NULL, 0, NULL, 0) == 1);
+    const float all_nan[6] = {NAN, NAN, NAN, NAN, NAN, NAN};
+    for (int k = 0; k <= 3; k += 3) {
+        sp_sampling c = plain;
+        c.top_k = k;
+        c.top_p = 0.9f;
+        c.min_p = 0.05f;
+        for (int draw = 0; draw < 50; draw++) {
+            const int32_t a = sp_sample(&s, some_nan, &c, NULL, 0, NULL, 0);
+            CHECK_MSG(a == 1 || a == 2 || a == 4, "top_k %d drew %d, a NaN", k, a);
+            const int32_t b = sp_sample(&s, with_inf, &c, NULL, 0, NULL, 0);
+            CHECK_MSG(b == 1 || b == 4, "top_k %d drew %d beside +inf", k, b);
+            const int32_t z = sp_sample(&s, all_nan, &c, NULL, 0, NULL, 0);
+            CHECK_MSG(z >= 0 && z < 6, "top_k %d drew %d", k, z);
+        }
+    }
+    sp_sampler_free(&s);
+}
+
 int main(void) {
+    test_non_finite_logits();
     test_filters();
     test_greedy_and_penalties();
     test_seed_and_distribution();

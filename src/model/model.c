@@ -252,6 +252,28 @@ static sprout_status load_hparams(loader *L, const arch_traits *at) {
     hp->attn_scale = get_float(L, "attention.scale", 1.f / sqrtf((float)hp->head_dim_k));
     hp->attn_softcap = get_float(L, "attn_logit_softcapping", 0.f);
     hp->final_softcap = get_float(L, "final_logit_softcapping", 0.f);
+    /* a NaN or negative epsilon, a zero base or a NaN scale would only show as
+     * NaN logits; said here, with the key, instead */
+    const struct {
+        const char *suffix;
+        float value, min;
+        bool min_allowed;
+    } floats[] = {
+        {"rope.freq_base", hp->rope_base, 0.f, false},
+        {"rope.freq_base_swa", hp->rope_base_swa, 0.f, false},
+        {"rope.scaling.attn_factor", hp->rope_attn_factor, -INFINITY, false},
+        {"rope.scaling.yarn_beta_fast", hp->yarn_beta_fast, -INFINITY, false},
+        {"rope.scaling.yarn_beta_slow", hp->yarn_beta_slow, -INFINITY, false},
+        {at->norm == SP_NORM_RMS ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon", hp->norm_eps, 0.f, true},
+        {"attention.scale", hp->attn_scale, -INFINITY, false},
+        {"attn_logit_softcapping", hp->attn_softcap, 0.f, true},
+        {"final_logit_softcapping", hp->final_softcap, 0.f, true},
+    };
+    for (size_t i = 0; i < sizeof floats / sizeof *floats; i++) {
+        const float f = floats[i].value;
+        if (!isfinite(f) || f < floats[i].min || (f == floats[i].min && !floats[i].min_allowed))
+            return sp_fail(SPROUT_ERR_FORMAT, "%s.%s = %g is out of range", L->arch, floats[i].suffix, (double)f);
+    }
     hp->parallel_block = at->may_be_parallel && find_tensor(L, "blk.0.ffn_norm.weight") < 0;
     hp->fused_gate_up = find_tensor(L, "blk.0.ffn_gate.weight") < 0 && at->ffn != SP_FFN_GELU;
     return SPROUT_OK;

@@ -1,5 +1,6 @@
 #include "sampler/sampler.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,7 +107,13 @@ static void apply_penalties(sp_sampler *s, const sp_sampling *cfg, const int32_t
 int32_t sp_sample(sp_sampler *s, const float *logits, const sp_sampling *cfg, const int32_t *history, size_t n_history,
                   const int32_t *banned, size_t n_banned) {
     const int32_t n = s->n_vocab;
-    for (int32_t i = 0; i < n; i++) s->cand[i] = (sp_candidate){i, logits[i], 0.f};
+    /* a broken model (NaN or infinite weights) must still give a token in
+     * range: NaN counts as the lowest logit, +inf as the highest finite one,
+     * so that every comparison below is a total order */
+    for (int32_t i = 0; i < n; i++) {
+        const float l = logits[i];
+        s->cand[i] = (sp_candidate){i, isnan(l) ? -INFINITY : l > FLT_MAX ? FLT_MAX : l, 0.f};
+    }
     for (size_t i = 0; i < n_banned; i++)
         if (banned[i] >= 0 && banned[i] < n) s->cand[banned[i]].logit = -INFINITY;
     apply_penalties(s, cfg, history, n_history);
@@ -133,6 +140,11 @@ int32_t sp_sample(sp_sampler *s, const float *logits, const sp_sampling *cfg, co
     while (keep > 1 && isinf(s->cand[keep - 1].logit) && s->cand[keep - 1].logit < 0) keep--;
 
     const float max = s->cand[0].logit;
+    if (max == -INFINITY) { /* nothing has any weight: the first in id order */
+        s->cand[0].p = 1.f;
+        s->n_last = 1;
+        return s->cand[0].id;
+    }
     double sum = 0;
     for (int32_t i = 0; i < keep; i++) sum += (s->cand[i].p = expf(s->cand[i].logit - max));
     for (int32_t i = 0; i < keep; i++) s->cand[i].p = (float)(s->cand[i].p / sum);
