@@ -380,14 +380,16 @@ static void test_stops_and_limits(void) {
 
 /* --- numbers a hostile file may hold --------------------------------------------------------- */
 
-/* stories260K rewritten to path with one float key set (key NULL: none)
- * and one F32 tensor's values all set to fill (tensor NULL: none). */
-static bool write_variant(const char *path, const char *key, float value, const char *tensor, float fill) {
+/* stories260K rewritten to path with one key set to a float, or to a
+ * string where text is not NULL (key NULL: none), and one F32 tensor's
+ * values all set to fill (tensor NULL: none). */
+static bool write_variant(const char *path, const char *key, float value, const char *text, const char *tensor, float fill) {
     sprout_gguf *src = NULL;
     if (sprout_gguf_open(model_path, &src) != SPROUT_OK) return false;
     sp_gguf_writer *w = sp_gguf_writer_new();
     sprout_status st = sp_gguf_writer_copy_metadata(w, src);
-    if (st == SPROUT_OK && key) st = sp_gguf_writer_set_scalar(w, key, SPROUT_GGUF_FLOAT32, &value);
+    if (st == SPROUT_OK && key)
+        st = text ? sp_gguf_writer_set_str(w, key, text, strlen(text)) : sp_gguf_writer_set_scalar(w, key, SPROUT_GGUF_FLOAT32, &value);
     float *filled = NULL;
     for (int64_t i = 0; st == SPROUT_OK && i < sprout_gguf_tensor_count(src); i++) {
         int64_t ne[4];
@@ -426,15 +428,22 @@ static void test_hostile_numbers(void) {
         {"llama.final_logit_softcapping", -30.f},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        CHECK(write_variant(path, bad[i].key, bad[i].value, NULL, 0.f));
+        CHECK(write_variant(path, bad[i].key, bad[i].value, NULL, NULL, 0.f));
         sprout_model *m = NULL;
         CHECK_MSG(sprout_model_load(path, NULL, &m) == SPROUT_ERR_FORMAT && strstr(sprout_last_error(), bad[i].key) &&
                       strstr(sprout_last_error(), "out of range"),
                   "%s = %g: %s", bad[i].key, (double)bad[i].value, sprout_last_error());
         sprout_model_free(m);
     }
-    CHECK(write_variant(path, "llama.attention.layer_norm_rms_epsilon", 0.f, NULL, 0.f)); /* zero is a valid epsilon */
+    /* a number in a string is not taken for the default */
+    CHECK(write_variant(path, "llama.attention.layer_norm_rms_epsilon", 0.f, "1e-5", NULL, 0.f));
     sprout_model *m = NULL;
+    CHECK_MSG(sprout_model_load(path, NULL, &m) == SPROUT_ERR_FORMAT &&
+                  strstr(sprout_last_error(), "'llama.attention.layer_norm_rms_epsilon' must be a number"),
+              "%s", sprout_last_error());
+    sprout_model_free(m);
+    CHECK(write_variant(path, "llama.attention.layer_norm_rms_epsilon", 0.f, NULL, NULL, 0.f)); /* zero is a valid epsilon */
+    m = NULL;
     CHECK_MSG(sprout_model_load(path, NULL, &m) == SPROUT_OK, "%s", sprout_last_error());
     sprout_model_free(m);
 
@@ -442,7 +451,7 @@ static void test_hostile_numbers(void) {
      * sampler setting still gives tokens of the vocabulary, never a crash */
     static const float fills[] = {NAN, INFINITY, -INFINITY};
     for (size_t f = 0; f < sizeof fills / sizeof *fills; f++) {
-        CHECK(write_variant(path, NULL, 0.f, "output_norm.weight", fills[f]));
+        CHECK(write_variant(path, NULL, 0.f, NULL, "output_norm.weight", fills[f]));
         m = NULL;
         if (sprout_model_load(path, NULL, &m) != SPROUT_OK) {
             CHECK_MSG(false, "%s", sprout_last_error());

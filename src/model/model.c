@@ -74,11 +74,16 @@ static sprout_status get_int(const loader *L, const char *suffix, bool required,
     return SPROUT_OK;
 }
 
-static float get_float(const loader *L, const char *suffix, float fallback) {
+/* An optional number (of any numeric type); present but not a number is an
+ * error, not the fallback. */
+static sprout_status get_float(const loader *L, const char *suffix, float fallback, float *out) {
     char key[160];
     arch_key(L, suffix, key, sizeof key);
-    float f;
-    return sprout_gguf_get_f32(L->g, key, &f) == SPROUT_OK ? f : fallback;
+    const sprout_gguf_value *v = sprout_gguf_find(L->g, key);
+    double x = fallback;
+    if (v && sprout_gguf_value_f64(v, &x) != SPROUT_OK) return sp_fail(SPROUT_ERR_FORMAT, "key '%s' must be a number", key);
+    *out = (float)x;
+    return SPROUT_OK;
 }
 
 /* --- tensors --------------------------------------------------------------------------- */
@@ -217,12 +222,12 @@ static sprout_status load_hparams(loader *L, const arch_traits *at) {
     INT(sliding_window, "attention.sliding_window", false, 0);
 #undef INT
     hp->rope_kind = at->rope;
-    hp->rope_base = get_float(L, "rope.freq_base", 10000.f);
-    hp->rope_base_swa = get_float(L, "rope.freq_base_swa", 10000.f);
+    if ((st = get_float(L, "rope.freq_base", 10000.f, &hp->rope_base)) != SPROUT_OK) return st;
+    if ((st = get_float(L, "rope.freq_base_swa", 10000.f, &hp->rope_base_swa)) != SPROUT_OK) return st;
     hp->rope_freq_scale = 1.f;
-    hp->rope_attn_factor = get_float(L, "rope.scaling.attn_factor", 1.f);
-    hp->yarn_beta_fast = get_float(L, "rope.scaling.yarn_beta_fast", 32.f);
-    hp->yarn_beta_slow = get_float(L, "rope.scaling.yarn_beta_slow", 1.f);
+    if ((st = get_float(L, "rope.scaling.attn_factor", 1.f, &hp->rope_attn_factor)) != SPROUT_OK) return st;
+    if ((st = get_float(L, "rope.scaling.yarn_beta_fast", 32.f, &hp->yarn_beta_fast)) != SPROUT_OK) return st;
+    if ((st = get_float(L, "rope.scaling.yarn_beta_slow", 1.f, &hp->yarn_beta_slow)) != SPROUT_OK) return st;
     if ((st = get_int(L, "rope.scaling.original_context_length", false, hp->n_ctx_train, &v)) != SPROUT_OK) return st;
     hp->rope_ctx_orig = (int32_t)v;
     char key[160];
@@ -230,8 +235,9 @@ static sprout_status load_hparams(loader *L, const arch_traits *at) {
     size_t stype_len = 0;
     arch_key(L, "rope.scaling.type", key, sizeof key);
     if (sprout_gguf_get_str(g, key, &stype, &stype_len) == SPROUT_OK && !(stype_len == 4 && !memcmp(stype, "none", 4))) {
-        float factor = get_float(L, "rope.scaling.factor", 1.f);
-        if (!(factor > 0.f)) return sp_fail(SPROUT_ERR_FORMAT, "%s: rope scaling factor %g", L->arch, factor);
+        float factor;
+        if ((st = get_float(L, "rope.scaling.factor", 1.f, &factor)) != SPROUT_OK) return st;
+        if (!(factor > 0.f) || !isfinite(factor)) return sp_fail(SPROUT_ERR_FORMAT, "%s: rope scaling factor %g", L->arch, factor);
         hp->rope_freq_scale = 1.f / factor;
         if (stype_len == 6 && !memcmp(stype, "linear", 6)) hp->rope_scaling = SP_ROPE_SCALING_LINEAR;
         else if (stype_len == 4 && !memcmp(stype, "yarn", 4)) {
@@ -239,19 +245,21 @@ static sprout_status load_hparams(loader *L, const arch_traits *at) {
             hp->yarn_ext_factor = 1.f;
         } else return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s: RoPE scaling '%.*s' is not supported", L->arch, (int)stype_len, stype);
     } else {
-        float factor = get_float(L, "rope.scale_linear", 1.f); /* older files */
-        if (factor > 0.f && factor != 1.f) {
+        float factor; /* older files */
+        if ((st = get_float(L, "rope.scale_linear", 1.f, &factor)) != SPROUT_OK) return st;
+        if (factor > 0.f && factor != 1.f && isfinite(factor)) {
             hp->rope_scaling = SP_ROPE_SCALING_LINEAR;
             hp->rope_freq_scale = 1.f / factor;
         }
     }
     hp->norm_kind = at->norm;
-    hp->norm_eps = get_float(L, at->norm == SP_NORM_RMS ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon", 1e-5f);
+    const char *eps_key = at->norm == SP_NORM_RMS ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon";
+    if ((st = get_float(L, eps_key, 1e-5f, &hp->norm_eps)) != SPROUT_OK) return st;
     hp->ffn_kind = at->ffn;
     hp->embd_scale = at->embd_scale ? sqrtf((float)hp->n_embd) : 1.f;
-    hp->attn_scale = get_float(L, "attention.scale", 1.f / sqrtf((float)hp->head_dim_k));
-    hp->attn_softcap = get_float(L, "attn_logit_softcapping", 0.f);
-    hp->final_softcap = get_float(L, "final_logit_softcapping", 0.f);
+    if ((st = get_float(L, "attention.scale", 1.f / sqrtf((float)hp->head_dim_k), &hp->attn_scale)) != SPROUT_OK) return st;
+    if ((st = get_float(L, "attn_logit_softcapping", 0.f, &hp->attn_softcap)) != SPROUT_OK) return st;
+    if ((st = get_float(L, "final_logit_softcapping", 0.f, &hp->final_softcap)) != SPROUT_OK) return st;
     /* a NaN or negative epsilon, a zero base or a NaN scale would only show as
      * NaN logits; said here, with the key, instead */
     const struct {
@@ -264,7 +272,7 @@ static sprout_status load_hparams(loader *L, const arch_traits *at) {
         {"rope.scaling.attn_factor", hp->rope_attn_factor, -INFINITY, false},
         {"rope.scaling.yarn_beta_fast", hp->yarn_beta_fast, -INFINITY, false},
         {"rope.scaling.yarn_beta_slow", hp->yarn_beta_slow, -INFINITY, false},
-        {at->norm == SP_NORM_RMS ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon", hp->norm_eps, 0.f, true},
+        {eps_key, hp->norm_eps, 0.f, true},
         {"attention.scale", hp->attn_scale, -INFINITY, false},
         {"attn_logit_softcapping", hp->attn_softcap, 0.f, true},
         {"final_logit_softcapping", hp->final_softcap, 0.f, true},
