@@ -261,6 +261,122 @@ static bool format(interp *in, const node *at, const jstr *fmt, const call_args 
     return buf_result(in, at, &b, out);
 }
 
+/* Widths and precisions past this are refused: a hostile "%999999999s"
+ * would otherwise ask for a gigabyte of padding. */
+enum { MAX_FORMAT_WIDTH = 4096 };
+
+/* The number a numeric conversion takes (bools and floats as Python
+ * coerces them); false for anything else. */
+static bool format_number(jv v, bool want_int, int64_t *i, double *f) {
+    if (v.type == JV_BOOL) *i = v.u.b, *f = v.u.b;
+    else if (v.type == JV_INT) *i = v.u.i, *f = (double)v.u.i;
+    else if (v.type == JV_FLOAT) {
+        if (want_int && !(fabs(v.u.f) < 9.2e18)) return false; /* NaN, inf or past int64 */
+        *f = v.u.f, *i = (int64_t)v.u.f;
+    } else return false;
+    return true;
+}
+
+/* Python's printf-style formatting, as `str % args` and the `format`
+ * filter do it: %s %r %d %i %u %f %F %e %E %g %G %x %X %o %c and %%, with
+ * the flags - + space 0 #, a width and a precision (`*` and %(name)s
+ * fields are not supported). */
+bool percent_format(interp *in, const node *at, const jstr *fmt, const jv *args, size_t n_args, jv *out) {
+    jbuf b = {0};
+    size_t next = 0;
+    const char *err = NULL;
+    for (size_t i = 0; i < fmt->len && !err; i++) {
+        if (fmt->data[i] != '%') {
+            jbuf_putc(&b, fmt->data[i]);
+            continue;
+        }
+        char spec[24] = "%";
+        size_t k = 1;
+        while (++i < fmt->len && strchr("-+ 0#", fmt->data[i]) && fmt->data[i] && k < 8) spec[k++] = fmt->data[i];
+        int width = 0, precision = -1;
+        while (i < fmt->len && fmt->data[i] >= '0' && fmt->data[i] <= '9' && width <= MAX_FORMAT_WIDTH) width = width * 10 + fmt->data[i++] - '0';
+        if (i < fmt->len && fmt->data[i] == '.') {
+            precision = 0;
+            while (++i < fmt->len && fmt->data[i] >= '0' && fmt->data[i] <= '9' && precision <= MAX_FORMAT_WIDTH)
+                precision = precision * 10 + fmt->data[i] - '0';
+        }
+        if (i >= fmt->len) {
+            err = "incomplete format";
+            break;
+        }
+        const char conv = fmt->data[i];
+        if (conv == '%' && k == 1 && width == 0 && precision < 0) {
+            jbuf_putc(&b, '%');
+            continue;
+        }
+        if (width > MAX_FORMAT_WIDTH || precision > MAX_FORMAT_WIDTH) {
+            err = "format width or precision too large";
+            break;
+        }
+        if (!strchr("srdiufFeEgGxXoc", conv) || !conv) {
+            jbuf_free(&b);
+            return rt_error(in, at, "unsupported format character '%c' (0x%x)", conv, (unsigned char)conv);
+        }
+        if (next >= n_args) {
+            err = "not enough arguments for format string";
+            break;
+        }
+        const jv v = args[next++];
+        const bool left = strchr(spec, '-') != NULL;
+        int64_t iv;
+        double fv;
+        char num[MAX_FORMAT_WIDTH + 400];
+        if (conv == 's' || conv == 'r' || (conv == 'c' && v.type == JV_STR)) {
+            jv text;
+            if (conv == 'r' ? !jv_repr(in->heap, v, &text) : !jv_to_str(in->heap, v, &text)) {
+                jbuf_free(&b);
+                return oom(in, at);
+            }
+            if (conv == 'c' && char_count(text.u.s->data, text.u.s->len) != 1) {
+                err = "%c requires an int or a unicode character";
+                break;
+            }
+            /* the precision and width count characters, not bytes */
+            size_t n = text.u.s->len, chars = char_count(text.u.s->data, n);
+            if (precision >= 0 && chars > (size_t)precision) {
+                size_t cut = 0, cl;
+                for (int c = 0; c < precision; c++, cut += cl) decode(text.u.s->data + cut, n - cut, &cl);
+                n = cut, chars = (size_t)precision;
+            }
+            for (size_t pad = chars; !left && pad < (size_t)width; pad++) jbuf_putc(&b, ' ');
+            jbuf_put(&b, text.u.s->data, n);
+            for (size_t pad = chars; left && pad < (size_t)width; pad++) jbuf_putc(&b, ' ');
+            continue;
+        }
+        if (!format_number(v, strchr("diuxXoc", conv) != NULL, &iv, &fv)) {
+            jbuf_free(&b);
+            return rt_error(in, at, "%%%c format: a real number is required, not %s", conv, jv_type_name(v));
+        }
+        if (conv == 'c') {
+            if (iv < 0 || iv > 0x10FFFF) {
+                err = "%c arg not in range(0x110000)";
+                break;
+            }
+            put_cp(&b, (int32_t)iv);
+            continue;
+        }
+        snprintf(spec + k, sizeof spec - k, precision >= 0 ? "%d.%d%s%c" : "%d%.0d%s%c", width, precision < 0 ? 0 : precision,
+                 strchr("diuxXo", conv) ? "ll" : "", conv == 'i' || conv == 'u' ? 'd' : conv);
+        const int len = strchr("diuxXo", conv) ? snprintf(num, sizeof num, spec, (long long)iv) : snprintf(num, sizeof num, spec, fv);
+        if (len < 0 || (size_t)len >= sizeof num) {
+            err = "formatted number too long";
+            break;
+        }
+        jbuf_put(&b, num, (size_t)len);
+    }
+    if (!err && next < n_args) err = "not all arguments converted during string formatting";
+    if (err) {
+        jbuf_free(&b);
+        return rt_error(in, at, "%s", err);
+    }
+    return buf_result(in, at, &b, out);
+}
+
 /* --- iteration, length, lookups -------------------------------------------------------------- */
 
 bool jv_iterate(interp *in, const node *at, jv v, jv *out) {
@@ -1080,6 +1196,7 @@ bool builtin_filter(interp *in, const node *at, const char *name, jv v, const ca
         return true;
     }
     if (!strcmp(name, "indent")) return to_str(in, at, v, &s) && indent(in, at, s.u.s, a, out);
+    if (!strcmp(name, "format")) return to_str(in, at, v, &s) && percent_format(in, at, s.u.s, a->pos, a->n_pos, out);
     if (!strcmp(name, "wordcount")) {
         jv words;
         if (!to_str(in, at, v, &s) || !split(in, at, s.u.s, NULL, -1, &words)) return false;

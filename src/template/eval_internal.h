@@ -63,6 +63,9 @@ int builtin_global(const char *name);
 bool builtin_method(interp *in, jv self, const char *name, jv *out);
 bool builtin_call(interp *in, const node *at, jv fn, const call_args *args, jv *out);
 bool builtin_filter(interp *in, const node *at, const char *name, jv value, const call_args *args, jv *out);
+/* fmt % args, Python's printf-style formatting (the `%` operator on a
+ * string, and the `format` filter). */
+bool percent_format(interp *in, const node *at, const jstr *fmt, const jv *args, size_t n_args, jv *out);
 bool builtin_test(interp *in, const node *at, const char *name, jv value, const call_args *args, bool *out);
 
 /* Python's iteration: the items of a list, tuple, dict (keys), string
