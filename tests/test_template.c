@@ -166,6 +166,7 @@ static const lang_case lang_cases[] = {
      " 3.14|ab    |000042|ff|FF|10|1.234568e+04|0.0001|'q'|A|\u00e9|%|+7| 7|0xff"},
     {"{{ '%.2s|%5s|%-5s|' % ('h\u00e9llo', '\u00e9', '\u00fc') }}{{ '%d' % 3.9 }}{{ '%d' % true }}{{ '%s' % none }}",
      "h\u00e9|    \u00e9|\u00fc    |31None"},
+    {"{{ '%5c|%-3c|%05s|%-05d|%+.3e|% 5.1f|%5c' % ('x', 66, 'x', 3, 12.5, -2.25, 66) }}", "    x|B  |    x|3    |+1.250e+01| -2.2|    B"},
     {"{{ tools }}|{{ documents }}|{{ add_generation_prompt }}", "None|None|True"},
     {"{{ enable_thinking }}{{ extra.n + 1 }}", "False3"},
 };

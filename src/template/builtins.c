@@ -357,7 +357,9 @@ bool percent_format(interp *in, const node *at, const jstr *fmt, const jv *args,
                 err = "%c arg not in range(0x110000)";
                 break;
             }
+            for (int pad = 1; !left && pad < width; pad++) jbuf_putc(&b, ' ');
             put_cp(&b, (int32_t)iv);
+            for (int pad = 1; left && pad < width; pad++) jbuf_putc(&b, ' ');
             continue;
         }
         snprintf(spec + k, sizeof spec - k, precision >= 0 ? "%d.%d%s%c" : "%d%.0d%s%c", width, precision < 0 ? 0 : precision,
