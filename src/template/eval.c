@@ -293,8 +293,6 @@ static bool arith(interp *in, const node *at, int op, jv a, jv b, jv *out) {
     if (op == '*' && (b.type == JV_STR || b.type == JV_LIST || b.type == JV_TUPLE) && as_int(a, &times)) return repeat(in, at, b, times, out);
     if (op == '%' && a.type == JV_STR) /* a tuple gives the arguments, anything else is the one argument */
         return b.type == JV_TUPLE ? percent_format(in, at, a.u.s, b.u.l->items, b.u.l->n, out) : percent_format(in, at, a.u.s, &b, 1, out);
-    if (op == '%' && a.type == JV_STR) /* a tuple gives the arguments, anything else is the one argument */
-        return b.type == JV_TUPLE ? percent_format(in, at, a.u.s, b.u.l->items, b.u.l->n, out) : percent_format(in, at, a.u.s, &b, 1, out);
     bool an = a.type == JV_INT || a.type == JV_FLOAT || a.type == JV_BOOL;
     bool bn = b.type == JV_INT || b.type == JV_FLOAT || b.type == JV_BOOL;
     if (!an || !bn) {
