@@ -74,15 +74,23 @@ static sprout_status get_int(const loader *L, const char *suffix, bool required,
     return SPROUT_OK;
 }
 
-/* An optional number (of any numeric type); present but not a number is an
- * error, not the fallback. */
-static sprout_status get_float(const loader *L, const char *suffix, float fallback, float *out) {
+/* Lower bounds of a float hyperparameter: none (any finite value), or
+ * above zero, or zero and above. A NaN epsilon, a zero RoPE base or a
+ * negative soft-cap would only show as NaN logits. */
+typedef enum float_bound { ANY_FINITE, POSITIVE, NON_NEGATIVE } float_bound;
+
+/* An optional number (of any numeric type), which must be finite and above
+ * its bound; present but not a number is an error, not the fallback. */
+static sprout_status get_float(const loader *L, const char *suffix, float fallback, float_bound bound, float *out) {
     char key[160];
     arch_key(L, suffix, key, sizeof key);
     const sprout_gguf_value *v = sprout_gguf_find(L->g, key);
     double x = fallback;
     if (v && sprout_gguf_value_f64(v, &x) != SPROUT_OK) return sp_fail(SPROUT_ERR_FORMAT, "key '%s' must be a number", key);
-    *out = (float)x;
+    const float f = (float)x;
+    if (!isfinite(f) || (bound == POSITIVE && !(f > 0.f)) || (bound == NON_NEGATIVE && !(f >= 0.f)))
+        return sp_fail(SPROUT_ERR_FORMAT, "%s = %g is out of range", key, (double)f);
+    *out = f;
     return SPROUT_OK;
 }
 
@@ -222,12 +230,12 @@ static sprout_status load_hparams(loader *L, const arch_traits *at) {
     INT(sliding_window, "attention.sliding_window", false, 0);
 #undef INT
     hp->rope_kind = at->rope;
-    if ((st = get_float(L, "rope.freq_base", 10000.f, &hp->rope_base)) != SPROUT_OK) return st;
-    if ((st = get_float(L, "rope.freq_base_swa", 10000.f, &hp->rope_base_swa)) != SPROUT_OK) return st;
+    if ((st = get_float(L, "rope.freq_base", 10000.f, POSITIVE, &hp->rope_base)) != SPROUT_OK) return st;
+    if ((st = get_float(L, "rope.freq_base_swa", 10000.f, POSITIVE, &hp->rope_base_swa)) != SPROUT_OK) return st;
     hp->rope_freq_scale = 1.f;
-    if ((st = get_float(L, "rope.scaling.attn_factor", 1.f, &hp->rope_attn_factor)) != SPROUT_OK) return st;
-    if ((st = get_float(L, "rope.scaling.yarn_beta_fast", 32.f, &hp->yarn_beta_fast)) != SPROUT_OK) return st;
-    if ((st = get_float(L, "rope.scaling.yarn_beta_slow", 1.f, &hp->yarn_beta_slow)) != SPROUT_OK) return st;
+    if ((st = get_float(L, "rope.scaling.attn_factor", 1.f, ANY_FINITE, &hp->rope_attn_factor)) != SPROUT_OK) return st;
+    if ((st = get_float(L, "rope.scaling.yarn_beta_fast", 32.f, ANY_FINITE, &hp->yarn_beta_fast)) != SPROUT_OK) return st;
+    if ((st = get_float(L, "rope.scaling.yarn_beta_slow", 1.f, ANY_FINITE, &hp->yarn_beta_slow)) != SPROUT_OK) return st;
     if ((st = get_int(L, "rope.scaling.original_context_length", false, hp->n_ctx_train, &v)) != SPROUT_OK) return st;
     hp->rope_ctx_orig = (int32_t)v;
     char key[160];
@@ -236,8 +244,7 @@ static sprout_status load_hparams(loader *L, const arch_traits *at) {
     arch_key(L, "rope.scaling.type", key, sizeof key);
     if (sprout_gguf_get_str(g, key, &stype, &stype_len) == SPROUT_OK && !(stype_len == 4 && !memcmp(stype, "none", 4))) {
         float factor;
-        if ((st = get_float(L, "rope.scaling.factor", 1.f, &factor)) != SPROUT_OK) return st;
-        if (!(factor > 0.f) || !isfinite(factor)) return sp_fail(SPROUT_ERR_FORMAT, "%s: rope scaling factor %g", L->arch, factor);
+        if ((st = get_float(L, "rope.scaling.factor", 1.f, POSITIVE, &factor)) != SPROUT_OK) return st;
         hp->rope_freq_scale = 1.f / factor;
         if (stype_len == 6 && !memcmp(stype, "linear", 6)) hp->rope_scaling = SP_ROPE_SCALING_LINEAR;
         else if (stype_len == 4 && !memcmp(stype, "yarn", 4)) {
@@ -246,42 +253,20 @@ static sprout_status load_hparams(loader *L, const arch_traits *at) {
         } else return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s: RoPE scaling '%.*s' is not supported", L->arch, (int)stype_len, stype);
     } else {
         float factor; /* older files */
-        if ((st = get_float(L, "rope.scale_linear", 1.f, &factor)) != SPROUT_OK) return st;
-        if (factor > 0.f && factor != 1.f && isfinite(factor)) {
+        if ((st = get_float(L, "rope.scale_linear", 1.f, ANY_FINITE, &factor)) != SPROUT_OK) return st;
+        if (factor > 0.f && factor != 1.f) {
             hp->rope_scaling = SP_ROPE_SCALING_LINEAR;
             hp->rope_freq_scale = 1.f / factor;
         }
     }
     hp->norm_kind = at->norm;
     const char *eps_key = at->norm == SP_NORM_RMS ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon";
-    if ((st = get_float(L, eps_key, 1e-5f, &hp->norm_eps)) != SPROUT_OK) return st;
+    if ((st = get_float(L, eps_key, 1e-5f, NON_NEGATIVE, &hp->norm_eps)) != SPROUT_OK) return st;
     hp->ffn_kind = at->ffn;
     hp->embd_scale = at->embd_scale ? sqrtf((float)hp->n_embd) : 1.f;
-    if ((st = get_float(L, "attention.scale", 1.f / sqrtf((float)hp->head_dim_k), &hp->attn_scale)) != SPROUT_OK) return st;
-    if ((st = get_float(L, "attn_logit_softcapping", 0.f, &hp->attn_softcap)) != SPROUT_OK) return st;
-    if ((st = get_float(L, "final_logit_softcapping", 0.f, &hp->final_softcap)) != SPROUT_OK) return st;
-    /* a NaN or negative epsilon, a zero base or a NaN scale would only show as
-     * NaN logits; said here, with the key, instead */
-    const struct {
-        const char *suffix;
-        float value, min;
-        bool min_allowed;
-    } floats[] = {
-        {"rope.freq_base", hp->rope_base, 0.f, false},
-        {"rope.freq_base_swa", hp->rope_base_swa, 0.f, false},
-        {"rope.scaling.attn_factor", hp->rope_attn_factor, -INFINITY, false},
-        {"rope.scaling.yarn_beta_fast", hp->yarn_beta_fast, -INFINITY, false},
-        {"rope.scaling.yarn_beta_slow", hp->yarn_beta_slow, -INFINITY, false},
-        {eps_key, hp->norm_eps, 0.f, true},
-        {"attention.scale", hp->attn_scale, -INFINITY, false},
-        {"attn_logit_softcapping", hp->attn_softcap, 0.f, true},
-        {"final_logit_softcapping", hp->final_softcap, 0.f, true},
-    };
-    for (size_t i = 0; i < sizeof floats / sizeof *floats; i++) {
-        const float f = floats[i].value;
-        if (!isfinite(f) || f < floats[i].min || (f == floats[i].min && !floats[i].min_allowed))
-            return sp_fail(SPROUT_ERR_FORMAT, "%s.%s = %g is out of range", L->arch, floats[i].suffix, (double)f);
-    }
+    if ((st = get_float(L, "attention.scale", 1.f / sqrtf((float)hp->head_dim_k), ANY_FINITE, &hp->attn_scale)) != SPROUT_OK) return st;
+    if ((st = get_float(L, "attn_logit_softcapping", 0.f, NON_NEGATIVE, &hp->attn_softcap)) != SPROUT_OK) return st;
+    if ((st = get_float(L, "final_logit_softcapping", 0.f, NON_NEGATIVE, &hp->final_softcap)) != SPROUT_OK) return st;
     hp->parallel_block = at->may_be_parallel && find_tensor(L, "blk.0.ffn_norm.weight") < 0;
     hp->fused_gate_up = find_tensor(L, "blk.0.ffn_gate.weight") < 0 && at->ffn != SP_FFN_GELU;
     return SPROUT_OK;
