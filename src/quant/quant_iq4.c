@@ -48,13 +48,10 @@ static void fit_levels(const float *x, const float *weight, float inv_scale, flo
 
 /* The scale of 32 elements (0 when they are all but zero). */
 static float block_scale(const float *x) {
-    float weight[SP_QK32], amax = 0.f, max = 0.f;
-    for (int j = 0; j < SP_QK32; j++) {
-        weight[j] = x[j] * x[j];
-        const float ax = fabsf(x[j]);
-        if (ax > amax) amax = ax, max = x[j];
-    }
+    float weight[SP_QK32], amax;
+    const float max = sp_signed_absmax(x, SP_QK32, &amax);
     if (amax < 1e-15f) return 0.f;
+    for (int j = 0; j < SP_QK32; j++) weight[j] = x[j] * x[j];
     float sum_qx, sum_q2;
     fit_levels(x, weight, 1.f / (-max / sp_iq4_levels[0]), &sum_qx, &sum_q2);
     float d = sum_q2 > 0.f ? sum_qx / sum_q2 : 0.f, best = d * sum_qx;
@@ -95,11 +92,9 @@ void sp_dequantize_iq4_nl(const void *src, float *y, int64_t n) {
 void sp_quantize_iq4_xs(const float *x, void *dst, int64_t n) {
     sp_block_iq4_xs *y = dst;
     for (int64_t b = 0; b < n / SP_QK_K; b++, x += SP_QK_K) {
-        float scales[SP_QK_K / SP_QK32], max_scale = 0.f, amax_scale = 0.f;
-        for (int j = 0; j < SP_QK_K / SP_QK32; j++) {
-            scales[j] = block_scale(x + SP_QK32 * j);
-            if (fabsf(scales[j]) > amax_scale) amax_scale = fabsf(scales[j]), max_scale = scales[j];
-        }
+        float scales[SP_QK_K / SP_QK32];
+        for (int j = 0; j < SP_QK_K / SP_QK32; j++) scales[j] = block_scale(x + SP_QK32 * j);
+        const float max_scale = sp_signed_absmax(scales, SP_QK_K / SP_QK32, NULL);
         const float d = -max_scale / 32.f, id = d ? 1.f / d : 0.f;
         y[b].d = sp_fp32_to_fp16(d);
         y[b].scales_h = 0;
