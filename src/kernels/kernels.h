@@ -80,8 +80,12 @@ static inline sp_cell_range sp_attention_range(const sp_attention_args *a, int64
  * accumulators a block of rows keeps between spans of its rows.
  * Callers size their scratch with it once, so no kernel allocates inside
  * the token loop. */
+/* Floats of scratch per input element that a tile of activations may
+ * fill (each level's kernel asserts its tile fits). */
+#define SP_TILE_FLOATS_PER_ELEMENT 23
+
 static inline int64_t sp_matmul_scratch_floats(int64_t n_in) {
-    return 23 * n_in + 13 * 32 * 8 + 64 + SP_ROUNDED_BLOCK_FLOATS + SP_ROW_STATE_FLOATS;
+    return SP_TILE_FLOATS_PER_ELEMENT * n_in + 13 * 32 * 8 + 64 + SP_ROUNDED_BLOCK_FLOATS + SP_ROW_STATE_FLOATS;
 }
 
 /* The K-quants with a scale per 16 elements: the int8 kernels keep their

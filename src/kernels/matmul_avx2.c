@@ -848,7 +848,8 @@ static void span_rows(sprout_type type, const act_tile *at, int G, const row_spa
 static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, const act_block *xq, int64_t n_tokens, float *y,
                         int64_t y_stride, int64_t o0, int64_t o1, float *scratch) {
     /* per 256 elements: a row of chunks and the tile's blocks (sp_matmul_scratch_floats) */
-    _Static_assert(CHUNK_ROW * sizeof(act_chunk) + 8 * TOKEN_TILE * sizeof(act_block) <= 23 * 256 * sizeof(float), "a tile fits the scratch");
+    _Static_assert(CHUNK_ROW * sizeof(act_chunk) + 8 * TOKEN_TILE * sizeof(act_block) <= SP_TILE_FLOATS_PER_ELEMENT * 256 * sizeof(float),
+                   "a tile fits the scratch");
     const int64_t nb = w->n_in / 32, nb8 = (nb + 7) & ~(int64_t)7;
     /* 32-byte loads that straddle cache lines cost a quarter of the speed:
      * the chunks start on a line (the scratch has room to spare) */

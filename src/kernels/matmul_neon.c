@@ -456,7 +456,7 @@ void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, const 
     /* up to 32 tokens at a time in the caller's scratch: their blocks
      * (unless the caller quantized them), scales, sums and pairs */
     enum { TILE = 32 };
-    _Static_assert(TILE * (sizeof(act_block) + 2 * sizeof(float) + 2 * sizeof(int32_t)) + TILE / 2 * 64 <= 23 * 32 * sizeof(float),
+    _Static_assert(TILE * (sizeof(act_block) + 2 * sizeof(float) + 2 * sizeof(int32_t)) + TILE / 2 * 64 <= SP_TILE_FLOATS_PER_ELEMENT * 32 * sizeof(float),
                    "a tile fits sp_matmul_scratch_floats");
     const int64_t nb = w->n_in / 32, nb4 = (nb + 3) & ~(int64_t)3;
     act_block *own = (act_block *)scratch;
@@ -465,7 +465,7 @@ void SP_MATMUL_NAME(const sp_weight *w, const float *x, int64_t x_stride, const 
     int8_t *pairs = (int8_t *)(half_sums + TILE * 2 * nb4);
     /* two decoded rows past the tile, in the scratch's spare floats (NULL: they do not fit) */
     const size_t decoded_bytes = (decoded_row_bytes(nb) + 15) & ~(size_t)15;
-    const int64_t tile_floats = 23 * 32 * nb4; /* what the assertion above bounds */
+    const int64_t tile_floats = SP_TILE_FLOATS_PER_ELEMENT * 32 * nb4; /* what the assertion above bounds */
     void *decoded = 2 * decoded_bytes + 16 <= (size_t)(sp_matmul_scratch_floats(w->n_in) - tile_floats) * sizeof(float)
                         ? (void *)(((uintptr_t)(scratch + tile_floats) + 15) & ~(uintptr_t)15)
                         : NULL;
