@@ -127,9 +127,11 @@ const sp_kernels *sp_kernels_for_level(const char *level) {
 static void choose(void) {
     chosen = &portable;
     const char *cap = getenv("SPROUT_CPU");
-    if (cap && *cap && !is_known_level(cap)) /* a typo must not pass for a measured level */
-        fprintf(stderr, "sprout: SPROUT_CPU=%s is not one of generic, avx2, avx512, avx512bf16, amx, neon, i8mm: using the best level this CPU has\n",
-                cap);
+    if (cap && *cap && !is_known_level(cap)) { /* a typo must not pass for a measured level */
+        fprintf(stderr, "sprout: SPROUT_CPU=%s is not one of", cap);
+        for (size_t i = 0; i < sizeof known_levels / sizeof *known_levels; i++) fprintf(stderr, "%s %s", i ? "," : "", known_levels[i]);
+        fprintf(stderr, ": using the best level this CPU has\n");
+    }
     if (cap && !strcmp(cap, "generic")) return;
 #ifdef SP_HAVE_NEON_KERNELS
     if (cpu_has_neon_dotprod()) chosen = &neon;
