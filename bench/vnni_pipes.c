@@ -38,27 +38,27 @@ enum { ITERATIONS = 50000000 };
         printf("| %s | %.2f |\n", name, ITERATIONS * 12.0 / (now_s() - t0) * 1e-9);                                   \
     } while (0)
 
+/* `op src, %ymmD` into registers no vpdpbusd reads, so that nothing waits on it */
+#define ONE(op, src, d) op " " src ",%%ymm" #d "\n"
+/* two of op beside the twelve (in ymm14-15), and two more (in ymm16-17) */
+#define FIRST2(op, src) ONE(op, src, 14) ONE(op, src, 15)
+#define SECOND2(op, src) ONE(op, src, 16) ONE(op, src, 17)
+#define AB "%%ymm0,%%ymm1"
+
 /* compiled for AVX-512 alone, so that main runs anywhere to say so */
 __attribute__((target("avx512f,avx512vl,avx512vnni"), noinline)) static void measure(void) {
     printf("| beside 12 vpdpbusd | vpdpbusd per ns |\n|---|---|\n");
     RATE("nothing", DP12("%%ymm0"));
     RATE("nothing, activations from memory (L1)", DP12("0(%0)"));
-    RATE("2 vmulps + 2 vfmadd231ps", DP12("%%ymm0") "vmulps %%ymm14,%%ymm15,%%ymm14\n vfmadd231ps %%ymm0,%%ymm1,%%ymm15\n"
-                                                    "vmulps %%ymm0,%%ymm1,%%ymm16\n vfmadd231ps %%ymm0,%%ymm1,%%ymm17\n");
-    RATE("4 vaddps", DP12("%%ymm0") "vaddps %%ymm0,%%ymm1,%%ymm14\n vaddps %%ymm0,%%ymm1,%%ymm15\n"
-                                    "vaddps %%ymm0,%%ymm1,%%ymm16\n vaddps %%ymm0,%%ymm1,%%ymm17\n");
-    RATE("2 vcvtdq2ps + 2 vpaddd", DP12("%%ymm0") "vcvtdq2ps %%ymm0,%%ymm14\n vcvtdq2ps %%ymm1,%%ymm15\n"
-                                                  "vpaddd %%ymm0,%%ymm1,%%ymm16\n vpaddd %%ymm0,%%ymm1,%%ymm17\n");
-    RATE("4 vpunpck*", DP12("%%ymm0") "vpunpckldq %%ymm0,%%ymm1,%%ymm14\n vpunpckhdq %%ymm0,%%ymm1,%%ymm15\n"
-                                      "vpunpcklqdq %%ymm0,%%ymm1,%%ymm16\n vpunpckhqdq %%ymm0,%%ymm1,%%ymm17\n");
-    RATE("2 vpand + 2 vpsrlw", DP12("%%ymm0") "vpand %%ymm0,%%ymm1,%%ymm14\n vpand %%ymm0,%%ymm1,%%ymm15\n"
-                                              "vpsrlw $4,%%ymm1,%%ymm16\n vpsrlw $4,%%ymm0,%%ymm17\n");
-    RATE("4 vpmulld", DP12("%%ymm0") "vpmulld %%ymm0,%%ymm1,%%ymm14\n vpmulld %%ymm0,%%ymm1,%%ymm15\n"
-                                     "vpmulld %%ymm0,%%ymm1,%%ymm16\n vpmulld %%ymm0,%%ymm1,%%ymm17\n");
-    RATE("4 vpmaddwd", DP12("%%ymm0") "vpmaddwd %%ymm0,%%ymm1,%%ymm14\n vpmaddwd %%ymm0,%%ymm1,%%ymm15\n"
-                                      "vpmaddwd %%ymm0,%%ymm1,%%ymm16\n vpmaddwd %%ymm0,%%ymm1,%%ymm17\n");
-    RATE("4 vcvtph2ps", DP12("%%ymm0") "vcvtph2ps %%xmm0,%%ymm14\n vcvtph2ps %%xmm1,%%ymm15\n"
-                                       "vcvtph2ps %%xmm0,%%ymm16\n vcvtph2ps %%xmm1,%%ymm17\n");
+    RATE("2 vmulps + 2 vfmadd231ps", DP12("%%ymm0") FIRST2("vmulps", AB) SECOND2("vfmadd231ps", AB));
+    RATE("4 vaddps", DP12("%%ymm0") FIRST2("vaddps", AB) SECOND2("vaddps", AB));
+    RATE("2 vcvtdq2ps + 2 vpaddd", DP12("%%ymm0") FIRST2("vcvtdq2ps", "%%ymm0") SECOND2("vpaddd", AB));
+    RATE("4 vpunpck*", DP12("%%ymm0") ONE("vpunpckldq", AB, 14) ONE("vpunpckhdq", AB, 15) ONE("vpunpcklqdq", AB, 16)
+                           ONE("vpunpckhqdq", AB, 17));
+    RATE("2 vpand + 2 vpsrlw", DP12("%%ymm0") FIRST2("vpand", AB) SECOND2("vpsrlw", "$4,%%ymm1"));
+    RATE("4 vpmulld", DP12("%%ymm0") FIRST2("vpmulld", AB) SECOND2("vpmulld", AB));
+    RATE("4 vpmaddwd", DP12("%%ymm0") FIRST2("vpmaddwd", AB) SECOND2("vpmaddwd", AB));
+    RATE("4 vcvtph2ps", DP12("%%ymm0") FIRST2("vcvtph2ps", "%%xmm0") SECOND2("vcvtph2ps", "%%xmm1"));
 }
 
 int main(void) {
