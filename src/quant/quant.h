@@ -72,6 +72,10 @@ void sp_dequantize_iq4_xs(const void *src, float *dst, int64_t n);
 void sp_quantize_iq4_nl(const float *src, void *dst, int64_t n);
 void sp_quantize_iq4_xs(const float *src, void *dst, int64_t n);
 
+/* A (sub-)block whose largest magnitude is below this is all zero to the
+ * K-quant and IQ4 searches, as to llama.cpp's. */
+#define SP_ZERO_AMAX 1e-15f
+
 /* The element of largest magnitude, with its sign (the first one on ties);
  * *amax_out (optional) gets its magnitude. Symmetric formats map it to their
  * most negative level. */

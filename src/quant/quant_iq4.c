@@ -50,7 +50,7 @@ static void fit_levels(const float *x, const float *weight, float inv_scale, flo
 static float block_scale(const float *x) {
     float weight[SP_QK32], amax;
     const float max = sp_signed_absmax(x, SP_QK32, &amax);
-    if (amax < 1e-15f) return 0.f;
+    if (amax < SP_ZERO_AMAX) return 0.f;
     for (int j = 0; j < SP_QK32; j++) weight[j] = x[j] * x[j];
     float sum_qx, sum_q2;
     fit_levels(x, weight, 1.f / (-max / sp_iq4_levels[0]), &sum_qx, &sum_q2);

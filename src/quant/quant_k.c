@@ -14,8 +14,6 @@
 #include "quant/fp16.h"
 #include "quant/quant.h"
 
-#define SP_K_EPS 1e-15f /* a sub-block whose largest magnitude is below this is all zero */
-
 static inline int clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
 /* --- sub-block searches ---------------------------------------------------- */
@@ -51,7 +49,7 @@ static inline float round_to_level(float v, float lo, float hi) {
 SEARCH_CLONES static float search_symmetric(int n, int nmax, const float *x, int8_t *L) {
     float amax;
     const float max = sp_signed_absmax(x, n, &amax);
-    if (amax < SP_K_EPS) {
+    if (amax < SP_ZERO_AMAX) {
         memset(L, 0, (size_t)n);
         return 0.f;
     }
@@ -90,7 +88,7 @@ SEARCH_CLONES static float search_symmetric(int n, int nmax, const float *x, int
 static float search_symmetric_refine(int n, int nmax, const float *x, int8_t *L) {
     float amax;
     const float max = sp_signed_absmax(x, n, &amax);
-    if (amax < SP_K_EPS) {
+    if (amax < SP_ZERO_AMAX) {
         memset(L, 0, (size_t)n);
         return 0.f;
     }
@@ -504,7 +502,7 @@ void sp_quantize_q6_K(const float *x, void *dst, int64_t n) {
         for (int j = 0; j < 16; j++) scales[j] = search_symmetric(16, 32, x + 16 * j, L + 16 * j);
         float max_abs_scale;
         const float max_scale = sp_signed_absmax(scales, 16, &max_abs_scale);
-        if (max_abs_scale < SP_K_EPS) {
+        if (max_abs_scale < SP_ZERO_AMAX) {
             memset(&y[b], 0, sizeof y[b]);
             continue;
         }
