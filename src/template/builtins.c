@@ -362,9 +362,12 @@ bool percent_format(interp *in, const node *at, const jstr *fmt, const jv *args,
             for (int pad = 1; left && pad < width; pad++) jbuf_putc(&b, ' ');
             continue;
         }
-        snprintf(spec + k, sizeof spec - k, precision >= 0 ? "%d.%d%s%c" : "%d%.0d%s%c", width, precision < 0 ? 0 : precision,
-                 strchr("diuxXo", conv) ? "ll" : "", conv == 'i' || conv == 'u' ? 'd' : conv);
-        const int len = strchr("diuxXo", conv) ? snprintf(num, sizeof num, spec, (long long)iv) : snprintf(num, sizeof num, spec, fv);
+        /* the same conversion for C's printf: flags, width, precision, then ll for the integers */
+        const bool integer = strchr("diuxXo", conv) != NULL;
+        if (width > 0) k += (size_t)snprintf(spec + k, sizeof spec - k, "%d", width);
+        if (precision >= 0) k += (size_t)snprintf(spec + k, sizeof spec - k, ".%d", precision);
+        snprintf(spec + k, sizeof spec - k, "%s%c", integer ? "ll" : "", conv == 'i' || conv == 'u' ? 'd' : conv);
+        const int len = integer ? snprintf(num, sizeof num, spec, (long long)iv) : snprintf(num, sizeof num, spec, fv);
         if (len < 0 || (size_t)len >= sizeof num) {
             err = "formatted number too long";
             break;
