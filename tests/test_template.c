@@ -167,6 +167,19 @@ static const lang_case lang_cases[] = {
     {"{{ '%.2s|%5s|%-5s|' % ('h\u00e9llo', '\u00e9', '\u00fc') }}{{ '%d' % 3.9 }}{{ '%d' % true }}{{ '%s' % none }}",
      "h\u00e9|    \u00e9|\u00fc    |31None"},
     {"{{ '%5c|%-3c|%05s|%-05d|%+.3e|% 5.1f|%5c' % ('x', 66, 'x', 3, 12.5, -2.25, 66) }}", "    x|B  |    x|3    |+1.250e+01| -2.2|    B"},
+    /* with and call blocks, macro varargs/kwargs, and more of the filters and str methods, as Python's jinja2 renders them */
+    {"{% with a = 1, b = 2 %}{{ a + b }}{% endwith %}{% set a = 5 %}{% with a = 1, b = a %}{{ a }}{{ b }}{% set c = 2 %}{% endwith %}{{ a }}{{ c is defined }}", "3155False"},
+    {"{% macro list(items) %}<{% for i in items %}{{ caller(i, loop.index) }}{% endfor %}>{% endmacro %}{% call(item, n=0) list(['a', 'b']) %}{{ n }}{{ item|upper }}{% endcall %}{% macro box() %}[{{ caller() }}]{% endmacro %}{% call box() %}x{% endcall %}", "<1A2B>[x]"},
+    {"{% macro f(a, b=2) %}{{ a }}{{ b }}{{ varargs }}{{ kwargs }}{% endmacro %}{{ f(1) }}{{ f(1, 3, 4) }}{{ f(1, z=4) }} {{ f.name }} {{ f.arguments }}", "12(){}13(4,){}12(){'z': 4} f ('a', 'b')"},
+    {"{% for i in range(3) %}{{ loop.cycle('a', 'b') }}{% endfor %} {{ 0.5|round }} {{ 1.5|round }} {{ 2.5|round }} {{ 0.125|round(2) }} {{ 1250|round(-2) }} {{ 5|round }} {{ 2.5|round(0, 'ceil') }}", "aba 0.0 2.0 2.0 0.12 1200 5 3.0"},
+    {"{{ {'b': 1, 'A': 2, 'a': 0}|dictsort }} {{ {'b': 1, 'a': 2}|dictsort(by='value', reverse=true) }} {{ ['B', 'a', 'b']|unique|list }} {{ ['B', 'b']|unique(true)|list }}", "[('A', 2), ('a', 0), ('b', 1)] [('a', 2), ('b', 1)] ['B', 'a'] ['B', 'b']"},
+    {"{{ 'a,b,c'.rsplit(',', 1) }} {{ ' a  b c '.rsplit(None, 1) }} {{ 'x</think>y</think>z'.rsplit('</think>', 1)[0] }} {{ 'a-b-c'.partition('-') }} {{ 'a-b-c'.rpartition('-') }} {{ 'abc'.partition('-') }}", "['a,b', 'c'] [' a  b', 'c'] x</think>y ('a', '-', 'b-c') ('a-b', '-', 'c') ('abc', '', '')"},
+    {"{{ 'hello'.rfind('l') }} {{ 'h\u00e9llo'.index('l') }} {{ 'ab'.center(7, '*') }} {{ 'x'.ljust(3, '-') }}{{ 'x'.rjust(3) }} {{ '-7'.zfill(4) }} {{ 'Ab'.swapcase() }} {{ 'a\\nb\\r\\nc'.splitlines() }} {{ 'think'.removeprefix('th') }}{{ 'think'.removesuffix('nk') }}", "3 2 ***ab** x--  x -007 aB ['a', 'b', 'c'] inkthi"},
+    {"{{ 'ABC'.isupper() }} {{ 'A1'.isupper() }} {{ 'a'.islower() }} {{ '1'.islower() }} {{ 'a1'.isalnum() }} {{ '12'.isnumeric() }} {{ '12'.isdecimal() }}", "True True True False True True True"},
+    {"{{ 'hello world'|truncate(8) }}|{{ 'hello world foo'|truncate(9, leeway=0) }}|{{ 'hello world'|truncate(8, true, '..', 0) }}|{{ 'ab'|center(6) }}|", "hello world|hello...|hello ..|  ab  |"},
+    {"{{ [1, 2, 3, 4, 5]|batch(2)|list }} {{ [1, 2, 3, 4, 5]|batch(2, 0)|list }} {{ [1, 2, 3, 4, 5]|slice(3, 'x')|list }} {{ [1, 2]|slice(3)|list }} {{ [1, 2]|batch(4, 'x')|list }}", "[[1, 2], [3, 4], [5]] [[1, 2], [3, 4], [5, 0]] [[1, 2], [3, 4], [5, 'x']] [[1], [2], []] [[1, 2, 'x', 'x']]"},
+    {"{% for k, g in [{'a': 'x', 'b': 1}, {'a': 'y', 'b': 2}, {'a': 'X', 'b': 3}]|groupby('a') %}{{ k }}:{{ g|map(attribute='b')|join(',') }};{% endfor %}", "x:1,3;y:2;"},
+    {"{{ '%(a)s-%(b)03d' % {'a': 'x', 'b': 3} }} {{ '%s' % {'a': 1} }} {{ '%(n)s!'|format(n='hi') }} {{ '100%%' % {} }}", "x-003 {'a': 1} hi! 100%"},
     {"{{ tools }}|{{ documents }}|{{ add_generation_prompt }}", "None|None|True"},
     {"{{ enable_thinking }}{{ extra.n + 1 }}", "False3"},
 };
@@ -220,6 +233,14 @@ static const error_case error_cases[] = {
     {"{{ 1 // 0 }}", "division or modulo by zero", 1},
     {"{{ range(10000000) }}", "too large", 1},
     {"{{ raise_exception('Only user and assistant roles') }}", "Only user and assistant roles", 1},
+    {"{% macro m() %}x{% endmacro %}{% call m() %}y{% endcall %}", "special caller argument", 1},
+    {"{% with a %}{% endwith %}", "expected '='", 1},
+    {"{% call m %}x{% endcall %}", "expected call", 1},
+    {"{{ '%(a)s' % {'b': 1} }}", "'a'", 1},
+    {"{{ '%(a)s' % ('x',) }}", "format requires a mapping", 1},
+    {"{{ 'x'.index('z') }}", "substring not found", 1},
+    {"{{ [1]|batch(0) }}", "positive count", 1},
+    {"{{ 'abc'|truncate(2) }}", "expected length >= 3", 1},
 };
 
 static void test_errors(void) {

@@ -89,7 +89,7 @@ static bool strip(interp *in, const node *at, const jstr *s, const jstr *chars, 
     return make_str(in, at, s->data + b, e - b, out);
 }
 
-typedef enum { CASE_UPPER, CASE_LOWER, CASE_TITLE, CASE_CAPITALIZE } case_mode;
+typedef enum { CASE_UPPER, CASE_LOWER, CASE_TITLE, CASE_CAPITALIZE, CASE_SWAP } case_mode;
 
 static bool change_case(interp *in, const node *at, const jstr *s, case_mode mode, jv *out) {
     jbuf b = {0};
@@ -102,6 +102,7 @@ static bool change_case(interp *in, const node *at, const jstr *s, case_mode mod
         case CASE_UPPER: r = utf8proc_toupper(c); break;
         case CASE_LOWER: r = utf8proc_tolower(c); break;
         case CASE_CAPITALIZE: r = i == 0 ? utf8proc_toupper(c) : utf8proc_tolower(c); break;
+        case CASE_SWAP: r = utf8proc_toupper(c) != c ? utf8proc_toupper(c) : utf8proc_tolower(c); break;
         case CASE_TITLE:
             /* jinja2's title: words begin after "-", whitespace, "(", "{", "[" or "<" */
             r = word_start ? utf8proc_toupper(c) : utf8proc_tolower(c);
@@ -203,6 +204,104 @@ static bool split(interp *in, const node *at, const jstr *s, const jstr *sep, in
     return out->type == JV_LIST || oom(in, at);
 }
 
+/* Where the code point that ends at byte e (> 0) of s begins. */
+static size_t prev_char(const char *s, size_t e) {
+    size_t b = e - 1;
+    while (b > 0 && ((unsigned char)s[b] & 0xC0) == 0x80 && e - b < 4) b--;
+    return b;
+}
+
+/* str.rsplit: split's pieces, but at most maxsplit cuts counted from the right. */
+static bool rsplit(interp *in, const node *at, const jstr *s, const jstr *sep, int64_t maxsplit, jv *out) {
+    if (maxsplit < 0) return split(in, at, s, sep, maxsplit, out);
+    if (sep && sep->len == 0) return rt_error(in, at, "empty separator");
+    jv piece, *items = jv_alloc(in->heap, ((size_t)(maxsplit < 64 ? maxsplit : 64) + 1) * sizeof *items);
+    size_t n = 0, cap = (size_t)(maxsplit < 64 ? maxsplit : 64) + 1, e = s->len, cl;
+    if (!items) return oom(in, at);
+#define PUSH(from, to)                                                                                \
+    do {                                                                                              \
+        if (!make_str(in, at, s->data + (from), (to) - (from), &piece)) return false;                \
+        if (n == cap) {                                                                               \
+            jv *grown = jv_alloc(in->heap, cap * 2 * sizeof *grown);                                  \
+            if (!grown) return oom(in, at);                                                           \
+            memcpy(grown, items, n * sizeof *grown);                                                  \
+            items = grown;                                                                            \
+            cap *= 2;                                                                                 \
+        }                                                                                             \
+        items[n++] = piece;                                                                           \
+    } while (0)
+    if (sep) {
+        while ((int64_t)n < maxsplit) {
+            size_t hit = SIZE_MAX;
+            for (size_t i = e; i >= sep->len && hit == SIZE_MAX; i--)
+                if (!memcmp(s->data + i - sep->len, sep->data, sep->len)) hit = i - sep->len;
+            if (hit == SIZE_MAX) break;
+            PUSH(hit + sep->len, e);
+            e = hit;
+        }
+        PUSH(0, e);
+    } else { /* runs of whitespace; no empty pieces; the rest keeps its inner whitespace */
+        for (;;) {
+            while (e > 0 && py_isspace(decode(s->data + prev_char(s->data, e), e - prev_char(s->data, e), &cl))) e = prev_char(s->data, e);
+            if (e == 0) break;
+            if ((int64_t)n >= maxsplit) {
+                PUSH(0, e);
+                break;
+            }
+            size_t b = e;
+            while (b > 0 && !py_isspace(decode(s->data + prev_char(s->data, b), b - prev_char(s->data, b), &cl))) b = prev_char(s->data, b);
+            PUSH(b, e);
+            e = b;
+        }
+    }
+#undef PUSH
+    for (size_t i = 0; i < n / 2; i++) {
+        jv t = items[i];
+        items[i] = items[n - 1 - i];
+        items[n - 1 - i] = t;
+    }
+    *out = jv_list(in->heap, items, n, false);
+    return out->type == JV_LIST || oom(in, at);
+}
+
+/* str.splitlines: at \n, \r, \r\n, \v, \f, \x1c-\x1e, \x85, U+2028 and U+2029,
+ * the breaks kept or not. */
+static bool split_lines(interp *in, const node *at, const jstr *s, bool keepends, jv *out) {
+    jv *items = jv_alloc(in->heap, (s->len + 1) * sizeof *items);
+    size_t n = 0, start = 0;
+    if (!items) return oom(in, at);
+    for (size_t i = 0; i < s->len;) {
+        size_t cl;
+        const int32_t c = decode(s->data + i, s->len - i, &cl);
+        if (!(c == '\n' || c == '\r' || c == '\v' || c == '\f' || (c >= 0x1C && c <= 0x1E) || c == 0x85 || c == 0x2028 || c == 0x2029)) {
+            i += cl;
+            continue;
+        }
+        size_t end = i + cl;
+        if (c == '\r' && end < s->len && s->data[end] == '\n') end++;
+        if (!make_str(in, at, s->data + start, (keepends ? end : i) - start, &items[n++])) return false;
+        i = start = end;
+    }
+    if (start < s->len && !make_str(in, at, s->data + start, s->len - start, &items[n++])) return false;
+    *out = jv_list(in->heap, items, n, false);
+    return out->type == JV_LIST || oom(in, at);
+}
+
+/* str.center/ljust/rjust: padded with fill to width characters; Python's
+ * center puts the odd pad on the left when width is odd. */
+static bool justify(interp *in, const node *at, const jstr *s, int64_t width, const jstr *fill, char how, jv *out) {
+    const size_t chars = char_count(s->data, s->len);
+    if (width > (int64_t)in->limits->max_output) return rt_error(in, at, "width too large");
+    if (width <= (int64_t)chars) return make_str(in, at, s->data, s->len, out);
+    const size_t marg = (size_t)width - chars;
+    const size_t left = how == 'l' ? 0 : how == 'r' ? marg : marg / 2 + (marg & (size_t)width & 1);
+    jbuf b = {0};
+    for (size_t i = 0; i < left; i++) jbuf_put(&b, fill ? fill->data : " ", fill ? fill->len : 1);
+    jbuf_put(&b, s->data, s->len);
+    for (size_t i = left; i < marg; i++) jbuf_put(&b, fill ? fill->data : " ", fill ? fill->len : 1);
+    return buf_result(in, at, &b, out);
+}
+
 static bool prefix_match(const jstr *s, jv p, bool suffix, bool *out) {
     if (p.type == JV_STR) {
         const jstr *x = p.u.s;
@@ -279,12 +378,15 @@ static bool format_number(jv v, bool want_int, int64_t *i, double *f) {
 
 /* Python's printf-style formatting, as `str % args` and the `format`
  * filter do it: %s %r %d %i %u %f %F %e %E %g %G %x %X %o %c and %%, with
- * the flags - + space 0 #, a width and a precision (`*` and %(name)s
- * fields are not supported). */
+ * the flags - + space 0 #, a width and a precision, and %(key)s fields
+ * taken from one mapping argument (`*` is not supported). */
 bool percent_format(interp *in, const node *at, const jstr *fmt, const jv *args, size_t n_args, jv *out) {
     jbuf b = {0};
     size_t next = 0;
     const char *err = NULL;
+    /* one mapping argument feeds the %(key)s fields, and may go unused, as in Python */
+    const jv *mapping = n_args == 1 && args[0].type == JV_DICT ? &args[0] : NULL;
+    bool used_key = false; /* after a %(key)s field, Python has no positional arguments left */
     for (size_t i = 0; i < fmt->len && !err; i++) {
         if (fmt->data[i] != '%') {
             jbuf_putc(&b, fmt->data[i]);
@@ -292,6 +394,28 @@ bool percent_format(interp *in, const node *at, const jstr *fmt, const jv *args,
         }
         char spec[24] = "%";
         size_t k = 1;
+        const jv *named = NULL; /* %(key)s: the mapping's value */
+        if (i + 1 < fmt->len && fmt->data[i + 1] == '(') {
+            if (!mapping) {
+                err = "format requires a mapping";
+                break;
+            }
+            const size_t key_start = i + 2;
+            size_t key_end = key_start;
+            for (int depth = 1; key_end < fmt->len && (depth > 1 || fmt->data[key_end] != ')'); key_end++)
+                depth += fmt->data[key_end] == '(' ? 1 : fmt->data[key_end] == ')' ? -1 : 0;
+            if (key_end >= fmt->len) {
+                err = "incomplete format key";
+                break;
+            }
+            named = jv_dict_get(mapping->u.d, fmt->data + key_start, key_end - key_start);
+            if (!named) {
+                jbuf_free(&b);
+                return rt_error(in, at, "'%.*s'", (int)(key_end - key_start > 100 ? 100 : key_end - key_start), fmt->data + key_start);
+            }
+            i = key_end;
+            used_key = true;
+        }
         while (++i < fmt->len && strchr("-+ 0#", fmt->data[i]) && fmt->data[i] && k < 8) spec[k++] = fmt->data[i];
         int width = 0, precision = -1;
         while (i < fmt->len && fmt->data[i] >= '0' && fmt->data[i] <= '9' && width <= MAX_FORMAT_WIDTH) width = width * 10 + fmt->data[i++] - '0';
@@ -317,11 +441,11 @@ bool percent_format(interp *in, const node *at, const jstr *fmt, const jv *args,
             jbuf_free(&b);
             return rt_error(in, at, "unsupported format character '%c' (0x%x)", conv, (unsigned char)conv);
         }
-        if (next >= n_args) {
+        if (!named && (next >= n_args || used_key)) {
             err = "not enough arguments for format string";
             break;
         }
-        const jv v = args[next++];
+        const jv v = named ? *named : args[next++];
         const bool left = strchr(spec, '-') != NULL;
         int64_t iv;
         double fv;
@@ -374,7 +498,7 @@ bool percent_format(interp *in, const node *at, const jstr *fmt, const jv *args,
         }
         jbuf_put(&b, num, (size_t)len);
     }
-    if (!err && next < n_args) err = "not all arguments converted during string formatting";
+    if (!err && next < n_args && !mapping) err = "not all arguments converted during string formatting";
     if (err) {
         jbuf_free(&b);
         return rt_error(in, at, "%s", err);
@@ -447,7 +571,21 @@ bool jv_getattr(interp *in, const node *at, jv obj, const char *name, jv *out) {
     case JV_LIST:
     case JV_TUPLE:
         if (builtin_method(in, obj, name, out)) return true;
-        /* fall through */
+        *out = missing(in, obj, name);
+        return true;
+    case JV_MACRO: {
+        const node *def = ((const macro_obj *)obj.u.macro)->def;
+        if (!strcmp(name, "name")) *out = jv_cstr(in->heap, def->u.macro.name);
+        else if (!strcmp(name, "arguments")) {
+            *out = jv_list(in->heap, NULL, def->u.macro.n_params, true);
+            for (size_t i = 0; out->type == JV_TUPLE && i < def->u.macro.n_params; i++)
+                ((jlist *)out->u.l)->items[i] = jv_cstr(in->heap, def->u.macro.params[i]);
+        } else if (!strcmp(name, "catch_varargs")) *out = jv_bool(def->u.macro.catch_varargs);
+        else if (!strcmp(name, "catch_kwargs")) *out = jv_bool(def->u.macro.catch_kwargs);
+        else if (!strcmp(name, "caller")) *out = jv_bool(def->u.macro.takes_caller);
+        else *out = missing(in, obj, name);
+        return !in->heap->exhausted || oom(in, at);
+    }
     default: *out = missing(in, obj, name); return true;
     }
 }
@@ -520,6 +658,24 @@ enum {
     M_VALUES,
     M_GET,
     M_INDEX,
+    M_RSPLIT,
+    M_RFIND,
+    M_STR_INDEX,
+    M_CENTER,
+    M_LJUST,
+    M_RJUST,
+    M_ZFILL,
+    M_SWAPCASE,
+    M_ISUPPER,
+    M_ISLOWER,
+    M_ISALNUM,
+    M_ISNUMERIC,
+    M_ISDECIMAL,
+    M_PARTITION,
+    M_RPARTITION,
+    M_SPLITLINES,
+    M_REMOVEPREFIX,
+    M_REMOVESUFFIX,
 };
 
 static const struct {
@@ -535,6 +691,12 @@ static const struct {
     {"isdigit", M_ISDIGIT, JV_STR},    {"isalpha", M_ISALPHA, JV_STR},     {"isspace", M_ISSPACE, JV_STR},
     {"items", M_ITEMS, JV_DICT},       {"keys", M_KEYS, JV_DICT},          {"values", M_VALUES, JV_DICT},
     {"get", M_GET, JV_DICT},           {"index", M_INDEX, JV_LIST},        {"count", M_COUNT, JV_LIST},
+    {"rsplit", M_RSPLIT, JV_STR},      {"rfind", M_RFIND, JV_STR},         {"index", M_STR_INDEX, JV_STR},
+    {"center", M_CENTER, JV_STR},      {"ljust", M_LJUST, JV_STR},         {"rjust", M_RJUST, JV_STR},
+    {"zfill", M_ZFILL, JV_STR},        {"swapcase", M_SWAPCASE, JV_STR},   {"isupper", M_ISUPPER, JV_STR},
+    {"islower", M_ISLOWER, JV_STR},    {"isalnum", M_ISALNUM, JV_STR},     {"isnumeric", M_ISNUMERIC, JV_STR},
+    {"isdecimal", M_ISDECIMAL, JV_STR}, {"partition", M_PARTITION, JV_STR}, {"rpartition", M_RPARTITION, JV_STR},
+    {"splitlines", M_SPLITLINES, JV_STR}, {"removeprefix", M_REMOVEPREFIX, JV_STR}, {"removesuffix", M_REMOVESUFFIX, JV_STR},
 };
 
 int builtin_global(const char *name) {
@@ -602,10 +764,11 @@ static bool call_method(interp *in, const node *at, int id, jv self, const call_
     case M_RSTRIP:
         if (a0 && a0->type != JV_NONE && !want_str(in, at, a0, "strip argument", &x)) return false;
         return strip(in, at, s, x, id != M_RSTRIP, id != M_LSTRIP, out);
-    case M_SPLIT: {
+    case M_SPLIT:
+    case M_RSPLIT: {
         const jv *sep = call_arg(a, 0, "sep"), *max = call_arg(a, 1, "maxsplit");
         if (sep && sep->type != JV_NONE && !want_str(in, at, sep, "separator", &x)) return false;
-        return want_int(in, at, max, -1, &n) && split(in, at, s, x, n, out);
+        return want_int(in, at, max, -1, &n) && (id == M_SPLIT ? split : rsplit)(in, at, s, x, n, out);
     }
     case M_STARTSWITH:
     case M_ENDSWITH:
@@ -623,17 +786,68 @@ static bool call_method(interp *in, const node *at, int id, jv self, const call_
     case M_FORMAT: return format(in, at, s, a, out);
     case M_JOIN: return a0 ? join_items(in, at, *a0, s, NULL, out) : rt_error(in, at, "join() takes exactly one argument");
     case M_FIND:
+    case M_RFIND:
+    case M_STR_INDEX: {
         if (!want_str(in, at, a0, "find argument", &x)) return false;
-        {
-            const char *hit = x->len ? memmem(s->data, s->len, x->data, x->len) : s->data;
-            int64_t pos = -1;
-            if (hit) {
-                pos = 0;
-                for (const char *p = s->data; p < hit; p++) pos += ((unsigned char)*p & 0xC0) != 0x80;
-            }
-            *out = jv_int(pos);
+        size_t hit = SIZE_MAX;
+        if (id == M_RFIND) {
+            for (size_t i = s->len + 1; i-- > 0 && hit == SIZE_MAX;)
+                if (i + x->len <= s->len && !memcmp(s->data + i, x->data, x->len)) hit = i;
+        } else {
+            const char *p = x->len ? memmem(s->data, s->len, x->data, x->len) : s->data;
+            if (p) hit = (size_t)(p - s->data);
         }
+        if (hit == SIZE_MAX && id == M_STR_INDEX) return rt_error(in, at, "substring not found");
+        *out = jv_int(hit == SIZE_MAX ? -1 : (int64_t)char_count(s->data, hit));
         return true;
+    }
+    case M_CENTER:
+    case M_LJUST:
+    case M_RJUST:
+        if (!want_int(in, at, a0, 0, &n) || (a1 && !want_str(in, at, a1, "the fill character", &y))) return false;
+        if (y && char_count(y->data, y->len) != 1) return rt_error(in, at, "The fill character must be exactly one character long");
+        return justify(in, at, s, n, y, id == M_CENTER ? 'c' : id == M_LJUST ? 'l' : 'r', out);
+    case M_ZFILL: {
+        if (!want_int(in, at, a0, 0, &n)) return false;
+        const size_t sign = s->len && (s->data[0] == '+' || s->data[0] == '-');
+        const size_t chars = char_count(s->data, s->len);
+        if (n > (int64_t)in->limits->max_output) return rt_error(in, at, "width too large");
+        jbuf b = {0};
+        jbuf_put(&b, s->data, sign);
+        for (int64_t k = (int64_t)chars; k < n; k++) jbuf_putc(&b, '0');
+        jbuf_put(&b, s->data + sign, s->len - sign);
+        if (!b.data) return make_str(in, at, "", 0, out);
+        return buf_result(in, at, &b, out);
+    }
+    case M_SWAPCASE: return change_case(in, at, s, CASE_SWAP, out);
+    case M_PARTITION:
+    case M_RPARTITION: {
+        if (!want_str(in, at, a0, "the separator", &x)) return false;
+        if (!x->len) return rt_error(in, at, "empty separator");
+        jv parts[3];
+        const jv empty = jv_str(in->heap, "", 0);
+        if (empty.type != JV_STR) return oom(in, at);
+        jv halves;
+        if (!(id == M_PARTITION ? split : rsplit)(in, at, s, x, 1, &halves)) return false;
+        if (halves.u.l->n == 2) {
+            parts[0] = halves.u.l->items[0], parts[1] = *a0, parts[2] = halves.u.l->items[1];
+        } else if (id == M_PARTITION) {
+            parts[0] = self, parts[1] = empty, parts[2] = empty;
+        } else {
+            parts[0] = empty, parts[1] = empty, parts[2] = self;
+        }
+        *out = jv_list(in->heap, parts, 3, true);
+        return out->type == JV_TUPLE || oom(in, at);
+    }
+    case M_SPLITLINES: return split_lines(in, at, s, a0 && jv_truthy(*a0), out);
+    case M_REMOVEPREFIX:
+    case M_REMOVESUFFIX: {
+        if (!want_str(in, at, a0, "the affix", &x)) return false;
+        bool has;
+        prefix_match(s, *a0, id == M_REMOVESUFFIX, &has);
+        const size_t cut = has ? x->len : 0;
+        return make_str(in, at, s->data + (id == M_REMOVEPREFIX ? cut : 0), s->len - cut, out);
+    }
     case M_COUNT:
         if (self.type != JV_STR) {
             int64_t c = 0;
@@ -660,18 +874,39 @@ static bool call_method(interp *in, const node *at, int id, jv self, const call_
         return true;
     case M_ISDIGIT:
     case M_ISALPHA:
-    case M_ISSPACE: {
+    case M_ISSPACE:
+    case M_ISALNUM:
+    case M_ISNUMERIC:
+    case M_ISDECIMAL: {
         bool all = s->len > 0;
         for (size_t i = 0; i < s->len && all;) {
             size_t cl;
             int32_t c = decode(s->data + i, s->len - i, &cl);
             utf8proc_category_t cat = utf8proc_category(c);
-            if (id == M_ISDIGIT) all = cat == UTF8PROC_CATEGORY_ND;
-            else if (id == M_ISALPHA) all = cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO;
+            const bool letter = cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO;
+            const bool number = cat >= UTF8PROC_CATEGORY_ND && cat <= UTF8PROC_CATEGORY_NO;
+            if (id == M_ISDIGIT || id == M_ISDECIMAL) all = cat == UTF8PROC_CATEGORY_ND;
+            else if (id == M_ISALPHA) all = letter;
+            else if (id == M_ISALNUM) all = letter || number;
+            else if (id == M_ISNUMERIC) all = number;
             else all = py_isspace(c);
             i += cl;
         }
         *out = jv_bool(all);
+        return true;
+    }
+    case M_ISUPPER:
+    case M_ISLOWER: { /* at least one cased character, and none of the other case */
+        bool cased = false, other = false;
+        for (size_t i = 0; i < s->len;) {
+            size_t cl;
+            utf8proc_category_t cat = utf8proc_category(decode(s->data + i, s->len - i, &cl));
+            const bool upper = cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LT, lower = cat == UTF8PROC_CATEGORY_LL;
+            cased |= id == M_ISUPPER ? upper : lower;
+            other |= id == M_ISUPPER ? lower : upper;
+            i += cl;
+        }
+        *out = jv_bool(cased && !other);
         return true;
     }
     case M_ITEMS: return dict_items(in, at, self.u.d, out);
@@ -733,6 +968,12 @@ bool builtin_call(interp *in, const node *at, jv fn, const call_args *a, jv *out
         char buf[512];
         size_t n = f->len ? strftime(buf, sizeof buf, f->data, in->now) : 0;
         return make_str(in, at, buf, n, out);
+    }
+    case B_LOOP_CYCLE: {
+        if (a->n_pos == 0) return rt_error(in, at, "no items for cycling given");
+        const jv *index0 = jv_dict_get(fn.u.fn.self->u.d, "index0", 6);
+        *out = a->pos[(size_t)(index0 && index0->type == JV_INT ? index0->u.i : 0) % a->n_pos];
+        return true;
     }
     case B_NAMESPACE: return kwargs_dict(in, at, a, JV_NAMESPACE, out);
     case B_DICT: return kwargs_dict(in, at, a, JV_DICT, out);
@@ -895,20 +1136,10 @@ static int compare_for_sort(interp *in, const node *at, jv x, jv y, bool case_se
     return lt ? -1 : gt ? 1 : 0;
 }
 
-static bool sort_items(interp *in, const node *at, jv seq, const call_args *a, jv *out) {
-    jv items;
-    if (!jv_iterate(in, at, seq, &items)) return false;
-    const jv *rev = call_arg(a, 0, "reverse"), *cs = call_arg(a, 1, "case_sensitive"), *attr = call_arg(a, 2, "attribute");
-    const bool reverse = rev && jv_truthy(*rev), case_sensitive = cs && jv_truthy(*cs);
-    size_t n = items.u.l->n;
-    jv list = jv_list(in->heap, items.u.l->items, n, false), *keys = jv_alloc(in->heap, n * sizeof(jv) + 1);
-    if (list.type != JV_LIST || !keys) return oom(in, at);
-    jv *v = ((jlist *)list.u.l)->items;
-    for (size_t i = 0; i < n; i++) {
-        keys[i] = v[i];
-        if (attr && attr->type == JV_STR && !jv_getattr(in, at, v[i], attr->u.s->data, &keys[i])) return false;
-    }
-    for (size_t i = 1; i < n && !in->failed; i++) { /* stable insertion sort: lists in templates are short */
+/* Sorts v[0..n) by keys[0..n) (moved along), stably: an insertion sort,
+ * the lists in templates being short. */
+static bool sort_by_keys(interp *in, const node *at, jv *v, jv *keys, size_t n, bool reverse, bool case_sensitive) {
+    for (size_t i = 1; i < n && !in->failed; i++) {
         for (size_t j = i; j > 0; j--) {
             int c = compare_for_sort(in, at, keys[j - 1], keys[j], case_sensitive);
             if (reverse ? c >= 0 : c <= 0) break;
@@ -920,8 +1151,46 @@ static bool sort_items(interp *in, const node *at, jv seq, const call_args *a, j
             v[j - 1] = t;
         }
     }
-    *out = list;
     return !in->failed;
+}
+
+/* A new list of seq's items with, in *keys, each item's attribute (or the
+ * item itself when attr is NULL). */
+static bool items_and_keys(interp *in, const node *at, jv seq, const jv *attr, jv *list, jv **keys) {
+    jv items;
+    if (!jv_iterate(in, at, seq, &items)) return false;
+    const size_t n = items.u.l->n;
+    *list = jv_list(in->heap, items.u.l->items, n, false);
+    *keys = jv_alloc(in->heap, n * sizeof(jv) + 1);
+    if (list->type != JV_LIST || !*keys) return oom(in, at);
+    for (size_t i = 0; i < n; i++) {
+        (*keys)[i] = list->u.l->items[i];
+        if (attr && attr->type == JV_STR && !jv_getattr(in, at, list->u.l->items[i], attr->u.s->data, &(*keys)[i])) return false;
+    }
+    return true;
+}
+
+static bool sort_items(interp *in, const node *at, jv seq, const call_args *a, jv *out) {
+    const jv *rev = call_arg(a, 0, "reverse"), *cs = call_arg(a, 1, "case_sensitive"), *attr = call_arg(a, 2, "attribute");
+    jv *keys;
+    if (!items_and_keys(in, at, seq, attr, out, &keys)) return false;
+    return sort_by_keys(in, at, ((jlist *)out->u.l)->items, keys, out->u.l->n, rev && jv_truthy(*rev), cs && jv_truthy(*cs));
+}
+
+/* dictsort(case_sensitive=false, by='key', reverse=false): the (key, value)
+ * pairs sorted by the one or the other. */
+static bool dictsort(interp *in, const node *at, jv d, const call_args *a, jv *out) {
+    if (d.type != JV_DICT && d.type != JV_NAMESPACE) return rt_error(in, at, "dictsort needs a mapping");
+    const jv *cs = call_arg(a, 0, "case_sensitive"), *by = call_arg(a, 1, "by"), *rev = call_arg(a, 2, "reverse");
+    int pos = 0;
+    if (by && (by->type != JV_STR || (strcmp(by->u.s->data, "key") && strcmp(by->u.s->data, "value"))))
+        return rt_error(in, at, "You can only sort by either \"key\" or \"value\"");
+    if (by && !strcmp(by->u.s->data, "value")) pos = 1;
+    const size_t n = d.u.d->n;
+    jv *keys = jv_alloc(in->heap, n * sizeof(jv) + 1);
+    if (!keys || !dict_items(in, at, d.u.d, out)) return keys ? false : oom(in, at);
+    for (size_t i = 0; i < n; i++) keys[i] = pos ? d.u.d->values[i] : d.u.d->keys[i];
+    return sort_by_keys(in, at, ((jlist *)out->u.l)->items, keys, n, rev && jv_truthy(*rev), cs && jv_truthy(*cs));
 }
 
 static bool indent(interp *in, const node *at, const jstr *s, const call_args *a, jv *out) {
@@ -1011,6 +1280,49 @@ static bool number_filter(jv v, bool to_float, const jv *fallback, jv *out) {
     return true;
 }
 
+typedef enum round_mode { ROUND_HALF_EVEN, ROUND_CEIL, ROUND_FLOOR } round_mode;
+
+/* jinja2's round filter: Python's round(value, precision) for "common"
+ * (half to even, on the exact binary value; an integer stays an integer),
+ * else floor or ceil of value * 10^precision, divided back, as a float. */
+static bool round_number(interp *in, const node *at, jv v, int64_t precision, round_mode mode, jv *out) {
+    jv f;
+    if (mode == ROUND_HALF_EVEN && (v.type == JV_INT || v.type == JV_BOOL)) {
+        int64_t i = v.type == JV_INT ? v.u.i : v.u.b;
+        if (precision < 0) {
+            if (precision < -18) i = 0;
+            else {
+                int64_t unit = 1;
+                for (int64_t k = 0; k < -precision; k++) unit *= 10;
+                int64_t q = i / unit, r = i % unit;
+                if (r < 0) q--, r += unit; /* floor division, as Python's */
+                if (2 * r > unit || (2 * r == unit && (q & 1))) q++;
+                if (q > INT64_MAX / unit || q < INT64_MIN / unit) return rt_error(in, at, "integer overflow");
+                i = q * unit;
+            }
+        }
+        *out = jv_int(i);
+        return true;
+    }
+    number_filter(v, true, NULL, &f);
+    double x = f.u.f;
+    if (!isfinite(x) || precision > 300) {
+        *out = jv_float(x);
+        return true;
+    }
+    if (mode == ROUND_HALF_EVEN && precision >= 0) {
+        /* printf rounds the exact binary value to nearest, ties to even, as Python's round does */
+        char digits[400];
+        snprintf(digits, sizeof digits, "%.*f", (int)precision, x);
+        *out = jv_float(strtod(digits, NULL));
+        return true;
+    }
+    const double scale = pow(10.0, (double)(precision < -400 ? -400 : precision));
+    const double y = x * scale;
+    *out = jv_float((mode == ROUND_CEIL ? ceil(y) : mode == ROUND_FLOOR ? floor(y) : nearbyint(y)) / scale);
+    return true;
+}
+
 static bool min_max(interp *in, const node *at, jv seq, bool want_max, jv *out) {
     jv items;
     if (!jv_iterate(in, at, seq, &items)) return false;
@@ -1026,6 +1338,102 @@ static bool min_max(interp *in, const node *at, jv seq, bool want_max, jv *out) 
     }
     *out = best;
     return true;
+}
+
+/* batch(n, fill_with) and slice(n, fill_with): the items in lists of n, or
+ * in n lists (the first len % n of them one longer), the short ones filled
+ * when fill_with is given. */
+static bool chunk_items(interp *in, const node *at, jv seq, const call_args *a, bool into_count, jv *out) {
+    jv items;
+    int64_t count;
+    const jv *fill = call_arg(a, 1, "fill_with");
+    if (!jv_iterate(in, at, seq, &items) || !want_int(in, at, call_arg(a, 0, into_count ? "slices" : "linecount"), 0, &count)) return false;
+    if (fill && fill->type == JV_NONE) fill = NULL;
+    const size_t n = items.u.l->n;
+    if (count < 1 || count > (int64_t)in->limits->max_output) return rt_error(in, at, "%s must be a positive count", into_count ? "slices" : "linecount");
+    const size_t per = into_count ? n / (size_t)count : (size_t)count, extra = into_count ? n % (size_t)count : 0;
+    const size_t groups = into_count ? (size_t)count : (n + per - 1) / per;
+    jv list = jv_list(in->heap, NULL, groups, false);
+    if (list.type != JV_LIST) return oom(in, at);
+    for (size_t g = 0, start = 0; g < groups; g++) {
+        const size_t len = into_count ? per + (g < extra) : (n - start < per ? n - start : per);
+        const bool padded = fill && (into_count ? g >= extra : len < per);
+        jv group = jv_list(in->heap, NULL, len + padded * (into_count ? 1 : per - len), false);
+        if (group.type != JV_LIST) return oom(in, at);
+        for (size_t k = 0; k < group.u.l->n; k++) ((jlist *)group.u.l)->items[k] = k < len ? items.u.l->items[start + k] : *fill;
+        ((jlist *)list.u.l)->items[g] = group;
+        start += len;
+    }
+    *out = list;
+    return true;
+}
+
+/* groupby(attribute, default=none, case_sensitive=false): (key, items)
+ * tuples, sorted by key; a group's key is as its first item spells it. */
+static bool group_items(interp *in, const node *at, jv seq, const call_args *a, jv *out) {
+    const jv *attr = call_arg(a, 0, "attribute"), *def = call_arg(a, 1, "default"), *cs = call_arg(a, 2, "case_sensitive");
+    if (!attr || attr->type != JV_STR) return rt_error(in, at, "groupby needs an attribute name");
+    const bool case_sensitive = cs && jv_truthy(*cs);
+    jv list, *keys;
+    if (!items_and_keys(in, at, seq, attr, &list, &keys)) return false;
+    const size_t n = list.u.l->n;
+    jv *spelt = jv_alloc(in->heap, n * sizeof(jv) + 1);
+    if (!spelt) return oom(in, at);
+    for (size_t i = 0; i < n; i++) {
+        if (keys[i].type == JV_UNDEFINED && def) keys[i] = *def;
+        spelt[i] = keys[i];
+        if (!case_sensitive && keys[i].type == JV_STR && !change_case(in, at, keys[i].u.s, CASE_LOWER, &keys[i])) return false;
+    }
+    jv *v = ((jlist *)list.u.l)->items;
+    /* sort items, case-folded keys and spellings together: by index through the keys */
+    jv *order = jv_alloc(in->heap, n * sizeof(jv) + 1);
+    if (!order) return oom(in, at);
+    for (size_t i = 0; i < n; i++) order[i] = jv_int((int64_t)i);
+    if (!sort_by_keys(in, at, order, keys, n, false, true)) return false;
+    jv groups = jv_list(in->heap, NULL, n, false);
+    if (groups.type != JV_LIST) return oom(in, at);
+    size_t n_groups = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && jv_equal(keys[j], keys[i])) j++;
+        jv members = jv_list(in->heap, NULL, j - i, false);
+        if (members.type != JV_LIST) return oom(in, at);
+        for (size_t k = i; k < j; k++) ((jlist *)members.u.l)->items[k - i] = v[order[k].u.i];
+        jv pair[2] = {spelt[order[i].u.i], members};
+        ((jlist *)groups.u.l)->items[n_groups++] = jv_list(in->heap, pair, 2, true);
+        if (groups.u.l->items[n_groups - 1].type != JV_TUPLE) return oom(in, at);
+        i = j;
+    }
+    ((jlist *)groups.u.l)->n = n_groups;
+    *out = groups;
+    return true;
+}
+
+/* truncate(length=255, killwords=false, end='...', leeway=5), as jinja2's:
+ * strings within length + leeway stay whole; others are cut to length
+ * (with end), at the last space unless killwords. */
+static bool truncate_text(interp *in, const node *at, const jstr *s, const call_args *a, jv *out) {
+    int64_t length, leeway;
+    const jv *kill = call_arg(a, 1, "killwords"), *end_arg = call_arg(a, 2, "end");
+    const jstr *end = NULL;
+    if (!want_int(in, at, call_arg(a, 0, "length"), 255, &length) || !want_int(in, at, call_arg(a, 3, "leeway"), 5, &leeway) ||
+        (end_arg && !want_str(in, at, end_arg, "end", &end)))
+        return false;
+    const size_t end_chars = end ? char_count(end->data, end->len) : 3;
+    if (length < (int64_t)end_chars) return rt_error(in, at, "expected length >= %zu, got %lld", end_chars, (long long)length);
+    if (leeway < 0) return rt_error(in, at, "expected leeway >= 0, got %lld", (long long)leeway);
+    if ((int64_t)char_count(s->data, s->len) <= length + leeway) return make_str(in, at, s->data, s->len, out);
+    size_t cut = 0, cl;
+    for (int64_t c = 0; c < length - (int64_t)end_chars; c++, cut += cl) decode(s->data + cut, s->len - cut, &cl);
+    if (!(kill && jv_truthy(*kill))) {
+        size_t space = cut;
+        while (space > 0 && s->data[space - 1] != ' ') space--;
+        if (space > 0) cut = space - 1;
+    }
+    jbuf b = {0};
+    jbuf_put(&b, s->data, cut);
+    jbuf_put(&b, end ? end->data : "...", end ? end->len : 3);
+    return buf_result(in, at, &b, out);
 }
 
 bool builtin_filter(interp *in, const node *at, const char *name, jv v, const call_args *a, jv *out) {
@@ -1116,12 +1524,7 @@ bool builtin_filter(interp *in, const node *at, const char *name, jv v, const ca
         if (v.type != JV_DICT && v.type != JV_NAMESPACE) return rt_error(in, at, "Can only get item pairs from a mapping.");
         return dict_items(in, at, v.u.d, out);
     }
-    if (!strcmp(name, "dictsort")) {
-        if (v.type != JV_DICT) return rt_error(in, at, "dictsort needs a mapping");
-        jv pairs;
-        call_args none = {0};
-        return dict_items(in, at, v.u.d, &pairs) && sort_items(in, at, pairs, &none, out);
-    }
+    if (!strcmp(name, "dictsort")) return dictsort(in, at, v, a, out);
     if (!strcmp(name, "selectattr") || !strcmp(name, "rejectattr")) return select_items(in, at, v, a, true, name[0] == 's', out);
     if (!strcmp(name, "select") || !strcmp(name, "reject")) return select_items(in, at, v, a, false, name[0] == 's', out);
     if (!strcmp(name, "map")) {
@@ -1146,16 +1549,20 @@ bool builtin_filter(interp *in, const node *at, const char *name, jv v, const ca
         *out = list;
         return true;
     }
-    if (!strcmp(name, "unique")) {
-        jv items;
-        if (!jv_iterate(in, at, v, &items)) return false;
-        jv list = jv_list(in->heap, NULL, items.u.l->n, false);
-        if (list.type != JV_LIST) return oom(in, at);
+    if (!strcmp(name, "unique")) { /* unique(case_sensitive=false, attribute=none): the first of each */
+        const jv *cs = call_arg(a, 0, "case_sensitive"), *attr = call_arg(a, 1, "attribute");
+        const bool case_sensitive = cs && jv_truthy(*cs);
+        jv list, *keys;
+        if (!items_and_keys(in, at, v, attr, &list, &keys)) return false;
         size_t k = 0;
-        for (size_t i = 0; i < items.u.l->n; i++) {
+        for (size_t i = 0; i < list.u.l->n; i++) {
+            if (!case_sensitive && keys[i].type == JV_STR && !change_case(in, at, keys[i].u.s, CASE_LOWER, &keys[i])) return false;
             bool seen = false;
-            for (size_t j = 0; j < k && !seen; j++) seen = jv_equal(list.u.l->items[j], items.u.l->items[i]);
-            if (!seen) ((jlist *)list.u.l)->items[k++] = items.u.l->items[i];
+            for (size_t j = 0; j < k && !seen; j++) seen = jv_equal(keys[j], keys[i]);
+            if (!seen) {
+                keys[k] = keys[i];
+                ((jlist *)list.u.l)->items[k++] = list.u.l->items[i];
+            }
         }
         ((jlist *)list.u.l)->n = k;
         *out = list;
@@ -1190,23 +1597,32 @@ bool builtin_filter(interp *in, const node *at, const char *name, jv v, const ca
     if (!strcmp(name, "int")) return number_filter(v, false, call_arg(a, 0, "default"), out);
     if (!strcmp(name, "float")) return number_filter(v, true, call_arg(a, 0, "default"), out);
     if (!strcmp(name, "round")) {
-        jv f;
         int64_t precision;
-        if (!number_filter(v, true, NULL, &f) || !want_int(in, at, call_arg(a, 0, "precision"), 0, &precision)) return false;
+        if (!want_int(in, at, call_arg(a, 0, "precision"), 0, &precision)) return false;
         const jv *method = call_arg(a, 1, "method");
-        double scale = pow(10.0, (double)precision), x = f.u.f * scale;
         const char *m = method && method->type == JV_STR ? method->u.s->data : "common";
-        x = !strcmp(m, "ceil") ? ceil(x) : !strcmp(m, "floor") ? floor(x) : round(x);
-        *out = jv_float(x / scale);
-        return true;
+        if (strcmp(m, "common") && strcmp(m, "ceil") && strcmp(m, "floor")) return rt_error(in, at, "method must be common, ceil or floor");
+        return round_number(in, at, v, precision, m[0] == 'c' && m[1] == 'e' ? ROUND_CEIL : m[0] == 'f' ? ROUND_FLOOR : ROUND_HALF_EVEN, out);
     }
     if (!strcmp(name, "indent")) return to_str(in, at, v, &s) && indent(in, at, s.u.s, a, out);
-    if (!strcmp(name, "format")) return to_str(in, at, v, &s) && percent_format(in, at, s.u.s, a->pos, a->n_pos, out);
+    if (!strcmp(name, "format")) { /* keyword arguments make the mapping for %(key)s fields */
+        jv mapping;
+        if (a->n_kw && a->n_pos) return rt_error(in, at, "can't handle positional and keyword arguments at the same time");
+        if (a->n_kw && !kwargs_dict(in, at, a, JV_DICT, &mapping)) return false;
+        return to_str(in, at, v, &s) && percent_format(in, at, s.u.s, a->n_kw ? &mapping : a->pos, a->n_kw ? 1 : a->n_pos, out);
+    }
     if (!strcmp(name, "wordcount")) {
         jv words;
         if (!to_str(in, at, v, &s) || !split(in, at, s.u.s, NULL, -1, &words)) return false;
         *out = jv_int((int64_t)words.u.l->n);
         return true;
+    }
+    if (!strcmp(name, "batch") || !strcmp(name, "slice")) return chunk_items(in, at, v, a, name[0] == 's', out);
+    if (!strcmp(name, "groupby")) return group_items(in, at, v, a, out);
+    if (!strcmp(name, "truncate")) return to_str(in, at, v, &s) && truncate_text(in, at, s.u.s, a, out);
+    if (!strcmp(name, "center")) {
+        int64_t width;
+        return to_str(in, at, v, &s) && want_int(in, at, call_arg(a, 0, "width"), 80, &width) && justify(in, at, s.u.s, width, NULL, 'c', out);
     }
     if (!strcmp(name, "pprint")) return jv_repr(in->heap, v, out) || oom(in, at);
     return rt_error(in, at, "No filter named '%s'.", name);

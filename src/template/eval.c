@@ -406,18 +406,25 @@ static bool eval_args(interp *in, scope *s, const node *n, call_args *args) {
 
 static flow exec(interp *in, scope *s, const node *n);
 
-static bool call_macro(interp *in, const node *at, const macro_obj *m, const call_args *args, jv *out) {
+/* Calls a macro; `caller` is a call block's body (NULL outside one). */
+static bool call_macro(interp *in, const node *at, const macro_obj *m, const call_args *args, const jv *caller, jv *out) {
     const node *def = m->def;
-    if (args->n_pos > def->u.macro.n_params)
-        return rt_error(in, at, "macro '%s' takes not more than %zu argument(s)", def->u.macro.name, def->u.macro.n_params);
+    const char *name = def->u.macro.name;
+    if (args->n_pos > def->u.macro.n_params && !def->u.macro.catch_varargs)
+        return rt_error(in, at, "macro '%s' takes not more than %zu argument(s)", name, def->u.macro.n_params);
+    if (caller && !def->u.macro.takes_caller) return rt_error(in, at, "macro '%s' was invoked with two values for the special caller argument", name);
     if (in->call_depth >= TPL_MAX_CALL_DEPTH)
         return rt_error(in, at, "macro calls nested more than %d deep (unbounded recursion?)", TPL_MAX_CALL_DEPTH);
     scope *ms = new_scope(in, m->closure);
-    if (!ms) return oom(in, at);
+    jv kwargs = jv_dict(in->heap, args->n_kw + 1);
+    if (!ms || kwargs.type != JV_DICT) return oom(in, at);
     for (size_t k = 0; k < args->n_kw; k++) {
         bool known = false;
         for (size_t i = 0; i < def->u.macro.n_params; i++) known |= !strcmp(def->u.macro.params[i], args->kw_names[k]);
-        if (!known) return rt_error(in, at, "macro '%s' takes no keyword argument '%s'", def->u.macro.name, args->kw_names[k]);
+        if (known) continue;
+        if (!def->u.macro.catch_kwargs) return rt_error(in, at, "macro '%s' takes no keyword argument '%s'", name, args->kw_names[k]);
+        jv key = jv_cstr(in->heap, args->kw_names[k]);
+        if (key.type != JV_STR || !jv_dict_set(in->heap, kwargs.u.d, key, args->kw[k])) return oom(in, at);
     }
     for (size_t i = 0; i < def->u.macro.n_params; i++) {
         const jv *given = call_arg(args, i, def->u.macro.params[i]);
@@ -432,6 +439,13 @@ static bool call_macro(interp *in, const node *at, const macro_obj *m, const cal
         }
         if (!assign(in, at, ms, def->u.macro.params[i], v)) return false;
     }
+    if (def->u.macro.catch_varargs) {
+        const size_t extra = args->n_pos > def->u.macro.n_params ? args->n_pos - def->u.macro.n_params : 0;
+        jv varargs = jv_list(in->heap, extra ? args->pos + def->u.macro.n_params : NULL, extra, true);
+        if (varargs.type != JV_TUPLE || !assign(in, at, ms, "varargs", varargs)) return oom(in, at);
+    }
+    if (def->u.macro.catch_kwargs && !assign(in, at, ms, "kwargs", kwargs)) return false;
+    if (caller && !assign(in, at, ms, "caller", *caller)) return false;
     jbuf capture = {0}, *saved = in->out;
     in->out = &capture;
     in->call_depth++;
@@ -451,7 +465,7 @@ static bool eval_call(interp *in, scope *s, const node *n, jv *out) {
     jv fn;
     call_args args;
     if (!eval(in, s, n->u.call.callee, &fn) || !eval_args(in, s, n, &args)) return false;
-    if (fn.type == JV_MACRO) return call_macro(in, n, fn.u.macro, &args, out);
+    if (fn.type == JV_MACRO) return call_macro(in, n, fn.u.macro, &args, NULL, out);
     if (fn.type == JV_BUILTIN) return builtin_call(in, n, fn, &args, out);
     if (fn.type == JV_UNDEFINED) return rt_undefined(in, n, fn);
     return rt_error(in, n, "'%s' object is not callable", jv_type_name(fn));
@@ -589,6 +603,10 @@ static bool new_loop_object(interp *in, const node *at, jv *out) {
         jv key = jv_cstr(in->heap, loop_fields[k]);
         if (key.type != JV_STR || !jv_dict_set(in->heap, loop.u.d, key, jv_none())) return oom(in, at);
     }
+    jv *self = jv_alloc(in->heap, sizeof *self), key = jv_cstr(in->heap, "cycle");
+    if (!self || key.type != JV_STR) return oom(in, at);
+    *self = loop;
+    if (!jv_dict_set(in->heap, loop.u.d, key, (jv){.type = JV_BUILTIN, .u.fn = {B_LOOP_CYCLE, self}})) return oom(in, at);
     *out = loop;
     return true;
 }
@@ -699,6 +717,30 @@ static flow exec(interp *in, scope *s, const node *n) {
         m->def = n;
         m->closure = s;
         return assign(in, n, s, n->u.macro.name, (jv){.type = JV_MACRO, .u.macro = m}) ? FLOW_NORMAL : FLOW_ERROR;
+    }
+    case S_WITH: {
+        scope *ws = new_scope(in, s);
+        if (!ws) return oom(in, n), FLOW_ERROR;
+        for (size_t i = 0; i < n->u.with.values.n; i++) { /* the values see the outer names only */
+            jv v;
+            if (!eval(in, s, n->u.with.values.items[i], &v) || !assign(in, n, ws, n->u.with.names[i], v)) return FLOW_ERROR;
+        }
+        return exec(in, ws, n->u.with.body);
+    }
+    case S_CALL_BLOCK: {
+        const node *call = n->u.call_block.call;
+        macro_obj *body = jv_alloc(in->heap, sizeof *body);
+        if (!body) return oom(in, n), FLOW_ERROR;
+        body->def = n->u.call_block.caller;
+        body->closure = s;
+        const jv caller = {.type = JV_MACRO, .u.macro = body};
+        jv fn, result;
+        call_args args;
+        if (!eval(in, s, call->u.call.callee, &fn) || !eval_args(in, s, call, &args)) return FLOW_ERROR;
+        if (fn.type == JV_UNDEFINED) return rt_undefined(in, call, fn), FLOW_ERROR;
+        if (fn.type != JV_MACRO) return rt_error(in, call, "a call block needs a macro, not %s", jv_type_name(fn)), FLOW_ERROR;
+        if (!call_macro(in, call, fn.u.macro, &args, &caller, &result)) return FLOW_ERROR;
+        return write_out(in, n, result.u.s->data, result.u.s->len) ? FLOW_NORMAL : FLOW_ERROR;
     }
     case S_BREAK: return FLOW_BREAK;
     case S_CONTINUE: return FLOW_CONTINUE;

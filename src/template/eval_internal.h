@@ -54,6 +54,7 @@ enum {
     B_NAMESPACE,
     B_RANGE,
     B_DICT,
+    B_LOOP_CYCLE, /* loop.cycle, bound to its loop object */
     B_FIRST_METHOD,
 };
 

@@ -1213,17 +1213,9 @@ static node *parse_set(parser *p, const token *at) {
     return n;
 }
 
-static node *parse_macro(parser *p, const token *at) {
-    static const char *const endmacro[] = {"endmacro", NULL};
-    node *n = new_node(p, S_MACRO, at);
-    token *name = peek(p);
-    if (!n || name->kind != T_NAME) {
-        fail_unexpected(p, name, "a macro name");
-        return NULL;
-    }
-    advance(p);
-    n->u.macro.name = intern(p, name->text, name->len);
-    if (!expect_op(p, "(")) return NULL;
+/* "(a, b=default, ...)" of a macro or a call block, into n's macro fields. */
+static bool parse_params(parser *p, node *n) {
+    if (!expect_op(p, "(")) return false;
     const char **params = NULL;
     node **defaults = NULL;
     size_t count = 0;
@@ -1258,19 +1250,110 @@ static node *parse_macro(parser *p, const token *at) {
         if (n->u.macro.params && n->u.macro.defaults) {
             memcpy(n->u.macro.params, params, count * sizeof *params);
             memcpy(n->u.macro.defaults, defaults, count * sizeof *defaults);
-        }
+        } else p->failed = true;
     }
     n->u.macro.n_params = count;
     free(params);
     free(defaults);
-    if (p->failed || !end_block(p)) return NULL;
+    return !p->failed;
+}
+
+/* The body of a macro or call block up to its end tag (not consumed), and
+ * which of varargs, kwargs and caller it names. */
+static bool parse_macro_body(parser *p, node *n, const char *const *end_names, const token *at) {
+    const size_t first = p->pos;
     int saved_loops = p->loop_depth;
     p->loop_depth = 0; /* a loop around the definition is not around the body */
-    n->u.macro.body = parse_body(p, endmacro, at);
+    n->u.macro.body = parse_body(p, end_names, at);
     p->loop_depth = saved_loops;
-    if (p->failed) return NULL;
+    if (p->failed) return false;
+    for (size_t i = first; i < p->pos; i++) {
+        const token *t = &p->toks[i];
+        if (t->kind != T_NAME || (i > 0 && is_op(&p->toks[i - 1], "."))) continue;
+        n->u.macro.catch_varargs |= is_name(t, "varargs");
+        n->u.macro.catch_kwargs |= is_name(t, "kwargs");
+        n->u.macro.takes_caller |= is_name(t, "caller");
+    }
+    return true;
+}
+
+static node *parse_macro(parser *p, const token *at) {
+    static const char *const endmacro[] = {"endmacro", NULL};
+    node *n = new_node(p, S_MACRO, at);
+    token *name = peek(p);
+    if (!n || name->kind != T_NAME) {
+        fail_unexpected(p, name, "a macro name");
+        return NULL;
+    }
+    advance(p);
+    n->u.macro.name = intern(p, name->text, name->len);
+    if (!parse_params(p, n) || !end_block(p) || !parse_macro_body(p, n, endmacro, at)) return NULL;
     consume_tag(p);
     if (peek(p)->kind == T_NAME) advance(p); /* {% endmacro name %} */
+    end_block(p);
+    return n;
+}
+
+/* {% call(params) macro(args) %}body{% endcall %}: the body is the macro's caller(). */
+static node *parse_call_block(parser *p, const token *at) {
+    static const char *const endcall[] = {"endcall", NULL};
+    node *n = new_node(p, S_CALL_BLOCK, at);
+    node *caller = n ? new_node(p, S_MACRO, at) : NULL;
+    if (!caller) return NULL;
+    caller->u.macro.name = "caller";
+    if (is_op(peek(p), "(") && !parse_params(p, caller)) return NULL;
+    token *call_at = peek(p);
+    node *call = parse_expression(p, true);
+    if (p->failed) return NULL;
+    if (call->kind != N_CALL) {
+        fail_at(p, call_at, "expected call");
+        return NULL;
+    }
+    if (!end_block(p) || !parse_macro_body(p, caller, endcall, at)) return NULL;
+    consume_tag(p);
+    end_block(p);
+    n->u.call_block.caller = caller;
+    n->u.call_block.call = call;
+    return n;
+}
+
+/* {% with a = x, b = y %}body{% endwith %} */
+static node *parse_with(parser *p, const token *at) {
+    static const char *const endwith[] = {"endwith", NULL};
+    node *n = new_node(p, S_WITH, at);
+    if (!n) return NULL;
+    const char **names = NULL;
+    nvec values = {0};
+    size_t count = 0;
+    while (!p->failed && peek(p)->kind != T_BLOCK_END) {
+        if (count && !expect_op(p, ",")) break;
+        token *name = peek(p);
+        if (name->kind != T_NAME) {
+            fail_unexpected(p, name, "a variable name");
+            break;
+        }
+        advance(p);
+        if (!expect_op(p, "=")) break;
+        const char **grown = realloc(names, (count + 1) * sizeof *grown);
+        if (!grown) {
+            p->failed = true;
+            break;
+        }
+        names = grown;
+        names[count++] = intern(p, name->text, name->len);
+        nvec_push(p, &values, parse_expression(p, true));
+    }
+    n->u.with.values = nvec_finish(p, &values);
+    if (!p->failed && count) {
+        n->u.with.names = sp_arena_alloc(&p->prog->arena, count * sizeof *names);
+        if (n->u.with.names) memcpy(n->u.with.names, names, count * sizeof *names);
+        else p->failed = true;
+    }
+    free(names);
+    if (p->failed || !end_block(p)) return NULL;
+    n->u.with.body = parse_body(p, endwith, at);
+    if (p->failed) return NULL;
+    consume_tag(p);
     end_block(p);
     return n;
 }
@@ -1287,6 +1370,8 @@ static node *parse_statement(parser *p) {
     if (is_name(t, "for")) return parse_for(p, begin);
     if (is_name(t, "set")) return parse_set(p, begin);
     if (is_name(t, "macro")) return parse_macro(p, begin);
+    if (is_name(t, "call")) return parse_call_block(p, begin);
+    if (is_name(t, "with")) return parse_with(p, begin);
     if (is_name(t, "break") || is_name(t, "continue")) {
         if (p->loop_depth == 0) {
             fail_at(p, t, "'%.*s' outside of a loop", (int)t->len, t->text);
@@ -1322,7 +1407,7 @@ static node *parse_statement(parser *p) {
         }
         return n;
     }
-    static const char *const unsupported[] = {"include", "import", "from", "extends", "block", "call", "with", "do", "autoescape", "trans"};
+    static const char *const unsupported[] = {"include", "import", "from", "extends", "block", "do", "autoescape", "trans"};
     for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++)
         if (is_name(t, unsupported[i])) {
             fail_at(p, t, "the '%s' tag is not supported", unsupported[i]);
@@ -1368,7 +1453,8 @@ static node *parse_body(parser *p, const char *const *end_names, const token *op
             token *name = peek2(p);
             if (name->kind == T_NAME && (is_name(name, "endif") || is_name(name, "endfor") || is_name(name, "endmacro") ||
                                          is_name(name, "endset") || is_name(name, "else") || is_name(name, "elif") ||
-                                         is_name(name, "endfilter") || is_name(name, "endgeneration"))) {
+                                         is_name(name, "endfilter") || is_name(name, "endgeneration") || is_name(name, "endcall") ||
+                                         is_name(name, "endwith"))) {
                 fail_at(p, name, "Encountered unknown tag '%.*s'%s", (int)name->len, name->text,
                         end_names ? "" : " (no block is open)");
                 break;

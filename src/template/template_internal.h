@@ -63,6 +63,8 @@ typedef enum node_kind {
     S_BREAK,
     S_CONTINUE,
     S_FILTER_BLOCK,
+    S_WITH,
+    S_CALL_BLOCK,
     S_BODY, /* a plain sequence (the root, {% generation %}) */
 } node_kind;
 
@@ -132,7 +134,19 @@ struct node {
             node **defaults;            /* NULL entries: no default */
             size_t n_params;
             node *body;
-        } macro;
+            /* what the body names (as jinja2 decides): extra positional arguments
+             * go to varargs, unknown keywords to kwargs, a call block's body to caller */
+            bool catch_varargs, catch_kwargs, takes_caller;
+        } macro;                        /* S_MACRO; a call block's caller */
+        struct {
+            const char **names;
+            node_list values;
+            node *body;
+        } with;                         /* S_WITH: names = values, seen only in the body */
+        struct {
+            node *caller;               /* an S_MACRO named "caller" */
+            node *call;                 /* the N_CALL of a macro */
+        } call_block;
         struct {
             node *filter;               /* an N_FILTER whose operand is filled at run time */
             node *body;
