@@ -180,6 +180,8 @@ static const lang_case lang_cases[] = {
     {"{{ [1, 2, 3, 4, 5]|batch(2)|list }} {{ [1, 2, 3, 4, 5]|batch(2, 0)|list }} {{ [1, 2, 3, 4, 5]|slice(3, 'x')|list }} {{ [1, 2]|slice(3)|list }} {{ [1, 2]|batch(4, 'x')|list }}", "[[1, 2], [3, 4], [5]] [[1, 2], [3, 4], [5, 0]] [[1, 2], [3, 4], [5, 'x']] [[1], [2], []] [[1, 2, 'x', 'x']]"},
     {"{% for k, g in [{'a': 'x', 'b': 1}, {'a': 'y', 'b': 2}, {'a': 'X', 'b': 3}]|groupby('a') %}{{ k }}:{{ g|map(attribute='b')|join(',') }};{% endfor %}", "x:1,3;y:2;"},
     {"{{ '%(a)s-%(b)03d' % {'a': 'x', 'b': 3} }} {{ '%s' % {'a': 1} }} {{ '%(n)s!'|format(n='hi') }} {{ '100%%' % {} }}", "x-003 {'a': 1} hi! 100%"},
+    /* transformers' tojson options */
+    {"{{ {'b': '\u00e9', 'a': [1, 2]}|tojson(sort_keys=true) }} {{ {'b': '\u00e9\U0001F600'}|tojson(ensure_ascii=true) }} {{ {'b': [1, 2], 'a': {}}|tojson(separators=(',', ':')) }} {{ {'b': 1, 'a': 2}|tojson(sort_keys=true, indent=1) }}", "{\"a\": [1, 2], \"b\": \"\u00e9\"} {\"b\": \"\\u00e9\\ud83d\\ude00\"} {\"b\":[1,2],\"a\":{}} {\n \"a\": 2,\n \"b\": 1\n}"},
     {"{{ tools }}|{{ documents }}|{{ add_generation_prompt }}", "None|None|True"},
     {"{{ enable_thinking }}{{ extra.n + 1 }}", "False3"},
 };

@@ -1451,12 +1451,21 @@ bool builtin_filter(interp *in, const node *at, const char *name, jv v, const ca
         *out = jv_int(n);
         return true;
     }
-    if (!strcmp(name, "tojson")) {
-        const jv *ind = call_arg(a, 0, "indent");
+    if (!strcmp(name, "tojson")) { /* transformers' tojson(ensure_ascii=False, indent=None, separators=None, sort_keys=False) */
+        const jv *ascii = call_arg(a, 0, "ensure_ascii"), *ind = call_arg(a, 1, "indent"), *seps = call_arg(a, 2, "separators"),
+                 *sorted = call_arg(a, 3, "sort_keys");
         int64_t indent_n = -1;
         if (ind && ind->type != JV_NONE && !want_int(in, at, ind, -1, &indent_n)) return false;
         if (indent_n > 64) indent_n = 64;
-        if (!jv_to_json(in->heap, v, (int)indent_n, out))
+        jv_json_style style = {(int)indent_n, NULL, NULL, ascii && jv_truthy(*ascii), sorted && jv_truthy(*sorted)};
+        if (seps && seps->type != JV_NONE) {
+            if ((seps->type != JV_TUPLE && seps->type != JV_LIST) || seps->u.l->n != 2 || seps->u.l->items[0].type != JV_STR ||
+                seps->u.l->items[1].type != JV_STR)
+                return rt_error(in, at, "separators must be an (item_separator, key_separator) pair of strings");
+            style.item_sep = seps->u.l->items[0].u.s->data;
+            style.key_sep = seps->u.l->items[1].u.s->data;
+        }
+        if (!jv_to_json(in->heap, v, &style, out))
             return in->heap->exhausted ? oom(in, at) : rt_error(in, at, "Object of type %s is not JSON serializable", jv_type_name(v));
         return true;
     }

@@ -355,11 +355,11 @@ void jv_write_str(jbuf *b, jv v) {
     else jv_write_repr(b, v);
 }
 
-static void write_json_string(jbuf *b, const char *s, size_t n) {
+static void write_json_string(jbuf *b, const char *s, size_t n, bool ensure_ascii) {
     jbuf_putc(b, '"');
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        char esc[8];
+        char esc[16];
         switch (c) {
         case '"': jbuf_puts(b, "\\\""); break;
         case '\\': jbuf_puts(b, "\\\\"); break;
@@ -369,9 +369,18 @@ static void write_json_string(jbuf *b, const char *s, size_t n) {
         case '\b': jbuf_puts(b, "\\b"); break;
         case '\f': jbuf_puts(b, "\\f"); break;
         default:
-            if (c < 0x20) {
+            if (c < 0x20 || (c == 0x7F && ensure_ascii)) {
                 snprintf(esc, sizeof esc, "\\u%04x", c);
                 jbuf_puts(b, esc);
+            } else if (c >= 0x80 && ensure_ascii && sp_utf8_valid_prefix_len((const unsigned char *)s + i, n - i)) {
+                /* a code point as \uXXXX, past the BMP as a surrogate pair */
+                const size_t len = sp_utf8_valid_prefix_len((const unsigned char *)s + i, n - i);
+                uint32_t cp = c & (0xFF >> (len + 1));
+                for (size_t k = 1; k < len; k++) cp = (cp << 6) | ((unsigned char)s[i + k] & 0x3F);
+                if (cp >= 0x10000) snprintf(esc, sizeof esc, "\\u%04x\\u%04x", 0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF));
+                else snprintf(esc, sizeof esc, "\\u%04x", cp);
+                jbuf_puts(b, esc);
+                i += len - 1;
             } else jbuf_putc(b, (char)c);
         }
     }
@@ -383,8 +392,42 @@ static void json_newline(jbuf *b, int indent, int depth) {
     for (int i = 0; i < indent * depth; i++) jbuf_putc(b, ' ');
 }
 
-bool jv_write_json(jbuf *b, jv v, int indent, int depth) {
+/* Python's key order for sort_keys: strings by code point (UTF-8 bytes
+ * sort the same), numbers by value; other mixes cannot be sorted. */
+static bool json_key_less(jv a, jv b, bool *less) {
+    if (a.type == JV_STR && b.type == JV_STR) {
+        const size_t n = a.u.s->len < b.u.s->len ? a.u.s->len : b.u.s->len;
+        const int c = memcmp(a.u.s->data, b.u.s->data, n);
+        *less = c < 0 || (c == 0 && a.u.s->len < b.u.s->len);
+        return true;
+    }
+    const bool na = a.type == JV_INT || a.type == JV_FLOAT || a.type == JV_BOOL, nb = b.type == JV_INT || b.type == JV_FLOAT || b.type == JV_BOOL;
+    if (!na || !nb) return false;
+    const double x = a.type == JV_FLOAT ? a.u.f : a.type == JV_INT ? (double)a.u.i : a.u.b;
+    const double y = b.type == JV_FLOAT ? b.u.f : b.type == JV_INT ? (double)b.u.i : b.u.b;
+    *less = x < y;
+    return true;
+}
+
+static bool write_json_key(jbuf *b, jv k, const jv_json_style *style) {
+    if (k.type == JV_STR) write_json_string(b, k.u.s->data, k.u.s->len, style->ensure_ascii);
+    else if (k.type == JV_INT || k.type == JV_FLOAT || k.type == JV_BOOL || k.type == JV_NONE) {
+        /* json.dumps turns these keys into strings */
+        jbuf tmpb = {0};
+        if (k.type == JV_BOOL) jbuf_puts(&tmpb, k.u.b ? "true" : "false");
+        else if (k.type == JV_NONE) jbuf_puts(&tmpb, "null");
+        else jv_write_json(&tmpb, k, style, 0);
+        write_json_string(b, tmpb.data ? tmpb.data : "", tmpb.len, false);
+        jbuf_free(&tmpb);
+    } else return false;
+    return true;
+}
+
+bool jv_write_json(jbuf *b, jv v, const jv_json_style *style, int depth) {
     if (depth > 256) return false;
+    const int indent = style->indent;
+    const char *item_sep = style->item_sep ? style->item_sep : indent >= 0 ? "," : ", ";
+    const char *key_sep = style->key_sep ? style->key_sep : ": ";
     char tmp[40];
     switch (v.type) {
     case JV_NONE: jbuf_puts(b, "null"); return true;
@@ -398,7 +441,7 @@ bool jv_write_json(jbuf *b, jv v, int indent, int depth) {
             jbuf_puts(b, tmp);
         }
         return true;
-    case JV_STR: write_json_string(b, v.u.s->data, v.u.s->len); return true;
+    case JV_STR: write_json_string(b, v.u.s->data, v.u.s->len, style->ensure_ascii); return true;
     case JV_LIST:
     case JV_TUPLE:
         if (v.u.l->n == 0) {
@@ -407,38 +450,45 @@ bool jv_write_json(jbuf *b, jv v, int indent, int depth) {
         }
         jbuf_putc(b, '[');
         for (size_t i = 0; i < v.u.l->n; i++) {
-            if (i) jbuf_puts(b, indent >= 0 ? "," : ", ");
+            if (i) jbuf_puts(b, item_sep);
             if (indent >= 0) json_newline(b, indent, depth + 1);
-            if (!jv_write_json(b, v.u.l->items[i], indent, depth + 1)) return false;
+            if (!jv_write_json(b, v.u.l->items[i], style, depth + 1)) return false;
         }
         if (indent >= 0) json_newline(b, indent, depth);
         jbuf_putc(b, ']');
         return true;
-    case JV_DICT:
-    case JV_NAMESPACE: {
-        if (v.type == JV_NAMESPACE) return false;
-        if (v.u.d->n == 0) {
+    case JV_DICT: {
+        const size_t n = v.u.d->n;
+        if (n == 0) {
             jbuf_puts(b, "{}");
             return true;
         }
+        size_t *order = malloc(n * sizeof *order);
+        if (!order) return false;
+        for (size_t i = 0; i < n; i++) order[i] = i;
+        for (size_t i = 1; style->sort_keys && i < n; i++) /* insertion sort: stable, and dicts here are small */
+            for (size_t j = i; j > 0; j--) {
+                bool less;
+                if (!json_key_less(v.u.d->keys[order[j]], v.u.d->keys[order[j - 1]], &less)) {
+                    free(order);
+                    return false;
+                }
+                if (!less) break;
+                const size_t t = order[j];
+                order[j] = order[j - 1];
+                order[j - 1] = t;
+            }
+        bool ok = true;
         jbuf_putc(b, '{');
-        for (size_t i = 0; i < v.u.d->n; i++) {
-            if (i) jbuf_puts(b, indent >= 0 ? "," : ", ");
+        for (size_t i = 0; i < n && ok; i++) {
+            if (i) jbuf_puts(b, item_sep);
             if (indent >= 0) json_newline(b, indent, depth + 1);
-            jv k = v.u.d->keys[i];
-            if (k.type == JV_STR) write_json_string(b, k.u.s->data, k.u.s->len);
-            else if (k.type == JV_INT || k.type == JV_FLOAT || k.type == JV_BOOL || k.type == JV_NONE) {
-                /* json.dumps turns these keys into strings */
-                jbuf tmpb = {0};
-                if (k.type == JV_BOOL) jbuf_puts(&tmpb, k.u.b ? "true" : "false");
-                else if (k.type == JV_NONE) jbuf_puts(&tmpb, "null");
-                else jv_write_json(&tmpb, k, -1, 0);
-                write_json_string(b, tmpb.data ? tmpb.data : "", tmpb.len);
-                jbuf_free(&tmpb);
-            } else return false;
-            jbuf_puts(b, ": ");
-            if (!jv_write_json(b, v.u.d->values[i], indent, depth + 1)) return false;
+            ok = write_json_key(b, v.u.d->keys[order[i]], style);
+            jbuf_puts(b, key_sep);
+            ok = ok && jv_write_json(b, v.u.d->values[order[i]], style, depth + 1);
         }
+        free(order);
+        if (!ok) return false;
         if (indent >= 0) json_newline(b, indent, depth);
         jbuf_putc(b, '}');
         return true;
@@ -473,9 +523,9 @@ bool jv_repr(jv_heap *h, jv v, jv *out) {
     return buf_to_value(h, &b, out);
 }
 
-bool jv_to_json(jv_heap *h, jv v, int indent, jv *out) {
+bool jv_to_json(jv_heap *h, jv v, const jv_json_style *style, jv *out) {
     jbuf b = {0};
-    if (!jv_write_json(&b, v, indent, 0)) {
+    if (!jv_write_json(&b, v, style, 0)) {
         jbuf_free(&b);
         return false;
     }

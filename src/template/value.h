@@ -101,9 +101,16 @@ bool jv_equal(jv a, jv b);
 bool jv_to_str(jv_heap *h, jv v, jv *out);
 /* Python's repr(v). */
 bool jv_repr(jv_heap *h, jv v, jv *out);
-/* json.dumps(v, ensure_ascii=False, indent=indent) (indent < 0: none).
- * Fails on values JSON cannot hold (undefined, macros). */
-bool jv_to_json(jv_heap *h, jv v, int indent, jv *out);
+/* json.dumps' options, as transformers' tojson filter passes them. */
+typedef struct jv_json_style {
+    int indent;                      /* < 0: all on one line */
+    const char *item_sep, *key_sep;  /* NULL: json.dumps' defaults for the indent */
+    bool ensure_ascii, sort_keys;
+} jv_json_style;
+
+/* json.dumps(v, ...) with the style's options. Fails on values JSON cannot
+ * hold (undefined, macros; keys of mixed types to sort). */
+bool jv_to_json(jv_heap *h, jv v, const jv_json_style *style, jv *out);
 /* Python type names, for error messages ("str", "dict", "undefined"). */
 const char *jv_type_name(jv v);
 
@@ -123,7 +130,7 @@ void jbuf_free(jbuf *b);
 /* Appends Python's str(v) / repr(v) / json to a buffer. */
 void jv_write_str(jbuf *b, jv v);
 void jv_write_repr(jbuf *b, jv v);
-bool jv_write_json(jbuf *b, jv v, int indent, int depth);
+bool jv_write_json(jbuf *b, jv v, const jv_json_style *style, int depth);
 
 /* Python's float repr: the shortest digits that read back the same. */
 void jv_format_float(double f, char out[40]);
