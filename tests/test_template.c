@@ -182,6 +182,7 @@ static const lang_case lang_cases[] = {
     {"{{ '%(a)s-%(b)03d' % {'a': 'x', 'b': 3} }} {{ '%s' % {'a': 1} }} {{ '%(n)s!'|format(n='hi') }} {{ '100%%' % {} }}", "x-003 {'a': 1} hi! 100%"},
     /* transformers' tojson options */
     {"{{ {'b': '\u00e9', 'a': [1, 2]}|tojson(sort_keys=true) }} {{ {'b': '\u00e9\U0001F600'}|tojson(ensure_ascii=true) }} {{ {'b': [1, 2], 'a': {}}|tojson(separators=(',', ':')) }} {{ {'b': 1, 'a': 2}|tojson(sort_keys=true, indent=1) }}", "{\"a\": [1, 2], \"b\": \"\u00e9\"} {\"b\": \"\\u00e9\\ud83d\\ude00\"} {\"b\":[1,2],\"a\":{}} {\n \"a\": 2,\n \"b\": 1\n}"},
+    {"{{ none|selectattr('type', 'equalto', 'x')|list }}{{ none|map(attribute='a')|list }}{{ ''|select|list }}{{ 0|reject|list }}", "[][][][]"},
     {"{{ tools }}|{{ documents }}|{{ add_generation_prompt }}", "None|None|True"},
     {"{{ enable_thinking }}{{ extra.n + 1 }}", "False3"},
 };

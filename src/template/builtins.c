@@ -1098,6 +1098,7 @@ static bool join_items(interp *in, const node *at, jv seq, const jstr *sep, cons
 /* select / reject / selectattr / rejectattr */
 static bool select_items(interp *in, const node *at, jv seq, const call_args *a, bool by_attr, bool keep, jv *out) {
     jv items;
+    if (!jv_truthy(seq)) seq = jv_undefined(NULL); /* jinja2 iterates only a true value: none selects nothing */
     if (!jv_iterate(in, at, seq, &items)) return false;
     size_t first_test_arg = by_attr ? 1 : 0;
     const jv *attr = by_attr ? call_arg(a, 0, NULL) : NULL;
@@ -1538,7 +1539,7 @@ bool builtin_filter(interp *in, const node *at, const char *name, jv v, const ca
     if (!strcmp(name, "select") || !strcmp(name, "reject")) return select_items(in, at, v, a, false, name[0] == 's', out);
     if (!strcmp(name, "map")) {
         jv items;
-        if (!jv_iterate(in, at, v, &items)) return false;
+        if (!jv_iterate(in, at, jv_truthy(v) ? v : jv_undefined(NULL), &items)) return false; /* as select: none maps to nothing */
         const jv *attr = call_arg(a, SIZE_MAX, "attribute"), *def = call_arg(a, SIZE_MAX, "default");
         jv list = jv_list(in->heap, NULL, items.u.l->n, false);
         if (list.type != JV_LIST) return oom(in, at);
