@@ -222,6 +222,22 @@ static void test_special_tokens(void) {
         size_t n = tokenize(vf.tok, "Hello world", 11, SPROUT_TOKENIZE_ADD_SPECIAL, &ids);
         CHECK(n == 4 && ids[0] == 101 && ids[3] == 102); /* [CLS] ... [SEP] */
         free(ids);
+        /* BERT's normalizer decomposes canonically and drops the nonspacing
+         * marks: text and its NFD form give the same tokens (an accent spelt
+         * as a combining mark goes, a Hangul syllable is its jamo) */
+        static const char *const same[][2] = {
+            {"caf\u00e9 na\u00efve", "cafe\u0301 nai\u0308ve"},
+            {"\ud55c\uad6d\uc5b4", "\u1112\u1161\u11ab\u1100\u116e\u11a8\u110b\u1165"},
+            {"\u1f42", "\u03bf\u0313\u0300"},
+        };
+        for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+            sprout_token *a, *b;
+            size_t na = tokenize(vf.tok, same[i][0], strlen(same[i][0]), 0, &a), nb = tokenize(vf.tok, same[i][1], strlen(same[i][1]), 0, &b);
+            CHECK_MSG(na == nb && na > 0 && memcmp(a, b, na * sizeof *a) == 0 && a[0] != 100, "BERT case %zu: %zu and %zu tokens (first %d)", i,
+                      na, nb, na ? a[0] : -1);
+            free(a);
+            free(b);
+        }
         close_vocab(&vf);
     }
 }
