@@ -183,6 +183,8 @@ static const lang_case lang_cases[] = {
     /* transformers' tojson options */
     {"{{ {'b': '\u00e9', 'a': [1, 2]}|tojson(sort_keys=true) }} {{ {'b': '\u00e9\U0001F600'}|tojson(ensure_ascii=true) }} {{ {'b': [1, 2], 'a': {}}|tojson(separators=(',', ':')) }} {{ {'b': 1, 'a': 2}|tojson(sort_keys=true, indent=1) }}", "{\"a\": [1, 2], \"b\": \"\u00e9\"} {\"b\": \"\\u00e9\\ud83d\\ude00\"} {\"b\":[1,2],\"a\":{}} {\n \"a\": 2,\n \"b\": 1\n}"},
     {"{{ none|selectattr('type', 'equalto', 'x')|list }}{{ none|map(attribute='a')|list }}{{ ''|select|list }}{{ 0|reject|list }}", "[][][][]"},
+    /* Markup: + after |safe or |escape escapes the plain operand (functionary-v3.1 relies on it); ~ does not */
+    {"{{ '<a>'|safe + '<b>' }}|{{ '\"' + '<a>'|safe }}|{{ ('<a>'|safe + \"'\") + '&' }}|{{ '<a>' ~ '<b>'|safe ~ '\"' }}|{{ '<x>'|e + '<y>' }}|{{ '<x>'|e|e }}|{{ '<'|safe + 'x'|safe }}", "<a>&lt;b&gt;|&#34;<a>|<a>&#39;&amp;|<a><b>\"|&lt;x&gt;&lt;y&gt;|&lt;x&gt;|<x"},
     {"{{ tools }}|{{ documents }}|{{ add_generation_prompt }}", "None|None|True"},
     {"{{ enable_thinking }}{{ extra.n + 1 }}", "False3"},
 };

@@ -1225,7 +1225,7 @@ static bool indent(interp *in, const node *at, const jstr *s, const call_args *a
     return buf_result(in, at, &b, out);
 }
 
-static bool escape_html(interp *in, const node *at, jv v, jv *out) {
+bool escape_html(interp *in, const node *at, jv v, jv *out) {
     jv s;
     if (!to_str(in, at, v, &s)) return false;
     jbuf b = {0};
@@ -1497,10 +1497,19 @@ bool builtin_filter(interp *in, const node *at, const char *name, jv v, const ca
     }
     if (!strcmp(name, "string")) return to_str(in, at, v, out);
     if (!strcmp(name, "safe")) {
-        *out = v;
+        if (!to_str(in, at, v, out)) return false;
+        out->markup = true;
         return true;
     }
-    if (!strcmp(name, "escape") || !strcmp(name, "e") || !strcmp(name, "forceescape")) return escape_html(in, at, v, out);
+    if (!strcmp(name, "escape") || !strcmp(name, "e") || !strcmp(name, "forceescape")) {
+        if (v.type == JV_STR && v.markup && name[0] != 'f') { /* already safe */
+            *out = v;
+            return true;
+        }
+        if (!escape_html(in, at, v, out)) return false;
+        out->markup = true;
+        return true;
+    }
     if (!strcmp(name, "list")) return jv_iterate(in, at, v, out);
     if (!strcmp(name, "first") || !strcmp(name, "last")) {
         jv items;

@@ -285,7 +285,13 @@ static bool arith(interp *in, const node *at, int op, jv a, jv b, jv *out) {
     }
     if (a.type == JV_UNDEFINED) return rt_undefined(in, at, a);
     if (b.type == JV_UNDEFINED) return rt_undefined(in, at, b);
-    if (op == '+' && a.type == JV_STR && b.type == JV_STR) return concat_strings(in, at, a.u.s, b.u.s, out);
+    if (op == '+' && a.type == JV_STR && b.type == JV_STR) {
+        if (a.markup != b.markup && !escape_html(in, at, a.markup ? b : a, a.markup ? &b : &a)) return false;
+        const bool markup = a.markup || b.markup;
+        if (!concat_strings(in, at, a.u.s, b.u.s, out)) return false;
+        out->markup = markup;
+        return true;
+    }
     if (op == '+' && ((a.type == JV_LIST && b.type == JV_LIST) || (a.type == JV_TUPLE && b.type == JV_TUPLE)))
         return concat_lists(in, at, a, b, out);
     int64_t times;

@@ -67,6 +67,8 @@ bool builtin_filter(interp *in, const node *at, const char *name, jv value, cons
 /* fmt % args, Python's printf-style formatting (the `%` operator on a
  * string, and the `format` filter). */
 bool percent_format(interp *in, const node *at, const jstr *fmt, const jv *args, size_t n_args, jv *out);
+/* markupsafe's escape: & < > ' " as entities. */
+bool escape_html(interp *in, const node *at, jv v, jv *out);
 bool builtin_test(interp *in, const node *at, const char *name, jv value, const call_args *args, bool *out);
 
 /* Python's iteration: the items of a list, tuple, dict (keys), string

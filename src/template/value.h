@@ -39,6 +39,9 @@ typedef struct jdict jdict;
 
 struct jv {
     jv_type type;
+    /* a string marked safe (jinja2's Markup, from |safe or |escape): + with a
+     * plain string escapes that one, as Markup's + does */
+    bool markup;
     union {
         bool b;
         int64_t i;
