@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "files.h"
 #include "gen_options.h"
 #include "json/json_util.h"
 #include "sprout.h"
@@ -34,24 +35,6 @@ static sprout_stream_status print_piece(const char *piece, size_t len, void *use
     fwrite(piece, 1, len, stdout);
     fflush(stdout);
     return SPROUT_STREAM_RUNNING;
-}
-
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0, got;
-    char *buf = malloc(cap + 1);
-    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *p = realloc(buf, (cap *= 2) + 1);
-            if (!p) free(buf);
-            buf = p;
-        }
-    }
-    fclose(f);
-    if (buf) buf[n] = 0;
-    return buf;
 }
 
 static bool parse_ids(const char *s, sprout_token **ids, size_t *n) {
@@ -162,7 +145,7 @@ int cmd_run(int argc, char **argv) {
         return 2;
     }
     char *file_text = NULL;
-    if (file && !(file_text = read_file(file))) {
+    if (file && !(file_text = cli_read_file(file, NULL))) {
         perror(file);
         return 1;
     }

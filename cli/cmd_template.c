@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "files.h"
 #include "sprout.h"
 
 static void usage(FILE *out) {
@@ -21,30 +22,6 @@ static void usage(FILE *out) {
             "  --no-generation-prompt    render without the assistant's opening\n"
             "  --bos TEXT, --eos TEXT    the bos_token / eos_token variables (default: the model's)\n"
             "  --now YYYY-MM-DDTHH:MM:SS what strftime_now() sees (default: the current local time)\n");
-}
-
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 14, n = 0;
-    char *buf = malloc(cap + 1);
-    size_t got;
-    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *p = realloc(buf, (cap *= 2) + 1);
-            if (!p) {
-                free(buf);
-                buf = NULL;
-            } else buf = p;
-        }
-    }
-    fclose(f);
-    if (buf) {
-        buf[n] = 0;
-        if (len) *len = n;
-    }
-    return buf;
 }
 
 /* The text of one of the model's special tokens, malloc'd, or NULL. */
@@ -112,7 +89,7 @@ int cmd_template(int argc, char **argv) {
         }
     }
     if (template_file) {
-        if (!(source_owned = slurp(template_file, &source_len))) {
+        if (!(source_owned = cli_read_file(template_file, &source_len))) {
             perror(template_file);
             goto done;
         }
@@ -120,11 +97,11 @@ int cmd_template(int argc, char **argv) {
     } else if ((st = sprout_template_for_model(g, builtin, &source, &source_len)) != SPROUT_OK) {
         goto fail;
     }
-    if (messages_file && !(messages = slurp(messages_file, NULL))) {
+    if (messages_file && !(messages = cli_read_file(messages_file, NULL))) {
         perror(messages_file);
         goto done;
     }
-    if (vars_file && !(vars = slurp(vars_file, NULL))) {
+    if (vars_file && !(vars = cli_read_file(vars_file, NULL))) {
         perror(vars_file);
         goto done;
     }
