@@ -1,6 +1,7 @@
 /* sprout serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N]
  *              [-c CTX] [-t THREADS] [--api-key KEY] [--alias NAME]
  *              [--max-body BYTES] [--queue N]
+ *              [--chat-template NAME|SOURCE | --chat-template-file FILE]
  *
  * An OpenAI- and Ollama-compatible HTTP server over the library's
  * continuous-batching scheduler. SIGINT/SIGTERM stop it cleanly (exit 0). */
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "files.h"
 #include "gen_options.h"
 #include "server/server.h"
 
@@ -28,9 +30,15 @@ static void usage(FILE *out) {
             "  --api-key KEY      require 'Authorization: Bearer KEY' (also $SPROUT_API_KEY)\n"
             "  --alias NAME       the model's name in the APIs (default: the file name)\n"
             "  --max-body BYTES   largest request body (default 16777216)\n"
-            "  --queue N          requests that may wait for a slot before 503 (default 64)\n");
+            "  --queue N          requests that may wait for a slot before 503 (default 64)\n"
+            "  --chat-template T  the chat template: a built-in name (chatml llama2 llama3 zephyr phi3 gemma mistral)\n"
+            "                     or Jinja source (default: the model's)\n"
+            "  --chat-template-file FILE  the chat template from a file\n");
 }
 
+
+/* --chat-template-file's text, alive while serving (static: reachable on every exit path) */
+static char *template_text;
 
 int cmd_serve(int argc, char **argv) {
     sp_server_options o = {.host = "127.0.0.1", .port = 8080, .api_key = getenv("SPROUT_API_KEY")};
@@ -58,6 +66,15 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--alias")) o.alias = v;
         else if (!strcmp(a, "--max-body")) ok = cli_parse_int(v, 1, INT32_MAX, &n) && ((o.max_body = (size_t)n), true);
         else if (!strcmp(a, "--queue")) ok = cli_parse_int(v, 0, 1 << 20, &n) && ((o.n_queue = n ? n : -1), true);
+        else if (!strcmp(a, "--chat-template")) o.chat_template = v;
+        else if (!strcmp(a, "--chat-template-file")) {
+            free(template_text);
+            if (!(template_text = cli_read_file(v, NULL))) {
+                fprintf(stderr, "sprout serve: cannot read %s\n", v);
+                return 2;
+            }
+            o.chat_template = template_text;
+        }
         else {
             fprintf(stderr, "sprout serve: unknown option %s\n", a);
             usage(stderr);

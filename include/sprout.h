@@ -706,6 +706,11 @@ sprout_status sprout_result_metrics(const sprout_result *r, sprout_perf_metrics 
 sprout_status sprout_model_chat_prompt(const sprout_model *model, const char *template_override, const char *messages_json,
                                        bool add_generation_prompt, char **text, size_t *text_len, sprout_token **ids,
                                        size_t *n_ids);
+/* The same with more template variables: vars_json, a JSON object such as
+ * {"tools": [...]} or {"enable_thinking": false} (NULL: none). */
+sprout_status sprout_model_chat_prompt_vars(const sprout_model *model, const char *template_override, const char *messages_json,
+                                            const char *vars_json, bool add_generation_prompt, char **text, size_t *text_len,
+                                            sprout_token **ids, size_t *n_ids);
 /* A raw-text prompt as sprout_generate tokenizes it (BOS as the model wants,
  * special-token text not parsed, unless parse_special). */
 sprout_status sprout_model_tokenize_prompt(const sprout_model *model, const char *text, size_t len, bool parse_special,

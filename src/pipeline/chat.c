@@ -107,6 +107,13 @@ sprout_status sprout_model_tokenize_prompt(const sprout_model *model, const char
 sprout_status sprout_model_chat_prompt(const sprout_model *model, const char *template_override, const char *messages_json,
                                        bool add_generation_prompt, char **text, size_t *text_len, sprout_token **ids,
                                        size_t *n_ids) {
+    return sprout_model_chat_prompt_vars(model, template_override, messages_json, NULL, add_generation_prompt, text, text_len, ids,
+                                         n_ids);
+}
+
+sprout_status sprout_model_chat_prompt_vars(const sprout_model *model, const char *template_override, const char *messages_json,
+                                            const char *vars_json, bool add_generation_prompt, char **text, size_t *text_len,
+                                            sprout_token **ids, size_t *n_ids) {
     if (!model || !messages_json) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL model or messages");
     if (!model->tokenizer) return sp_fail(SPROUT_ERR_UNSUPPORTED, "the model has no vocabulary: chat needs one");
     const char *src;
@@ -119,7 +126,8 @@ sprout_status sprout_model_chat_prompt(const sprout_model *model, const char *te
     sprout_template_options opt = {.struct_size = sizeof opt,
                                    .add_generation_prompt = add_generation_prompt,
                                    .bos_token = bos,
-                                   .eos_token = eos};
+                                   .eos_token = eos,
+                                   .extra_json = vars_json};
     char *rendered = NULL;
     size_t rendered_len = 0;
     st = sprout_template_render_json(t, messages_json, &opt, &rendered, &rendered_len);

@@ -150,6 +150,20 @@ static bool flatten_content(parser *p, const json_t *content, size_t index, json
     return *out != NULL || fail(p, "out of memory");
 }
 
+/* OpenAI sends a past call's arguments as JSON text; chat templates expect
+ * the object (they write it with tojson), as transformers' callers pass it. */
+static void decode_call_arguments(json_t *tool_calls) {
+    size_t i;
+    json_t *call;
+    json_array_foreach(tool_calls, i, call) {
+        json_t *fn = json_object_get(call, "function"), *args = json_object_get(fn, "arguments");
+        if (!json_is_string(args)) continue;
+        json_t *decoded = json_loadb(json_string_value(args), json_string_length(args), 0, NULL);
+        if (json_is_object(decoded)) json_object_set_new(fn, "arguments", decoded);
+        else json_decref(decoded);
+    }
+}
+
 static bool parse_messages(parser *p, sp_api_request *r, const json_t *body, bool ollama) {
     const json_t *msgs = json_object_get(body, "messages");
     if (!msgs || json_is_null(msgs)) {
@@ -186,6 +200,7 @@ static bool parse_messages(parser *p, sp_api_request *r, const json_t *body, boo
             json_decref(clean);
             return fail(p, "out of memory");
         }
+        decode_call_arguments(json_object_get(copy, "tool_calls"));
         json_array_append_new(clean, copy);
     }
     if (!clean) return fail(p, "out of memory");
@@ -193,6 +208,28 @@ static bool parse_messages(parser *p, sp_api_request *r, const json_t *body, boo
     r->messages_json = json_dumps(clean, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(clean);
     return r->messages_json != NULL || fail(p, "out of memory");
+}
+
+/* tools: a list of tool objects ({"type": "function", "function": {"name",
+ * "description", "parameters"}}) that goes to the chat template, unless
+ * tool_choice is "none". */
+static bool parse_tools(parser *p, sp_api_request *r, const json_t *body) {
+    const json_t *tools = json_object_get(body, "tools"), *choice = json_object_get(body, "tool_choice");
+    if (!tools || json_is_null(tools)) return true;
+    if (!json_is_array(tools)) return fail(p, "tools: expected an array, got %s", type_name(tools));
+    for (size_t i = 0; i < json_array_size(tools); i++) {
+        const json_t *t = json_array_get(tools, i), *fn = json_object_get(t, "function");
+        if (!json_is_object(t)) return fail(p, "tools[%zu]: expected an object, got %s", i, type_name(t));
+        if (fn && !json_is_string(json_object_get(fn, "name")))
+            return fail(p, "tools[%zu].function.name: expected a string", i);
+    }
+    if (choice && !json_is_null(choice) && !json_is_string(choice) && !json_is_object(choice))
+        return fail(p, "tool_choice: expected a string or an object, got %s", type_name(choice));
+    if (json_array_size(tools) == 0 || (json_is_string(choice) && !strcmp(json_string_value(choice), "none"))) return true;
+    json_t *vars = json_pack("{s:O}", "tools", tools);
+    r->tools_json = vars ? json_dumps(vars, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(vars);
+    return r->tools_json != NULL || fail(p, "out of memory");
 }
 
 /* The sampling fields OpenAI defines, plus llama.cpp's common extensions. */
@@ -308,6 +345,7 @@ bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api
     switch (kind) {
     case SP_API_OPENAI_CHAT:
         parse_messages(&p, r, root, false);
+        parse_tools(&p, r, root);
         parse_openai_sampling(&p, r, root);
         get_bool(&p, root, "logprobs", "", &(bool){false});
         if (json_is_true(json_object_get(root, "logprobs"))) r->logprobs = 0;
@@ -331,6 +369,7 @@ bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api
     }
     case SP_API_OLLAMA_CHAT:
         parse_messages(&p, r, root, true);
+        parse_tools(&p, r, root);
         get_bool(&p, root, "stream", "", &r->stream);
         parse_ollama_options(&p, r, root);
         break;
@@ -370,6 +409,7 @@ void sp_api_request_free(sp_api_request *r) {
     if (!r) return;
     free(r->model);
     free(r->messages_json);
+    free(r->tools_json);
     free(r->prompt);
     free(r->system);
     free(r->context);

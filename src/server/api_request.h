@@ -25,6 +25,7 @@ typedef struct sp_api_request {
     sp_api_kind kind;
     char *model;          /* NULL when absent */
     char *messages_json;  /* chat: the messages, content flattened to text */
+    char *tools_json;     /* chat: {"tools": [...]} for the template when tools are offered, else NULL */
     size_t n_messages;
     char *prompt;         /* completion / generate */
     char *system;         /* generate: a system prompt */

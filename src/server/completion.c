@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "server/server_internal.h"
+#include "server/tool_calls.h"
 
 sp_usage sp_usage_of(const sprout_result *r) {
     sprout_perf_metrics m = {.struct_size = sizeof m};
@@ -30,6 +31,7 @@ static void job_free(sp_job *j) {
     sp_api_request_free(&j->req);
     sprout_free(j->prompt);
     free(j->out.data);
+    free(j->reply.data);
     free(j->pending);
     pthread_cond_destroy(&j->cond);
     pthread_mutex_destroy(&j->mu);
@@ -60,6 +62,36 @@ static void wait_for_engine(sp_job *j, bool want_output) {
         pthread_cond_timedwait(&j->cond, &j->mu, &until);
         if (!j->engine_done && client_gone(j->fd)) sprout_request_cancel(j->sreq);
     }
+}
+
+void sp_chat_text_to_send(sp_job *j, const char *text, size_t len, const char **send, size_t *n) {
+    *send = text;
+    *n = len;
+    if (!j->req.tools_json) return;
+    if (!sp_buf_put(&j->reply, text, len)) { /* out of memory: let the text go as text */
+        j->reply_sent = j->reply.len;
+        return;
+    }
+    const size_t safe = sp_tool_calls_text_prefix(j->reply.data, j->reply.len);
+    *send = j->reply.data + j->reply_sent;
+    *n = safe > j->reply_sent ? safe - j->reply_sent : 0;
+    if (safe > j->reply_sent) j->reply_sent = safe;
+}
+
+json_t *sp_chat_held_calls(sp_job *j, char **held, size_t *held_len) {
+    const char *rest = j->reply.data ? j->reply.data + j->reply_sent : "";
+    const size_t n = j->reply.len - j->reply_sent;
+    json_t *calls = j->req.tools_json ? sp_tool_calls_parse(rest, n, held, held_len) : NULL;
+    if (!calls) {
+        *held = strndup(rest, n);
+        *held_len = *held ? n : 0;
+    }
+    j->reply_sent = j->reply.len;
+    return calls;
+}
+
+json_t *sp_chat_reply_calls(const sp_job *j, const char *text, size_t len, char **content, size_t *content_len) {
+    return j->req.tools_json ? sp_tool_calls_parse(text, len, content, content_len) : NULL;
 }
 
 /* Engine thread: a piece of text. */
@@ -182,7 +214,8 @@ static sprout_status build_prompt(sp_server *srv, sp_job *j) {
     switch (r->kind) {
     case SP_API_OPENAI_CHAT:
     case SP_API_OLLAMA_CHAT:
-        return sprout_model_chat_prompt(srv->model, NULL, r->messages_json, true, NULL, NULL, &j->prompt, &j->n_prompt);
+        return sprout_model_chat_prompt_vars(srv->model, srv->opt.chat_template, r->messages_json, r->tools_json, true, NULL, NULL,
+                                             &j->prompt, &j->n_prompt);
     case SP_API_OPENAI_COMPLETION:
         /* as llama.cpp's server: special-token text in a raw prompt is parsed */
         return sprout_model_tokenize_prompt(srv->model, r->prompt, strlen(r->prompt), true, &j->prompt, &j->n_prompt);
@@ -191,7 +224,7 @@ static sprout_status build_prompt(sp_server *srv, sp_job *j) {
         if (r->raw) st = sprout_model_tokenize_prompt(srv->model, r->prompt, strlen(r->prompt), true, &j->prompt, &j->n_prompt);
         else {
             char *msgs = generate_messages(r);
-            st = msgs ? sprout_model_chat_prompt(srv->model, NULL, msgs, true, NULL, NULL, &j->prompt, &j->n_prompt)
+            st = msgs ? sprout_model_chat_prompt(srv->model, srv->opt.chat_template, msgs, true, NULL, NULL, &j->prompt, &j->n_prompt)
                       : SPROUT_ERR_OUT_OF_MEMORY;
             free(msgs);
         }

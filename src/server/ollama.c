@@ -68,9 +68,25 @@ static void set_text(const sp_job *j, json_t *v, const char *text, size_t len) {
     else json_object_set_new(v, "response", json_string_lossy(text, len));
 }
 
+/* Calls as Ollama words them: {"function": {"name", "arguments": {...}}}. */
+static json_t *ollama_tool_calls(const json_t *calls) {
+    json_t *list = json_array();
+    size_t i;
+    const json_t *call;
+    json_array_foreach(calls, i, call) {
+        json_array_append_new(list, json_pack("{s:{s:O, s:O}}", "function", "name", json_object_get(call, "name"), "arguments",
+                                              json_object_get(call, "arguments")));
+    }
+    return list;
+}
+
 static void piece(sp_job *j, const char *text, size_t len, sp_buf *out) {
+    const char *send;
+    size_t n;
+    sp_chat_text_to_send(j, text, len, &send, &n);
+    if (!n) return;
     json_t *v = head(j, false);
-    set_text(j, v, text, len);
+    set_text(j, v, send, n);
     sp_buf_json(out, "", v, "\n");
 }
 
@@ -81,6 +97,17 @@ static void stream_end(sp_job *j, sprout_status st, const sprout_result *r, sp_b
         sp_buf_json(out, "", sp_error_json(SP_STYLE_OLLAMA, 500, NULL, text), "\n");
         return;
     }
+    char *held = NULL;
+    size_t held_len = 0;
+    json_t *calls = sp_chat_held_calls(j, &held, &held_len);
+    if (held_len || calls) { /* what waited in case it was a tool call */
+        json_t *v = head(j, false);
+        set_text(j, v, held ? held : "", held_len);
+        if (calls) json_object_set_new(json_object_get(v, "message"), "tool_calls", ollama_tool_calls(calls));
+        sp_buf_json(out, "", v, "\n");
+    }
+    free(held);
+    json_decref(calls);
     json_t *v = head(j, true);
     set_text(j, v, "", 0);
     add_totals(j, r, v);
@@ -90,8 +117,16 @@ static void stream_end(sp_job *j, sprout_status st, const sprout_result *r, sp_b
 static json_t *response(sp_job *j, const sprout_result *r) {
     size_t len;
     const char *text = sprout_result_text(r, &len);
+    char *content = NULL;
+    size_t content_len = 0;
+    json_t *calls = sp_chat_reply_calls(j, text, len, &content, &content_len);
     json_t *v = head(j, true);
-    set_text(j, v, text, len);
+    if (calls) {
+        set_text(j, v, content, content_len);
+        json_object_set_new(json_object_get(v, "message"), "tool_calls", ollama_tool_calls(calls));
+    } else set_text(j, v, text, len);
+    json_decref(calls);
+    free(content);
     add_totals(j, r, v);
     return v;
 }

@@ -120,12 +120,39 @@ static void chat_chunk(sp_job *j, json_t *delta, const char *finish, sp_buf *out
     sp_buf_json(out, "data: ", v, "\n\n");
 }
 
-static void chat_piece(sp_job *j, const char *text, size_t len, sp_buf *out) {
+static void open_chat_stream(sp_job *j, sp_buf *out) {
     if (!j->role_sent) {
         chat_chunk(j, json_pack("{s:s, s:s}", "role", "assistant", "content", ""), NULL, out);
         j->role_sent = true;
     }
-    chat_chunk(j, json_pack("{s:o}", "content", json_string_lossy(text, len)), NULL, out);
+}
+
+static void chat_piece(sp_job *j, const char *text, size_t len, sp_buf *out) {
+    const char *send;
+    size_t n;
+    sp_chat_text_to_send(j, text, len, &send, &n);
+    open_chat_stream(j, out);
+    if (n) chat_chunk(j, json_pack("{s:o}", "content", json_string_lossy(send, n)), NULL, out);
+}
+
+/* Calls as OpenAI words them: an id each, and the arguments as JSON text;
+ * `indexed` adds the index a stream's deltas carry. */
+static json_t *openai_tool_calls(const sp_job *j, const json_t *calls, bool indexed) {
+    json_t *list = json_array();
+    size_t i;
+    const json_t *call;
+    json_array_foreach(calls, i, call) {
+        const json_t *args = json_object_get(call, "arguments");
+        char *text = json_is_string(args) ? strdup(json_string_value(args)) : json_dumps(args, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        char id[96];
+        snprintf(id, sizeof id, "call_%s_%zu", strchr(j->id, '-') ? strchr(j->id, '-') + 1 : j->id, i);
+        json_t *v = json_pack("{s:s, s:s, s:{s:O, s:s}}", "id", id, "type", "function", "function", "name",
+                              json_object_get(call, "name"), "arguments", text ? text : "{}");
+        if (v && indexed) json_object_set_new(v, "index", json_integer((json_int_t)i));
+        json_array_append_new(list, v);
+        free(text);
+    }
+    return list;
 }
 
 static void stream_error(sp_job *j, sprout_status st, sp_buf *out) {
@@ -153,12 +180,16 @@ static void chat_stream_end(sp_job *j, sprout_status st, const sprout_result *r,
         stream_error(j, st, out);
         return;
     }
-    if (!j->role_sent) {
-        chat_chunk(j, json_pack("{s:s, s:s}", "role", "assistant", "content", ""), NULL, out);
-        j->role_sent = true;
-    }
+    open_chat_stream(j, out);
     if (sprout_result_finish_reason(r) == SPROUT_FINISH_STOP_STRING) j->n_pending = 0; /* tokens of text that was cut */
-    chat_chunk(j, json_object(), sp_finish_word(r), out);
+    char *held = NULL;
+    size_t held_len = 0;
+    json_t *calls = sp_chat_held_calls(j, &held, &held_len);
+    if (held_len) chat_chunk(j, json_pack("{s:o}", "content", json_string_lossy(held, held_len)), NULL, out);
+    free(held);
+    if (calls) chat_chunk(j, json_pack("{s:o}", "tool_calls", openai_tool_calls(j, calls, true)), NULL, out);
+    chat_chunk(j, json_object(), calls ? "tool_calls" : sp_finish_word(r), out);
+    json_decref(calls);
     stream_close(j, "chat.completion.chunk", r, out);
 }
 
@@ -167,10 +198,17 @@ static json_t *chat_response(sp_job *j, const sprout_result *r) {
     const char *text = sprout_result_text(r, &len);
     size_t n = 0;
     sp_token_lp *lps = result_logprobs(j, r, &n);
+    char *content = NULL;
+    size_t content_len = 0;
+    json_t *calls = sp_chat_reply_calls(j, text, len, &content, &content_len);
+    json_t *msg = json_pack("{s:s, s:o}", "role", "assistant", "content",
+                            calls ? (content_len ? json_string_lossy(content, content_len) : json_null()) : json_string_lossy(text, len));
+    if (calls) json_object_set_new(msg, "tool_calls", openai_tool_calls(j, calls, false));
     json_t *v = envelope(j, "chat.completion");
-    json_object_set_new(v, "choices",
-                        json_pack("[{s:i, s:{s:s, s:o}, s:o, s:s}]", "index", 0, "message", "role", "assistant", "content",
-                                  json_string_lossy(text, len), "logprobs", chat_logprobs(j, lps, n), "finish_reason", sp_finish_word(r)));
+    json_object_set_new(v, "choices", json_pack("[{s:i, s:o, s:o, s:s}]", "index", 0, "message", msg, "logprobs", chat_logprobs(j, lps, n),
+                                                "finish_reason", calls ? "tool_calls" : sp_finish_word(r)));
+    json_decref(calls);
+    free(content);
     free(lps);
     json_object_set_new(v, "usage", usage_json(r));
     return v;

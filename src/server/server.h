@@ -18,6 +18,7 @@ typedef struct sp_server_options {
     const char *api_key;  /* NULL: no authentication */
     const char *alias;    /* the model's name in the APIs; NULL: the file's */
     size_t max_body;      /* bytes; 0: 16 MiB */
+    const char *chat_template; /* a built-in name or Jinja source; NULL: the model's */
 } sp_server_options;
 
 /* Listens, loads the model (GET /health says 503 meanwhile), serves until

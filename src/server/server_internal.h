@@ -97,6 +97,8 @@ struct sp_job {
     sp_token_lp *pending;  /* streamed tokens whose log-probabilities await a chunk */
     size_t n_pending, cap_pending;
     size_t text_offset;    /* completions: where the next token's text starts */
+    sp_buf reply;          /* chat with tools: the streamed reply so far */
+    size_t reply_sent;     /* how much of it went out as text (the rest may be a tool call) */
     bool engine_done, final_written;
     sprout_request *sreq;
     int fd;                /* the client's socket, to notice a hang-up */
@@ -108,6 +110,18 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
 
 /* The four formats (openai.c, ollama.c). */
 extern const sp_api_format sp_openai_chat_format, sp_openai_completion_format, sp_ollama_chat_format, sp_ollama_generate_format;
+
+/* Streamed chat text, as far as it may go out now: all of it, or with
+ * tools offered, what cannot begin a tool call (the rest is held until the
+ * end). mu held. */
+void sp_chat_text_to_send(sp_job *j, const char *text, size_t len, const char **send, size_t *n);
+/* At the end of a chat: the tool calls in the text still held back (see
+ * tool_calls.h; NULL if none, or no tools were offered), and in *held what
+ * of that text is to go out as text. */
+json_t *sp_chat_held_calls(sp_job *j, char **held, size_t *held_len);
+/* The tool calls in a whole reply (NULL if none, or no tools were offered),
+ * and in *content the text around them. */
+json_t *sp_chat_reply_calls(const sp_job *j, const char *text, size_t len, char **content, size_t *content_len);
 
 /* Ollama's answer to a request without a prompt: the model is loaded. */
 json_t *sp_ollama_loaded(const sp_server *srv, sp_api_kind kind);

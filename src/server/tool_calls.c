@@ -1,0 +1,259 @@
+#include "server/tool_calls.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+
+typedef enum marker_kind { M_TOOL_CALL, M_MISTRAL, M_FUNCTION, M_DEEPSEEK_CALLS, M_DEEPSEEK_CALL, M_PYTHON_TAG, M_COUNT } marker_kind;
+
+/* What opens a call, per format (the DeepSeek ones in its full-width bars). */
+static const char *const markers[M_COUNT] = {
+    "<tool_call>",
+    "[TOOL_CALLS]",
+    "<function=",
+    "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "begin\xEF\xBD\x9C>",
+    "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "begin\xEF\xBD\x9C>",
+    "<|python_tag|>",
+};
+#define DEEPSEEK_SEP "<\xEF\xBD\x9Ctool\xE2\x96\x81sep\xEF\xBD\x9C>"
+#define DEEPSEEK_CALL_END "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "end\xEF\xBD\x9C>"
+#define DEEPSEEK_CALLS_END "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "end\xEF\xBD\x9C>"
+
+static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+static size_t skip_space(const char *s, size_t i, size_t n) {
+    while (i < n && is_space(s[i])) i++;
+    return i;
+}
+
+static const char *find(const char *s, size_t n, const char *what) { return memmem(s, n, what, strlen(what)); }
+
+/* The earliest marker in s[0..n): its offset (n if none) and kind. */
+static size_t first_marker(const char *s, size_t n, marker_kind *kind) {
+    size_t best = n;
+    for (int k = 0; k < M_COUNT; k++) {
+        const char *hit = find(s, n, markers[k]);
+        if (hit && (size_t)(hit - s) < best) {
+            best = (size_t)(hit - s);
+            *kind = (marker_kind)k;
+        }
+    }
+    return best;
+}
+
+/* One JSON value at the start of s[0..n); *used gets the bytes it took. */
+static json_t *load_value(const char *s, size_t n, size_t *used) {
+    json_error_t err;
+    json_t *v = json_loadb(s, n, JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY, &err);
+    *used = v ? (size_t)err.position : 0;
+    return v;
+}
+
+/* {"name": ..., "arguments": ...} with arguments an object (a string of
+ * JSON is decoded; other strings stay strings; none is {}). */
+static json_t *make_call(const char *name, size_t name_len, json_t *arguments) {
+    if (!arguments) arguments = json_object();
+    else if (json_is_string(arguments)) {
+        json_t *decoded = json_loadb(json_string_value(arguments), json_string_length(arguments), 0, NULL);
+        if (json_is_object(decoded)) {
+            json_decref(arguments);
+            arguments = decoded;
+        } else json_decref(decoded);
+    }
+    json_t *call = json_object();
+    json_object_set_new(call, "name", json_stringn(name, name_len));
+    json_object_set_new(call, "arguments", arguments);
+    return call;
+}
+
+/* A call written as one JSON object: {"name": ..., "arguments"|"parameters": ...};
+ * NULL for anything else. */
+static json_t *call_of_object(const json_t *v) {
+    const json_t *name = json_object_get(v, "name");
+    if (!json_is_object(v) || !json_is_string(name) || json_string_length(name) == 0) return NULL;
+    const json_t *args = json_object_get(v, "arguments");
+    if (!args) args = json_object_get(v, "parameters");
+    if (args && !json_is_object(args) && !json_is_string(args)) return NULL;
+    return make_call(json_string_value(name), json_string_length(name), args ? json_deep_copy(args) : NULL);
+}
+
+/* Appends the calls a value holds (an object, or a list of objects) to
+ * calls; false if it holds anything else. */
+static bool add_calls_of_value(const json_t *v, json_t *calls) {
+    if (json_is_array(v)) {
+        if (json_array_size(v) == 0) return false;
+        size_t i;
+        const json_t *item;
+        json_array_foreach(v, i, item) {
+            if (!add_calls_of_value(item, calls) || json_is_array(item)) return false;
+        }
+        return true;
+    }
+    json_t *call = call_of_object(v);
+    return call && json_array_append_new(calls, call) == 0;
+}
+
+/* JSON calls from s[0..n), separated by whitespace or ';', and nothing
+ * else: Llama 3.x's form, also after <|python_tag|>. */
+static bool bare_calls(const char *s, size_t n, json_t *calls) {
+    size_t i = skip_space(s, 0, n), found = 0;
+    while (i < n) {
+        size_t used;
+        json_t *v = load_value(s + i, n - i, &used);
+        const bool ok = v && add_calls_of_value(v, calls);
+        json_decref(v);
+        if (!ok) return false;
+        found++;
+        i = skip_space(s, i + used, n);
+        if (i < n && s[i] == ';') i = skip_space(s, i + 1, n);
+    }
+    return found > 0;
+}
+
+/* <tool_call>{...}</tool_call>: the block from `at` (just past the marker);
+ * *end gets where the text resumes. */
+static bool tool_call_block(const char *s, size_t at, size_t n, json_t *calls, size_t *end) {
+    const char *close = find(s + at, n - at, "</tool_call>");
+    const size_t body_end = close ? (size_t)(close - s) : n;
+    *end = close ? body_end + strlen("</tool_call>") : n;
+    return bare_calls(s + at, body_end - at, calls);
+}
+
+/* [TOOL_CALLS] then a JSON list of calls, or name[ARGS]{...}. */
+static bool mistral_block(const char *s, size_t at, size_t n, json_t *calls, size_t *end) {
+    size_t i = skip_space(s, at, n), used;
+    if (i < n && s[i] == '[') {
+        json_t *v = load_value(s + i, n - i, &used);
+        const bool ok = v && json_is_array(v) && add_calls_of_value(v, calls);
+        json_decref(v);
+        *end = i + used;
+        return ok;
+    }
+    const char *args = find(s + i, n - i, "[ARGS]");
+    if (!args) return false;
+    const size_t name_end = (size_t)(args - s), json_at = name_end + strlen("[ARGS]");
+    json_t *v = load_value(s + json_at, n - json_at, &used);
+    if (!json_is_object(v) || name_end == i) {
+        json_decref(v);
+        return false;
+    }
+    json_array_append_new(calls, make_call(s + i, name_end - i, v));
+    *end = json_at + used;
+    return true;
+}
+
+/* <function=name>{...}</function> */
+static bool function_block(const char *s, size_t at, size_t n, json_t *calls, size_t *end) {
+    const char *gt = memchr(s + at, '>', n - at);
+    if (!gt || gt == s + at) return false;
+    const size_t name_end = (size_t)(gt - s), json_at = skip_space(s, name_end + 1, n);
+    size_t used;
+    json_t *v = load_value(s + json_at, n - json_at, &used);
+    if (!json_is_object(v)) {
+        json_decref(v);
+        return false;
+    }
+    json_array_append_new(calls, make_call(s + at, name_end - at, v));
+    *end = skip_space(s, json_at + used, n);
+    if (n - *end >= strlen("</function>") && !memcmp(s + *end, "</function>", strlen("</function>"))) *end += strlen("</function>");
+    return true;
+}
+
+/* <｜tool▁call▁begin｜>function<｜tool▁sep｜>name\n```json\n{...}\n```<｜tool▁call▁end｜> */
+static bool deepseek_block(const char *s, size_t at, size_t n, json_t *calls, size_t *end) {
+    const char *sep = find(s + at, n - at, DEEPSEEK_SEP);
+    if (!sep) return false;
+    const size_t name_at = (size_t)(sep - s) + strlen(DEEPSEEK_SEP);
+    const char *nl = memchr(s + name_at, '\n', n - name_at);
+    if (!nl || nl == s + name_at) return false;
+    size_t name_end = (size_t)(nl - s), i = name_end;
+    while (name_end > name_at && is_space(s[name_end - 1])) name_end--;
+    i = skip_space(s, i, n);
+    if (n - i >= 3 && !memcmp(s + i, "```", 3)) { /* ```json */
+        i += 3;
+        while (i < n && s[i] != '\n') i++;
+        i = skip_space(s, i, n);
+    }
+    size_t used;
+    json_t *v = load_value(s + i, n - i, &used);
+    if (!json_is_object(v)) {
+        json_decref(v);
+        return false;
+    }
+    json_array_append_new(calls, make_call(s + name_at, name_end - name_at, v));
+    i = skip_space(s, i + used, n);
+    if (n - i >= 3 && !memcmp(s + i, "```", 3)) i = skip_space(s, i + 3, n);
+    if (n - i >= strlen(DEEPSEEK_CALL_END) && !memcmp(s + i, DEEPSEEK_CALL_END, strlen(DEEPSEEK_CALL_END))) i += strlen(DEEPSEEK_CALL_END);
+    *end = i;
+    return true;
+}
+
+static void put_trimmed(sp_buf *b, const char *s, size_t n) {
+    size_t i = skip_space(s, 0, n);
+    while (n > i && is_space(s[n - 1])) n--;
+    if (n == i) return;
+    if (b->len) sp_buf_put(b, "\n", 1);
+    sp_buf_put(b, s + i, n - i);
+}
+
+json_t *sp_tool_calls_parse(const char *text, size_t len, char **content, size_t *content_len) {
+    json_t *calls = json_array();
+    sp_buf rest = {0};
+    marker_kind kind = M_COUNT;
+    size_t i = 0, at = first_marker(text, len, &kind);
+    if (!calls) return NULL;
+    if (at == len) { /* no marker: the whole reply may be JSON calls */
+        if (!bare_calls(text, len, calls)) json_array_clear(calls);
+    } else {
+        while (at < len) {
+            put_trimmed(&rest, text + i, at - i);
+            const size_t body = at + strlen(markers[kind]);
+            size_t end = len;
+            bool ok;
+            switch (kind) {
+            case M_TOOL_CALL: ok = tool_call_block(text, body, len, calls, &end); break;
+            case M_MISTRAL: ok = mistral_block(text, body, len, calls, &end); break;
+            case M_FUNCTION: ok = function_block(text, body, len, calls, &end); break;
+            case M_DEEPSEEK_CALLS: ok = true, end = body; break; /* the list's opening: its calls follow */
+            case M_DEEPSEEK_CALL: ok = deepseek_block(text, body, len, calls, &end); break;
+            default: ok = bare_calls(text + body, len - body, calls); break; /* <|python_tag|>: the rest */
+            }
+            if (!ok) { /* not a call after all: the marker and what follows stay text */
+                put_trimmed(&rest, text + at, len - at);
+                i = len;
+                break;
+            }
+            i = end;
+            if (kind == M_DEEPSEEK_CALL) { /* the list's closing */
+                const size_t j = skip_space(text, i, len);
+                if (len - j >= strlen(DEEPSEEK_CALLS_END) && !memcmp(text + j, DEEPSEEK_CALLS_END, strlen(DEEPSEEK_CALLS_END)))
+                    i = j + strlen(DEEPSEEK_CALLS_END);
+            }
+            at = i + first_marker(text + i, len - i, &kind);
+        }
+        put_trimmed(&rest, text + i, len - i);
+    }
+    if (json_array_size(calls) == 0) {
+        json_decref(calls);
+        free(rest.data);
+        return NULL;
+    }
+    if (content) {
+        *content = rest.data ? rest.data : strdup("");
+        if (content_len) *content_len = rest.len;
+    } else free(rest.data);
+    return calls;
+}
+
+size_t sp_tool_calls_text_prefix(const char *text, size_t len) {
+    const size_t first = skip_space(text, 0, len);
+    if (first == len || text[first] == '{' || text[first] == '[') return 0;
+    marker_kind kind;
+    size_t safe = first_marker(text, len, &kind);
+    /* a marker's beginning at the end: wait for the rest (markers are short) */
+    for (size_t k = len - first > 32 ? len - 32 : first; k < safe; k++)
+        for (int m = 0; m < M_COUNT; m++)
+            if (len - k < strlen(markers[m]) && !memcmp(text + k, markers[m], len - k)) return k;
+    return safe;
+}

@@ -1,0 +1,31 @@
+/* Tool calls in a model's reply. Chat templates teach models to call the
+ * tools a request offers in one of a few shapes; this finds them so that
+ * the APIs can return structured tool_calls instead of text:
+ *   <tool_call>{"name": ..., "arguments": {...}}</tool_call>   Hermes, Qwen2.5/3, SmolLM3 ...
+ *   [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]        Mistral v0.3, Nemo
+ *   [TOOL_CALLS]name[ARGS]{...}                                 Mistral Small 3.2, Devstral
+ *   <function=name>{...}</function>                             functionary, Llama 3.1 (custom)
+ *   <｜tool▁call▁begin｜>function<｜tool▁sep｜>name ```json {...} ```  DeepSeek R1/V3
+ *   a reply that is only {"name": ..., "parameters"|"arguments": {...}} (or a
+ *   list of them, or several separated by ';')                  Llama 3.x, and many others
+ * A call whose JSON does not parse is left as text. */
+#ifndef SPROUT_SERVER_TOOL_CALLS_H
+#define SPROUT_SERVER_TOOL_CALLS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The calls in text[0..len) as a JSON array of {"name": string, "arguments":
+ * object (or the string the model wrote, when it is not a JSON object)}, or
+ * NULL when there are none. *content (malloc'd, NUL-terminated) gets the text
+ * outside the calls, trimmed; NULL content when the caller does not want it. */
+json_t *sp_tool_calls_parse(const char *text, size_t len, char **content, size_t *content_len);
+
+/* While a reply streams: how many of its first len bytes can go out as
+ * text now. What may begin a tool call (a marker, or part of one at the
+ * end, or a reply that opens with '{' or '[') is held back until the reply
+ * is complete; so is leading whitespace, until it is known what follows. */
+size_t sp_tool_calls_text_prefix(const char *text, size_t len);
+
+#endif
