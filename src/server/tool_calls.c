@@ -61,11 +61,20 @@ static json_t *make_call(const char *name, size_t name_len, json_t *arguments) {
             arguments = decoded;
         } else json_decref(decoded);
     }
-    json_t *call = json_object();
-    json_object_set_new(call, "name", json_stringn(name, name_len));
+    json_t *call = json_object(), *name_value = name_len ? json_stringn(name, name_len) : NULL; /* NULL: not UTF-8 */
+    if (!call || !name_value || !arguments) {
+        json_decref(call);
+        json_decref(name_value);
+        json_decref(arguments);
+        return NULL;
+    }
+    json_object_set_new(call, "name", name_value);
     json_object_set_new(call, "arguments", arguments);
     return call;
 }
+
+/* Appends a call (NULL: a name that is no name); false if it is not one. */
+static bool append_call(json_t *calls, json_t *call) { return call && json_array_append_new(calls, call) == 0; }
 
 /* A call written as one JSON object: {"name": ..., "arguments"|"parameters": ...};
  * NULL for anything else. */
@@ -90,8 +99,7 @@ static bool add_calls_of_value(const json_t *v, json_t *calls) {
         }
         return true;
     }
-    json_t *call = call_of_object(v);
-    return call && json_array_append_new(calls, call) == 0;
+    return append_call(calls, call_of_object(v));
 }
 
 /* JSON calls from s[0..n), separated by whitespace or ';', and nothing
@@ -138,9 +146,8 @@ static bool mistral_block(const char *s, size_t at, size_t n, json_t *calls, siz
         json_decref(v);
         return false;
     }
-    json_array_append_new(calls, make_call(s + i, name_end - i, v));
     *end = json_at + used;
-    return true;
+    return append_call(calls, make_call(s + i, name_end - i, v));
 }
 
 /* <function=name>{...}</function> */
@@ -154,7 +161,7 @@ static bool function_block(const char *s, size_t at, size_t n, json_t *calls, si
         json_decref(v);
         return false;
     }
-    json_array_append_new(calls, make_call(s + at, name_end - at, v));
+    if (!append_call(calls, make_call(s + at, name_end - at, v))) return false;
     *end = skip_space(s, json_at + used, n);
     if (n - *end >= strlen("</function>") && !memcmp(s + *end, "</function>", strlen("</function>"))) *end += strlen("</function>");
     return true;
@@ -181,7 +188,7 @@ static bool deepseek_block(const char *s, size_t at, size_t n, json_t *calls, si
         json_decref(v);
         return false;
     }
-    json_array_append_new(calls, make_call(s + name_at, name_end - name_at, v));
+    if (!append_call(calls, make_call(s + name_at, name_end - name_at, v))) return false;
     i = skip_space(s, i + used, n);
     if (n - i >= 3 && !memcmp(s + i, "```", 3)) i = skip_space(s, i + 3, n);
     if (n - i >= strlen(DEEPSEEK_CALL_END) && !memcmp(s + i, DEEPSEEK_CALL_END, strlen(DEEPSEEK_CALL_END))) i += strlen(DEEPSEEK_CALL_END);
