@@ -128,6 +128,25 @@ static bool tool_call_block(const char *s, size_t at, size_t n, json_t *calls, s
     return bare_calls(s + at, body_end - at, calls);
 }
 
+/* The call named s[name_at..name_end) whose arguments are the JSON object
+ * at json_at; *after gets where the object ends. */
+static bool named_call(const char *s, size_t n, size_t name_at, size_t name_end, size_t json_at, json_t *calls, size_t *after) {
+    size_t used;
+    json_t *v = load_value(s + json_at, n - json_at, &used);
+    if (!json_is_object(v)) {
+        json_decref(v);
+        return false;
+    }
+    *after = json_at + used;
+    return append_call(calls, make_call(s + name_at, name_end - name_at, v));
+}
+
+/* Past `literal` if s[i..n) starts with it, else i. */
+static size_t skip_literal(const char *s, size_t i, size_t n, const char *literal) {
+    const size_t len = strlen(literal);
+    return n - i >= len && !memcmp(s + i, literal, len) ? i + len : i;
+}
+
 /* [TOOL_CALLS] then a JSON list of calls, or name[ARGS]{...}. */
 static bool mistral_block(const char *s, size_t at, size_t n, json_t *calls, size_t *end) {
     size_t i = skip_space(s, at, n), used;
@@ -140,30 +159,18 @@ static bool mistral_block(const char *s, size_t at, size_t n, json_t *calls, siz
     }
     const char *args = find(s + i, n - i, "[ARGS]");
     if (!args) return false;
-    const size_t name_end = (size_t)(args - s), json_at = name_end + strlen("[ARGS]");
-    json_t *v = load_value(s + json_at, n - json_at, &used);
-    if (!json_is_object(v) || name_end == i) {
-        json_decref(v);
-        return false;
-    }
-    *end = json_at + used;
-    return append_call(calls, make_call(s + i, name_end - i, v));
+    const size_t name_end = (size_t)(args - s);
+    return named_call(s, n, i, name_end, name_end + strlen("[ARGS]"), calls, end);
 }
 
 /* <function=name>{...}</function> */
 static bool function_block(const char *s, size_t at, size_t n, json_t *calls, size_t *end) {
     const char *gt = memchr(s + at, '>', n - at);
     if (!gt || gt == s + at) return false;
-    const size_t name_end = (size_t)(gt - s), json_at = skip_space(s, name_end + 1, n);
-    size_t used;
-    json_t *v = load_value(s + json_at, n - json_at, &used);
-    if (!json_is_object(v)) {
-        json_decref(v);
-        return false;
-    }
-    if (!append_call(calls, make_call(s + at, name_end - at, v))) return false;
-    *end = skip_space(s, json_at + used, n);
-    if (n - *end >= strlen("</function>") && !memcmp(s + *end, "</function>", strlen("</function>"))) *end += strlen("</function>");
+    const size_t name_end = (size_t)(gt - s);
+    size_t after;
+    if (!named_call(s, n, at, name_end, skip_space(s, name_end + 1, n), calls, &after)) return false;
+    *end = skip_literal(s, skip_space(s, after, n), n, "</function>");
     return true;
 }
 
@@ -177,22 +184,12 @@ static bool deepseek_block(const char *s, size_t at, size_t n, json_t *calls, si
     size_t name_end = (size_t)(nl - s), i = name_end;
     while (name_end > name_at && is_space(s[name_end - 1])) name_end--;
     i = skip_space(s, i, n);
-    if (n - i >= 3 && !memcmp(s + i, "```", 3)) { /* ```json */
-        i += 3;
+    if (skip_literal(s, i, n, "```") > i) { /* ```json */
         while (i < n && s[i] != '\n') i++;
         i = skip_space(s, i, n);
     }
-    size_t used;
-    json_t *v = load_value(s + i, n - i, &used);
-    if (!json_is_object(v)) {
-        json_decref(v);
-        return false;
-    }
-    if (!append_call(calls, make_call(s + name_at, name_end - name_at, v))) return false;
-    i = skip_space(s, i + used, n);
-    if (n - i >= 3 && !memcmp(s + i, "```", 3)) i = skip_space(s, i + 3, n);
-    if (n - i >= strlen(DEEPSEEK_CALL_END) && !memcmp(s + i, DEEPSEEK_CALL_END, strlen(DEEPSEEK_CALL_END))) i += strlen(DEEPSEEK_CALL_END);
-    *end = i;
+    if (!named_call(s, n, name_at, name_end, i, calls, &i)) return false;
+    *end = skip_literal(s, skip_space(s, skip_literal(s, skip_space(s, i, n), n, "```"), n), n, DEEPSEEK_CALL_END);
     return true;
 }
 
@@ -233,9 +230,8 @@ json_t *sp_tool_calls_parse(const char *text, size_t len, char **content, size_t
             }
             i = end;
             if (kind == M_DEEPSEEK_CALL) { /* the list's closing */
-                const size_t j = skip_space(text, i, len);
-                if (len - j >= strlen(DEEPSEEK_CALLS_END) && !memcmp(text + j, DEEPSEEK_CALLS_END, strlen(DEEPSEEK_CALLS_END)))
-                    i = j + strlen(DEEPSEEK_CALLS_END);
+                const size_t j = skip_space(text, i, len), past = skip_literal(text, j, len, DEEPSEEK_CALLS_END);
+                if (past > j) i = past;
             }
             at = i + first_marker(text + i, len - i, &kind);
         }

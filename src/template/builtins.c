@@ -150,33 +150,39 @@ static bool replace(interp *in, const node *at, const jstr *s, const jstr *old, 
     return buf_result(in, at, &b, out);
 }
 
-static bool split(interp *in, const node *at, const jstr *s, const jstr *sep, int64_t maxsplit, jv *out) {
-    jv parts[64];
-    size_t n = 0, cap = 64;
-    jv *items = parts;
+/* The pieces split and rsplit cut, growing on the render's heap. */
+typedef struct piece_list {
+    jv *items;
+    size_t n, cap;
+} piece_list;
+
+static bool push_piece(interp *in, const node *at, piece_list *l, const char *s, size_t len) {
     jv piece;
-#define PUSH(ptr, len)                                                                                \
-    do {                                                                                              \
-        if (!make_str(in, at, (ptr), (len), &piece)) return false;                                    \
-        if (n == cap) {                                                                               \
-            jv *grown = jv_alloc(in->heap, cap * 2 * sizeof *grown);                                  \
-            if (!grown) return oom(in, at);                                                           \
-            memcpy(grown, items, n * sizeof *grown);                                                  \
-            items = grown;                                                                            \
-            cap *= 2;                                                                                 \
-        }                                                                                             \
-        items[n++] = piece;                                                                           \
-    } while (0)
+    if (!make_str(in, at, s, len, &piece)) return false;
+    if (l->n == l->cap) {
+        const size_t cap = l->cap ? 2 * l->cap : 16;
+        jv *grown = jv_alloc(in->heap, cap * sizeof *grown);
+        if (!grown) return oom(in, at);
+        if (l->n) memcpy(grown, l->items, l->n * sizeof *grown);
+        l->items = grown;
+        l->cap = cap;
+    }
+    l->items[l->n++] = piece;
+    return true;
+}
+
+static bool split(interp *in, const node *at, const jstr *s, const jstr *sep, int64_t maxsplit, jv *out) {
+    piece_list pieces = {0};
     if (sep) {
         if (sep->len == 0) return rt_error(in, at, "empty separator");
         size_t i = 0;
         for (;;) {
-            const char *hit = (maxsplit < 0 || (int64_t)n < maxsplit) ? memmem(s->data + i, s->len - i, sep->data, sep->len) : NULL;
+            const char *hit = (maxsplit < 0 || (int64_t)pieces.n < maxsplit) ? memmem(s->data + i, s->len - i, sep->data, sep->len) : NULL;
             if (!hit) break;
-            PUSH(s->data + i, (size_t)(hit - s->data) - i);
+            if (!push_piece(in, at, &pieces, s->data + i, (size_t)(hit - s->data) - i)) return false;
             i = (size_t)(hit - s->data) + sep->len;
         }
-        PUSH(s->data + i, s->len - i);
+        if (!push_piece(in, at, &pieces, s->data + i, s->len - i)) return false;
     } else { /* runs of whitespace; no empty pieces */
         size_t i = 0;
         while (i < s->len) {
@@ -184,7 +190,7 @@ static bool split(interp *in, const node *at, const jstr *s, const jstr *sep, in
             while (i < s->len && py_isspace(decode(s->data + i, s->len - i, &cl))) i += cl;
             if (i >= s->len) break;
             size_t start = i;
-            if (maxsplit >= 0 && (int64_t)n >= maxsplit) {
+            if (maxsplit >= 0 && (int64_t)pieces.n >= maxsplit) {
                 size_t e = s->len;
                 while (e > start) { /* Python keeps the rest, minus trailing whitespace */
                     size_t b0 = e - 1;
@@ -192,15 +198,14 @@ static bool split(interp *in, const node *at, const jstr *s, const jstr *sep, in
                     if (!py_isspace(decode(s->data + b0, e - b0, &cl))) break;
                     e = b0;
                 }
-                PUSH(s->data + start, e - start);
+                if (!push_piece(in, at, &pieces, s->data + start, e - start)) return false;
                 break;
             }
             while (i < s->len && !py_isspace(decode(s->data + i, s->len - i, &cl))) i += cl;
-            PUSH(s->data + start, i - start);
+            if (!push_piece(in, at, &pieces, s->data + start, i - start)) return false;
         }
     }
-#undef PUSH
-    *out = jv_list(in->heap, items, n, false);
+    *out = jv_list(in->heap, pieces.items, pieces.n, false);
     return out->type == JV_LIST || oom(in, at);
 }
 
@@ -215,52 +220,38 @@ static size_t prev_char(const char *s, size_t e) {
 static bool rsplit(interp *in, const node *at, const jstr *s, const jstr *sep, int64_t maxsplit, jv *out) {
     if (maxsplit < 0) return split(in, at, s, sep, maxsplit, out);
     if (sep && sep->len == 0) return rt_error(in, at, "empty separator");
-    jv piece, *items = jv_alloc(in->heap, ((size_t)(maxsplit < 64 ? maxsplit : 64) + 1) * sizeof *items);
-    size_t n = 0, cap = (size_t)(maxsplit < 64 ? maxsplit : 64) + 1, e = s->len, cl;
-    if (!items) return oom(in, at);
-#define PUSH(from, to)                                                                                \
-    do {                                                                                              \
-        if (!make_str(in, at, s->data + (from), (to) - (from), &piece)) return false;                \
-        if (n == cap) {                                                                               \
-            jv *grown = jv_alloc(in->heap, cap * 2 * sizeof *grown);                                  \
-            if (!grown) return oom(in, at);                                                           \
-            memcpy(grown, items, n * sizeof *grown);                                                  \
-            items = grown;                                                                            \
-            cap *= 2;                                                                                 \
-        }                                                                                             \
-        items[n++] = piece;                                                                           \
-    } while (0)
+    piece_list pieces = {0};
+    size_t e = s->len, cl;
     if (sep) {
-        while ((int64_t)n < maxsplit) {
+        while ((int64_t)pieces.n < maxsplit) {
             size_t hit = SIZE_MAX;
             for (size_t i = e; i >= sep->len && hit == SIZE_MAX; i--)
                 if (!memcmp(s->data + i - sep->len, sep->data, sep->len)) hit = i - sep->len;
             if (hit == SIZE_MAX) break;
-            PUSH(hit + sep->len, e);
+            if (!push_piece(in, at, &pieces, s->data + hit + sep->len, e - hit - sep->len)) return false;
             e = hit;
         }
-        PUSH(0, e);
+        if (!push_piece(in, at, &pieces, s->data, e)) return false;
     } else { /* runs of whitespace; no empty pieces; the rest keeps its inner whitespace */
         for (;;) {
             while (e > 0 && py_isspace(decode(s->data + prev_char(s->data, e), e - prev_char(s->data, e), &cl))) e = prev_char(s->data, e);
             if (e == 0) break;
-            if ((int64_t)n >= maxsplit) {
-                PUSH(0, e);
+            if ((int64_t)pieces.n >= maxsplit) {
+                if (!push_piece(in, at, &pieces, s->data, e)) return false;
                 break;
             }
             size_t b = e;
             while (b > 0 && !py_isspace(decode(s->data + prev_char(s->data, b), b - prev_char(s->data, b), &cl))) b = prev_char(s->data, b);
-            PUSH(b, e);
+            if (!push_piece(in, at, &pieces, s->data + b, e - b)) return false;
             e = b;
         }
     }
-#undef PUSH
-    for (size_t i = 0; i < n / 2; i++) {
-        jv t = items[i];
-        items[i] = items[n - 1 - i];
-        items[n - 1 - i] = t;
+    for (size_t i = 0; i < pieces.n / 2; i++) {
+        jv t = pieces.items[i];
+        pieces.items[i] = pieces.items[pieces.n - 1 - i];
+        pieces.items[pieces.n - 1 - i] = t;
     }
-    *out = jv_list(in->heap, items, n, false);
+    *out = jv_list(in->heap, pieces.items, pieces.n, false);
     return out->type == JV_LIST || oom(in, at);
 }
 

@@ -616,6 +616,19 @@ static node_list nvec_finish(parser *p, nvec *v) {
     return l;
 }
 
+/* Appends a name token's text to a malloc'd list of names; false (the
+ * parse failed) when out of memory. */
+static bool push_name(parser *p, const char ***names, size_t *count, const token *t) {
+    const char **grown = realloc(*names, (*count + 1) * sizeof *grown);
+    if (!grown) {
+        p->failed = true;
+        return false;
+    }
+    *names = grown;
+    grown[(*count)++] = intern(p, t->text, t->len);
+    return true;
+}
+
 static bool enter(parser *p) {
     if (++p->depth > TPL_MAX_PARSE_DEPTH) {
         fail_at(p, peek(p), "template nested too deeply (more than %d levels)", TPL_MAX_PARSE_DEPTH);
@@ -645,13 +658,7 @@ static bool parse_call_args(parser *p, node *call) {
         if (peek(p)->kind == T_NAME && is_op(peek2(p), "=")) {
             token *name = advance(p);
             advance(p);
-            const char **grown = realloc(kwnames, (n_kw + 1) * sizeof *grown);
-            if (!grown) {
-                p->failed = true;
-                break;
-            }
-            kwnames = grown;
-            kwnames[n_kw++] = intern(p, name->text, name->len);
+            if (!push_name(p, &kwnames, &n_kw, name)) break;
             nvec_push(p, &kwargs, parse_expression(p, true));
         } else {
             if (kwargs.n) {
@@ -1333,14 +1340,7 @@ static node *parse_with(parser *p, const token *at) {
             break;
         }
         advance(p);
-        if (!expect_op(p, "=")) break;
-        const char **grown = realloc(names, (count + 1) * sizeof *grown);
-        if (!grown) {
-            p->failed = true;
-            break;
-        }
-        names = grown;
-        names[count++] = intern(p, name->text, name->len);
+        if (!expect_op(p, "=") || !push_name(p, &names, &count, name)) break;
         nvec_push(p, &values, parse_expression(p, true));
     }
     n->u.with.values = nvec_finish(p, &values);
