@@ -39,6 +39,10 @@ int gen_options_parse(gen_options *o, int argc, char **argv, int *i) {
         c->ignore_eos = true;
         return 1;
     }
+    if (IS("--json-mode")) {
+        c->json_object = true;
+        return 1;
+    }
     if (!(IS("-m") || IS("--model") || IS("-c") || IS("--ctx-size") || IS("-t") || IS("--threads") || IS("-n") ||
           IS("--n-predict") || IS("--temp") || IS("--top-k") || IS("--top-p") || IS("--min-p") || IS("--repeat-penalty") ||
           IS("--repeat-last-n") || IS("--presence-penalty") || IS("--frequency-penalty") || IS("--seed") || IS("--stop") ||
@@ -98,6 +102,7 @@ const char *gen_options_help(void) {
            "  --seed S                random seed (default 42)\n"
            "  --stop STR              stop at this text (repeatable)\n"
            "  --ignore-eos            do not stop at end-of-generation tokens\n"
+           "  --json-mode             the output is one JSON object (only tokens that keep it valid are drawn)\n"
            "  --min-new-tokens N      generate at least N tokens\n"
            "  --kv-type f16|f32       KV cache type (default f16)\n";
 }

@@ -614,6 +614,8 @@ typedef struct sprout_generation_config {
     uint64_t seed;                    /* same seed, same output, on every machine */
     bool echo;                        /* the result text starts with the prompt */
     int32_t logprobs;                 /* > 0: record the chosen token's and this many top log-probabilities */
+    bool json_object;                 /* JSON mode: the output is one JSON object; generation ends when it closes
+                                         (finish EOS) and only tokens that keep it valid are drawn */
 } sprout_generation_config;
 
 void sprout_generation_config_init(sprout_generation_config *config);

@@ -129,6 +129,7 @@ sprout_status sp_seq_begin(sp_seq *s, const sprout_model *model, sp_sampler *sam
                            size_t n_prompt, const char *prompt_text, size_t prompt_len, double t_start, double tokenize_ms,
                            const sprout_generation_config *cfg, sprout_streamer streamer, void *user) {
     memset(s, 0, sizeof *s);
+    sp_json_init(&s->json);
     sprout_status st = sp_seq_check(model, n_ctx, prompt, n_prompt, cfg);
     if (st != SPROUT_OK) return st;
     /* logprobs: -1 records none; 0..64 the chosen token's and that many best */
@@ -176,6 +177,23 @@ static bool in_list(const int32_t *list, size_t n, int32_t id) {
     return false;
 }
 
+/* JSON mode: the ids that cannot continue the object read so far, into the
+ * sampler's list (end-of-generation and other control tokens among them:
+ * they add no text, and the sequence ends by itself when the object closes). */
+static size_t json_banned(sp_seq *s) {
+    const sprout_tokenizer *tok = s->model->tokenizer;
+    int32_t *out = s->sampler->masked;
+    size_t n = 0;
+    for (int32_t id = 0; id < s->model->hp.n_vocab; id++) {
+        const char *piece;
+        size_t len;
+        sp_json_state probe = s->json;
+        if (!tok || sprout_token_to_piece(tok, id, false, &piece, &len) != SPROUT_OK || len == 0 || !sp_json_feed(&probe, piece, len))
+            out[n++] = id;
+    }
+    return n;
+}
+
 bool sp_seq_next(sp_seq *s, const float *logits, const int32_t *history, size_t n_history, bool room, int32_t *feed) {
     sprout_result *r = s->result;
     const sprout_generation_config *cfg = s->cfg;
@@ -187,7 +205,17 @@ bool sp_seq_next(sp_seq *s, const float *logits, const int32_t *history, size_t 
         return false;
     }
     const bool mask_eog = cfg->ignore_eos || i < cfg->min_new_tokens;
-    const int32_t next = sp_sample(s->sampler, logits, &s->sampling, history, n_history, s->eog, mask_eog ? s->n_eog : 0);
+    const int32_t *banned = s->eog;
+    size_t n_banned = mask_eog ? s->n_eog : 0;
+    if (cfg->json_object) {
+        banned = s->sampler->masked;
+        n_banned = json_banned(s);
+        if (n_banned >= (size_t)s->model->hp.n_vocab) { /* no token can continue the object */
+            s->finish = SPROUT_FINISH_LENGTH;
+            return false;
+        }
+    }
+    const int32_t next = sp_sample(s->sampler, logits, &s->sampling, history, n_history, banned, n_banned);
     const double t_now = sp_now_ms();
     if (i == 0) s->t_first = t_now;
     else {
@@ -211,6 +239,13 @@ bool sp_seq_next(sp_seq *s, const float *logits, const int32_t *history, size_t 
         s->on_token(s->token_ctx, next, r->logprob ? r->logprob[i] : 0.f, r->top_ids ? r->top_ids + (size_t)i * (size_t)r->top_k : NULL,
                     r->top_logprobs ? r->top_logprobs + (size_t)i * (size_t)r->top_k : NULL, r->top_k > 0 ? r->top_k : 0);
     r->tokens[r->n_tokens++] = next;
+    if (cfg->json_object) {
+        const char *piece = "";
+        size_t n = 0;
+        sprout_token_to_piece(tok, next, false, &piece, &n);
+        sp_json_feed(&s->json, piece, n);
+        if (sp_json_done(&s->json)) s->finish = SPROUT_FINISH_EOS; /* the object is closed: nothing may follow */
+    }
     if (s->detok) {
         const char *piece;
         size_t n;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "core/buf.h"
+#include "sampler/json_constraint.h"
 #include "sampler/sampler.h"
 #include "sprout.h"
 
@@ -36,6 +37,7 @@ typedef struct sp_seq {
     sprout_stream_status stream;
     sprout_finish_reason finish;
     int32_t n_prefill;      /* prompt tokens computed (the rest were cached) */
+    sp_json_state json;     /* JSON mode: the output read so far */
     double t_start, t_prefill, t_prefilled, t_first, t_last, tpot_sum, tpot_sq, tokenize_ms;
 } sp_seq;
 

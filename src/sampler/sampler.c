@@ -40,7 +40,8 @@ sprout_status sp_sampler_init(sp_sampler *s, int32_t n_vocab, uint64_t seed) {
     s->n_vocab = n_vocab;
     s->cand = malloc((size_t)n_vocab * sizeof *s->cand);
     s->counts = calloc((size_t)n_vocab, sizeof *s->counts);
-    if (!s->cand || !s->counts) {
+    s->masked = malloc((size_t)n_vocab * sizeof *s->masked);
+    if (!s->cand || !s->counts || !s->masked) {
         sp_sampler_free(s);
         return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory for the sampler");
     }
@@ -51,6 +52,7 @@ sprout_status sp_sampler_init(sp_sampler *s, int32_t n_vocab, uint64_t seed) {
 void sp_sampler_free(sp_sampler *s) {
     free(s->cand);
     free(s->counts);
+    free(s->masked);
     memset(s, 0, sizeof *s);
 }
 

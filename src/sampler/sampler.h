@@ -30,6 +30,7 @@ typedef struct sp_sampler {
     int32_t n_vocab;
     sp_candidate *cand;
     int32_t *counts;   /* per token, for penalties */
+    int32_t *masked;   /* per token: room for a list of ids to ban (JSON mode's) */
     uint64_t rng[4];
     int32_t n_last; /* candidates left by the last draw */
 } sp_sampler;

@@ -232,6 +232,27 @@ static bool parse_tools(parser *p, sp_api_request *r, const json_t *body) {
     return r->tools_json != NULL || fail(p, "out of memory");
 }
 
+/* JSON mode: OpenAI's response_format {"type": "json_object"} (or
+ * "json_schema": the output is then a JSON object, its schema not checked),
+ * Ollama's format "json" (or a schema, likewise). */
+static bool parse_json_mode(parser *p, sp_api_request *r, const json_t *body, bool ollama) {
+    const json_t *v = json_object_get(body, ollama ? "format" : "response_format");
+    if (!v || json_is_null(v)) return true;
+    if (ollama) {
+        if (json_is_object(v)) r->cfg.json_object = true;
+        else if (!json_is_string(v)) return fail(p, "format: expected \"json\" or a JSON schema, got %s", type_name(v));
+        else if (!strcmp(json_string_value(v), "json")) r->cfg.json_object = true;
+        else if (json_string_length(v) != 0) return fail(p, "format: \"%s\" is not supported (only \"json\" or a schema)", json_string_value(v));
+        return true;
+    }
+    const json_t *type = json_object_get(v, "type");
+    if (!json_is_object(v) || !json_is_string(type)) return fail(p, "response_format: expected an object with a \"type\"");
+    const char *t = json_string_value(type);
+    if (!strcmp(t, "json_object") || !strcmp(t, "json_schema")) r->cfg.json_object = true;
+    else if (strcmp(t, "text")) return fail(p, "response_format.type: \"%s\" is not supported (text, json_object, json_schema)", t);
+    return true;
+}
+
 /* The sampling fields OpenAI defines, plus llama.cpp's common extensions. */
 static bool parse_openai_sampling(parser *p, sp_api_request *r, const json_t *body) {
     long long v = 0, n = 1;
@@ -346,6 +367,7 @@ bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api
     case SP_API_OPENAI_CHAT:
         parse_messages(&p, r, root, false);
         parse_tools(&p, r, root);
+        parse_json_mode(&p, r, root, false);
         parse_openai_sampling(&p, r, root);
         get_bool(&p, root, "logprobs", "", &(bool){false});
         if (json_is_true(json_object_get(root, "logprobs"))) r->logprobs = 0;
@@ -362,6 +384,7 @@ bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api
         else if (!(r->prompt = strndup(json_string_value(pr), json_string_length(pr)))) fail(&p, "out of memory");
         else if (strlen(r->prompt) != json_string_length(pr)) fail(&p, "prompt: the string contains a NUL character");
         parse_openai_sampling(&p, r, root);
+        parse_json_mode(&p, r, root, false);
         get_bool(&p, root, "echo", "", &r->echo);
         get_int(&p, root, "logprobs", "", 0, 5, &v, &present);
         if (present) r->logprobs = (int32_t)v;
@@ -370,6 +393,7 @@ bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api
     case SP_API_OLLAMA_CHAT:
         parse_messages(&p, r, root, true);
         parse_tools(&p, r, root);
+        parse_json_mode(&p, r, root, true);
         get_bool(&p, root, "stream", "", &r->stream);
         parse_ollama_options(&p, r, root);
         break;
@@ -377,6 +401,7 @@ bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api
         get_string(&p, root, "prompt", "", &r->prompt);
         get_string(&p, root, "system", "", &r->system);
         get_bool(&p, root, "raw", "", &r->raw);
+        parse_json_mode(&p, r, root, true);
         get_bool(&p, root, "stream", "", &r->stream);
         const json_t *context = field(root, "context");
         if (context && !json_is_array(context)) fail(&p, "context: expected an array of token ids, got %s", type_name(context));

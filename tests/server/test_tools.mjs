@@ -1,10 +1,12 @@
-// Tools through both APIs, with the real openai and ollama clients: the
+// Tools and JSON mode through both APIs, with the real openai and ollama clients: the
 // offered tools reach the chat template (--chat-template-file, a
 // Hermes-style template that writes them into the prompt), past calls and
 // tool results render (their arguments decoded to objects, as templates
 // expect), tool_choice "none" offers nothing, bad tools are refused, and a
 // streamed reply with tools offered is the same text as the whole one.
 // stories260K never writes a tool call: the parsing of calls is test_tool_calls.
+// JSON mode (response_format, Ollama's format) gives text that opens an object
+// and, when it ends by itself, parses; its grammar is test_json_constraint.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -88,6 +90,25 @@ check(followUp.usage.prompt_tokens > withTools.usage.prompt_tokens + 10 && typeo
   const past = [...ask, { role: 'assistant', content: '', tool_calls: [{ function: { name: 'get_weather', arguments: { city: 'Paris' } } }] }, { role: 'tool', content: 'Sunny' }];
   const r2 = await ollama.chat({ model: 'stories260K', messages: past, tools, options: opts });
   check(r2.prompt_eval_count > r.prompt_eval_count && r2.done, 'ollama past call renders', r2.prompt_eval_count);
+}
+
+// JSON mode
+{
+  const r = await client.chat.completions.create({ ...base, max_tokens: 40, messages: ask, response_format: { type: 'json_object' } });
+  const text = r.choices[0].message.content;
+  check(text.trimStart().startsWith('{') && (r.choices[0].finish_reason !== 'stop' || JSON.parse(text)), 'json_object', JSON.stringify(text));
+  const stream = await client.chat.completions.create({ ...base, max_tokens: 40, messages: ask, response_format: { type: 'json_object' }, stream: true });
+  let streamed = '';
+  for await (const chunk of stream) streamed += chunk.choices[0]?.delta.content ?? '';
+  check(streamed === text, 'json_object streamed', JSON.stringify(streamed));
+  const plainText = await client.chat.completions.create({ ...base, max_tokens: 40, messages: ask, response_format: { type: 'text' } });
+  check(!plainText.choices[0].message.content.trimStart().startsWith('{'), 'response_format text is free', plainText.choices[0].message.content);
+  const bad = await postJson(`${server.url}/v1/chat/completions`, { ...base, messages: ask, response_format: { type: 'yaml' } });
+  check(bad.status === 400 && /response_format/.test(bad.text), 'an unknown response_format', bad.status, bad.text);
+  const g = await ollama.generate({ model: 'stories260K', prompt: 'Once upon a time', format: 'json', options: { temperature: 0, num_predict: 40 } });
+  check(g.response.trimStart().startsWith('{') && (g.done_reason !== 'stop' || JSON.parse(g.response)), 'ollama format json', JSON.stringify(g.response));
+  const bad2 = await postJson(`${server.url}/api/chat`, { model: 'stories260K', messages: ask, format: 'xml' });
+  check(bad2.status === 400 && /format/.test(bad2.text), 'an unknown ollama format', bad2.status, bad2.text);
 }
 
 const { code } = await server.stop();

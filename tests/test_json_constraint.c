@@ -1,0 +1,208 @@
+/* JSON mode's byte-level reader against jansson: every prefix of a valid
+ * object is accepted and only the whole is done; thousands of mutated
+ * documents agree with jansson both ways (what jansson accepts is accepted
+ * and done; what is accepted and done jansson accepts); a list of near
+ * misses is refused; and a sequence in JSON mode on the real stories260K
+ * vocabulary passes over better-scored tokens that would break the object
+ * and ends as the object closes. */
+#include <jansson.h>
+
+#include "pipeline/sequence.h"
+#include "sampler/json_constraint.h"
+#include "test_util.h"
+
+static const char *const valid[] = {
+    "{}",
+    " {\"a\": 1}",
+    "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": [1, 2, 3]}}",
+    "{\"x\":-0.5e+10,\"y\":0,\"z\":[true,false,null,[],{}],\"s\":\"\\u00e9\\n\\\"q\\\" \xc3\xa9\"}",
+    "{\n  \"deep\": [[[[{\"k\": [1.0E-3, -12, 3e7]}]]]],\n  \"empty\": \"\"\n}",
+    "{\"a\" : { \"b\" : [ 1 , 2 ] } }",
+};
+
+static const char *const invalid[] = {
+    "[1]", "{\"a\":01}", "{\"a\":-}", "{'a':1}", "{\"a\" 1}", "{\"a\":1,}", "{,}", "{\"a\":[1,]}", "{\"a\":\"\x01\"}",
+    "{\"a\":\"\\q\"}", "{\"a\":\"\\u12G4\"}", "{\"a\":tru}", "{\"a\":1}}", "{\"a\":1} x", "{}{}", "{\"a\":1.}", "{\"a\":1e}",
+    "{\"a\":.5}", "{\"a\":+1}", "{1:2}", "{\"a\":NaN}", "{\"a\":\"\xc3\"}", "{\"a\":\"\xed\xa0\x80\"}", "{\"a\":\"\xc0\xaf\"}",
+};
+
+static bool feed_all(const char *s, size_t n, sp_json_state *st) {
+    sp_json_init(st);
+    return sp_json_feed(st, s, n);
+}
+
+static void test_fixed(void) {
+    for (size_t i = 0; i < sizeof valid / sizeof valid[0]; i++) {
+        const size_t n = strlen(valid[i]);
+        sp_json_state st;
+        for (size_t k = 0; k < n; k++) {
+            const bool ok = feed_all(valid[i], k, &st);
+            CHECK_MSG(ok && !sp_json_done(&st), "valid %zu: prefix of %zu bytes", i, k);
+        }
+        CHECK_MSG(feed_all(valid[i], n, &st) && sp_json_done(&st), "valid %zu whole", i);
+        /* byte by byte gives the same as all at once */
+        sp_json_init(&st);
+        for (size_t k = 0; k < n; k++) sp_json_feed(&st, valid[i] + k, 1);
+        CHECK_MSG(sp_json_done(&st), "valid %zu byte by byte", i);
+    }
+    for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) {
+        sp_json_state st;
+        const bool ok = feed_all(invalid[i], strlen(invalid[i]), &st);
+        CHECK_MSG(!ok, "invalid %zu (%s) accepted", i, invalid[i]);
+    }
+    /* the bounds: whitespace runs and nesting */
+    sp_json_state st;
+    char text[256];
+    snprintf(text, sizeof text, "{%*s\"a\":1}", SP_JSON_MAX_WHITESPACE, "");
+    CHECK(feed_all(text, strlen(text), &st) && sp_json_done(&st));
+    snprintf(text, sizeof text, "{%*s\"a\":1}", SP_JSON_MAX_WHITESPACE + 1, "");
+    CHECK(!feed_all(text, strlen(text), &st));
+    static const char pretty[] = "{\n  \"a\": 1\n}", two_newlines[] = "{\n\n\"a\": 1}";
+    CHECK(feed_all(pretty, strlen(pretty), &st) && sp_json_done(&st));
+    CHECK(!feed_all(two_newlines, strlen(two_newlines), &st));
+    size_t o = 0;
+    text[o++] = '{', text[o++] = '"', text[o++] = 'a', text[o++] = '"', text[o++] = ':';
+    for (int d = 1; d < SP_JSON_MAX_DEPTH; d++) text[o++] = '[';
+    CHECK(feed_all(text, o, &st));
+    text[o++] = '[';
+    CHECK(!feed_all(text, o, &st));
+}
+
+/* Whether every run of whitespace outside strings is within JSON mode's
+ * bounds (jansson has none). */
+static bool whitespace_in_bounds(const char *s, size_t n) {
+    bool in_string = false;
+    int run = 0, newlines = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char c = s[i];
+        if (in_string) {
+            if (c == '\\') i++;
+            else if (c == '"') in_string = false;
+            continue;
+        }
+        if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+            run++;
+            newlines += c == '\n';
+            if (run > SP_JSON_MAX_WHITESPACE || newlines > 1) return false;
+            continue;
+        }
+        run = newlines = 0;
+        in_string = c == '"';
+    }
+    return true;
+}
+
+static uint64_t rng = 88172645463325252ull;
+static uint32_t next_random(void) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (uint32_t)(rng >> 11);
+}
+
+/* Both directions against jansson on mutated documents (object roots only,
+ * as JSON mode wants; jansson allows array roots). */
+static void test_against_jansson(void) {
+    static const char alphabet[] = "{}[]\":,. \n-+0123456789eEtruefalsn\\u\"ab";
+    int agreed = 0, accepted = 0;
+    for (int trial = 0; trial < 20000; trial++) {
+        const char *base = valid[next_random() % (sizeof valid / sizeof valid[0])];
+        char doc[512];
+        size_t n = strlen(base);
+        memcpy(doc, base, n);
+        for (int m = 1 + (int)(next_random() % 2); m > 0 && n > 1; m--) {
+            const size_t at = next_random() % n;
+            const char c = alphabet[next_random() % (sizeof alphabet - 1)];
+            switch (next_random() % 3) {
+            case 0: doc[at] = c; break;
+            case 1: memmove(doc + at, doc + at + 1, n - at - 1), n--; break;
+            default:
+                if (n + 1 < sizeof doc) memmove(doc + at + 1, doc + at, n - at), doc[at] = c, n++;
+            }
+        }
+        size_t first = 0;
+        while (first < n && (doc[first] == ' ' || doc[first] == '\n')) first++;
+        if (first == n || doc[first] != '{') continue;
+        json_error_t err;
+        json_t *j = json_loadb(doc, n, JSON_ALLOW_NUL, &err);
+        sp_json_state st;
+        const bool ours = feed_all(doc, n, &st) && sp_json_done(&st);
+        if (!j && strstr(err.text, "overflow")) continue; /* jansson stops at a number past double's range, which is still JSON */
+        if (j && !whitespace_in_bounds(doc, n)) {
+            json_decref(j);
+            continue;
+        }
+        const bool theirs = j != NULL;
+        json_decref(j);
+        CHECK_MSG(ours == theirs, "trial %d: ours %d, jansson %d: %.*s", trial, ours, theirs, (int)n, doc);
+        agreed += ours == theirs;
+        accepted += theirs;
+    }
+    printf("json mode vs jansson: %d mutated documents agree (%d valid)\n", agreed, accepted);
+    CHECK(accepted > 100);
+}
+
+/* A token whose text is exactly `c` (a byte token or a one-character one). */
+static int32_t token_of(const sprout_tokenizer *tok, int32_t n_vocab, char c) {
+    for (int32_t id = 0; id < n_vocab; id++) {
+        const char *piece;
+        size_t len;
+        if (sprout_token_to_piece(tok, id, false, &piece, &len) == SPROUT_OK && len == 1 && piece[0] == c) return id;
+    }
+    return -1;
+}
+
+static void test_sequence(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/models/stories260K.gguf", test_shared_dir());
+    sprout_model *model;
+    if (sprout_model_load(path, NULL, &model) != SPROUT_OK) {
+        CHECK_MSG(0, "%s: %s", path, sprout_last_error());
+        return;
+    }
+    const sprout_tokenizer *tok = sprout_model_tokenizer(model);
+    const int32_t n_vocab = sprout_tokenizer_vocab_size(tok);
+    static const char target[] = "{\"a\": [1, true]}";
+    const int32_t eos = sprout_tokenizer_special(tok, SPROUT_SPECIAL_EOS), x = token_of(tok, n_vocab, 'x'),
+                  brace = token_of(tok, n_vocab, '}');
+    sp_sampler sampler;
+    sp_sampler_init(&sampler, n_vocab, 1);
+    sprout_generation_config cfg;
+    sprout_generation_config_init(&cfg);
+    cfg.temperature = 0;
+    cfg.max_new_tokens = 64;
+    cfg.json_object = true;
+    sp_seq seq;
+    const int32_t bos = 1;
+    CHECK(sp_seq_begin(&seq, model, &sampler, 256, &bos, 1, NULL, 0, sp_now_ms(), 0, &cfg, NULL, NULL) == SPROUT_OK);
+    float *logits = calloc((size_t)n_vocab, sizeof *logits);
+    size_t step = 0;
+    int32_t feed;
+    bool going = true;
+    for (; going && step < sizeof target - 1; step++) {
+        /* the wanted character scores 5; what would break the object here scores more: end-of-text
+         * (until it closes), 'x' (but in the key's string, steps 2-3) and '}' (from the array's start on) */
+        memset(logits, 0, (size_t)n_vocab * sizeof *logits);
+        logits[token_of(tok, n_vocab, target[step])] = 5.f;
+        if (eos >= 0) logits[eos] = 9.f;
+        if (x >= 0 && step != 2 && step != 3) logits[x] = 8.f;
+        if (brace >= 0 && step >= 5 && step + 1 < sizeof target - 1) logits[brace] = 7.f;
+        going = sp_seq_next(&seq, logits, &bos, 1, true, &feed);
+    }
+    CHECK_MSG(step == sizeof target - 1 && !going && seq.finish == SPROUT_FINISH_EOS, "ended after %zu of %zu tokens, finish %d", step,
+              sizeof target - 1, (int)seq.finish);
+    sprout_result *result = NULL;
+    CHECK(sp_seq_end(&seq, SPROUT_OK, &result) == SPROUT_OK);
+    size_t len = 0;
+    const char *text = result ? sprout_result_text(result, &len) : "";
+    CHECK_MSG(len == sizeof target - 1 && !memcmp(text, target, len), "JSON mode wrote [%.*s]", (int)len, text);
+    sprout_result_free(result);
+    free(logits);
+    sp_sampler_free(&sampler);
+    sprout_model_free(model);
+}
+
+int main(void) {
+    test_fixed();
+    test_against_jansson();
+    test_sequence();
+    TEST_MAIN_END();
+}
