@@ -45,10 +45,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         json_t *again = json_loads(req.messages_json, 0, NULL); /* what the template sees is valid JSON */
         if (!json_is_array(again)) abort();
         json_decref(again);
-        json_t *vars = req.tools_json ? json_loads(req.tools_json, 0, NULL) : NULL;
-        if (req.tools_json && !json_is_array(json_object_get(vars, "tools"))) abort();
+        json_t *vars = req.vars_json ? json_loads(req.vars_json, 0, NULL) : NULL;
+        if ((req.vars_json && !json_is_object(vars)) || (req.tools && !json_is_array(json_object_get(vars, "tools")))) abort();
         json_decref(vars);
-        sprout_model_chat_prompt_vars(model, NULL, req.messages_json, req.tools_json, true, NULL, NULL, &ids, &n);
+        sprout_model_chat_prompt_vars(model, NULL, req.messages_json, req.vars_json, true, NULL, NULL, &ids, &n);
     } else if (req.prompt) {
         sprout_model_tokenize_prompt(model, req.prompt, strlen(req.prompt), true, &ids, &n);
     }

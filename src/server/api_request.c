@@ -210,26 +210,45 @@ static bool parse_messages(parser *p, sp_api_request *r, const json_t *body, boo
     return r->messages_json != NULL || fail(p, "out of memory");
 }
 
-/* tools: a list of tool objects ({"type": "function", "function": {"name",
- * "description", "parameters"}}) that goes to the chat template, unless
- * tool_choice is "none". */
-static bool parse_tools(parser *p, sp_api_request *r, const json_t *body) {
+/* The chat template's variables beyond the messages: tools, a list of tool
+ * objects ({"type": "function", "function": {"name", "description",
+ * "parameters"}}) unless tool_choice is "none"; OpenAI requests'
+ * chat_template_kwargs (as llama.cpp's server takes them: enable_thinking
+ * ...); Ollama's think, which becomes enable_thinking and asks for the
+ * reasoning apart. */
+static bool parse_template_vars(parser *p, sp_api_request *r, const json_t *body, bool ollama) {
     const json_t *tools = json_object_get(body, "tools"), *choice = json_object_get(body, "tool_choice");
-    if (!tools || json_is_null(tools)) return true;
-    if (!json_is_array(tools)) return fail(p, "tools: expected an array, got %s", type_name(tools));
-    for (size_t i = 0; i < json_array_size(tools); i++) {
-        const json_t *t = json_array_get(tools, i), *fn = json_object_get(t, "function");
-        if (!json_is_object(t)) return fail(p, "tools[%zu]: expected an object, got %s", i, type_name(t));
-        if (fn && !json_is_string(json_object_get(fn, "name")))
-            return fail(p, "tools[%zu].function.name: expected a string", i);
+    const json_t *kwargs = ollama ? NULL : json_object_get(body, "chat_template_kwargs"), *think = ollama ? json_object_get(body, "think") : NULL;
+    if (tools && !json_is_null(tools)) {
+        if (!json_is_array(tools)) return fail(p, "tools: expected an array, got %s", type_name(tools));
+        for (size_t i = 0; i < json_array_size(tools); i++) {
+            const json_t *t = json_array_get(tools, i), *fn = json_object_get(t, "function");
+            if (!json_is_object(t)) return fail(p, "tools[%zu]: expected an object, got %s", i, type_name(t));
+            if (fn && !json_is_string(json_object_get(fn, "name")))
+                return fail(p, "tools[%zu].function.name: expected a string", i);
+        }
+        if (choice && !json_is_null(choice) && !json_is_string(choice) && !json_is_object(choice))
+            return fail(p, "tool_choice: expected a string or an object, got %s", type_name(choice));
+        r->tools = json_array_size(tools) > 0 && !(json_is_string(choice) && !strcmp(json_string_value(choice), "none"));
     }
-    if (choice && !json_is_null(choice) && !json_is_string(choice) && !json_is_object(choice))
-        return fail(p, "tool_choice: expected a string or an object, got %s", type_name(choice));
-    if (json_array_size(tools) == 0 || (json_is_string(choice) && !strcmp(json_string_value(choice), "none"))) return true;
-    json_t *vars = json_pack("{s:O}", "tools", tools);
-    r->tools_json = vars ? json_dumps(vars, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    if (kwargs && !json_is_null(kwargs) && !json_is_object(kwargs))
+        return fail(p, "chat_template_kwargs: expected an object, got %s", type_name(kwargs));
+    if (think && !json_is_null(think)) { /* true/false, or a level ("high") for models that take one */
+        if (!json_is_boolean(think) && !json_is_string(think)) return fail(p, "think: expected a boolean, got %s", type_name(think));
+        r->think = json_is_false(think) ? 0 : 1;
+    }
+    json_t *vars = json_object();
+    if (json_is_object(kwargs)) {
+        json_t *copy = json_deep_copy(kwargs);
+        json_object_update(vars, copy);
+        json_decref(copy);
+    }
+    if (r->tools) json_object_set_new(vars, "tools", json_deep_copy(tools));
+    if (r->think >= 0) json_object_set_new(vars, "enable_thinking", json_boolean(r->think));
+    if (vars && json_object_size(vars)) r->vars_json = json_dumps(vars, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    const bool ok = vars && (json_object_size(vars) == 0 || r->vars_json);
     json_decref(vars);
-    return r->tools_json != NULL || fail(p, "out of memory");
+    return ok || fail(p, "out of memory");
 }
 
 /* JSON mode: OpenAI's response_format {"type": "json_object"} (or
@@ -329,6 +348,7 @@ static void defaults(sp_api_request *r, sp_api_kind kind) {
     memset(r, 0, sizeof *r);
     r->kind = kind;
     r->logprobs = -1;
+    r->think = -1;
     sprout_generation_config_init(&r->cfg);
     if (kind == SP_API_OPENAI_CHAT || kind == SP_API_OPENAI_COMPLETION) {
         /* OpenAI's documented defaults */
@@ -366,7 +386,7 @@ bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api
     switch (kind) {
     case SP_API_OPENAI_CHAT:
         parse_messages(&p, r, root, false);
-        parse_tools(&p, r, root);
+        parse_template_vars(&p, r, root, false);
         parse_json_mode(&p, r, root, false);
         parse_openai_sampling(&p, r, root);
         get_bool(&p, root, "logprobs", "", &(bool){false});
@@ -392,7 +412,7 @@ bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api
     }
     case SP_API_OLLAMA_CHAT:
         parse_messages(&p, r, root, true);
-        parse_tools(&p, r, root);
+        parse_template_vars(&p, r, root, true);
         parse_json_mode(&p, r, root, true);
         get_bool(&p, root, "stream", "", &r->stream);
         parse_ollama_options(&p, r, root);
@@ -401,6 +421,7 @@ bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api
         get_string(&p, root, "prompt", "", &r->prompt);
         get_string(&p, root, "system", "", &r->system);
         get_bool(&p, root, "raw", "", &r->raw);
+        parse_template_vars(&p, r, root, true);
         parse_json_mode(&p, r, root, true);
         get_bool(&p, root, "stream", "", &r->stream);
         const json_t *context = field(root, "context");
@@ -434,7 +455,7 @@ void sp_api_request_free(sp_api_request *r) {
     if (!r) return;
     free(r->model);
     free(r->messages_json);
-    free(r->tools_json);
+    free(r->vars_json);
     free(r->prompt);
     free(r->system);
     free(r->context);

@@ -25,7 +25,9 @@ typedef struct sp_api_request {
     sp_api_kind kind;
     char *model;          /* NULL when absent */
     char *messages_json;  /* chat: the messages, content flattened to text */
-    char *tools_json;     /* chat: {"tools": [...]} for the template when tools are offered, else NULL */
+    char *vars_json;      /* chat: the template's other variables as a JSON object (tools ...), or NULL */
+    bool tools;           /* tools are offered: replies may call them */
+    int8_t think;         /* Ollama's think: -1 not given, 0 or 1 */
     size_t n_messages;
     char *prompt;         /* completion / generate */
     char *system;         /* generate: a system prompt */

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "server/server_internal.h"
+#include "server/reasoning.h"
 #include "server/tool_calls.h"
 
 sp_usage sp_usage_of(const sprout_result *r) {
@@ -32,6 +33,8 @@ static void job_free(sp_job *j) {
     sprout_free(j->prompt);
     free(j->out.data);
     free(j->reply.data);
+    free(j->answer.data);
+    sp_reasoning_free(&j->reasoning);
     free(j->pending);
     pthread_cond_destroy(&j->cond);
     pthread_mutex_destroy(&j->mu);
@@ -64,10 +67,16 @@ static void wait_for_engine(sp_job *j, bool want_output) {
     }
 }
 
-void sp_chat_text_to_send(sp_job *j, const char *text, size_t len, const char **send, size_t *n) {
+void sp_chat_piece_parts(sp_job *j, const char *text, size_t len, bool final, sp_buf *reasoning, const char **send, size_t *n) {
+    if (j->split_reasoning) {
+        j->answer.len = 0;
+        sp_reasoning_feed(&j->reasoning, text, len, final, reasoning, &j->answer);
+        text = j->answer.data ? j->answer.data : "";
+        len = j->answer.len;
+    }
     *send = text;
     *n = len;
-    if (!j->req.tools_json) return;
+    if (!j->req.tools) return;
     if (!sp_buf_put(&j->reply, text, len)) { /* out of memory: let the text go as text */
         j->reply_sent = j->reply.len;
         return;
@@ -81,7 +90,7 @@ void sp_chat_text_to_send(sp_job *j, const char *text, size_t len, const char **
 json_t *sp_chat_held_calls(sp_job *j, char **held, size_t *held_len) {
     const char *rest = j->reply.data ? j->reply.data + j->reply_sent : "";
     const size_t n = j->reply.len - j->reply_sent;
-    json_t *calls = j->req.tools_json ? sp_tool_calls_parse(rest, n, held, held_len) : NULL;
+    json_t *calls = j->req.tools ? sp_tool_calls_parse(rest, n, held, held_len) : NULL;
     if (!calls) {
         *held = strndup(rest, n);
         *held_len = *held ? n : 0;
@@ -90,8 +99,23 @@ json_t *sp_chat_held_calls(sp_job *j, char **held, size_t *held_len) {
     return calls;
 }
 
-json_t *sp_chat_reply_calls(const sp_job *j, const char *text, size_t len, char **content, size_t *content_len) {
-    return j->req.tools_json ? sp_tool_calls_parse(text, len, content, content_len) : NULL;
+json_t *sp_chat_reply_parts(const sp_job *j, const char *text, size_t len, sp_buf *reasoning, char **content, size_t *content_len) {
+    sp_buf answer = {0};
+    if (j->split_reasoning) {
+        sp_reasoning r;
+        sp_reasoning_init(&r, j->reasoning_opened);
+        sp_reasoning_feed(&r, text, len, true, reasoning, &answer);
+        sp_reasoning_free(&r);
+        text = answer.data ? answer.data : "";
+        len = answer.len;
+    }
+    json_t *calls = j->req.tools ? sp_tool_calls_parse(text, len, content, content_len) : NULL;
+    if (!calls) {
+        *content = strndup(text, len);
+        *content_len = *content ? len : 0;
+    }
+    free(answer.data);
+    return calls;
 }
 
 /* Engine thread: a piece of text. */
@@ -209,13 +233,28 @@ static sprout_status prepend_context(sp_server *srv, sp_job *j) {
     return SPROUT_OK;
 }
 
+/* A chat prompt through the template, with the request's variables; and
+ * whether the reply's reasoning is to come apart (OpenAI chat always, as
+ * llama.cpp's server does; Ollama when asked with think), starting inside
+ * a <think> block when the prompt opened one. */
+static sprout_status chat_prompt(sp_server *srv, sp_job *j, const char *messages_json) {
+    char *text = NULL;
+    size_t text_len = 0;
+    sprout_status st = sprout_model_chat_prompt_vars(srv->model, srv->opt.chat_template, messages_json, j->req.vars_json, true, &text,
+                                                     &text_len, &j->prompt, &j->n_prompt);
+    j->split_reasoning = j->req.kind == SP_API_OPENAI_CHAT || j->req.think == 1;
+    j->reasoning_opened = st == SPROUT_OK && sp_reasoning_opened_by(text, text_len);
+    sp_reasoning_init(&j->reasoning, j->reasoning_opened);
+    sprout_free(text);
+    return st;
+}
+
 static sprout_status build_prompt(sp_server *srv, sp_job *j) {
     const sp_api_request *r = &j->req;
     switch (r->kind) {
     case SP_API_OPENAI_CHAT:
     case SP_API_OLLAMA_CHAT:
-        return sprout_model_chat_prompt_vars(srv->model, srv->opt.chat_template, r->messages_json, r->tools_json, true, NULL, NULL,
-                                             &j->prompt, &j->n_prompt);
+        return chat_prompt(srv, j, r->messages_json);
     case SP_API_OPENAI_COMPLETION:
         /* as llama.cpp's server: special-token text in a raw prompt is parsed */
         return sprout_model_tokenize_prompt(srv->model, r->prompt, strlen(r->prompt), true, &j->prompt, &j->n_prompt);
@@ -224,8 +263,7 @@ static sprout_status build_prompt(sp_server *srv, sp_job *j) {
         if (r->raw) st = sprout_model_tokenize_prompt(srv->model, r->prompt, strlen(r->prompt), true, &j->prompt, &j->n_prompt);
         else {
             char *msgs = generate_messages(r);
-            st = msgs ? sprout_model_chat_prompt(srv->model, srv->opt.chat_template, msgs, true, NULL, NULL, &j->prompt, &j->n_prompt)
-                      : SPROUT_ERR_OUT_OF_MEMORY;
+            st = msgs ? chat_prompt(srv, j, msgs) : SPROUT_ERR_OUT_OF_MEMORY;
             free(msgs);
         }
         return st == SPROUT_OK && r->n_context ? prepend_context(srv, j) : st;

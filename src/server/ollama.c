@@ -80,15 +80,29 @@ static json_t *ollama_tool_calls(const json_t *calls) {
     return list;
 }
 
-static void piece(sp_job *j, const char *text, size_t len, sp_buf *out) {
+/* Reasoning apart (think): chat's message.thinking, generate's thinking. */
+static void set_thinking(const sp_job *j, json_t *v, const sp_buf *thinking) {
+    if (!thinking->len) return;
+    json_t *into = j->req.kind == SP_API_OLLAMA_CHAT ? json_object_get(v, "message") : v;
+    json_object_set_new(into, "thinking", json_string_lossy(thinking->data, thinking->len));
+}
+
+/* A streamed piece (or, final, the end): one line with its thinking and its text, if either. */
+static void parts(sp_job *j, const char *text, size_t len, bool final, sp_buf *out) {
+    sp_buf thinking = {0};
     const char *send;
     size_t n;
-    sp_chat_text_to_send(j, text, len, &send, &n);
-    if (!n) return;
-    json_t *v = head(j, false);
-    set_text(j, v, send, n);
-    sp_buf_json(out, "", v, "\n");
+    sp_chat_piece_parts(j, text, len, final, &thinking, &send, &n);
+    if (n || thinking.len) {
+        json_t *v = head(j, false);
+        set_text(j, v, send, n);
+        set_thinking(j, v, &thinking);
+        sp_buf_json(out, "", v, "\n");
+    }
+    free(thinking.data);
 }
+
+static void piece(sp_job *j, const char *text, size_t len, sp_buf *out) { parts(j, text, len, false, out); }
 
 static void stream_end(sp_job *j, sprout_status st, const sprout_result *r, sp_buf *out) {
     if (st != SPROUT_OK) {
@@ -97,6 +111,7 @@ static void stream_end(sp_job *j, sprout_status st, const sprout_result *r, sp_b
         sp_buf_json(out, "", sp_error_json(SP_STYLE_OLLAMA, 500, NULL, text), "\n");
         return;
     }
+    parts(j, "", 0, true, out);
     char *held = NULL;
     size_t held_len = 0;
     json_t *calls = sp_chat_held_calls(j, &held, &held_len);
@@ -119,14 +134,15 @@ static json_t *response(sp_job *j, const sprout_result *r) {
     const char *text = sprout_result_text(r, &len);
     char *content = NULL;
     size_t content_len = 0;
-    json_t *calls = sp_chat_reply_calls(j, text, len, &content, &content_len);
+    sp_buf thinking = {0};
+    json_t *calls = sp_chat_reply_parts(j, text, len, &thinking, &content, &content_len);
     json_t *v = head(j, true);
-    if (calls) {
-        set_text(j, v, content, content_len);
-        json_object_set_new(json_object_get(v, "message"), "tool_calls", ollama_tool_calls(calls));
-    } else set_text(j, v, text, len);
+    set_text(j, v, content ? content : "", content_len);
+    set_thinking(j, v, &thinking);
+    if (calls) json_object_set_new(json_object_get(v, "message"), "tool_calls", ollama_tool_calls(calls));
     json_decref(calls);
     free(content);
+    free(thinking.data);
     add_totals(j, r, v);
     return v;
 }

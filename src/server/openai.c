@@ -127,13 +127,19 @@ static void open_chat_stream(sp_job *j, sp_buf *out) {
     }
 }
 
-static void chat_piece(sp_job *j, const char *text, size_t len, sp_buf *out) {
+/* A streamed piece (or, final, the end): its reasoning and its answer text, each as a delta. */
+static void chat_parts(sp_job *j, const char *text, size_t len, bool final, sp_buf *out) {
+    sp_buf reasoning = {0};
     const char *send;
     size_t n;
-    sp_chat_text_to_send(j, text, len, &send, &n);
+    sp_chat_piece_parts(j, text, len, final, &reasoning, &send, &n);
     open_chat_stream(j, out);
+    if (reasoning.len) chat_chunk(j, json_pack("{s:o}", "reasoning_content", json_string_lossy(reasoning.data, reasoning.len)), NULL, out);
     if (n) chat_chunk(j, json_pack("{s:o}", "content", json_string_lossy(send, n)), NULL, out);
+    free(reasoning.data);
 }
+
+static void chat_piece(sp_job *j, const char *text, size_t len, sp_buf *out) { chat_parts(j, text, len, false, out); }
 
 /* Calls as OpenAI words them: an id each, and the arguments as JSON text;
  * `indexed` adds the index a stream's deltas carry. */
@@ -180,7 +186,7 @@ static void chat_stream_end(sp_job *j, sprout_status st, const sprout_result *r,
         stream_error(j, st, out);
         return;
     }
-    open_chat_stream(j, out);
+    chat_parts(j, "", 0, true, out);
     if (sprout_result_finish_reason(r) == SPROUT_FINISH_STOP_STRING) j->n_pending = 0; /* tokens of text that was cut */
     char *held = NULL;
     size_t held_len = 0;
@@ -200,9 +206,12 @@ static json_t *chat_response(sp_job *j, const sprout_result *r) {
     sp_token_lp *lps = result_logprobs(j, r, &n);
     char *content = NULL;
     size_t content_len = 0;
-    json_t *calls = sp_chat_reply_calls(j, text, len, &content, &content_len);
+    sp_buf reasoning = {0};
+    json_t *calls = sp_chat_reply_parts(j, text, len, &reasoning, &content, &content_len);
     json_t *msg = json_pack("{s:s, s:o}", "role", "assistant", "content",
-                            calls ? (content_len ? json_string_lossy(content, content_len) : json_null()) : json_string_lossy(text, len));
+                            calls && !content_len ? json_null() : json_string_lossy(content ? content : "", content_len));
+    if (reasoning.len) json_object_set_new(msg, "reasoning_content", json_string_lossy(reasoning.data, reasoning.len));
+    free(reasoning.data);
     if (calls) json_object_set_new(msg, "tool_calls", openai_tool_calls(j, calls, false));
     json_t *v = envelope(j, "chat.completion");
     json_object_set_new(v, "choices", json_pack("[{s:i, s:o, s:o, s:s}]", "index", 0, "message", msg, "logprobs", chat_logprobs(j, lps, n),

@@ -11,6 +11,7 @@
 
 #include "core/buf.h"
 #include "server/api_request.h"
+#include "server/reasoning.h"
 #include "server/server.h"
 #include "sprout.h"
 
@@ -97,8 +98,12 @@ struct sp_job {
     sp_token_lp *pending;  /* streamed tokens whose log-probabilities await a chunk */
     size_t n_pending, cap_pending;
     size_t text_offset;    /* completions: where the next token's text starts */
-    sp_buf reply;          /* chat with tools: the streamed reply so far */
+    sp_buf reply;          /* chat with tools: the streamed answer so far */
     size_t reply_sent;     /* how much of it went out as text (the rest may be a tool call) */
+    bool split_reasoning;  /* the reasoning goes apart from the answer */
+    bool reasoning_opened; /* the prompt opened a <think> block */
+    sp_reasoning reasoning;
+    sp_buf answer;         /* scratch: a streamed piece's answer part */
     bool engine_done, final_written;
     sprout_request *sreq;
     int fd;                /* the client's socket, to notice a hang-up */
@@ -111,17 +116,20 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
 /* The four formats (openai.c, ollama.c). */
 extern const sp_api_format sp_openai_chat_format, sp_openai_completion_format, sp_ollama_chat_format, sp_ollama_generate_format;
 
-/* Streamed chat text, as far as it may go out now: all of it, or with
- * tools offered, what cannot begin a tool call (the rest is held until the
- * end). mu held. */
-void sp_chat_text_to_send(sp_job *j, const char *text, size_t len, const char **send, size_t *n);
+/* A piece of a chat reply as it streams, split for sending (mu held): what
+ * is reasoning (when the request wants it apart) is appended to *reasoning,
+ * and *send (n bytes) is the answer text that may go out now: all of it, or with
+ * tools offered, what cannot begin a tool call. With `final` (the reply
+ * ended) nothing stays back but what sp_chat_held_calls then takes. */
+void sp_chat_piece_parts(sp_job *j, const char *text, size_t len, bool final, sp_buf *reasoning, const char **send, size_t *n);
 /* At the end of a chat: the tool calls in the text still held back (see
  * tool_calls.h; NULL if none, or no tools were offered), and in *held what
  * of that text is to go out as text. */
 json_t *sp_chat_held_calls(sp_job *j, char **held, size_t *held_len);
-/* The tool calls in a whole reply (NULL if none, or no tools were offered),
- * and in *content the text around them. */
-json_t *sp_chat_reply_calls(const sp_job *j, const char *text, size_t len, char **content, size_t *content_len);
+/* A whole reply's parts: the reasoning appended to *reasoning (when wanted
+ * apart), the answer in *content (malloc'd), and the tool calls in it (NULL
+ * if none, or no tools were offered; the answer is then the text around them). */
+json_t *sp_chat_reply_parts(const sp_job *j, const char *text, size_t len, sp_buf *reasoning, char **content, size_t *content_len);
 
 /* Ollama's answer to a request without a prompt: the model is loaded. */
 json_t *sp_ollama_loaded(const sp_server *srv, sp_api_kind kind);

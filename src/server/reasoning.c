@@ -1,0 +1,91 @@
+#include "server/reasoning.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { BEFORE, INSIDE, AFTER };
+
+static const char OPEN[] = "<think>", CLOSE[] = "</think>";
+
+static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+void sp_reasoning_init(sp_reasoning *r, bool opened_by_prompt) {
+    memset(r, 0, sizeof *r);
+    r->phase = opened_by_prompt ? INSIDE : BEFORE;
+    r->skip_space = opened_by_prompt;
+}
+
+void sp_reasoning_free(sp_reasoning *r) {
+    free(r->held.data);
+    memset(r, 0, sizeof *r);
+}
+
+bool sp_reasoning_opened_by(const char *prompt, size_t len) {
+    while (len && is_space(prompt[len - 1])) len--;
+    return len >= strlen(OPEN) && !memcmp(prompt + len - strlen(OPEN), OPEN, strlen(OPEN));
+}
+
+/* Drops the held bytes [0, n). */
+static void consume(sp_buf *b, size_t n) {
+    memmove(b->data, b->data + n, b->len - n);
+    b->len -= n;
+    b->data[b->len] = 0;
+}
+
+/* The length of the longest end of s[0..n) that begins `marker` without being all of it. */
+static size_t partial_marker(const char *s, size_t n, const char *marker) {
+    const size_t m = strlen(marker);
+    for (size_t k = m - 1 < n ? m - 1 : n; k > 0; k--)
+        if (!memcmp(s + n - k, marker, k)) return k;
+    return 0;
+}
+
+void sp_reasoning_feed(sp_reasoning *r, const char *text, size_t len, bool final, sp_buf *reasoning, sp_buf *content) {
+    if (len && !sp_buf_put(&r->held, text, len)) { /* out of memory: the text goes on as the answer */
+        sp_buf_put(content, text, len);
+        return;
+    }
+    for (;;) {
+        sp_buf *h = &r->held;
+        if (r->skip_space) {
+            size_t k = 0;
+            while (k < h->len && is_space(h->data[k])) k++;
+            if (k) consume(h, k);
+            if (!h->len) return;
+            r->skip_space = false;
+        }
+        if (!h->len) return;
+        if (r->phase == BEFORE) {
+            size_t k = 0;
+            while (k < h->len && is_space(h->data[k])) k++;
+            const size_t rest = h->len - k, m = strlen(OPEN);
+            if (rest >= m && !memcmp(h->data + k, OPEN, m)) {
+                consume(h, k + m);
+                r->phase = INSIDE;
+                r->skip_space = true;
+                continue;
+            }
+            if (!final && rest < m && !memcmp(h->data + k, OPEN, rest)) return; /* may still open */
+            r->phase = AFTER;
+            continue;
+        }
+        if (r->phase == INSIDE) {
+            const char *end = memmem(h->data, h->len, CLOSE, strlen(CLOSE));
+            if (end) {
+                const size_t at = (size_t)(end - h->data);
+                sp_buf_put(reasoning, h->data, at);
+                consume(h, at + strlen(CLOSE));
+                r->phase = AFTER;
+                r->skip_space = true;
+                continue;
+            }
+            const size_t keep = final ? 0 : partial_marker(h->data, h->len, CLOSE);
+            sp_buf_put(reasoning, h->data, h->len - keep);
+            consume(h, h->len - keep);
+            return;
+        }
+        sp_buf_put(content, h->data, h->len);
+        consume(h, h->len);
+        return;
+    }
+}

@@ -1,0 +1,31 @@
+/* A reply's reasoning, as thinking models write it: between <think> and
+ * </think> (DeepSeek R1 and its distills, QwQ, Qwen3, SmolLM3 ...), the
+ * opening often written by the chat template at the end of the prompt
+ * rather than by the model. The APIs return it apart from the answer
+ * (OpenAI-compatible servers as reasoning_content, Ollama as thinking).
+ * Text is placed as it streams: a marker that may be starting waits. */
+#ifndef SPROUT_SERVER_REASONING_H
+#define SPROUT_SERVER_REASONING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/buf.h"
+
+typedef struct sp_reasoning {
+    int phase;          /* before any reasoning, in it, or past it (reasoning.c) */
+    bool skip_space;    /* drop the whitespace that follows a marker */
+    sp_buf held;        /* bytes not yet placed */
+} sp_reasoning;
+
+/* opened_by_prompt: the prompt ends with <think>, so the reply starts inside. */
+void sp_reasoning_init(sp_reasoning *r, bool opened_by_prompt);
+/* Places text[0..len): what is reasoning goes to *reasoning, what is the
+ * answer to *content. With `final` (the reply ended) nothing is held back. */
+void sp_reasoning_feed(sp_reasoning *r, const char *text, size_t len, bool final, sp_buf *reasoning, sp_buf *content);
+void sp_reasoning_free(sp_reasoning *r);
+
+/* Whether a rendered prompt leaves the reply inside a <think> block. */
+bool sp_reasoning_opened_by(const char *prompt, size_t len);
+
+#endif
