@@ -594,6 +594,13 @@ int32_t sprout_pipeline_last_prefill_tokens(const sprout_pipeline *p);
 
 /* Everything that steers one generation. Initialise with
  * sprout_generation_config_init(); pointers must stay valid during the call. */
+/* A change to one token's logit before sampling (OpenAI's logit_bias):
+ * +-100 all but forces or forbids it. */
+typedef struct sprout_logit_bias {
+    int32_t token;
+    float bias;
+} sprout_logit_bias;
+
 typedef struct sprout_generation_config {
     size_t struct_size;               /* sizeof(sprout_generation_config) */
     int32_t max_new_tokens;           /* default 256; 0 generates nothing */
@@ -616,6 +623,9 @@ typedef struct sprout_generation_config {
     int32_t logprobs;                 /* > 0: record the chosen token's and this many top log-probabilities */
     bool json_object;                 /* JSON mode: the output is one JSON object; generation ends when it closes
                                          (finish EOS) and only tokens that keep it valid are drawn */
+    const sprout_logit_bias *logit_bias; /* added to the logits before everything else; ids outside the
+                                            vocabulary are ignored */
+    size_t n_logit_bias;
 } sprout_generation_config;
 
 void sprout_generation_config_init(sprout_generation_config *config);

@@ -87,6 +87,35 @@ static void test_greedy_and_penalties(void) {
     sp_sampler_free(&s);
 }
 
+/* Logit biases come first: they move the greedy choice, -100 all but
+ * bans, and ids outside the vocabulary or biases that are not finite are
+ * ignored; the penalties apply on top. */
+static void test_logit_bias(void) {
+    sp_sampler s;
+    CHECK(sp_sampler_init(&s, 3, 1) == SPROUT_OK);
+    sp_sampling g = plain;
+    g.temperature = 0.f;
+    const float logits[3] = {1, 3, 2};
+    const sprout_logit_bias up[] = {{0, 5.f}}, ban[] = {{1, -100.f}}, odd[] = {{7, 50.f}, {-1, 50.f}, {2, NAN}, {0, INFINITY}};
+    g.bias = up, g.n_bias = 1;
+    CHECK(sp_sample(&s, logits, &g, NULL, 0, NULL, 0) == 0);
+    g.bias = ban, g.n_bias = 1;
+    CHECK(sp_sample(&s, logits, &g, NULL, 0, NULL, 0) == 2);
+    g.bias = odd, g.n_bias = 4;
+    CHECK(sp_sample(&s, logits, &g, NULL, 0, NULL, 0) == 1);
+    sp_sampling t = plain;
+    t.bias = up, t.n_bias = 1;
+    t.presence_penalty = 1.f;
+    const int32_t history[] = {0};
+    sp_sample(&s, logits, &t, history, 1, NULL, 0);
+    const sp_candidate *cand;
+    const int n = sp_sampler_last_candidates(&s, &cand);
+    float got[3] = {0, 0, 0};
+    for (int i = 0; i < n; i++) got[cand[i].id] = cand[i].logit;
+    CHECK_MSG(n == 3 && got[0] == 5.f && got[1] == 3.f, "%g %g %g", got[0], got[1], got[2]);
+    sp_sampler_free(&s);
+}
+
 static void test_seed_and_distribution(void) {
     sp_sampler a, b;
     CHECK(sp_sampler_init(&a, 4, 123) == SPROUT_OK && sp_sampler_init(&b, 4, 123) == SPROUT_OK);
@@ -161,6 +190,7 @@ int main(void) {
     test_non_finite_logits();
     test_filters();
     test_greedy_and_penalties();
+    test_logit_bias();
     test_seed_and_distribution();
     test_logprobs();
     TEST_MAIN_END();

@@ -110,6 +110,8 @@ sprout_status sprout_pipeline_set_config(sprout_pipeline *p, const sprout_genera
     p->config.n_stop_strings = 0;
     p->config.stop_token_ids = NULL;
     p->config.n_stop_token_ids = 0;
+    p->config.logit_bias = NULL;
+    p->config.n_logit_bias = 0;
     return SPROUT_OK;
 }
 

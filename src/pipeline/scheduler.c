@@ -24,6 +24,7 @@ struct sprout_request {
     sprout_generation_config cfg; /* its stop lists point into the request */
     char **stops;
     int32_t *stop_ids;
+    sprout_logit_bias *biases; /* the config's logit_bias, owned */
     sprout_streamer streamer;
     void (*on_done)(sprout_request *req, void *user);
     void (*on_token)(sprout_request *req, sprout_token id, float logprob, const sprout_token *top_ids, const float *top_logprobs,
@@ -81,6 +82,7 @@ static void request_destroy(sprout_request *req) {
     for (size_t i = 0; req->stops && i < req->cfg.n_stop_strings; i++) free(req->stops[i]);
     free(req->stops);
     free(req->stop_ids);
+    free(req->biases);
     free(req->prompt);
     sprout_result_free(req->result);
     pthread_cond_destroy(&req->ended);
@@ -116,6 +118,12 @@ static sprout_request *request_new(const sprout_request_params *rp) {
     if (ok && n_ids) memcpy(req->stop_ids, req->cfg.stop_token_ids, n_ids * sizeof *req->stop_ids);
     req->cfg.stop_token_ids = req->stop_ids;
     req->cfg.n_stop_token_ids = n_ids;
+    const size_t n_biases = req->cfg.logit_bias ? req->cfg.n_logit_bias : 0;
+    req->biases = malloc((n_biases ? n_biases : 1) * sizeof *req->biases);
+    ok = ok && req->biases;
+    if (ok && n_biases) memcpy(req->biases, req->cfg.logit_bias, n_biases * sizeof *req->biases);
+    req->cfg.logit_bias = req->biases;
+    req->cfg.n_logit_bias = n_biases;
     req->streamer = rp->streamer;
     req->on_done = rp->on_done;
     req->on_token = rp->on_token;

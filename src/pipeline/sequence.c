@@ -148,9 +148,16 @@ sprout_status sp_seq_begin(sp_seq *s, const sprout_model *model, sp_sampler *sam
         s->result = NULL;
         return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    s->sampling = (sp_sampling){cfg->temperature,        cfg->top_k,          cfg->top_p,
-                                cfg->min_p,              cfg->repetition_penalty, cfg->repeat_last_n,
-                                cfg->presence_penalty,   cfg->frequency_penalty};
+    s->sampling = (sp_sampling){.temperature = cfg->temperature,
+                                .top_k = cfg->top_k,
+                                .top_p = cfg->top_p,
+                                .min_p = cfg->min_p,
+                                .repetition_penalty = cfg->repetition_penalty,
+                                .repeat_last_n = cfg->repeat_last_n,
+                                .presence_penalty = cfg->presence_penalty,
+                                .frequency_penalty = cfg->frequency_penalty,
+                                .bias = cfg->logit_bias,
+                                .n_bias = cfg->logit_bias ? cfg->n_logit_bias : 0};
     /* end-of-generation tokens, masked under ignore_eos and before min_new_tokens */
     if (tok) { /* the vocabulary's own list: it lives as long as the model */
         s->eog = tok->vocab.eog;

@@ -116,6 +116,10 @@ int32_t sp_sample(sp_sampler *s, const float *logits, const sp_sampling *cfg, co
         const float l = logits[i];
         s->cand[i] = (sp_candidate){i, isnan(l) ? -INFINITY : l > FLT_MAX ? FLT_MAX : l, 0.f};
     }
+    for (size_t i = 0; i < cfg->n_bias; i++) {
+        const sprout_logit_bias *b = &cfg->bias[i];
+        if (b->token >= 0 && b->token < n && isfinite(b->bias)) s->cand[b->token].logit += b->bias;
+    }
     for (size_t i = 0; i < n_banned; i++)
         if (banned[i] >= 0 && banned[i] < n) s->cand[banned[i]].logit = -INFINITY;
     apply_penalties(s, cfg, history, n_history);

@@ -1,4 +1,4 @@
-/* Choosing the next token from logits: penalties, then temperature, top-k,
+/* Choosing the next token from logits: logit biases, penalties, then temperature, top-k,
  * top-p and min-p, then a draw from a seeded generator whose sequence is the
  * same on every machine. Temperature 0 is greedy (ties go to the lowest id).
  * Scratch space is allocated once per sampler. */
@@ -18,6 +18,8 @@ typedef struct sp_sampling {
     float repetition_penalty;
     int32_t repeat_last_n; /* -1: all of the history */
     float presence_penalty, frequency_penalty;
+    const sprout_logit_bias *bias; /* added first */
+    size_t n_bias;
 } sp_sampling;
 
 typedef struct sp_candidate {

@@ -4,6 +4,7 @@
  * servers do. */
 #include "server/api_request.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -272,6 +273,31 @@ static bool parse_json_mode(parser *p, sp_api_request *r, const json_t *body, bo
     return true;
 }
 
+/* logit_bias: {"token id": bias in [-100, 100], ...}, as OpenAI takes it. */
+static bool parse_logit_bias(parser *p, sp_api_request *r, const json_t *body) {
+    const json_t *v = json_object_get(body, "logit_bias");
+    if (!v || json_is_null(v)) return true;
+    if (!json_is_object(v)) return fail(p, "logit_bias: expected an object of token ids to biases, got %s", type_name(v));
+    if (json_object_size(v) > 1024) return fail(p, "logit_bias: %zu entries (at most 1024)", json_object_size(v));
+    r->biases = malloc((json_object_size(v) + 1) * sizeof *r->biases);
+    if (!r->biases) return fail(p, "out of memory");
+    const char *key;
+    const json_t *bias;
+    size_t n = 0;
+    json_object_foreach((json_t *)v, key, bias) {
+        char *end;
+        errno = 0;
+        const long long id = strtoll(key, &end, 10);
+        if (!*key || *end || errno || id < 0 || id > INT32_MAX) return fail(p, "logit_bias: \"%.40s\" is not a token id", key);
+        if (!json_is_number(bias) || json_number_value(bias) < -100 || json_number_value(bias) > 100)
+            return fail(p, "logit_bias[\"%s\"]: expected a number from -100 to 100", key);
+        r->biases[n++] = (sprout_logit_bias){(int32_t)id, (float)json_number_value(bias)};
+    }
+    r->cfg.logit_bias = r->biases;
+    r->cfg.n_logit_bias = n;
+    return true;
+}
+
 /* The sampling fields OpenAI defines, plus llama.cpp's common extensions. */
 static bool parse_openai_sampling(parser *p, sp_api_request *r, const json_t *body) {
     long long v = 0, n = 1;
@@ -291,6 +317,7 @@ static bool parse_openai_sampling(parser *p, sp_api_request *r, const json_t *bo
     get_number(p, body, "presence_penalty", "", -2, 2, &c->presence_penalty);
     get_number(p, body, "frequency_penalty", "", -2, 2, &c->frequency_penalty);
     get_number(p, body, "repeat_penalty", "", 0, 10, &c->repetition_penalty);
+    parse_logit_bias(p, r, body);
     if (get_int(p, body, "top_k", "", 0, INT32_MAX, &v, &(bool){false}) && field(body, "top_k")) c->top_k = (int32_t)v;
     present = false;
     get_int(p, body, "seed", "", INT64_MIN, INT64_MAX, &v, &present);
@@ -459,6 +486,7 @@ void sp_api_request_free(sp_api_request *r) {
     free(r->prompt);
     free(r->system);
     free(r->context);
+    free(r->biases);
     for (size_t i = 0; i < SP_API_MAX_STOPS; i++) free(r->stops[i]);
     memset(r, 0, sizeof *r);
 }

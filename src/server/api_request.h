@@ -43,6 +43,7 @@ typedef struct sp_api_request {
     bool seed_set;
     sprout_generation_config cfg;
     char *stops[SP_API_MAX_STOPS];
+    sprout_logit_bias *biases; /* OpenAI's logit_bias (cfg points here) */
 } sp_api_request;
 
 /* Parses a request body. On failure returns false with `error` saying

@@ -37,6 +37,21 @@ for (const c of reference().cases) {
   check(usage && usage.prompt_tokens_details.cached_tokens >= c.prompt_tokens_with_bos.length - 1, 'cached_tokens', usage?.prompt_tokens_details);
 }
 
+// logit_bias: +100 makes one token every token, -100 keeps the greedy first one out
+{
+  const tok = await postJson(`${server.url}/tokenize`, { content: ' there' });
+  const id = tok.json.tokens[tok.json.tokens.length - 1];
+  const forced = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 3, temperature: 0, logit_bias: { [id]: 100 }, logprobs: 1 });
+  const ids = await postJson(`${server.url}/tokenize`, { content: forced.choices[0].text });
+  check(ids.json.tokens.length >= 3 && ids.json.tokens.slice(-3).every((t) => t === id), 'logit_bias +100', forced.choices[0].text, ids.json.tokens);
+  const first = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 1, temperature: 0, logprobs: 1 });
+  const firstId = (await postJson(`${server.url}/tokenize`, { content: first.choices[0].logprobs.tokens[0] })).json.tokens;
+  const banned = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 1, temperature: 0, logit_bias: { [firstId[firstId.length - 1]]: -100 } });
+  check(banned.choices[0].text !== first.choices[0].text, 'logit_bias -100', first.choices[0].text, banned.choices[0].text);
+  await checkRejects(client.completions.create({ model: 'stories260K', prompt: 'x', logit_bias: { abc: 1 } }), 'logit_bias key', (e) => e.status === 400);
+  await checkRejects(client.completions.create({ model: 'stories260K', prompt: 'x', logit_bias: { 5: 101 } }), 'logit_bias range', (e) => e.status === 400);
+}
+
 // echo and logprobs
 {
   const r = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 5, temperature: 0, echo: true, logprobs: 3 });
