@@ -184,19 +184,47 @@ static bool in_list(const int32_t *list, size_t n, int32_t id) {
     return false;
 }
 
+/* JSON mode's view of the vocabulary, once per sampler: each token's text
+ * and whether it is plain string text. False when out of memory. */
+static bool json_vocab(sp_sampler *smp, const sprout_tokenizer *tok, int32_t n_vocab) {
+    if (smp->piece) return true;
+    smp->piece = malloc((size_t)n_vocab * sizeof *smp->piece);
+    smp->piece_len = malloc((size_t)n_vocab * sizeof *smp->piece_len);
+    smp->plain_text = malloc((size_t)n_vocab * sizeof *smp->plain_text);
+    if (!smp->piece || !smp->piece_len || !smp->plain_text) {
+        free(smp->piece), free(smp->piece_len), free(smp->plain_text);
+        smp->piece = NULL, smp->piece_len = NULL, smp->plain_text = NULL;
+        return false;
+    }
+    for (int32_t id = 0; id < n_vocab; id++) {
+        const char *text = "";
+        size_t len = 0;
+        if (!tok || sprout_token_to_piece(tok, id, false, &text, &len) != SPROUT_OK) len = 0;
+        smp->piece[id] = text;
+        smp->piece_len[id] = (uint32_t)len;
+        smp->plain_text[id] = len > 0 && sp_json_plain_text(text, len);
+    }
+    return true;
+}
+
 /* JSON mode: the ids that cannot continue the object read so far, into the
  * sampler's list (end-of-generation and other control tokens among them:
- * they add no text, and the sequence ends by itself when the object closes). */
+ * they add no text, and the sequence ends by itself when the object closes);
+ * SIZE_MAX when out of memory. */
 static size_t json_banned(sp_seq *s) {
-    const sprout_tokenizer *tok = s->model->tokenizer;
-    int32_t *out = s->sampler->masked;
+    sp_sampler *smp = s->sampler;
+    const int32_t n_vocab = s->model->hp.n_vocab;
+    if (!json_vocab(smp, s->model->tokenizer, n_vocab)) return SIZE_MAX;
+    const bool in_string = sp_json_in_string(&s->json);
     size_t n = 0;
-    for (int32_t id = 0; id < s->model->hp.n_vocab; id++) {
-        const char *piece;
-        size_t len;
+    for (int32_t id = 0; id < n_vocab; id++) {
+        if (smp->piece_len[id] == 0) {
+            smp->masked[n++] = id;
+            continue;
+        }
+        if (in_string && smp->plain_text[id]) continue;
         sp_json_state probe = s->json;
-        if (!tok || sprout_token_to_piece(tok, id, false, &piece, &len) != SPROUT_OK || len == 0 || !sp_json_feed(&probe, piece, len))
-            out[n++] = id;
+        if (!sp_json_feed(&probe, smp->piece[id], smp->piece_len[id])) smp->masked[n++] = id;
     }
     return n;
 }
@@ -217,6 +245,10 @@ bool sp_seq_next(sp_seq *s, const float *logits, const int32_t *history, size_t 
     if (cfg->json_object) {
         banned = s->sampler->masked;
         n_banned = json_banned(s);
+        if (n_banned == SIZE_MAX) {
+            s->oom = true;
+            return false;
+        }
         if (n_banned >= (size_t)s->model->hp.n_vocab) { /* no token can continue the object */
             s->finish = SPROUT_FINISH_LENGTH;
             return false;
@@ -247,10 +279,7 @@ bool sp_seq_next(sp_seq *s, const float *logits, const int32_t *history, size_t 
                     r->top_logprobs ? r->top_logprobs + (size_t)i * (size_t)r->top_k : NULL, r->top_k > 0 ? r->top_k : 0);
     r->tokens[r->n_tokens++] = next;
     if (cfg->json_object) {
-        const char *piece = "";
-        size_t n = 0;
-        sprout_token_to_piece(tok, next, false, &piece, &n);
-        sp_json_feed(&s->json, piece, n);
+        sp_json_feed(&s->json, s->sampler->piece[next], s->sampler->piece_len[next]);
         if (sp_json_done(&s->json)) s->finish = SPROUT_FINISH_EOS; /* the object is closed: nothing may follow */
     }
     if (s->detok) {

@@ -190,3 +190,12 @@ bool sp_json_feed(sp_json_state *st, const char *bytes, size_t n) {
         if (!feed_byte(st, bytes[i])) st->failed = true;
     return !st->failed;
 }
+
+bool sp_json_in_string(const sp_json_state *st) { return !st->failed && st->mode == J_STRING && st->sub == 0 && st->utf8_left == 0; }
+
+bool sp_json_plain_text(const char *s, size_t n) {
+    sp_json_state st = {.mode = J_STRING};
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '"' || s[i] == '\\' || !feed_byte(&st, s[i])) return false;
+    return st.utf8_left == 0;
+}

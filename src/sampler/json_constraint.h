@@ -33,4 +33,11 @@ bool sp_json_feed(sp_json_state *st, const char *bytes, size_t n);
 /* The object is closed: nothing but the end may follow. */
 bool sp_json_done(const sp_json_state *st);
 
+/* Inside a string, between characters: any plain text (sp_json_plain_text)
+ * may follow and leaves the state as it is. Most of a JSON reply is read
+ * in this state, so testing a token is then one flag. */
+bool sp_json_in_string(const sp_json_state *st);
+/* Text with no quote, backslash or control byte, in whole UTF-8 characters. */
+bool sp_json_plain_text(const char *s, size_t n);
+
 #endif

@@ -53,6 +53,9 @@ void sp_sampler_free(sp_sampler *s) {
     free(s->cand);
     free(s->counts);
     free(s->masked);
+    free(s->piece);
+    free(s->piece_len);
+    free(s->plain_text);
     memset(s, 0, sizeof *s);
 }
 

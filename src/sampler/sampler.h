@@ -33,6 +33,10 @@ typedef struct sp_sampler {
     sp_candidate *cand;
     int32_t *counts;   /* per token, for penalties */
     int32_t *masked;   /* per token: room for a list of ids to ban (JSON mode's) */
+    /* JSON mode's view of the vocabulary, filled on first use (a sampler serves one model) */
+    const char **piece;
+    uint32_t *piece_len;
+    bool *plain_text;
     uint64_t rng[4];
     int32_t n_last; /* candidates left by the last draw */
 } sp_sampler;
