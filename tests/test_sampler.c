@@ -50,7 +50,7 @@ static void test_filters(void) {
     sp_sampler_free(&s);
 }
 
-static void test_greedy_and_penalties(void) {
+static void test_greedy_bias_and_penalties(void) {
     sp_sampler s;
     CHECK(sp_sampler_init(&s, 3, 1) == SPROUT_OK);
     sp_sampling g = plain;
@@ -59,6 +59,16 @@ static void test_greedy_and_penalties(void) {
     CHECK(sp_sample(&s, ties, &g, NULL, 0, NULL, 0) == 1); /* ties go to the lowest id */
     const int32_t banned[] = {1};
     CHECK(sp_sample(&s, ties, &g, NULL, 0, banned, 1) == 2);
+    /* logit biases come first: they move the greedy choice, -100 all but bans, and ids outside the
+     * vocabulary or biases that are not finite are ignored */
+    const float scores[3] = {1, 3, 2};
+    const sprout_logit_bias up[] = {{0, 5.f}}, ban[] = {{1, -100.f}}, odd[] = {{7, 50.f}, {-1, 50.f}, {2, NAN}, {0, INFINITY}};
+    g.bias = up, g.n_bias = 1;
+    CHECK(sp_sample(&s, scores, &g, NULL, 0, NULL, 0) == 0);
+    g.bias = ban, g.n_bias = 1;
+    CHECK(sp_sample(&s, scores, &g, NULL, 0, NULL, 0) == 2);
+    g.bias = odd, g.n_bias = 4;
+    CHECK(sp_sample(&s, scores, &g, NULL, 0, NULL, 0) == 1);
 
     const float logits[3] = {2, -2, 1};
     const int32_t history[] = {0, 1};
@@ -84,33 +94,12 @@ static void test_greedy_and_penalties(void) {
     n = sp_sampler_last_candidates(&s, &cand);
     for (int i = 0; i < n; i++) got[cand[i].id] = cand[i].logit;
     CHECK(got[0] == 2.f && got[1] == -2.75f);
-    sp_sampler_free(&s);
-}
-
-/* Logit biases come first: they move the greedy choice, -100 all but
- * bans, and ids outside the vocabulary or biases that are not finite are
- * ignored; the penalties apply on top. */
-static void test_logit_bias(void) {
-    sp_sampler s;
-    CHECK(sp_sampler_init(&s, 3, 1) == SPROUT_OK);
-    sp_sampling g = plain;
-    g.temperature = 0.f;
-    const float logits[3] = {1, 3, 2};
-    const sprout_logit_bias up[] = {{0, 5.f}}, ban[] = {{1, -100.f}}, odd[] = {{7, 50.f}, {-1, 50.f}, {2, NAN}, {0, INFINITY}};
-    g.bias = up, g.n_bias = 1;
-    CHECK(sp_sample(&s, logits, &g, NULL, 0, NULL, 0) == 0);
-    g.bias = ban, g.n_bias = 1;
-    CHECK(sp_sample(&s, logits, &g, NULL, 0, NULL, 0) == 2);
-    g.bias = odd, g.n_bias = 4;
-    CHECK(sp_sample(&s, logits, &g, NULL, 0, NULL, 0) == 1);
-    sp_sampling t = plain;
-    t.bias = up, t.n_bias = 1;
-    t.presence_penalty = 1.f;
-    const int32_t history[] = {0};
-    sp_sample(&s, logits, &t, history, 1, NULL, 0);
-    const sp_candidate *cand;
-    const int n = sp_sampler_last_candidates(&s, &cand);
-    float got[3] = {0, 0, 0};
+    /* the penalties apply on top of a bias */
+    c = plain;
+    c.bias = up, c.n_bias = 1;
+    c.presence_penalty = 1.f;
+    sp_sample(&s, scores, &c, history, 1, NULL, 0);
+    n = sp_sampler_last_candidates(&s, &cand);
     for (int i = 0; i < n; i++) got[cand[i].id] = cand[i].logit;
     CHECK_MSG(n == 3 && got[0] == 5.f && got[1] == 3.f, "%g %g %g", got[0], got[1], got[2]);
     sp_sampler_free(&s);
@@ -189,8 +178,7 @@ static void test_non_finite_logits(void) {
 int main(void) {
     test_non_finite_logits();
     test_filters();
-    test_greedy_and_penalties();
-    test_logit_bias();
+    test_greedy_bias_and_penalties();
     test_seed_and_distribution();
     test_logprobs();
     TEST_MAIN_END();

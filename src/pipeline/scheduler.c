@@ -97,6 +97,13 @@ static void request_unref(sprout_request *req) {
     if (left == 0) request_destroy(req);
 }
 
+/* A malloc'd copy of n elements (room for one when n is 0), or NULL. */
+static void *copy_array(const void *src, size_t n, size_t size) {
+    void *copy = malloc((n ? n : 1) * size);
+    if (copy && n) memcpy(copy, src, n * size);
+    return copy;
+}
+
 static sprout_request *request_new(const sprout_request_params *rp) {
     sprout_request *req = calloc(1, sizeof *req);
     if (!req) return NULL;
@@ -112,18 +119,11 @@ static sprout_request *request_new(const sprout_request_params *rp) {
     for (size_t i = 0; ok && i < n_stops; i++) ok = (req->stops[i] = strdup(req->cfg.stop_strings[i] ? req->cfg.stop_strings[i] : "")) != NULL;
     req->cfg.stop_strings = (const char *const *)req->stops;
     req->cfg.n_stop_strings = n_stops;
-    const size_t n_ids = req->cfg.stop_token_ids ? req->cfg.n_stop_token_ids : 0;
-    req->stop_ids = malloc((n_ids ? n_ids : 1) * sizeof *req->stop_ids);
-    ok = ok && req->stop_ids;
-    if (ok && n_ids) memcpy(req->stop_ids, req->cfg.stop_token_ids, n_ids * sizeof *req->stop_ids);
-    req->cfg.stop_token_ids = req->stop_ids;
-    req->cfg.n_stop_token_ids = n_ids;
-    const size_t n_biases = req->cfg.logit_bias ? req->cfg.n_logit_bias : 0;
-    req->biases = malloc((n_biases ? n_biases : 1) * sizeof *req->biases);
-    ok = ok && req->biases;
-    if (ok && n_biases) memcpy(req->biases, req->cfg.logit_bias, n_biases * sizeof *req->biases);
-    req->cfg.logit_bias = req->biases;
-    req->cfg.n_logit_bias = n_biases;
+    req->cfg.n_stop_token_ids = req->cfg.stop_token_ids ? req->cfg.n_stop_token_ids : 0;
+    req->cfg.stop_token_ids = req->stop_ids = copy_array(req->cfg.stop_token_ids, req->cfg.n_stop_token_ids, sizeof *req->stop_ids);
+    req->cfg.n_logit_bias = req->cfg.logit_bias ? req->cfg.n_logit_bias : 0;
+    req->cfg.logit_bias = req->biases = copy_array(req->cfg.logit_bias, req->cfg.n_logit_bias, sizeof *req->biases);
+    ok = ok && req->stop_ids && req->biases;
     req->streamer = rp->streamer;
     req->on_done = rp->on_done;
     req->on_token = rp->on_token;
