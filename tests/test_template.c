@@ -185,6 +185,9 @@ static const lang_case lang_cases[] = {
     {"{{ none|selectattr('type', 'equalto', 'x')|list }}{{ none|map(attribute='a')|list }}{{ ''|select|list }}{{ 0|reject|list }}", "[][][][]"},
     /* Markup: + after |safe or |escape escapes the plain operand (functionary-v3.1 relies on it); ~ does not */
     {"{{ '<a>'|safe + '<b>' }}|{{ '\"' + '<a>'|safe }}|{{ ('<a>'|safe + \"'\") + '&' }}|{{ '<a>' ~ '<b>'|safe ~ '\"' }}|{{ '<x>'|e + '<y>' }}|{{ '<x>'|e|e }}|{{ '<'|safe + 'x'|safe }}", "<a>&lt;b&gt;|&#34;<a>|<a>&#39;&amp;|<a><b>\"|&lt;x&gt;&lt;y&gt;|&lt;x&gt;|<x"},
+    /* jinja2's joiner and cycler, str.casefold, the striptags filter */
+    {"{% set j = joiner(', ') %}{% for i in range(3) %}{{ j() }}{{ i }}{% endfor %}|{% set c = cycler('a', 'b') %}{{ c.next() }}{{ c.next() }}{{ c.next() }}{{ c.current }}{{ c.reset() }}{{ c.current }}", "0, 1, 2|ababNonea"},
+    {"{{ 'Stra\u00dfe HELLO'.casefold() }}|{{ '  <p>Hello   <i>world</i></p>\\n <!-- c -->end  '|striptags }}|{{ 'a &amp; b &lt;c&gt; &#65;&#x42; &nbsp;x'|striptags }}|{{ 'a < b'|striptags }}", "strasse hello|Hello world end|a & b <c> AB \u00a0x|a < b"},
     {"{{ tools }}|{{ documents }}|{{ add_generation_prompt }}", "None|None|True"},
     {"{{ enable_thinking }}{{ extra.n + 1 }}", "False3"},
 };

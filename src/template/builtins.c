@@ -2,6 +2,7 @@
  * the globals transformers adds (raise_exception, strftime_now) and jinja2's
  * own (namespace, range, dict), and the Python methods chat templates call
  * on strings and dicts. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -667,6 +668,7 @@ enum {
     M_SPLITLINES,
     M_REMOVEPREFIX,
     M_REMOVESUFFIX,
+    M_CASEFOLD,
 };
 
 static const struct {
@@ -688,6 +690,7 @@ static const struct {
     {"islower", M_ISLOWER, JV_STR},    {"isalnum", M_ISALNUM, JV_STR},     {"isnumeric", M_ISNUMERIC, JV_STR},
     {"isdecimal", M_ISDECIMAL, JV_STR}, {"partition", M_PARTITION, JV_STR}, {"rpartition", M_RPARTITION, JV_STR},
     {"splitlines", M_SPLITLINES, JV_STR}, {"removeprefix", M_REMOVEPREFIX, JV_STR}, {"removesuffix", M_REMOVESUFFIX, JV_STR},
+    {"casefold", M_CASEFOLD, JV_STR},
 };
 
 int builtin_global(const char *name) {
@@ -696,6 +699,8 @@ int builtin_global(const char *name) {
     if (!strcmp(name, "namespace")) return B_NAMESPACE;
     if (!strcmp(name, "range")) return B_RANGE;
     if (!strcmp(name, "dict")) return B_DICT;
+    if (!strcmp(name, "joiner")) return B_JOINER;
+    if (!strcmp(name, "cycler")) return B_CYCLER;
     return 0;
 }
 
@@ -811,6 +816,14 @@ static bool call_method(interp *in, const node *at, int id, jv self, const call_
         return buf_result(in, at, &b, out);
     }
     case M_SWAPCASE: return change_case(in, at, s, CASE_SWAP, out);
+    case M_CASEFOLD: { /* Unicode's full case folding ("Stra\u00dfe" -> "strasse"); text that is not UTF-8 lower-cased */
+        utf8proc_uint8_t *folded = NULL;
+        const utf8proc_ssize_t folded_len = utf8proc_map((const utf8proc_uint8_t *)s->data, (utf8proc_ssize_t)s->len, &folded, UTF8PROC_CASEFOLD);
+        if (folded_len < 0) return change_case(in, at, s, CASE_LOWER, out);
+        const bool ok = make_str(in, at, (const char *)folded, (size_t)folded_len, out);
+        free(folded);
+        return ok;
+    }
     case M_PARTITION:
     case M_RPARTITION: {
         if (!want_str(in, at, a0, "the separator", &x)) return false;
@@ -941,6 +954,12 @@ static bool kwargs_dict(interp *in, const node *at, const call_args *a, jv_type 
     return true;
 }
 
+/* d[name] = v, for the state of joiners and cyclers. */
+static bool set_field(interp *in, const node *at, jv d, const char *name, jv v) {
+    jv key;
+    return make_str(in, at, name, strlen(name), &key) && (jv_dict_set(in->heap, d.u.d, key, v) || oom(in, at));
+}
+
 bool builtin_call(interp *in, const node *at, jv fn, const call_args *a, jv *out) {
     const int id = fn.u.fn.id;
     if (id >= B_FIRST_METHOD) return call_method(in, at, id, *fn.u.fn.self, a, out);
@@ -964,6 +983,57 @@ bool builtin_call(interp *in, const node *at, jv fn, const call_args *a, jv *out
         if (a->n_pos == 0) return rt_error(in, at, "no items for cycling given");
         const jv *index0 = jv_dict_get(fn.u.fn.self->u.d, "index0", 6);
         *out = a->pos[(size_t)(index0 && index0->type == JV_INT ? index0->u.i : 0) % a->n_pos];
+        return true;
+    }
+    case B_JOINER: { /* joiner(sep=", "): "" the first time it is called, sep after */
+        const jv *sep = call_arg(a, 0, "sep");
+        jv state = jv_dict(in->heap, 2), *self = jv_alloc(in->heap, sizeof *self);
+        if (state.type != JV_DICT || !self) return oom(in, at);
+        jv sep_value;
+        if (sep) sep_value = *sep;
+        else if (!make_str(in, at, ", ", 2, &sep_value)) return false;
+        if (!set_field(in, at, state, "sep", sep_value) || !set_field(in, at, state, "used", jv_bool(false))) return false;
+        state.type = JV_NAMESPACE;
+        *self = state;
+        *out = (jv){.type = JV_BUILTIN, .u.fn = {B_JOINER_CALL, self}};
+        return true;
+    }
+    case B_JOINER_CALL: {
+        jv *used = (jv *)jv_dict_get(fn.u.fn.self->u.d, "used", 4);
+        const jv *sep = jv_dict_get(fn.u.fn.self->u.d, "sep", 3);
+        if (used && used->u.b) {
+            *out = sep ? *sep : jv_none();
+            return true;
+        }
+        if (used) *used = jv_bool(true);
+        return make_str(in, at, "", 0, out);
+    }
+    case B_CYCLER: { /* cycler(*items): next() gives them in turn, current the one next() gives next */
+        if (a->n_pos == 0) return rt_error(in, at, "at least one item has to be provided");
+        jv state = jv_dict(in->heap, 5), *self = jv_alloc(in->heap, sizeof *self);
+        if (state.type != JV_DICT || !self) return oom(in, at);
+        jv items = jv_list(in->heap, a->pos, a->n_pos, true);
+        if (items.type != JV_TUPLE) return oom(in, at);
+        state.type = JV_NAMESPACE;
+        *self = state;
+        if (!set_field(in, at, state, "items", items) || !set_field(in, at, state, "pos", jv_int(0)) ||
+            !set_field(in, at, state, "current", a->pos[0]) ||
+            !set_field(in, at, state, "next", (jv){.type = JV_BUILTIN, .u.fn = {B_CYCLER_NEXT, self}}) ||
+            !set_field(in, at, state, "reset", (jv){.type = JV_BUILTIN, .u.fn = {B_CYCLER_RESET, self}}))
+            return false;
+        *out = state;
+        return true;
+    }
+    case B_CYCLER_NEXT:
+    case B_CYCLER_RESET: {
+        jdict *d = fn.u.fn.self->u.d;
+        jv *pos = (jv *)jv_dict_get(d, "pos", 3), *current = (jv *)jv_dict_get(d, "current", 7);
+        const jv *items = jv_dict_get(d, "items", 5);
+        if (!pos || !current || !items) return rt_error(in, at, "internal error: a broken cycler");
+        const int64_t n = (int64_t)items->u.l->n;
+        *out = id == B_CYCLER_NEXT ? items->u.l->items[pos->u.i] : jv_none();
+        pos->u.i = id == B_CYCLER_NEXT ? (pos->u.i + 1) % n : 0;
+        *current = items->u.l->items[pos->u.i];
         return true;
     }
     case B_NAMESPACE: return kwargs_dict(in, at, a, JV_NAMESPACE, out);
@@ -1428,6 +1498,66 @@ static bool truncate_text(interp *in, const node *at, const jstr *s, const call_
     return buf_result(in, at, &b, out);
 }
 
+/* jinja2's striptags: comments and tags out, runs of whitespace to one
+ * space, then the character references back to characters (numeric ones,
+ * the markup ones and the common typographic ones; other named ones stay
+ * as written). */
+static bool strip_tags(interp *in, const node *at, const jstr *s, jv *out) {
+    jbuf b = {0};
+    bool space = false;
+    for (size_t i = 0; i < s->len;) {
+        if (s->data[i] == '<') {
+            const bool comment = s->len - i >= 4 && !memcmp(s->data + i, "<!--", 4);
+            const char *end = comment ? memmem(s->data + i + 4, s->len - i - 4, "-->", 3) : memchr(s->data + i + 1, '>', s->len - i - 1);
+            if (end) {
+                i = (size_t)(end - s->data) + (comment ? 3 : 1);
+                continue;
+            }
+        }
+        size_t cl;
+        const int32_t c = decode(s->data + i, s->len - i, &cl);
+        if (py_isspace(c)) space = b.len > 0;
+        else {
+            if (space) jbuf_putc(&b, ' ');
+            space = false;
+            if (c == '&') {
+                static const struct { const char *name; const char *text; } named[] = {
+                    {"&amp;", "&"},           {"&lt;", "<"},           {"&gt;", ">"},           {"&quot;", "\""},
+                    {"&apos;", "'"},          {"&nbsp;", "\u00a0"},    {"&copy;", "\u00a9"},    {"&reg;", "\u00ae"},
+                    {"&trade;", "\u2122"},    {"&hellip;", "\u2026"},  {"&mdash;", "\u2014"},   {"&ndash;", "\u2013"},
+                    {"&lsquo;", "\u2018"},    {"&rsquo;", "\u2019"},   {"&ldquo;", "\u201c"},   {"&rdquo;", "\u201d"},
+                    {"&laquo;", "\u00ab"},    {"&raquo;", "\u00bb"},   {"&euro;", "\u20ac"},    {"&deg;", "\u00b0"}};
+                bool done = false;
+                for (size_t k = 0; k < sizeof named / sizeof named[0] && !done; k++) {
+                    const size_t n = strlen(named[k].name);
+                    if (s->len - i >= n && !memcmp(s->data + i, named[k].name, n)) {
+                        jbuf_puts(&b, named[k].text);
+                        i += n;
+                        done = true;
+                    }
+                }
+                if (!done && s->len - i > 3 && s->data[i + 1] == '#') {
+                    const bool hex = s->data[i + 2] == 'x' || s->data[i + 2] == 'X';
+                    size_t j = i + (hex ? 3 : 2);
+                    uint32_t cp = 0;
+                    while (j < s->len && j - i < 12 && (hex ? isxdigit((unsigned char)s->data[j]) : isdigit((unsigned char)s->data[j])))
+                        cp = cp * (hex ? 16 : 10) + (uint32_t)(isdigit((unsigned char)s->data[j]) ? s->data[j] - '0' : (s->data[j] | 0x20) - 'a' + 10), j++;
+                    if (j < s->len && s->data[j] == ';' && j > i + (hex ? 3 : 2) && cp > 0 && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF)) {
+                        put_cp(&b, (int32_t)cp);
+                        i = j + 1;
+                        done = true;
+                    }
+                }
+                if (done) continue;
+            }
+            jbuf_put(&b, s->data + i, cl);
+        }
+        i += cl;
+    }
+    if (!b.data) return make_str(in, at, "", 0, out);
+    return buf_result(in, at, &b, out);
+}
+
 bool builtin_filter(interp *in, const node *at, const char *name, jv v, const call_args *a, jv *out) {
     const jv *a0 = call_arg(a, 0, NULL);
     jv s;
@@ -1630,6 +1760,7 @@ bool builtin_filter(interp *in, const node *at, const char *name, jv v, const ca
     if (!strcmp(name, "batch") || !strcmp(name, "slice")) return chunk_items(in, at, v, a, name[0] == 's', out);
     if (!strcmp(name, "groupby")) return group_items(in, at, v, a, out);
     if (!strcmp(name, "truncate")) return to_str(in, at, v, &s) && truncate_text(in, at, s.u.s, a, out);
+    if (!strcmp(name, "striptags")) return to_str(in, at, v, &s) && strip_tags(in, at, s.u.s, out);
     if (!strcmp(name, "center")) {
         int64_t width;
         return to_str(in, at, v, &s) && want_int(in, at, call_arg(a, 0, "width"), 80, &width) && justify(in, at, s.u.s, width, NULL, 'c', out);

@@ -55,6 +55,11 @@ enum {
     B_RANGE,
     B_DICT,
     B_LOOP_CYCLE, /* loop.cycle, bound to its loop object */
+    B_JOINER,
+    B_JOINER_CALL,  /* a joiner, bound to its state */
+    B_CYCLER,
+    B_CYCLER_NEXT,  /* a cycler's next() and reset(), bound to it */
+    B_CYCLER_RESET,
     B_FIRST_METHOD,
 };
 
