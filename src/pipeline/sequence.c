@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/error.h"
+#include "core/text_stream.h"
 #include "pipeline/pipeline_internal.h"
 #include "tokenizer/tokenizer_internal.h"
 
@@ -44,12 +45,8 @@ static size_t stop_prefix_tail(const sprout_generation_config *cfg, const char *
     size_t hold = 0;
     for (size_t i = 0; i < cfg->n_stop_strings; i++) {
         const char *s = cfg->stop_strings[i];
-        size_t n = s ? strlen(s) : 0;
-        for (size_t k = n > 0 ? n - 1 : 0; k > hold; k--)
-            if (k <= len && !memcmp(text + len - k, s, k)) {
-                hold = k;
-                break;
-            }
+        const size_t tail = s ? sp_marker_tail(text, len, s, strlen(s)) : 0;
+        if (tail > hold) hold = tail;
     }
     return hold;
 }

@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "core/text_stream.h"
+
 enum {
     J_ROOT,       /* before the object: whitespace, then '{' */
     J_VALUE,      /* a value: after ':' or ',' in an array */
@@ -24,7 +26,6 @@ void sp_json_init(sp_json_state *st) { memset(st, 0, sizeof *st); }
 
 bool sp_json_done(const sp_json_state *st) { return !st->failed && st->mode == J_DONE; }
 
-static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 static bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
@@ -161,7 +162,7 @@ static bool feed_byte(sp_json_state *st, char c) {
     }
     default: break;
     }
-    if (is_ws(c)) return ++st->ws <= SP_JSON_MAX_WHITESPACE && (c != '\n' || ++st->newlines <= 1);
+    if (sp_json_space(c)) return ++st->ws <= SP_JSON_MAX_WHITESPACE && (c != '\n' || ++st->newlines <= 1);
     st->ws = st->newlines = 0;
     switch (st->mode) {
     case J_ROOT: return c == '{' && open_container(st, true);

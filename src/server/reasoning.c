@@ -3,11 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/text_stream.h"
+
 enum { BEFORE, INSIDE, AFTER };
 
 static const char OPEN[] = "<think>", CLOSE[] = "</think>";
-
-static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 void sp_reasoning_init(sp_reasoning *r, bool opened_by_prompt) {
     memset(r, 0, sizeof *r);
@@ -21,7 +21,7 @@ void sp_reasoning_free(sp_reasoning *r) {
 }
 
 bool sp_reasoning_opened_by(const char *prompt, size_t len) {
-    while (len && is_space(prompt[len - 1])) len--;
+    while (len && sp_json_space(prompt[len - 1])) len--;
     return len >= strlen(OPEN) && !memcmp(prompt + len - strlen(OPEN), OPEN, strlen(OPEN));
 }
 
@@ -30,14 +30,6 @@ static void consume(sp_buf *b, size_t n) {
     memmove(b->data, b->data + n, b->len - n);
     b->len -= n;
     b->data[b->len] = 0;
-}
-
-/* The length of the longest end of s[0..n) that begins `marker` without being all of it. */
-static size_t partial_marker(const char *s, size_t n, const char *marker) {
-    const size_t m = strlen(marker);
-    for (size_t k = m - 1 < n ? m - 1 : n; k > 0; k--)
-        if (!memcmp(s + n - k, marker, k)) return k;
-    return 0;
 }
 
 void sp_reasoning_feed(sp_reasoning *r, const char *text, size_t len, bool final, sp_buf *reasoning, sp_buf *content) {
@@ -49,7 +41,7 @@ void sp_reasoning_feed(sp_reasoning *r, const char *text, size_t len, bool final
         sp_buf *h = &r->held;
         if (r->skip_space) {
             size_t k = 0;
-            while (k < h->len && is_space(h->data[k])) k++;
+            while (k < h->len && sp_json_space(h->data[k])) k++;
             if (k) consume(h, k);
             if (!h->len) return;
             r->skip_space = false;
@@ -57,7 +49,7 @@ void sp_reasoning_feed(sp_reasoning *r, const char *text, size_t len, bool final
         if (!h->len) return;
         if (r->phase == BEFORE) {
             size_t k = 0;
-            while (k < h->len && is_space(h->data[k])) k++;
+            while (k < h->len && sp_json_space(h->data[k])) k++;
             const size_t rest = h->len - k, m = strlen(OPEN);
             if (rest >= m && !memcmp(h->data + k, OPEN, m)) {
                 consume(h, k + m);
@@ -79,7 +71,7 @@ void sp_reasoning_feed(sp_reasoning *r, const char *text, size_t len, bool final
                 r->skip_space = true;
                 continue;
             }
-            const size_t keep = final ? 0 : partial_marker(h->data, h->len, CLOSE);
+            const size_t keep = final ? 0 : sp_marker_tail(h->data, h->len, CLOSE, strlen(CLOSE));
             sp_buf_put(reasoning, h->data, h->len - keep);
             consume(h, h->len - keep);
             return;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/buf.h"
+#include "core/text_stream.h"
 
 typedef enum marker_kind { M_TOOL_CALL, M_MISTRAL, M_FUNCTION, M_DEEPSEEK_CALLS, M_DEEPSEEK_CALL, M_PYTHON_TAG, M_COUNT } marker_kind;
 
@@ -20,10 +21,8 @@ static const char *const markers[M_COUNT] = {
 #define DEEPSEEK_CALL_END "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "end\xEF\xBD\x9C>"
 #define DEEPSEEK_CALLS_END "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "end\xEF\xBD\x9C>"
 
-static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
 static size_t skip_space(const char *s, size_t i, size_t n) {
-    while (i < n && is_space(s[i])) i++;
+    while (i < n && sp_json_space(s[i])) i++;
     return i;
 }
 
@@ -182,7 +181,7 @@ static bool deepseek_block(const char *s, size_t at, size_t n, json_t *calls, si
     const char *nl = memchr(s + name_at, '\n', n - name_at);
     if (!nl || nl == s + name_at) return false;
     size_t name_end = (size_t)(nl - s), i = name_end;
-    while (name_end > name_at && is_space(s[name_end - 1])) name_end--;
+    while (name_end > name_at && sp_json_space(s[name_end - 1])) name_end--;
     i = skip_space(s, i, n);
     if (skip_literal(s, i, n, "```") > i) { /* ```json */
         while (i < n && s[i] != '\n') i++;
@@ -195,7 +194,7 @@ static bool deepseek_block(const char *s, size_t at, size_t n, json_t *calls, si
 
 static void put_trimmed(sp_buf *b, const char *s, size_t n) {
     size_t i = skip_space(s, 0, n);
-    while (n > i && is_space(s[n - 1])) n--;
+    while (n > i && sp_json_space(s[n - 1])) n--;
     if (n == i) return;
     if (b->len) sp_buf_put(b, "\n", 1);
     sp_buf_put(b, s + i, n - i);
@@ -253,10 +252,12 @@ size_t sp_tool_calls_text_prefix(const char *text, size_t len) {
     const size_t first = skip_space(text, 0, len);
     if (first == len || text[first] == '{' || text[first] == '[') return 0;
     marker_kind kind;
-    size_t safe = first_marker(text, len, &kind);
-    /* a marker's beginning at the end: wait for the rest (markers are short) */
-    for (size_t k = len - first > 32 ? len - 32 : first; k < safe; k++)
-        for (int m = 0; m < M_COUNT; m++)
-            if (len - k < strlen(markers[m]) && !memcmp(text + k, markers[m], len - k)) return k;
-    return safe;
+    const size_t at = first_marker(text, len, &kind);
+    if (at < len) return at;
+    size_t hold = 0; /* a marker's beginning at the end: wait for the rest */
+    for (int m = 0; m < M_COUNT; m++) {
+        const size_t tail = sp_marker_tail(text, len, markers[m], strlen(markers[m]));
+        if (tail > hold) hold = tail;
+    }
+    return len - hold;
 }
