@@ -27,7 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(content);
     size_t sent = 0;
     for (size_t n = 0; n <= size; n += 1 + n / 8) {
-        const size_t safe = sp_tool_calls_text_prefix(text, n);
+        const size_t safe = sp_tool_calls_text_prefix(text, n, sent);
+        if (safe != sp_tool_calls_text_prefix(text, n, 0)) abort(); /* looking after what went out changes nothing */
         if (safe > n || safe < sent) abort();
         sent = safe;
     }

@@ -85,15 +85,15 @@ static void test_stream_prefix(void) {
         {"x [TOOL_CALLS]f[ARGS]{}", 2},
     };
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
-        const size_t got = sp_tool_calls_text_prefix(p[i].text, strlen(p[i].text));
+        const size_t got = sp_tool_calls_text_prefix(p[i].text, strlen(p[i].text), 0);
         CHECK_MSG(got == p[i].safe, "prefix case %zu (%s): %zu, wanted %zu", i, p[i].text, got, p[i].safe);
     }
     /* streamed a byte at a time, what went out plus what the end parses is the reply */
     const char *reply = "Let me look.\n<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>";
     size_t sent = 0;
     for (size_t n = 1; n <= strlen(reply); n++) {
-        const size_t safe = sp_tool_calls_text_prefix(reply, n);
-        CHECK_MSG(safe >= sent || n == 1, "the safe prefix shrank at %zu", n);
+        const size_t safe = sp_tool_calls_text_prefix(reply, n, sent);
+        CHECK_MSG(safe >= sent && safe == sp_tool_calls_text_prefix(reply, n, 0), "at %zu bytes: %zu from where %zu went out", n, safe, sent);
         if (safe > sent) sent = safe;
     }
     char *content = NULL;

@@ -81,7 +81,7 @@ void sp_chat_piece_parts(sp_job *j, const char *text, size_t len, bool final, sp
         j->reply_sent = j->reply.len;
         return;
     }
-    const size_t safe = sp_tool_calls_text_prefix(j->reply.data, j->reply.len);
+    const size_t safe = sp_tool_calls_text_prefix(j->reply.data, j->reply.len, j->reply_sent);
     *send = j->reply.data + j->reply_sent;
     *n = safe > j->reply_sent ? safe - j->reply_sent : 0;
     if (safe > j->reply_sent) j->reply_sent = safe;

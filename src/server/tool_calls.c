@@ -248,15 +248,18 @@ json_t *sp_tool_calls_parse(const char *text, size_t len, char **content, size_t
     return calls;
 }
 
-size_t sp_tool_calls_text_prefix(const char *text, size_t len) {
-    const size_t first = skip_space(text, 0, len);
-    if (first == len || text[first] == '{' || text[first] == '[') return 0;
+size_t sp_tool_calls_text_prefix(const char *text, size_t len, size_t sent) {
+    if (sent == 0) {
+        const size_t first = skip_space(text, 0, len);
+        if (first == len || text[first] == '{' || text[first] == '[') return 0;
+    }
+    /* what went out held no marker, nor the start of one: look after it only */
     marker_kind kind;
-    const size_t at = first_marker(text, len, &kind);
-    if (at < len) return at;
+    const size_t at = first_marker(text + sent, len - sent, &kind);
+    if (at < len - sent) return sent + at;
     size_t hold = 0; /* a marker's beginning at the end: wait for the rest */
     for (int m = 0; m < M_COUNT; m++) {
-        const size_t tail = sp_marker_tail(text, len, markers[m], strlen(markers[m]));
+        const size_t tail = sp_marker_tail(text + sent, len - sent, markers[m], strlen(markers[m]));
         if (tail > hold) hold = tail;
     }
     return len - hold;

@@ -23,9 +23,11 @@
 json_t *sp_tool_calls_parse(const char *text, size_t len, char **content, size_t *content_len);
 
 /* While a reply streams: how many of its first len bytes can go out as
- * text now. What may begin a tool call (a marker, or part of one at the
- * end, or a reply that opens with '{' or '[') is held back until the reply
- * is complete; so is leading whitespace, until it is known what follows. */
-size_t sp_tool_calls_text_prefix(const char *text, size_t len);
+ * text now, `sent` of them having gone out already (what an earlier call
+ * returned; only the text after it is searched). What may begin a tool call
+ * (a marker, or part of one at the end, or a reply that opens with '{' or
+ * '[') is held back until the reply is complete; so is leading whitespace,
+ * until it is known what follows. */
+size_t sp_tool_calls_text_prefix(const char *text, size_t len, size_t sent);
 
 #endif
