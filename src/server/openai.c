@@ -150,8 +150,9 @@ static json_t *openai_tool_calls(const sp_job *j, const json_t *calls, bool inde
     json_array_foreach(calls, i, call) {
         const json_t *args = json_object_get(call, "arguments");
         char *text = json_is_string(args) ? strdup(json_string_value(args)) : json_dumps(args, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        const char *serial = strchr(j->id, '-'); /* the response id's own part: "chatcmpl-<this>" */
         char id[96];
-        snprintf(id, sizeof id, "call_%s_%zu", strchr(j->id, '-') ? strchr(j->id, '-') + 1 : j->id, i);
+        snprintf(id, sizeof id, "call_%s_%zu", serial ? serial + 1 : j->id, i);
         json_t *v = json_pack("{s:s, s:s, s:{s:O, s:s}}", "id", id, "type", "function", "function", "name",
                               json_object_get(call, "name"), "arguments", text ? text : "{}");
         if (v && indexed) json_object_set_new(v, "index", json_integer((json_int_t)i));
