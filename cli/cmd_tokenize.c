@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "files.h"
 #include "json/json_util.h"
 #include "sprout.h"
 
@@ -20,30 +21,6 @@ static void usage(FILE *out) {
             "  --special          match special-token text such as <|im_start|>\n"
             "  --ids              print only the ids, on one line\n"
             "  --json             print {\"tokens\":[...],\"pieces\":[...]}\n");
-}
-
-static char *read_stream(FILE *f, size_t *len) {
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-        if (n == cap) {
-            char *p = realloc(buf, cap *= 2);
-            if (!p) {
-                free(buf);
-                return NULL;
-            }
-            buf = p;
-        }
-    }
-    if (buf && ferror(f)) {
-        free(buf);
-        return NULL;
-    }
-    *len = n;
-    return buf;
 }
 
 /* Prints a piece with \n, \t, \r, \\ and bytes that are not UTF-8 escaped. */
@@ -99,7 +76,7 @@ int cmd_tokenize(int argc, char **argv) {
             perror(file);
             return 1;
         }
-        owned = read_stream(f, &len);
+        owned = cli_read_stream(f, &len);
         if (file) fclose(f);
         if (!owned) {
             fprintf(stderr, "sprout tokenize: cannot read %s\n", file ? file : "standard input");

@@ -1,11 +1,8 @@
 #include "files.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 
-char *cli_read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
+char *cli_read_stream(FILE *f, size_t *len) {
     size_t cap = 1 << 14, n = 0, got;
     char *buf = malloc(cap + 1);
     while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
@@ -16,9 +13,7 @@ char *cli_read_file(const char *path, size_t *len) {
             buf = grown;
         }
     }
-    const int failed = ferror(f);
-    fclose(f);
-    if (buf && failed) {
+    if (buf && ferror(f)) {
         free(buf);
         buf = NULL;
     }
@@ -26,5 +21,13 @@ char *cli_read_file(const char *path, size_t *len) {
         buf[n] = 0;
         if (len) *len = n;
     }
+    return buf;
+}
+
+char *cli_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = cli_read_stream(f, len);
+    fclose(f);
     return buf;
 }
