@@ -19,6 +19,7 @@ static const command commands[] = {
     {"serve", cmd_serve, "serve the OpenAI and Ollama HTTP APIs, many clients at once"},
     {"bench", cmd_bench, "measure prefill and decode speed, load time, time to first token and memory"},
     {"info", cmd_info, "show a GGUF model's architecture, sizes, tokenizer and tensors"},
+    {"embed", cmd_embed, "turn texts into embedding vectors (pooled hidden states)"},
     {"tokenize", cmd_tokenize, "turn text into token ids with a model's own vocabulary"},
     {"template", cmd_template, "render a chat template (the model's, a file's or a built-in) for a conversation"},
 };

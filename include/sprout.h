@@ -569,6 +569,24 @@ const sprout_gguf *sprout_model_gguf(const sprout_model *model);
 const char *sprout_model_architecture(const sprout_model *model);
 int32_t sprout_model_n_ctx_train(const sprout_model *model);
 int32_t sprout_model_n_vocab(const sprout_model *model);
+/* Width of the hidden state: the length of an embedding. */
+int32_t sprout_model_n_embd(const sprout_model *model);
+
+/* How a prompt's hidden states (each token's, after the final norm) become
+ * one embedding. The numbers of 1-3 are GGUF's pooling_type values. */
+typedef enum sprout_pooling {
+    SPROUT_POOLING_MODEL = 0, /* what the model's GGUF says; mean where it says none */
+    SPROUT_POOLING_MEAN = 1,  /* the average over the prompt's tokens */
+    SPROUT_POOLING_CLS = 2,   /* the first token's */
+    SPROUT_POOLING_LAST = 3   /* the last token's (what causal embedding models such as Qwen3-Embedding use) */
+} sprout_pooling;
+
+/* The pooling SPROUT_POOLING_MODEL stands for with this model. */
+sprout_pooling sprout_model_pooling(const sprout_model *model);
+/* "mean", "cls", "last" (and back; NULL / SPROUT_ERR_INVALID_ARGUMENT for
+ * other values). */
+const char *sprout_pooling_name(sprout_pooling pooling);
+sprout_status sprout_pooling_from_name(const char *name, sprout_pooling *out);
 /* Milliseconds spent loading. */
 double sprout_model_load_ms(const sprout_model *model);
 
@@ -682,6 +700,9 @@ void sprout_chat_finish(sprout_pipeline *p);
 const char *sprout_result_text(const sprout_result *r, size_t *len);
 const sprout_token *sprout_result_tokens(const sprout_result *r, size_t *n);
 const sprout_token *sprout_result_prompt_tokens(const sprout_result *r, size_t *n);
+/* An embedding request's vector (*n floats: sprout_model_n_embd); NULL for
+ * generations. */
+const float *sprout_result_embedding(const sprout_result *r, size_t *n);
 sprout_finish_reason sprout_result_finish_reason(const sprout_result *r);
 /* Log-probabilities (when cfg.logprobs > 0): for generated token i, its own
  * and the top-k (ids best first). Log-softmax of the raw logits. */
@@ -792,6 +813,14 @@ typedef struct sprout_request_params {
      * may be NULL */
     void (*on_token)(sprout_request *req, sprout_token id, float logprob, const sprout_token *top_ids, const float *top_logprobs,
                      size_t n_top, void *user);
+    /* An embedding instead of a generation: the prompt's hidden states
+     * pooled into one vector (sprout_result_embedding); nothing is
+     * generated, and config, streamer and on_token are not used. The prompt
+     * may fill the whole context. Mean and CLS pooling compute every prompt
+     * token (cached ones too); last-token pooling reuses a cached prefix. */
+    bool embed;
+    sprout_pooling pooling;
+    bool normalize;                          /* scaled to unit length (L2), as OpenAI's and Ollama's /api/embed give */
 } sprout_request_params;
 
 /* Queues a request. SPROUT_ERR_BUSY: the queue is full. SPROUT_ERR_OUT_OF_RANGE:

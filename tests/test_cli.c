@@ -333,11 +333,71 @@ static void test_kernel_level_env(void) {
     }
 }
 
+/* sprout embed: texts from -p and from a file's lines, in order, the JSON
+ * and plain forms agreeing, unit length unless asked otherwise. */
+static void test_embed(void) {
+    char args[2048], *out = NULL;
+    const char *shared = test_shared_dir();
+    char lines[] = "/tmp/sprout-test-embed-XXXXXX";
+    const int fd = mkstemp(lines);
+    CHECK(fd >= 0 && write(fd, "Once upon a time\n\nA cat sat\n", 29) == 29);
+    if (fd >= 0) close(fd);
+    snprintf(args, sizeof args, "embed -m '%s/models/stories260K.gguf' -p 'Once upon a time' -p 'A cat sat' --json", shared);
+    json_t *a = run_json(args);
+    snprintf(args, sizeof args, "embed -m '%s/models/stories260K.gguf' -f '%s' --json", shared, lines);
+    json_t *b = run_json(args);
+    const json_t *da = json_object_get(a, "data");
+    CHECK(json_array_size(da) == 2 && json_equal(da, json_object_get(b, "data")));
+    CHECK(!strcmp(json_string_value(json_object_get(a, "pooling")), "mean") && int_at(a, "n_embd") == 64);
+    for (size_t i = 0; i < json_array_size(da); i++) {
+        const json_t *v = json_object_get(json_array_get(da, i), "embedding");
+        double len2 = 0;
+        for (size_t k = 0; k < json_array_size(v); k++) len2 += pow(json_number_value(json_array_get(v, k)), 2);
+        CHECK_MSG(json_array_size(v) == 64 && fabs(len2 - 1) < 1e-5, "vector %zu: %zu numbers, length^2 %g", i, json_array_size(v), len2);
+        CHECK(int_at(json_array_get(da, i), "index") == (json_int_t)i);
+    }
+    CHECK(int_at(json_array_get(da, 0), "n_tokens") == 5);
+    /* plain: one line per text, the same numbers */
+    snprintf(args, sizeof args, "embed -m '%s/models/stories260K.gguf' -p 'A cat sat'", shared);
+    CHECK(run_cli(args, false, &out) == 0);
+    const json_t *second = json_object_get(json_array_get(da, 1), "embedding");
+    char *p = out;
+    size_t count = 0;
+    double worst = 0;
+    for (char *end; p && *p && *p != '\n'; p = end, count++) {
+        const double x = strtod(p, &end);
+        if (end == p) break;
+        worst = fmax(worst, fabs(x - json_number_value(json_array_get(second, count))));
+    }
+    CHECK_MSG(count == 64 && worst < 1e-7 && p && !strcmp(p, "\n"), "%zu numbers, off by %g", count, worst);
+    free(out);
+    snprintf(args, sizeof args, "embed -m '%s/models/stories260K.gguf' -p 'A cat sat' --no-normalize --pooling last --json", shared);
+    json_t *c = run_json(args);
+    const json_t *raw = json_object_get(json_array_get(json_object_get(c, "data"), 0), "embedding");
+    double len2 = 0;
+    for (size_t k = 0; k < json_array_size(raw); k++) len2 += pow(json_number_value(json_array_get(raw, k)), 2);
+    CHECK_MSG(json_array_size(raw) == 64 && fabs(len2 - 1) > 1e-3, "an unnormalised vector has length^2 %g", len2);
+    CHECK(!strcmp(json_string_value(json_object_get(c, "pooling")), "last"));
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    unlink(lines);
+    snprintf(args, sizeof args, "embed -m '%s/models/stories260K.gguf' -p hi --pooling max", shared);
+    CHECK(run_cli(args, true, &out) == 2 && strstr(out, "unknown pooling"));
+    free(out);
+    snprintf(args, sizeof args, "embed -m '%s/models/stories260K.gguf' -c 8 -p 'Once upon a time there was a big dog'", shared);
+    CHECK(run_cli(args, true, &out) == 1 && strstr(out, "text 1") && strstr(out, "at most 8"));
+    free(out);
+    CHECK(run_cli("embed -p hi", true, &out) == 2 && strstr(out, "usage"));
+    free(out);
+}
+
 int main(void) {
     test_run();
     test_kernel_level_env();
     test_template_cli();
     test_tokenize();
+    test_embed();
     test_stories_json();
     test_quantized_json();
     test_text_and_errors();

@@ -67,7 +67,7 @@ static void test_reference(sprout_kv_type kv, int threads) {
             sp_context ctx;
             CHECK(sp_context_init(&ctx, m, 512, 64, 1, threads, SP_KV_F32) == SPROUT_OK);
             sp_batch_token b[64];
-            for (size_t i = 0; i < np; i++) b[i] = (sp_batch_token){prompt[i], (int32_t)i, 0, i == np - 1};
+            for (size_t i = 0; i < np; i++) b[i] = (sp_batch_token){prompt[i], (int32_t)i, 0, i == np - 1, false};
             float logits[512];
             CHECK(sp_forward(&ctx, b, (int32_t)np, logits) == SPROUT_OK);
             double max = 0;
@@ -100,17 +100,17 @@ static void test_batching(void) {
     sp_context ctx;
     CHECK(sp_context_init(&ctx, m, 128, 32, 2, 2, SP_KV_F32) == SPROUT_OK);
     sp_batch_token batch[16];
-    for (int i = 0; i < na; i++) batch[i] = (sp_batch_token){a[i], i, 0, true};
+    for (int i = 0; i < na; i++) batch[i] = (sp_batch_token){a[i], i, 0, true, false};
     CHECK(sp_forward(&ctx, batch, na, alone_a) == SPROUT_OK);
     sp_kv_clear(&ctx.kv, 0);
-    for (int i = 0; i < nb; i++) batch[i] = (sp_batch_token){b[i], i, 1, true};
+    for (int i = 0; i < nb; i++) batch[i] = (sp_batch_token){b[i], i, 1, true, false};
     CHECK(sp_forward(&ctx, batch, nb, alone_b) == SPROUT_OK);
     sp_kv_clear(&ctx.kv, 1);
     /* both sequences interleaved in one batch */
     int k = 0;
     for (int i = 0; i < na || i < nb; i++) {
-        if (i < na) batch[k++] = (sp_batch_token){a[i], i, 0, true};
-        if (i < nb) batch[k++] = (sp_batch_token){b[i], i, 1, true};
+        if (i < na) batch[k++] = (sp_batch_token){a[i], i, 0, true, false};
+        if (i < nb) batch[k++] = (sp_batch_token){b[i], i, 1, true, false};
     }
     CHECK(sp_forward(&ctx, batch, k, together) == SPROUT_OK);
     double worst = 0;
@@ -129,11 +129,11 @@ static void test_batching(void) {
     k = 0;
     for (int i = 0; i < na || i < nb; i++) {
         if (i < na) {
-            batch[k++] = (sp_batch_token){a[i], i, 0, i == 2 || i == na - 1};
+            batch[k++] = (sp_batch_token){a[i], i, 0, i == 2 || i == na - 1, false};
             if (batch[k - 1].logits) want[n_want++] = alone_a + (size_t)i * V;
         }
         if (i < nb) {
-            batch[k++] = (sp_batch_token){b[i], i, 1, i == 4};
+            batch[k++] = (sp_batch_token){b[i], i, 1, i == 4, false};
             if (batch[k - 1].logits) want[n_want++] = alone_b + (size_t)i * V;
         }
     }
@@ -144,9 +144,9 @@ static void test_batching(void) {
     /* a prompt that wants no logits still fills the cache for the next token */
     sp_kv_clear(&ctx.kv, 0);
     sp_kv_clear(&ctx.kv, 1);
-    for (int i = 0; i < na - 1; i++) batch[i] = (sp_batch_token){a[i], i, 0, false};
+    for (int i = 0; i < na - 1; i++) batch[i] = (sp_batch_token){a[i], i, 0, false, false};
     CHECK(sp_forward(&ctx, batch, na - 1, NULL) == SPROUT_OK);
-    batch[0] = (sp_batch_token){a[na - 1], na - 1, 0, true};
+    batch[0] = (sp_batch_token){a[na - 1], na - 1, 0, true, false};
     CHECK(sp_forward(&ctx, batch, 1, stepwise) == SPROUT_OK);
     CHECK_MSG(max_diff(stepwise, alone_a + (size_t)(na - 1) * V, V) <= 1e-5, "after a prompt without logits the next token differs");
     /* the same prompt token by token */
@@ -154,23 +154,23 @@ static void test_batching(void) {
     sp_kv_clear(&ctx.kv, 1);
     worst = 0;
     for (int i = 0; i < na; i++) {
-        sp_batch_token t = {a[i], i, 0, true};
+        sp_batch_token t = {a[i], i, 0, true, false};
         CHECK(sp_forward(&ctx, &t, 1, stepwise) == SPROUT_OK);
         worst = fmax(worst, max_diff(stepwise, alone_a + (size_t)i * V, V));
     }
     CHECK_MSG(worst <= 1e-5, "token by token differs from one batch by %g", worst);
     /* a rolled-back sequence computes the same again */
     sp_kv_truncate(&ctx.kv, 0, 3);
-    for (int i = 3; i < na; i++) batch[i - 3] = (sp_batch_token){a[i], i, 0, i == na - 1};
+    for (int i = 3; i < na; i++) batch[i - 3] = (sp_batch_token){a[i], i, 0, i == na - 1, false};
     CHECK(sp_forward(&ctx, batch, na - 3, stepwise) == SPROUT_OK);
     CHECK(max_diff(stepwise, alone_a + (size_t)(na - 1) * V, V) <= 1e-5);
     /* bad batches are refused, and leave the cache as it was */
     int32_t before = ctx.kv.seqs[0].n;
-    sp_batch_token bad = {9999, 100, 0, true};
+    sp_batch_token bad = {9999, 100, 0, true, false};
     CHECK(sp_forward(&ctx, &bad, 1, stepwise) == SPROUT_ERR_INVALID_ARGUMENT);
-    bad = (sp_batch_token){5, 2, 0, true}; /* a position behind the sequence's end */
+    bad = (sp_batch_token){5, 2, 0, true, false}; /* a position behind the sequence's end */
     CHECK(sp_forward(&ctx, &bad, 1, stepwise) == SPROUT_ERR_INVALID_ARGUMENT);
-    bad = (sp_batch_token){5, 50, 7, true};
+    bad = (sp_batch_token){5, 50, 7, true, false};
     CHECK(sp_forward(&ctx, &bad, 1, stepwise) == SPROUT_ERR_INVALID_ARGUMENT);
     CHECK(ctx.kv.seqs[0].n == before);
     sp_context_free(&ctx);

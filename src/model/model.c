@@ -267,6 +267,9 @@ static sprout_status load_hparams(loader *L, const arch_traits *at) {
     if ((st = get_float(L, "attention.scale", 1.f / sqrtf((float)hp->head_dim_k), ANY_FINITE, &hp->attn_scale)) != SPROUT_OK) return st;
     if ((st = get_float(L, "attn_logit_softcapping", 0.f, NON_NEGATIVE, &hp->attn_softcap)) != SPROUT_OK) return st;
     if ((st = get_float(L, "final_logit_softcapping", 0.f, NON_NEGATIVE, &hp->final_softcap)) != SPROUT_OK) return st;
+    int64_t pooling;
+    if ((st = get_int(L, "pooling_type", false, 0, &pooling)) != SPROUT_OK) return st;
+    hp->pooling = pooling >= 1 && pooling <= 3 ? (int32_t)pooling : 0; /* others (rank) need heads sprout does not run */
     hp->parallel_block = at->may_be_parallel && find_tensor(L, "blk.0.ffn_norm.weight") < 0;
     hp->fused_gate_up = find_tensor(L, "blk.0.ffn_gate.weight") < 0 && at->ffn != SP_FFN_GELU;
     return SPROUT_OK;
@@ -400,4 +403,5 @@ const sprout_gguf *sprout_model_gguf(const sprout_model *m) { return m ? m->gguf
 const char *sprout_model_architecture(const sprout_model *m) { return m ? m->hp.arch_name : ""; }
 int32_t sprout_model_n_ctx_train(const sprout_model *m) { return m ? m->hp.n_ctx_train : 0; }
 int32_t sprout_model_n_vocab(const sprout_model *m) { return m ? m->hp.n_vocab : 0; }
+int32_t sprout_model_n_embd(const sprout_model *m) { return m ? m->hp.n_embd : 0; }
 double sprout_model_load_ms(const sprout_model *m) { return m ? m->load_ms : 0; }

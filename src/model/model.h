@@ -69,6 +69,7 @@ typedef struct sp_hparams {
     float attn_scale;
     float attn_softcap, final_softcap; /* 0: none */
     int32_t sliding_window;     /* 0: none */
+    int32_t pooling;            /* the file's pooling_type (llama.cpp's numbers: 1 mean, 2 cls, 3 last); 0: none said */
 } sp_hparams;
 
 struct sprout_model {

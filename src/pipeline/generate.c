@@ -26,7 +26,7 @@ static sprout_status prefill(sprout_pipeline *p, const int32_t *tokens, int32_t 
     sp_context *ctx = &p->ctx;
     for (int32_t start = from; start < to; start += ctx->n_batch) {
         int32_t n = to - start < ctx->n_batch ? to - start : ctx->n_batch;
-        for (int32_t i = 0; i < n; i++) p->batch[i] = (sp_batch_token){tokens[start + i], start + i, 0, start + i == to - 1};
+        for (int32_t i = 0; i < n; i++) p->batch[i] = (sp_batch_token){tokens[start + i], start + i, 0, start + i == to - 1, false};
         sprout_status st = sp_forward(ctx, p->batch, n, p->logits);
         if (st != SPROUT_OK) return st;
         memcpy(p->cached + start, tokens + start, (size_t)n * sizeof *tokens);
@@ -55,7 +55,7 @@ sprout_status sp_generate(sprout_pipeline *p, const int32_t *prompt, size_t n_pr
     sp_seq_prefill_done(&s);
     int32_t next;
     while (st == SPROUT_OK && sp_seq_next(&s, p->logits, p->cached, (size_t)p->n_cached, p->n_cached < p->n_ctx, &next)) {
-        sp_batch_token bt = {next, p->n_cached, 0, true};
+        sp_batch_token bt = {next, p->n_cached, 0, true, false};
         st = sp_forward(&p->ctx, &bt, 1, p->logits);
         if (st == SPROUT_OK) p->cached[p->n_cached++] = next;
         if (sp_seq_finished(&s)) break;
@@ -83,6 +83,11 @@ const sprout_token *sprout_result_tokens(const sprout_result *r, size_t *n) {
 const sprout_token *sprout_result_prompt_tokens(const sprout_result *r, size_t *n) {
     if (n) *n = r ? r->n_prompt_tokens : 0;
     return r ? r->prompt_tokens : NULL;
+}
+
+const float *sprout_result_embedding(const sprout_result *r, size_t *n) {
+    if (n) *n = r ? r->n_embedding : 0;
+    return r ? r->embedding : NULL;
 }
 
 sprout_finish_reason sprout_result_finish_reason(const sprout_result *r) { return r ? r->finish : SPROUT_FINISH_NONE; }
@@ -114,5 +119,6 @@ void sprout_result_free(sprout_result *r) {
     free(r->logprob);
     free(r->top_ids);
     free(r->top_logprobs);
+    free(r->embedding);
     free(r);
 }

@@ -46,6 +46,8 @@ struct sprout_result {
     float *logprob;         /* n_tokens */
     int32_t *top_ids;       /* n_tokens * top_k */
     float *top_logprobs;
+    float *embedding;       /* embedding requests: n_embedding floats */
+    size_t n_embedding;
     sprout_perf_metrics metrics;
 };
 

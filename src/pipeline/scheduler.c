@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/versioned.h"
+#include "pipeline/embedding.h"
 #include "pipeline/pipeline_internal.h"
 #include "pipeline/sequence.h"
 
@@ -30,6 +31,8 @@ struct sprout_request {
     void (*on_token)(sprout_request *req, sprout_token id, float logprob, const sprout_token *top_ids, const float *top_logprobs,
                      size_t n_top, void *user);
     void *user;
+    bool embed, normalize; /* an embedding request, and its pooling (resolved) */
+    sprout_pooling pooling;
     double t_submit;
     atomic_bool cancel;
     /* the end, under the request's own lock (it outlives the scheduler) */
@@ -52,7 +55,10 @@ typedef struct slot {
     int32_t n_fed_prompt; /* prompt tokens in the cache (== n_prompt once prefilled) */
     int32_t pending;      /* the sampled token to feed next; -1: none */
     int32_t logits_row;   /* this step's row of logits; -1: none */
+    int32_t embd_row;     /* an embedding's first row of hidden states this step */
     int32_t n_step_tokens;
+    sp_pool pool;         /* an embedding request's pooling (req->embed) */
+    double t_prefill;     /* when an embedding's prompt started */
     uint64_t last_used;   /* for choosing among equally good free slots */
 } slot;
 
@@ -62,6 +68,7 @@ struct sprout_scheduler {
     int32_t n_slots, n_ctx, n_batch, prefill_chunk, n_queue;
     slot *slots;
     float *logits;        /* n_slots rows */
+    float *embd;          /* n_batch rows of hidden states, made for the first embedding request */
     sp_batch_token *batch;
     uint64_t clock;
     int32_t prefill_turn; /* round-robin start among prefilling slots */
@@ -128,6 +135,9 @@ static sprout_request *request_new(const sprout_request_params *rp) {
     req->on_done = rp->on_done;
     req->on_token = rp->on_token;
     req->user = rp->user;
+    req->embed = rp->embed;
+    req->pooling = rp->pooling;
+    req->normalize = rp->normalize;
     req->refs = 2;
     atomic_init(&req->cancel, false);
     pthread_mutex_init(&req->mu, NULL);
@@ -242,6 +252,76 @@ static void end_slot(sprout_scheduler *s, slot *sl, sprout_status st) {
     request_finish(s, req, st, st == SPROUT_OK ? r : NULL);
 }
 
+/* An embedding request's end: its vector on success (st OK), or the error. */
+static void end_embed_slot(sprout_scheduler *s, slot *sl, sprout_status st) {
+    sprout_request *req = sl->req;
+    sprout_result *r = NULL;
+    if (st == SPROUT_OK) {
+        r = calloc(1, sizeof *r);
+        float *v = r ? sp_pool_vector(&sl->pool, req->normalize) : NULL;
+        int32_t *prompt = r ? copy_array(req->prompt, req->n_prompt, sizeof *prompt) : NULL;
+        if (!v || !prompt) {
+            free(v);
+            free(prompt);
+            free(r);
+            r = NULL;
+            st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+        } else {
+            const double t_end = sp_now_ms();
+            r->embedding = v;
+            r->n_embedding = (size_t)sl->pool.dim;
+            r->prompt_tokens = prompt;
+            r->n_prompt_tokens = req->n_prompt;
+            sprout_perf_metrics *m = &r->metrics;
+            m->struct_size = sizeof *m;
+            m->load_ms = sprout_model_load_ms(s->model);
+            m->n_prompt_tokens = (int32_t)req->n_prompt;
+            m->n_prefill_tokens = sl->seq.n_prefill;
+            m->prefill_tokens_per_s = t_end > sl->t_prefill ? sl->seq.n_prefill / ((t_end - sl->t_prefill) / 1e3) : 0;
+            m->total_ms = t_end - req->t_submit;
+        }
+    }
+    sp_pool_free(&sl->pool);
+    sl->req = NULL;
+    sl->last_used = ++s->clock;
+    pthread_mutex_lock(&s->mu);
+    s->busy--;
+    pthread_mutex_unlock(&s->mu);
+    request_finish(s, req, st, r);
+}
+
+/* Either kind of request's end. */
+static void end_any_slot(sprout_scheduler *s, slot *sl, sprout_status st) {
+    if (sl->req->embed) end_embed_slot(s, sl, st);
+    else end_slot(s, sl, st);
+}
+
+/* A request given up (cancel, shutdown): a generation ends with what it
+ * has, finish "cancelled"; an embedding has nothing to give. */
+static void cancel_slot(sprout_scheduler *s, slot *sl) {
+    if (sl->req->embed) {
+        end_embed_slot(s, sl, sp_fail(SPROUT_ERR_CANCELLED, "the embedding request was cancelled"));
+        return;
+    }
+    sl->seq.finish = SPROUT_FINISH_CANCELLED;
+    end_slot(s, sl, SPROUT_OK);
+}
+
+/* An embedding request takes its slot: the hidden states come from the
+ * prompt's tokens, so mean and CLS pooling compute them all. */
+static sprout_status begin_embed(sprout_scheduler *s, slot *sl, int32_t *reuse) {
+    const sprout_request *req = sl->req;
+    if (req->pooling != SPROUT_POOLING_LAST) *reuse = 0;
+    if (!s->embd) {
+        s->embd = malloc((size_t)s->n_batch * (size_t)s->model->hp.n_embd * sizeof *s->embd);
+        if (!s->embd) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    memset(&sl->seq, 0, sizeof sl->seq);
+    sl->seq.n_prefill = (int32_t)req->n_prompt - *reuse;
+    sl->t_prefill = sp_now_ms();
+    return sp_pool_init(&sl->pool, req->pooling, s->model->hp.n_embd);
+}
+
 static void token_to_caller(void *ctx, int32_t id, float logprob, const int32_t *top_ids, const float *top_logprobs, int32_t n_top) {
     sprout_request *req = ctx;
     req->on_token(req, id, logprob, top_ids, top_logprobs, (size_t)n_top, req->user);
@@ -264,8 +344,9 @@ static void admit(sprout_scheduler *s) {
         slot *sl = choose_slot(s, req, &reuse);
         sl->req = req;
         sl->pending = -1;
-        sprout_status st = sp_seq_begin(&sl->seq, s->model, &sl->sampler, s->n_ctx, req->prompt, req->n_prompt, NULL, 0,
-                                        req->t_submit, 0, &req->cfg, req->streamer, req->user);
+        sprout_status st = req->embed ? begin_embed(s, sl, &reuse)
+                                      : sp_seq_begin(&sl->seq, s->model, &sl->sampler, s->n_ctx, req->prompt, req->n_prompt, NULL, 0,
+                                                     req->t_submit, 0, &req->cfg, req->streamer, req->user);
         if (st != SPROUT_OK) {
             sl->req = NULL;
             pthread_mutex_lock(&s->mu);
@@ -274,19 +355,18 @@ static void admit(sprout_scheduler *s) {
             request_finish(s, req, st, NULL);
             continue;
         }
-        if (req->on_token) {
+        if (req->on_token && !req->embed) {
             sl->seq.on_token = token_to_caller;
             sl->seq.token_ctx = req;
         }
         if (atomic_load(&req->cancel)) { /* given up while it waited: free the slot now */
-            sl->seq.finish = SPROUT_FINISH_CANCELLED;
-            end_slot(s, sl, SPROUT_OK);
+            cancel_slot(s, sl);
             continue;
         }
         sp_kv_truncate(&s->ctx.kv, (int32_t)(sl - s->slots), reuse);
         sl->n_cached = reuse;
         sl->n_fed_prompt = reuse;
-        sp_seq_prefill_started(&sl->seq, (int32_t)req->n_prompt - reuse);
+        if (!req->embed) sp_seq_prefill_started(&sl->seq, (int32_t)req->n_prompt - reuse);
         pthread_mutex_lock(&s->mu);
         s->stats.prompt_tokens += req->n_prompt;
         s->stats.cached_prompt_tokens += (uint64_t)reuse;
@@ -294,28 +374,31 @@ static void admit(sprout_scheduler *s) {
     }
 }
 
-static void add_token(sprout_scheduler *s, int32_t *n, slot *sl, int32_t token, bool logits) {
-    s->batch[*n] = (sp_batch_token){token, sl->n_cached + sl->n_step_tokens, (int32_t)(sl - s->slots), logits};
+static void add_token(sprout_scheduler *s, int32_t *n, slot *sl, int32_t token, bool logits, bool embd) {
+    s->batch[*n] = (sp_batch_token){token, sl->n_cached + sl->n_step_tokens, (int32_t)(sl - s->slots), logits, embd};
     sl->n_step_tokens++;
     (*n)++;
 }
 
 /* One forward pass over all active slots. */
 static void step(sprout_scheduler *s) {
-    int32_t n = 0, n_rows = 0;
+    int32_t n = 0, n_rows = 0, n_embd_rows = 0;
     for (int32_t i = 0; i < s->n_slots; i++) {
         slot *sl = &s->slots[i];
         sl->logits_row = -1;
         sl->n_step_tokens = 0;
         if (!sl->req) continue;
-        if (atomic_load(&sl->req->cancel)) sl->seq.finish = SPROUT_FINISH_CANCELLED;
+        if (atomic_load(&sl->req->cancel)) {
+            cancel_slot(s, sl);
+            continue;
+        }
         if (sp_seq_finished(&sl->seq)) {
             end_slot(s, sl, SPROUT_OK);
             continue;
         }
         if (sl->pending >= 0) {
             sl->logits_row = n_rows++;
-            add_token(s, &n, sl, sl->pending, true);
+            add_token(s, &n, sl, sl->pending, true, false);
         }
     }
     /* prompt chunks in the room left, taking turns so no prompt starves */
@@ -325,17 +408,21 @@ static void step(sprout_scheduler *s) {
         int32_t left = (int32_t)sl->req->n_prompt - sl->n_fed_prompt;
         int32_t chunk = left < s->prefill_chunk ? left : s->prefill_chunk;
         if (chunk > s->n_batch - n) chunk = s->n_batch - n;
+        sl->embd_row = n_embd_rows;
         for (int32_t j = 0; j < chunk; j++) {
-            bool last = sl->n_fed_prompt + j == (int32_t)sl->req->n_prompt - 1;
-            if (last) sl->logits_row = n_rows++;
-            add_token(s, &n, sl, sl->req->prompt[sl->n_fed_prompt + j], last);
+            const int32_t at = sl->n_fed_prompt + j, n_prompt = (int32_t)sl->req->n_prompt;
+            const bool embd = sl->req->embed && sp_pool_wants(sl->req->pooling, at, n_prompt);
+            const bool logits = !sl->req->embed && at == n_prompt - 1;
+            if (logits) sl->logits_row = n_rows++;
+            n_embd_rows += embd;
+            add_token(s, &n, sl, sl->req->prompt[at], logits, embd);
         }
     }
     s->prefill_turn = (s->prefill_turn + 1) % s->n_slots;
     if (n == 0) return;
 
     const double t0 = sp_now_ms();
-    sprout_status st = sp_forward(&s->ctx, s->batch, n, s->logits);
+    sprout_status st = sp_forward_out(&s->ctx, s->batch, n, s->logits, s->embd);
     /* counted before any request of this pass is reported done, so that
      * its owner reads statistics that include it */
     pthread_mutex_lock(&s->mu);
@@ -346,12 +433,21 @@ static void step(sprout_scheduler *s) {
         if (!sl->req || !sl->n_step_tokens) continue;
         if (st != SPROUT_OK) {
             sp_kv_truncate(&s->ctx.kv, i, sl->n_cached);
-            end_slot(s, sl, st);
+            end_any_slot(s, sl, st);
             continue;
         }
         /* the tokens just computed are now cached */
         for (int32_t t = 0; t < n; t++)
             if (s->batch[t].seq == i) sl->cached[sl->n_cached++] = s->batch[t].token;
+        if (sl->req->embed) {
+            const int32_t n_prompt = (int32_t)sl->req->n_prompt;
+            for (int32_t j = 0, row = sl->embd_row; j < sl->n_step_tokens; j++)
+                if (sp_pool_wants(sl->req->pooling, sl->n_fed_prompt + j, n_prompt))
+                    sp_pool_add(&sl->pool, s->embd + (size_t)row++ * (size_t)s->model->hp.n_embd);
+            sl->n_fed_prompt += sl->n_step_tokens;
+            if (sl->n_fed_prompt == n_prompt) end_embed_slot(s, sl, SPROUT_OK);
+            continue;
+        }
         if (sl->pending >= 0) sl->pending = -1;
         else {
             sl->n_fed_prompt += sl->n_step_tokens;
@@ -383,10 +479,7 @@ static void *engine_main(void *arg) {
     }
     /* shutting down: running requests end as cancelled, queued ones fail */
     for (int32_t i = 0; i < s->n_slots; i++)
-        if (s->slots[i].req) {
-            s->slots[i].seq.finish = SPROUT_FINISH_CANCELLED;
-            end_slot(s, &s->slots[i], SPROUT_OK);
-        }
+        if (s->slots[i].req) cancel_slot(s, &s->slots[i]);
     for (;;) {
         pthread_mutex_lock(&s->mu);
         sprout_request *req = s->queue_head;
@@ -479,10 +572,12 @@ void sprout_scheduler_free(sprout_scheduler *s) {
     }
     for (int32_t i = 0; s->slots && i < s->n_slots; i++) {
         free(s->slots[i].cached);
+        sp_pool_free(&s->slots[i].pool);
         sp_sampler_free(&s->slots[i].sampler);
     }
     free(s->slots);
     free(s->logits);
+    free(s->embd);
     free(s->batch);
     sp_context_free(&s->ctx);
     pthread_cond_destroy(&s->work);
@@ -499,8 +594,11 @@ sprout_status sprout_scheduler_submit(sprout_scheduler *s, const sprout_request_
     if (!s || !params || (!params->prompt && params->n_prompt)) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL scheduler or prompt");
     sprout_request_params rp = {.struct_size = sizeof rp};
     memcpy(&rp, params, sp_versioned_bytes(params->struct_size, sizeof rp));
-    /* refused now rather than after waiting in the queue */
-    sprout_status st = sp_seq_check(s->model, s->n_ctx, rp.prompt, rp.n_prompt, rp.config);
+    /* refused now rather than after waiting in the queue; an embedding's
+     * prompt may fill the context, nothing follows it */
+    sprout_status st = rp.embed ? sp_prompt_check(s->model, (size_t)s->n_ctx, rp.prompt, rp.n_prompt)
+                                : sp_seq_check(s->model, s->n_ctx, rp.prompt, rp.n_prompt, rp.config);
+    if (st == SPROUT_OK && rp.embed) st = sp_pooling_resolve(s->model, rp.pooling, &rp.pooling);
     if (st != SPROUT_OK) return st;
     sprout_request *req = request_new(&rp);
     if (!req) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");

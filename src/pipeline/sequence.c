@@ -107,16 +107,23 @@ static sprout_result *new_result(const int32_t *prompt, size_t n_prompt, int32_t
     return r;
 }
 
-sprout_status sp_seq_check(const sprout_model *model, int32_t n_ctx, const int32_t *prompt, size_t n_prompt,
-                           const sprout_generation_config *cfg) {
+sprout_status sp_prompt_check(const sprout_model *model, size_t max_tokens, const int32_t *prompt, size_t n_prompt) {
     if (n_prompt == 0) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "the prompt is empty (no tokens, and the model adds no BOS)");
-    if (n_prompt >= (size_t)n_ctx)
-        return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "the prompt has %zu tokens but the context holds %d (at least one must stay free)",
-                       n_prompt, n_ctx);
+    if (n_prompt > max_tokens) return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "the prompt has %zu tokens but at most %zu fit", n_prompt, max_tokens);
     for (size_t i = 0; i < n_prompt; i++)
         if (prompt[i] < 0 || prompt[i] >= model->hp.n_vocab)
             return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "prompt token %zu: id %d is outside the vocabulary (0..%d)", i, prompt[i],
                            model->hp.n_vocab - 1);
+    return SPROUT_OK;
+}
+
+sprout_status sp_seq_check(const sprout_model *model, int32_t n_ctx, const int32_t *prompt, size_t n_prompt,
+                           const sprout_generation_config *cfg) {
+    if (n_prompt >= (size_t)n_ctx && n_prompt > 0)
+        return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "the prompt has %zu tokens but the context holds %d (at least one must stay free)",
+                       n_prompt, n_ctx);
+    sprout_status st = sp_prompt_check(model, (size_t)n_ctx, prompt, n_prompt);
+    if (st != SPROUT_OK) return st;
     if (cfg && cfg->max_new_tokens < 0)
         return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "max_new_tokens is negative (%d)", cfg->max_new_tokens);
     return SPROUT_OK;

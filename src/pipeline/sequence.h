@@ -41,6 +41,9 @@ typedef struct sp_seq {
     double t_start, t_prefill, t_prefilled, t_first, t_last, tpot_sum, tpot_sq, tokenize_ms;
 } sp_seq;
 
+/* A prompt of 1..max_tokens ids, all in the vocabulary. */
+sprout_status sp_prompt_check(const sprout_model *model, size_t max_tokens, const int32_t *prompt, size_t n_prompt);
+
 /* What sp_seq_begin refuses: an empty prompt, one that fills the context,
  * ids outside the vocabulary, a negative max_new_tokens (cfg may be NULL). */
 sprout_status sp_seq_check(const sprout_model *model, int32_t n_ctx, const int32_t *prompt, size_t n_prompt,

@@ -402,16 +402,16 @@ static void ffn_out_stage(sp_context *ctx, const void *arg, int32_t t0, int32_t 
     }
 }
 
-/* The rest of the last layer matters only where logits are wanted (in a
+/* The rest of the last layer matters only where an output is wanted (in a
  * prompt, one token of hundreds): those tokens' rows (q, x, and for
  * parallel blocks the FFN's input h) move to the front, their batch entries
  * into ctx->kept, and the layer goes on with them alone. Returns how many. */
-static int32_t keep_logit_rows(sp_context *ctx, const sp_batch_token *batch, int32_t n, bool want_logits) {
+static int32_t keep_output_rows(sp_context *ctx, const sp_batch_token *batch, int32_t n, bool want_logits, bool want_embd) {
     const sp_hparams *hp = &ctx->model->hp;
     const int64_t e = hp->n_embd, nq = (int64_t)hp->n_head * hp->head_dim_k;
     int32_t kept = 0;
-    for (int32_t t = 0; t < n && want_logits; t++) {
-        if (!batch[t].logits) continue;
+    for (int32_t t = 0; t < n; t++) {
+        if (!(want_logits && batch[t].logits) && !(want_embd && batch[t].embd)) continue;
         if (kept != t) {
             memcpy(ctx->q + kept * nq, ctx->q + t * nq, (size_t)nq * sizeof(float));
             memcpy(ctx->x + kept * e, ctx->x + t * e, (size_t)e * sizeof(float));
@@ -426,6 +426,10 @@ static int32_t keep_logit_rows(sp_context *ctx, const sp_batch_token *batch, int
 }
 
 sprout_status sp_forward(sp_context *ctx, const sp_batch_token *batch, int32_t n, float *logits) {
+    return sp_forward_out(ctx, batch, n, logits, NULL);
+}
+
+sprout_status sp_forward_out(sp_context *ctx, const sp_batch_token *batch, int32_t n, float *logits, float *embd) {
     sprout_status st = check_batch(ctx, batch, n);
     if (st != SPROUT_OK) return st;
     const sprout_model *m = ctx->model;
@@ -456,7 +460,7 @@ sprout_status sp_forward(sp_context *ctx, const sp_batch_token *batch, int32_t n
         for_each_token(ctx, n, 2 * e, attn_norm_stage, &step);
         attention_inputs(ctx, &step, n);
         if (il == hp->n_layer - 1) { /* every token's k and v are in the cache now */
-            n = keep_logit_rows(ctx, batch, n, logits != NULL);
+            n = keep_output_rows(ctx, batch, n, logits != NULL, embd != NULL);
             if (n == 0) return SPROUT_OK;
             step.batch = layer_batch = ctx->kept;
         }
@@ -471,9 +475,13 @@ sprout_status sp_forward(sp_context *ctx, const sp_batch_token *batch, int32_t n
         for_each_token(ctx, n, 2 * e, ffn_out_stage, &step);
     }
 
+    /* hidden states for the tokens that want them: the final norm, written out */
+    int32_t n_embd_rows = 0;
+    for (int32_t t = 0; t < n && embd; t++)
+        if (layer_batch[t].embd) norm(hp, embd + (size_t)n_embd_rows++ * (size_t)e, ctx->x + t * e, m->output_norm, m->output_norm_b);
     /* logits for the tokens that want them: gather, norm, project */
     int32_t n_out = 0;
-    for (int32_t t = 0; t < n; t++)
+    for (int32_t t = 0; t < n && logits; t++)
         if (layer_batch[t].logits) norm_into_h(ctx, n_out++, ctx->x + t * e, m->output_norm, m->output_norm_b);
     if (n_out > 0 && logits) {
         matmul(ctx, &m->output, ctx->h, e, ctx->hq, n_out, logits, hp->n_vocab);

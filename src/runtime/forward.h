@@ -16,6 +16,7 @@
 typedef struct sp_batch_token {
     int32_t token, pos, seq;
     bool logits;
+    bool embd; /* its hidden state after the final norm is wanted (embeddings) */
 } sp_batch_token;
 
 typedef struct sp_context {
@@ -34,7 +35,7 @@ typedef struct sp_context {
     float *scratch;          /* per thread: one decoded weight row */
     int64_t scratch_stride;
     int32_t *cells;          /* the cell of each batch token */
-    sp_batch_token *kept;    /* the last layer's tokens: those whose logits are wanted */
+    sp_batch_token *kept;    /* the last layer's tokens: those whose logits or hidden states are wanted */
 } sp_context;
 
 sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_t n_ctx, int32_t n_batch, int32_t n_seq,
@@ -45,5 +46,9 @@ void sp_context_free(sp_context *ctx);
  * row of n_vocab per such token, in batch order. On error the KV cache is
  * left without this batch's cells. */
 sprout_status sp_forward(sp_context *ctx, const sp_batch_token *batch, int32_t n, float *logits);
+/* The same, and the final-norm hidden states of the tokens marked embd go
+ * to `embd`, one row of n_embd per such token, in batch order (either
+ * output may be NULL). */
+sprout_status sp_forward_out(sp_context *ctx, const sp_batch_token *batch, int32_t n, float *logits, float *embd);
 
 #endif
