@@ -1,6 +1,7 @@
 /* libFuzzer target over the server's request path: the first byte picks
  * the API ('0' OpenAI chat, '1' completions, '2' Ollama chat, '3' Ollama
- * generate), the rest is the body. Parsing and validation must accept or
+ * generate, '4' OpenAI embeddings, '5' Ollama embed, '6' its older
+ * embeddings), the rest is the body. Parsing and validation must accept or
  * name the bad field, never crash; what they accept must render with the
  * real model's chat template and tokenize, as the server then does. */
 #include <jansson.h>
@@ -28,9 +29,34 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     return 0;
 }
 
+/* An embedding request: what it accepts has 1..SP_EMBED_MAX_INPUTS inputs
+ * of text (not empty) or ids, and each text tokenizes. */
+static int embed_request(sp_embed_kind kind, const uint8_t *data, size_t size) {
+    sp_embed_request req;
+    char error[256];
+    if (!sp_embed_request_parse(kind, (const char *)data, size, &req, error, sizeof error)) {
+        if (!error[0]) abort();
+        sp_embed_request_free(&req);
+        return 0;
+    }
+    if (req.n_inputs > SP_EMBED_MAX_INPUTS || req.dimensions < 0 || (req.n_inputs && !req.inputs)) abort();
+    for (size_t i = 0; i < req.n_inputs; i++) {
+        const sp_embed_input *in = &req.inputs[i];
+        if (!in->text == !in->ids || (in->text && !*in->text) || (in->ids && !in->n_ids)) abort();
+        sprout_token *ids = NULL;
+        size_t n = 0;
+        if (in->text) sprout_model_tokenize_prompt(model, in->text, strlen(in->text), false, &ids, &n);
+        sprout_free(ids);
+    }
+    sp_embed_request_free(&req);
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
-    const sp_api_kind kind = (sp_api_kind)((data[0] - '0') & 3);
+    const unsigned pick = (unsigned)(uint8_t)(data[0] - '0') % 7;
+    if (pick >= 4) return embed_request((sp_embed_kind)(pick - 4), data + 1, size - 1);
+    const sp_api_kind kind = (sp_api_kind)pick;
     sp_api_request req;
     char error[256];
     if (!sp_api_request_parse(kind, (const char *)data + 1, size - 1, &req, error, sizeof error)) {

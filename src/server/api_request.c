@@ -92,6 +92,20 @@ static bool get_string(parser *p, const json_t *obj, const char *key, const char
     return true;
 }
 
+/* An array of token ids (non-negative int32); *ids stays NULL when empty. */
+static bool get_ids(parser *p, const json_t *arr, const char *where, int32_t **ids, size_t *n) {
+    *n = 0;
+    if (!json_array_size(arr)) return true;
+    if (!(*ids = malloc(json_array_size(arr) * sizeof **ids))) return fail(p, "out of memory");
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        const json_t *id = json_array_get(arr, i);
+        if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) > INT32_MAX)
+            return fail(p, "%s[%zu]: expected a token id", where, i);
+        (*ids)[(*n)++] = (int32_t)json_integer_value(id);
+    }
+    return true;
+}
+
 /* stop: a string or an array of strings. */
 static bool get_stops(parser *p, sp_api_request *r, const json_t *obj, const char *key, const char *where) {
     const json_t *v = field(obj, key);
@@ -453,16 +467,7 @@ bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api
         get_bool(&p, root, "stream", "", &r->stream);
         const json_t *context = field(root, "context");
         if (context && !json_is_array(context)) fail(&p, "context: expected an array of token ids, got %s", type_name(context));
-        if (context && !p.failed && json_array_size(context)) {
-            r->context = malloc(json_array_size(context) * sizeof *r->context);
-            if (!r->context) fail(&p, "out of memory");
-            for (size_t i = 0; r->context && i < json_array_size(context) && !p.failed; i++) {
-                const json_t *id = json_array_get(context, i);
-                if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) > INT32_MAX)
-                    fail(&p, "context[%zu]: expected a token id", i);
-                else r->context[r->n_context++] = (int32_t)json_integer_value(id);
-            }
-        }
+        else if (context) get_ids(&p, context, "context", &r->context, &r->n_context);
         const json_t *images = field(root, "images");
         if (images && (!json_is_array(images) || json_array_size(images) > 0))
             fail(&p, "images: images are not supported by this model");
@@ -488,5 +493,122 @@ void sp_api_request_free(sp_api_request *r) {
     free(r->context);
     free(r->biases);
     for (size_t i = 0; i < SP_API_MAX_STOPS; i++) free(r->stops[i]);
+    memset(r, 0, sizeof *r);
+}
+
+/* --- embeddings ------------------------------------------------------------------------------------- */
+
+static bool add_embed_input(parser *p, sp_embed_request *r, const json_t *v, const char *where) {
+    sp_embed_input *in = &r->inputs[r->n_inputs];
+    *in = (sp_embed_input){0};
+    if (json_is_string(v)) {
+        /* OpenAI refuses empty text; Ollama leaves it out (nothing to embed) */
+        if (json_string_length(v) == 0) return r->kind != SP_EMBED_OPENAI || fail(p, "%s: the text is empty", where);
+        if (!(in->text = strndup(json_string_value(v), json_string_length(v)))) return fail(p, "out of memory");
+        r->n_inputs++;
+        if (strlen(in->text) != json_string_length(v)) return fail(p, "%s: the string contains a NUL character", where);
+        return true;
+    }
+    if (r->kind == SP_EMBED_OPENAI && json_is_array(v)) {
+        if (!json_array_size(v)) return fail(p, "%s: the token array is empty", where);
+        r->n_inputs++;
+        return get_ids(p, v, where, &in->ids, &in->n_ids);
+    }
+    return fail(p, "%s: expected a string%s, got %s", where, r->kind == SP_EMBED_OPENAI ? " or an array of token ids" : "", type_name(v));
+}
+
+/* input: a string, or an array of them (OpenAI: also token ids, one array
+ * of them or an array of such arrays). */
+static void parse_embed_inputs(parser *p, sp_embed_request *r, const json_t *v, const char *key) {
+    if (!v) {
+        if (r->kind == SP_EMBED_OPENAI) fail(p, "%s: required", key);
+        return;
+    }
+    const bool one_id_list = r->kind == SP_EMBED_OPENAI && json_is_array(v) && json_array_size(v) && json_is_integer(json_array_get(v, 0));
+    const size_t n = json_is_array(v) && !one_id_list ? json_array_size(v) : 1;
+    if (r->kind == SP_EMBED_OLLAMA_LEGACY && !json_is_string(v)) {
+        fail(p, "%s: expected a string, got %s", key, type_name(v));
+        return;
+    }
+    if (!json_is_string(v) && !json_is_array(v)) {
+        fail(p, "%s: expected a string or an array, got %s", key, type_name(v));
+        return;
+    }
+    if (json_is_array(v) && !json_array_size(v) && r->kind == SP_EMBED_OPENAI) {
+        fail(p, "%s: the array is empty", key);
+        return;
+    }
+    if (n > SP_EMBED_MAX_INPUTS) {
+        fail(p, "%s: %zu inputs (at most %d)", key, n, SP_EMBED_MAX_INPUTS);
+        return;
+    }
+    if (!(r->inputs = calloc(n ? n : 1, sizeof *r->inputs))) {
+        fail(p, "out of memory");
+        return;
+    }
+    if (!json_is_array(v) || one_id_list) {
+        add_embed_input(p, r, v, key);
+        return;
+    }
+    char where[64];
+    for (size_t i = 0; i < n && !p->failed; i++) {
+        snprintf(where, sizeof where, "%s[%zu]", key, i);
+        add_embed_input(p, r, json_array_get(v, i), where);
+    }
+}
+
+bool sp_embed_request_parse(sp_embed_kind kind, const char *body, size_t len, sp_embed_request *r, char *error, size_t error_size) {
+    *r = (sp_embed_request){.kind = kind, .truncate = true};
+    parser p = {error, error_size, false};
+    if (error_size) error[0] = 0;
+    json_error_t jerr;
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) return fail(&p, "invalid JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column);
+    if (!json_is_object(root)) {
+        fail(&p, "the body must be a JSON object, got %s", type_name(root));
+        json_decref(root);
+        return false;
+    }
+    get_string(&p, root, "model", "", &r->model);
+    parse_embed_inputs(&p, r, field(root, kind == SP_EMBED_OLLAMA_LEGACY ? "prompt" : "input"), kind == SP_EMBED_OLLAMA_LEGACY ? "prompt" : "input");
+    long long v = 0;
+    bool present = false;
+    if (kind != SP_EMBED_OLLAMA_LEGACY) {
+        get_int(&p, root, "dimensions", "", 1, 1 << 20, &v, &present);
+        if (present) r->dimensions = (int32_t)v;
+    }
+    if (kind == SP_EMBED_OPENAI) {
+        char *format = NULL;
+        get_string(&p, root, "encoding_format", "", &format);
+        if (format && strcmp(format, "float") && strcmp(format, "base64"))
+            fail(&p, "encoding_format: \"%s\" is not one of \"float\", \"base64\"", format);
+        r->base64 = format && !strcmp(format, "base64");
+        free(format);
+    } else {
+        get_bool(&p, root, "truncate", "", &r->truncate);
+        const json_t *options = field(root, "options");
+        if (options && !json_is_object(options)) fail(&p, "options: expected an object, got %s", type_name(options));
+        else if (options) {
+            present = false;
+            get_int(&p, options, "num_ctx", "options.", 1, 1 << 24, &v, &present);
+            if (present) r->num_ctx = (int32_t)v;
+        }
+    }
+    if (!p.failed && r->model && strlen(r->model) == 0) {
+        free(r->model);
+        r->model = NULL;
+    }
+    json_decref(root);
+    return !p.failed;
+}
+
+void sp_embed_request_free(sp_embed_request *r) {
+    if (!r) return;
+    free(r->model);
+    for (size_t i = 0; r->inputs && i < r->n_inputs; i++) {
+        free(r->inputs[i].text);
+        free(r->inputs[i].ids);
+    }
+    free(r->inputs);
     memset(r, 0, sizeof *r);
 }

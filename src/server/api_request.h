@@ -53,4 +53,33 @@ typedef struct sp_api_request {
 bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api_request *req, char *error, size_t error_size);
 void sp_api_request_free(sp_api_request *req);
 
+/* Embedding requests: OpenAI's POST /v1/embeddings, Ollama's POST /api/embed
+ * and its older POST /api/embeddings (one prompt, a vector not scaled). */
+typedef enum sp_embed_kind { SP_EMBED_OPENAI, SP_EMBED_OLLAMA, SP_EMBED_OLLAMA_LEGACY } sp_embed_kind;
+
+/* OpenAI's limit on the inputs of one request. */
+enum { SP_EMBED_MAX_INPUTS = 2048 };
+
+/* One text, or (OpenAI) the token ids to embed as they are. */
+typedef struct sp_embed_input {
+    char *text;
+    int32_t *ids;
+    size_t n_ids;
+} sp_embed_input;
+
+typedef struct sp_embed_request {
+    sp_embed_kind kind;
+    char *model;            /* NULL when absent */
+    sp_embed_input *inputs; /* in order; Ollama's empty strings left out */
+    size_t n_inputs;
+    bool base64;            /* OpenAI encoding_format "base64": little-endian float32s */
+    int32_t dimensions;     /* keep the first N numbers (then unit length again); 0: all */
+    bool truncate;          /* Ollama: cut a text longer than the context (default) instead of failing */
+    int32_t num_ctx;        /* Ollama options.num_ctx (0: not given) */
+} sp_embed_request;
+
+/* As sp_api_request_parse, for embedding requests. */
+bool sp_embed_request_parse(sp_embed_kind kind, const char *body, size_t len, sp_embed_request *req, char *error, size_t error_size);
+void sp_embed_request_free(sp_embed_request *req);
+
 #endif

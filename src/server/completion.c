@@ -4,7 +4,6 @@
  * or wait and answer once. A client that hangs up cancels its request at
  * once: the waits poll its socket. */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,16 +41,6 @@ static void job_free(sp_job *j) {
     free(j);
 }
 
-/* The client closed its end (or the socket failed). */
-static bool client_gone(int fd) {
-    if (fd < 0) return false;
-    struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
-    if (poll(&p, 1, 0) <= 0) return false;
-    if (p.revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL)) return true;
-    char byte;
-    return (p.revents & POLLIN) && recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
-}
-
 /* Waits (mu held) for output or the end, cancelling if the client left. */
 static void wait_for_engine(sp_job *j, bool want_output) {
     while (!j->engine_done && !(want_output && j->out.len > j->out_sent)) {
@@ -63,7 +52,7 @@ static void wait_for_engine(sp_job *j, bool want_output) {
             until.tv_nsec -= 1000000000L;
         }
         pthread_cond_timedwait(&j->cond, &j->mu, &until);
-        if (!j->engine_done && client_gone(j->fd)) sprout_request_cancel(j->sreq);
+        if (!j->engine_done && sp_client_gone(j->fd)) sprout_request_cancel(j->sreq);
     }
 }
 
@@ -331,8 +320,7 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
     /* "logprobs" alone asks for the chosen token's; the library counts alternatives */
     if (r->logprobs >= 0) r->cfg.logprobs = r->logprobs > 0 ? r->logprobs : 1;
 
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    j->fd = ci ? ci->connect_fd : -1;
+    j->fd = sp_connection_fd(c);
     j->created = (int64_t)time(NULL);
     static atomic_ullong serial;
     snprintf(j->id, sizeof j->id, "%s-%llx%llx", kind == SP_API_OPENAI_CHAT ? "chatcmpl" : "cmpl", (unsigned long long)j->created,

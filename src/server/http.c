@@ -4,16 +4,22 @@
  * load, serve, drain on a signal. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "json/json_util.h"
 #include "server/server_internal.h"
+
+/* Numbers in replies: nine significant digits give back every float32 (the
+ * library's numbers: log-probabilities, embeddings) exactly, and no more. */
+#define SP_JSON_REAL JSON_REAL_PRECISION(9)
 
 /* --- replies ------------------------------------------------------------------------------------------- */
 
@@ -47,7 +53,7 @@ static enum MHD_Result send_body(sp_server *srv, struct MHD_Connection *c, unsig
 }
 
 enum MHD_Result sp_reply_json(sp_server *srv, struct MHD_Connection *c, unsigned status, json_t *v) {
-    char *body = v ? json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    char *body = v ? json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER | SP_JSON_REAL) : NULL;
     json_decref(v);
     if (!body) return MHD_NO;
     return send_body(srv, c, status, "application/json", body, strlen(body));
@@ -86,7 +92,7 @@ enum MHD_Result sp_reply_error(sp_server *srv, struct MHD_Connection *c, sp_api_
 
 
 bool sp_buf_json(sp_buf *b, const char *prefix, json_t *v, const char *suffix) {
-    char *text = v ? json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    char *text = v ? json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER | SP_JSON_REAL) : NULL;
     json_decref(v);
     bool ok = text && sp_buf_put(b, prefix, strlen(prefix)) && sp_buf_put(b, text, strlen(text)) && sp_buf_put(b, suffix, strlen(suffix));
     free(text);
@@ -101,6 +107,20 @@ json_t *sp_parse_object(sp_server *srv, struct MHD_Connection *c, sp_api_style s
     *res = sp_reply_error(srv, c, style, 400, NULL, "invalid JSON: %s", v ? "expected an object" : err.text);
     json_decref(v);
     return NULL;
+}
+
+int sp_connection_fd(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci ? ci->connect_fd : -1;
+}
+
+bool sp_client_gone(int fd) {
+    if (fd < 0) return false;
+    struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
+    if (poll(&p, 1, 0) <= 0) return false;
+    if (p.revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL)) return true;
+    char byte;
+    return (p.revents & POLLIN) && recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
 /* --- routing ------------------------------------------------------------------------------------------- */
@@ -136,8 +156,12 @@ static const route routes[] = {
     {"POST", "/v1/completions", handle_openai_completion, false},
     {"POST", "/chat/completions", handle_openai_chat, false},
     {"POST", "/completions", handle_openai_completion, false},
+    {"POST", "/v1/embeddings", sp_handle_openai_embeddings, false},
+    {"POST", "/embeddings", sp_handle_openai_embeddings, false},
     {"POST", "/api/generate", handle_ollama_generate, false},
     {"POST", "/api/chat", handle_ollama_chat, false},
+    {"POST", "/api/embed", sp_handle_ollama_embed, false},
+    {"POST", "/api/embeddings", sp_handle_ollama_embeddings, false},
     {"GET", "/api/tags", sp_handle_ollama_tags, false},
     {"POST", "/api/show", sp_handle_ollama_show, false},
     {"GET", "/api/version", sp_handle_ollama_version, true},

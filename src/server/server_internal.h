@@ -48,6 +48,11 @@ enum MHD_Result sp_reply_error(sp_server *srv, struct MHD_Connection *c, sp_api_
 json_t *sp_parse_object(sp_server *srv, struct MHD_Connection *c, sp_api_style style, const char *body, size_t len,
                         enum MHD_Result *res);
 
+/* The client's socket (-1 if unknown), and whether the client closed its
+ * end (or the socket failed): long waits poll it to cancel their work. */
+int sp_connection_fd(struct MHD_Connection *c);
+bool sp_client_gone(int fd);
+
 /* The JSON value of an error, for replies and for stream events. */
 json_t *sp_error_json(sp_api_style style, unsigned status, const char *param, const char *message);
 
@@ -130,6 +135,12 @@ json_t *sp_chat_held_calls(sp_job *j, char **held, size_t *held_len);
  * apart), the answer in *content (malloc'd), and the tool calls in it (NULL
  * if none, or no tools were offered; the answer is then the text around them). */
 json_t *sp_chat_reply_parts(const sp_job *j, const char *text, size_t len, sp_buf *reasoning, char **content, size_t *content_len);
+
+/* Embedding requests (embeddings.c): OpenAI's /v1/embeddings, Ollama's
+ * /api/embed and /api/embeddings. */
+enum MHD_Result sp_handle_openai_embeddings(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len);
+enum MHD_Result sp_handle_ollama_embed(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len);
+enum MHD_Result sp_handle_ollama_embeddings(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len);
 
 /* Ollama's answer to a request without a prompt: the model is loaded. */
 json_t *sp_ollama_loaded(const sp_server *srv, sp_api_kind kind);
