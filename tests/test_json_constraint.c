@@ -200,9 +200,76 @@ static void test_sequence(void) {
     sprout_model_free(model);
 }
 
+/* The masks a sequence uses, reused by reader state (the sampler keeps the
+ * last few), against a scan of the vocabulary for every state that a
+ * random walk through JSON mode on stories260K reaches. */
+static void test_masks_by_state(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/models/stories260K.gguf", test_shared_dir());
+    sprout_model *model;
+    if (sprout_model_load(path, NULL, &model) != SPROUT_OK) {
+        CHECK_MSG(0, "%s: %s", path, sprout_last_error());
+        return;
+    }
+    const sprout_tokenizer *tok = sprout_model_tokenizer(model);
+    const int32_t n_vocab = sprout_tokenizer_vocab_size(tok);
+    sp_sampler sampler;
+    sp_sampler_init(&sampler, n_vocab, 1);
+    sprout_generation_config cfg;
+    sprout_generation_config_init(&cfg);
+    cfg.temperature = 1.5f;
+    cfg.top_k = 0;
+    cfg.top_p = 1;
+    cfg.min_p = 0;
+    cfg.max_new_tokens = 400;
+    cfg.json_object = true;
+    float *logits = malloc((size_t)n_vocab * sizeof *logits);
+    bool *want = malloc((size_t)n_vocab * sizeof *want), *got = malloc((size_t)n_vocab * sizeof *got);
+    int steps = 0, mismatches = 0, hits_possible = 0;
+    const int32_t bos = 1;
+    for (uint64_t seed = 1; seed <= 6; seed++) { /* one sampler: later walks meet states the earlier ones left */
+        cfg.seed = seed;
+        sp_seq seq;
+        CHECK(sp_seq_begin(&seq, model, &sampler, 512, &bos, 1, NULL, 0, sp_now_ms(), 0, &cfg, NULL, NULL) == SPROUT_OK);
+        uint64_t r = seed * 0x9E3779B97F4A7C15ull;
+        for (bool going = true; going;) {
+            const size_t n = sp_seq_json_banned(&seq);
+            memset(got, 0, (size_t)n_vocab * sizeof *got);
+            for (size_t i = 0; i < n && n != SIZE_MAX; i++) got[sampler.masked[i]] = true;
+            for (int32_t id = 0; id < n_vocab; id++) {
+                const char *text;
+                size_t len;
+                sp_json_state probe = seq.json;
+                want[id] = sprout_token_to_piece(tok, id, false, &text, &len) != SPROUT_OK || len == 0 || !sp_json_feed(&probe, text, len);
+            }
+            mismatches += memcmp(want, got, (size_t)n_vocab * sizeof *want) != 0;
+            hits_possible += sampler.json_clock > 0;
+            steps++;
+            /* logits that wander: structure one step, text the next */
+            for (int32_t id = 0; id < n_vocab; id++) {
+                r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+                logits[id] = (float)(r % 1000) / 250.f;
+            }
+            int32_t feed;
+            going = sp_seq_next(&seq, logits, &bos, 1, true, &feed);
+        }
+        sprout_result *result = NULL;
+        CHECK(sp_seq_end(&seq, SPROUT_OK, &result) == SPROUT_OK);
+        sprout_result_free(result);
+    }
+    CHECK_MSG(mismatches == 0 && steps > 100, "%d of %d masks differ from a scan", mismatches, steps);
+    CHECK(hits_possible > 0);
+    free(logits);
+    free(want);
+    free(got);
+    sp_sampler_free(&sampler);
+    sprout_model_free(model);
+}
+
 int main(void) {
     test_fixed();
     test_against_jansson();
     test_sequence();
+    test_masks_by_state();
     TEST_MAIN_END();
 }

@@ -69,6 +69,12 @@ void sp_seq_prefill_done(sp_seq *s);
 bool sp_seq_next(sp_seq *s, const float *logits, const int32_t *history, size_t n_history, bool room, int32_t *feed);
 static inline bool sp_seq_finished(const sp_seq *s) { return s->finish != SPROUT_FINISH_NONE || s->oom; }
 
+/* JSON mode: the ids that cannot continue the object read so far, into the
+ * sampler's `masked` list (end-of-generation and other control tokens among
+ * them: they add no text, and the sequence ends by itself when the object
+ * closes); SIZE_MAX when out of memory. sp_seq_next calls it. */
+size_t sp_seq_json_banned(sp_seq *s);
+
 /* Ends the sequence: a status other than OK (a failed forward pass) frees
  * everything and is returned; otherwise the result goes to *out. */
 sprout_status sp_seq_end(sp_seq *s, sprout_status st, sprout_result **out);

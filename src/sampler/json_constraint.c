@@ -194,6 +194,13 @@ bool sp_json_feed(sp_json_state *st, const char *bytes, size_t n) {
 
 bool sp_json_in_string(const sp_json_state *st) { return !st->failed && st->mode == J_STRING && st->sub == 0 && st->utf8_left == 0; }
 
+bool sp_json_state_equal(const sp_json_state *a, const sp_json_state *b) {
+    const uint64_t open = a->depth >= 64 ? ~0ull : (1ull << a->depth) - 1; /* bits past the depth are stale */
+    return a->depth == b->depth && ((a->objects ^ b->objects) & open) == 0 && a->mode == b->mode && a->sub == b->sub && a->ws == b->ws &&
+           a->newlines == b->newlines && a->literal == b->literal && a->utf8_left == b->utf8_left && a->utf8_lo == b->utf8_lo &&
+           a->utf8_hi == b->utf8_hi && a->key == b->key && a->failed == b->failed;
+}
+
 bool sp_json_plain_text(const char *s, size_t n) {
     sp_json_state st = {.mode = J_STRING};
     for (size_t i = 0; i < n; i++)

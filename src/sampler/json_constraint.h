@@ -37,6 +37,9 @@ bool sp_json_done(const sp_json_state *st);
  * may follow and leaves the state as it is. Most of a JSON reply is read
  * in this state, so testing a token is then one flag. */
 bool sp_json_in_string(const sp_json_state *st);
+/* Whether two states accept the same continuations: every field, and the
+ * kinds of the containers still open. */
+bool sp_json_state_equal(const sp_json_state *a, const sp_json_state *b);
 /* Text with no quote, backslash or control byte, in whole UTF-8 characters. */
 bool sp_json_plain_text(const char *s, size_t n);
 

@@ -56,6 +56,7 @@ void sp_sampler_free(sp_sampler *s) {
     free(s->piece);
     free(s->piece_len);
     free(s->plain_text);
+    for (int i = 0; i < SP_JSON_MEMO; i++) free(s->json_memo[i].bits);
     memset(s, 0, sizeof *s);
 }
 

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sampler/json_constraint.h"
 #include "sprout.h"
 
 typedef struct sp_sampling {
@@ -28,6 +29,16 @@ typedef struct sp_candidate {
     float p;
 } sp_candidate;
 
+/* JSON mode's masks of the last reader states seen (sequence.c's
+ * json_banned): the ids a state bans, as a bitset, reused whenever the
+ * output comes back to that state (a string's text keeps it in one). */
+enum { SP_JSON_MEMO = 8 };
+typedef struct sp_json_memo {
+    sp_json_state state;
+    uint64_t *bits; /* n_vocab bits; NULL: an empty entry */
+    uint64_t last_used;
+} sp_json_memo;
+
 typedef struct sp_sampler {
     int32_t n_vocab;
     sp_candidate *cand;
@@ -37,6 +48,8 @@ typedef struct sp_sampler {
     const char **piece;
     uint32_t *piece_len;
     bool *plain_text;
+    sp_json_memo json_memo[SP_JSON_MEMO];
+    uint64_t json_clock;
     uint64_t rng[4];
     int32_t n_last; /* candidates left by the last draw */
 } sp_sampler;
