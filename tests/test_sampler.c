@@ -175,9 +175,105 @@ static void test_non_finite_logits(void) {
     sp_sampler_free(&s);
 }
 
+/* The filters as their definition reads, for checking the sampler's
+ * shortcuts (a heap for top-k, sorting only what top-p and min-p can keep):
+ * every candidate divided by the temperature and sorted (higher first, ties
+ * to the lower id), top-k, softmax over what is left, top-p's prefix,
+ * min-p, renormalised. Returns how many survive, their ids and p. */
+typedef struct ref_cand {
+    int32_t id;
+    float logit;
+} ref_cand;
+
+static int ref_order(const void *a, const void *b) {
+    const ref_cand *x = a, *y = b;
+    if (x->logit != y->logit) return x->logit > y->logit ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+static int reference_survivors(const float *logits, int n, const sp_sampling *c, int32_t *ids, float *p) {
+    ref_cand *r = malloc((size_t)n * sizeof *r);
+    float *q = malloc((size_t)n * sizeof *q);
+    for (int i = 0; i < n; i++) r[i] = (ref_cand){i, logits[i] / c->temperature};
+    qsort(r, (size_t)n, sizeof *r, ref_order);
+    const int pool = c->top_k > 0 && c->top_k < n ? c->top_k : n;
+    /* the sampler's own rounding: exponentials in float, sums in double */
+    double sum = 0;
+    for (int i = 0; i < pool; i++) sum += (q[i] = expf(r[i].logit - r[0].logit));
+    for (int i = 0; i < pool; i++) q[i] = (float)(q[i] / sum);
+    int keep = pool;
+    if (c->top_p < 1.f) {
+        double cum = 0;
+        for (int i = 0; i < pool; i++)
+            if ((cum += q[i]) >= c->top_p) {
+                keep = i + 1;
+                break;
+            }
+    }
+    if (c->min_p > 0.f) {
+        const float floor_p = c->min_p * q[0];
+        int k = 1;
+        while (k < keep && q[k] >= floor_p) k++;
+        keep = k;
+    }
+    double kept = 0;
+    for (int i = 0; i < keep; i++) kept += q[i];
+    for (int i = 0; i < keep; i++) {
+        ids[i] = r[i].id;
+        p[i] = (float)(q[i] / kept);
+    }
+    free(r);
+    free(q);
+    return keep;
+}
+
+static void test_filters_against_definition(void) {
+    enum { N = 3000 };
+    sp_sampler s;
+    CHECK(sp_sampler_init(&s, N, 1) == SPROUT_OK);
+    static float logits[N], want_p[N];
+    static int32_t want_ids[N];
+    uint64_t r = 12345;
+    int cases = 0, same = 0, worst_case = -1;
+    double worst = 0;
+    for (int round = 0; round < 300; round++) {
+        const float spread = 0.5f + (float)(round % 7) * 3.f; /* flat to peaked */
+        for (int i = 0; i < N; i++) {
+            r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+            logits[i] = spread * (float)((double)(r % 100000) / 100000.0 - 0.5);
+            if (round % 5 == 0) logits[i] = roundf(logits[i]); /* many ties */
+        }
+        static const int32_t ks[] = {0, 1, 5, 40, N - 1, N};
+        static const float ps[] = {1.f, 0.95f, 0.5f, 0.1f}, mins[] = {0.f, 0.05f, 0.2f}, temps[] = {1.f, 0.3f, 1.7f};
+        sp_sampling c = plain;
+        c.top_k = ks[round % 6];
+        c.top_p = ps[(round / 6) % 4];
+        c.min_p = mins[(round / 24) % 3];
+        c.temperature = temps[(round / 72) % 3];
+        const int want = reference_survivors(logits, N, &c, want_ids, want_p);
+        sp_sample(&s, logits, &c, NULL, 0, NULL, 0);
+        const sp_candidate *got;
+        const int n = sp_sampler_last_candidates(&s, &got);
+        bool ok = n == want;
+        double diff = 0;
+        for (int i = 0; ok && i < n; i++) {
+            ok = got[i].id == want_ids[i];
+            diff = fmax(diff, fabs((double)got[i].p - want_p[i]));
+        }
+        cases++;
+        same += ok && diff < 1e-5;
+        if (diff > worst) worst = diff, worst_case = round;
+        if (!ok) fprintf(stderr, "round %d (top_k %d, top_p %g, min_p %g, temp %g): %d survivors, the definition %d\n", round, c.top_k,
+                         (double)c.top_p, (double)c.min_p, (double)c.temperature, n, want);
+    }
+    CHECK_MSG(same == cases, "%d of %d cases match the definition (worst p difference %g, round %d)", same, cases, worst, worst_case);
+    sp_sampler_free(&s);
+}
+
 int main(void) {
     test_non_finite_logits();
     test_filters();
+    test_filters_against_definition();
     test_greedy_bias_and_penalties();
     test_seed_and_distribution();
     test_logprobs();
