@@ -23,19 +23,21 @@ typedef struct arch_traits {
     bool always_tied;     /* the output head is the embedding, whatever else the file holds */
     int swa_pattern;      /* 0: none; n: layer il is local when il % n < n - 1 (from the file for gemma3) */
     bool swa_all_layers;  /* the window (if any) applies to every layer */
+    bool encoder;         /* BERT: bidirectional, post-norm, learned positions, no output head (embeddings only) */
 } arch_traits;
 
 static const arch_traits archs[] = {
-    {"llama", SP_ARCH_LLAMA, SP_ROPE_NORM, SP_NORM_RMS, SP_FFN_SWIGLU, false, false, false, 0, false},
-    {"qwen2", SP_ARCH_QWEN2, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_SWIGLU, false, false, false, 0, false},
-    {"qwen3", SP_ARCH_QWEN3, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_SWIGLU, false, false, false, 0, false},
-    {"phi3", SP_ARCH_PHI3, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_SWIGLU, false, false, false, 0, true},
-    {"gemma", SP_ARCH_GEMMA, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_GEGLU, false, true, true, 0, false},
-    {"gemma2", SP_ARCH_GEMMA2, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_GEGLU, false, true, true, 2, false},
-    {"gemma3", SP_ARCH_GEMMA3, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_GEGLU, false, true, true, 6, false},
-    {"phi2", SP_ARCH_PHI2, SP_ROPE_NEOX, SP_NORM_LAYER, SP_FFN_GELU, true, false, false, 0, false},
-    {"stablelm", SP_ARCH_STABLELM, SP_ROPE_NEOX, SP_NORM_LAYER, SP_FFN_SWIGLU, true, false, false, 0, false},
-    {"falcon", SP_ARCH_FALCON, SP_ROPE_NEOX, SP_NORM_LAYER, SP_FFN_GELU, true, false, false, 0, false},
+    {"llama", SP_ARCH_LLAMA, SP_ROPE_NORM, SP_NORM_RMS, SP_FFN_SWIGLU, false, false, false, 0, false, false},
+    {"qwen2", SP_ARCH_QWEN2, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_SWIGLU, false, false, false, 0, false, false},
+    {"qwen3", SP_ARCH_QWEN3, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_SWIGLU, false, false, false, 0, false, false},
+    {"phi3", SP_ARCH_PHI3, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_SWIGLU, false, false, false, 0, true, false},
+    {"gemma", SP_ARCH_GEMMA, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_GEGLU, false, true, true, 0, false, false},
+    {"gemma2", SP_ARCH_GEMMA2, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_GEGLU, false, true, true, 2, false, false},
+    {"gemma3", SP_ARCH_GEMMA3, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_GEGLU, false, true, true, 6, false, false},
+    {"phi2", SP_ARCH_PHI2, SP_ROPE_NEOX, SP_NORM_LAYER, SP_FFN_GELU, true, false, false, 0, false, false},
+    {"stablelm", SP_ARCH_STABLELM, SP_ROPE_NEOX, SP_NORM_LAYER, SP_FFN_SWIGLU, true, false, false, 0, false, false},
+    {"falcon", SP_ARCH_FALCON, SP_ROPE_NEOX, SP_NORM_LAYER, SP_FFN_GELU, true, false, false, 0, false, false},
+    {"bert", SP_ARCH_BERT, SP_ROPE_NONE, SP_NORM_LAYER, SP_FFN_GELU, false, false, false, 0, false, true},
 };
 
 /* --- metadata ------------------------------------------------------------------------ */
@@ -162,7 +164,7 @@ static sprout_status bind_layer(loader *L, int il, sp_layer *ly) {
     do {                                                                                              \
         if ((st = (expr)) != SPROUT_OK) return st;                                                    \
     } while (0)
-    TRY(bind_vec(L, NAME("attn_norm.weight"), e, true, &ly->attn_norm));
+    TRY(bind_vec(L, NAME("attn_norm.weight"), e, !hp->post_norm, &ly->attn_norm));
     TRY(bind_vec(L, NAME("attn_norm.bias"), e, false, &ly->attn_norm_b));
     if (find_tensor(L, NAME("attn_qkv.weight")) >= 0) {
         TRY(bind_weight(L, NAME("attn_qkv.weight"), e, q_dim + kv_k + kv_v, true, &ly->wqkv));
@@ -180,7 +182,7 @@ static sprout_status bind_layer(loader *L, int il, sp_layer *ly) {
     TRY(bind_weight(L, NAME("attn_output.weight"), (int64_t)hp->n_head * hp->head_dim_v, e, true, &ly->wo));
     TRY(bind_vec(L, NAME("attn_output.bias"), e, false, &ly->bo));
     TRY(bind_vec(L, NAME("post_attention_norm.weight"), e, false, &ly->post_attn_norm));
-    TRY(bind_vec(L, NAME("ffn_norm.weight"), e, !hp->parallel_block, &ly->ffn_norm));
+    TRY(bind_vec(L, NAME("ffn_norm.weight"), e, !hp->parallel_block && !hp->post_norm, &ly->ffn_norm));
     TRY(bind_vec(L, NAME("ffn_norm.bias"), e, false, &ly->ffn_norm_b));
     if (hp->ffn_kind != SP_FFN_GELU && !hp->fused_gate_up) TRY(bind_weight(L, NAME("ffn_gate.weight"), e, ff, true, &ly->w_gate));
     TRY(bind_weight(L, NAME("ffn_up.weight"), e, hp->fused_gate_up ? 2 * ff : ff, true, &ly->w_up));
@@ -188,6 +190,10 @@ static sprout_status bind_layer(loader *L, int il, sp_layer *ly) {
     TRY(bind_weight(L, NAME("ffn_down.weight"), ff, e, true, &ly->w_down));
     TRY(bind_vec(L, NAME("ffn_down.bias"), e, false, &ly->b_down));
     TRY(bind_vec(L, NAME("post_ffw_norm.weight"), e, false, &ly->post_ffn_norm));
+    TRY(bind_vec(L, NAME("attn_output_norm.weight"), e, hp->post_norm, &ly->attn_out_norm));
+    TRY(bind_vec(L, NAME("attn_output_norm.bias"), e, false, &ly->attn_out_norm_b));
+    TRY(bind_vec(L, NAME("layer_output_norm.weight"), e, hp->post_norm, &ly->out_norm));
+    TRY(bind_vec(L, NAME("layer_output_norm.bias"), e, false, &ly->out_norm_b));
 #undef NAME
 #undef TRY
     return SPROUT_OK;
@@ -270,6 +276,15 @@ static sprout_status load_hparams(loader *L, const arch_traits *at) {
     int64_t pooling;
     if ((st = get_int(L, "pooling_type", false, 0, &pooling)) != SPROUT_OK) return st;
     hp->pooling = pooling >= 1 && pooling <= 3 ? (int32_t)pooling : 0; /* others (rank) need heads sprout does not run */
+    hp->post_norm = at->encoder;
+    hp->causal = !at->encoder;
+    bool causal = hp->causal;
+    char causal_key[160];
+    arch_key(L, "attention.causal", causal_key, sizeof causal_key);
+    if (sprout_gguf_find(g, causal_key) && sprout_gguf_get_bool(g, causal_key, &causal) != SPROUT_OK)
+        return sp_fail(SPROUT_ERR_FORMAT, "key '%s' must be a boolean", causal_key);
+    if (causal != hp->causal)
+        return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s with %s attention is not supported", L->arch, causal ? "causal" : "bidirectional");
     hp->parallel_block = at->may_be_parallel && find_tensor(L, "blk.0.ffn_norm.weight") < 0;
     hp->fused_gate_up = find_tensor(L, "blk.0.ffn_gate.weight") < 0 && at->ffn != SP_FFN_GELU;
     return SPROUT_OK;
@@ -290,7 +305,7 @@ sprout_status sp_model_build(sprout_gguf *g, const sprout_model_params *params, 
     const arch_traits *at = find_arch(arch_name, arch_len);
     if (!at)
         return sp_fail(SPROUT_ERR_UNSUPPORTED, "architecture '%.*s' is not supported (sprout runs llama, qwen2, qwen3, phi3, gemma, "
-                                               "gemma2, gemma3, phi2, stablelm, falcon)",
+                                               "gemma2, gemma3, phi2, stablelm, falcon, and bert for embeddings)",
                        (int)(arch_len > 64 ? 64 : arch_len), arch_name);
     sprout_model *m = calloc(1, sizeof *m);
     if (!m) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
@@ -317,9 +332,17 @@ sprout_status sp_model_build(sprout_gguf *g, const sprout_model_params *params, 
     }
     hp->n_vocab = (int32_t)sprout_gguf_tensor_dim(g, emb, 1);
     if ((st = bind_weight(&L, "token_embd.weight", hp->n_embd, hp->n_vocab, true, &m->tok_embd)) != SPROUT_OK) goto fail;
-    if ((st = bind_vec(&L, "output_norm.weight", hp->n_embd, true, &m->output_norm)) != SPROUT_OK) goto fail;
+    if ((st = bind_vec(&L, "output_norm.weight", hp->n_embd, !at->encoder, &m->output_norm)) != SPROUT_OK) goto fail;
     if ((st = bind_vec(&L, "output_norm.bias", hp->n_embd, false, &m->output_norm_b)) != SPROUT_OK) goto fail;
-    if (at->always_tied || find_tensor(&L, "output.weight") < 0) m->output = m->tok_embd;
+    if (at->encoder) { /* no head: m->output stays empty */
+        if ((st = bind_weight(&L, "position_embd.weight", hp->n_embd, hp->n_ctx_train, true, &m->pos_embd)) != SPROUT_OK) goto fail;
+        int64_t types = find_tensor(&L, "token_types.weight");
+        if (types >= 0 &&
+            (st = bind_weight(&L, "token_types.weight", hp->n_embd, sprout_gguf_tensor_dim(g, types, 1), true, &m->type_embd)) != SPROUT_OK)
+            goto fail;
+        if ((st = bind_vec(&L, "token_embd_norm.weight", hp->n_embd, false, &m->embd_norm)) != SPROUT_OK) goto fail;
+        if ((st = bind_vec(&L, "token_embd_norm.bias", hp->n_embd, false, &m->embd_norm_b)) != SPROUT_OK) goto fail;
+    } else if (at->always_tied || find_tensor(&L, "output.weight") < 0) m->output = m->tok_embd;
     else if ((st = bind_weight(&L, "output.weight", hp->n_embd, hp->n_vocab, true, &m->output)) != SPROUT_OK) goto fail;
     if ((st = bind_vec(&L, "output.bias", hp->n_vocab, false, &m->output_b)) != SPROUT_OK) goto fail;
     /* Llama 3 stores its RoPE scaling as per-dimension divisors; Phi-3

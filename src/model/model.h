@@ -23,9 +23,10 @@ typedef enum sp_arch {
     SP_ARCH_PHI2,
     SP_ARCH_STABLELM,
     SP_ARCH_FALCON,
+    SP_ARCH_BERT,
 } sp_arch;
 
-typedef enum sp_rope_kind { SP_ROPE_NORM, SP_ROPE_NEOX } sp_rope_kind;
+typedef enum sp_rope_kind { SP_ROPE_NORM, SP_ROPE_NEOX, SP_ROPE_NONE /* learned absolute positions (BERT) */ } sp_rope_kind;
 typedef enum sp_norm_kind { SP_NORM_RMS, SP_NORM_LAYER } sp_norm_kind;
 typedef enum sp_ffn_kind { SP_FFN_SWIGLU, SP_FFN_GEGLU, SP_FFN_GELU } sp_ffn_kind;
 typedef enum sp_rope_scaling { SP_ROPE_SCALING_NONE, SP_ROPE_SCALING_LINEAR, SP_ROPE_SCALING_YARN } sp_rope_scaling;
@@ -46,6 +47,8 @@ typedef struct sp_layer {
     sp_weight w_gate, w_up, w_down; /* w_up has 2*n_ff rows when gate and up are fused (phi3) */
     sp_vec b_up, b_down;
     sp_vec post_ffn_norm;       /* gemma2/3 */
+    /* post-norm blocks (BERT): x = norm(x + attention), then x = norm(x + FFN) */
+    sp_vec attn_out_norm, attn_out_norm_b, out_norm, out_norm_b;
     bool sliding;               /* sliding-window attention on this layer */
     float rope_base;
 } sp_layer;
@@ -69,6 +72,8 @@ typedef struct sp_hparams {
     float attn_scale;
     float attn_softcap, final_softcap; /* 0: none */
     int32_t sliding_window;     /* 0: none */
+    bool causal;                /* a token sees only earlier ones (every decoder; BERT sees its whole text) */
+    bool post_norm;             /* norms after each residual add (BERT), not before each block */
     int32_t pooling;            /* the file's pooling_type (llama.cpp's numbers: 1 mean, 2 cls, 3 last); 0: none said */
 } sp_hparams;
 
@@ -78,6 +83,8 @@ struct sprout_model {
     sp_hparams hp;
     sp_weight tok_embd, output;
     sp_vec output_norm, output_norm_b, output_b;
+    sp_weight pos_embd, type_embd; /* learned positions and token types (BERT); data NULL: none */
+    sp_vec embd_norm, embd_norm_b;  /* a norm of the embeddings (BERT) */
     sp_vec rope_factors;         /* per-dimension frequency divisors (Llama 3, Phi-3 long/short) */
     sp_layer *layers;
     float *decoded;              /* storage of decoded small vectors */

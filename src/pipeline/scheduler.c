@@ -311,7 +311,8 @@ static void cancel_slot(sprout_scheduler *s, slot *sl) {
  * prompt's tokens, so mean and CLS pooling compute them all. */
 static sprout_status begin_embed(sprout_scheduler *s, slot *sl, int32_t *reuse) {
     const sprout_request *req = sl->req;
-    if (req->pooling != SPROUT_POOLING_LAST) *reuse = 0;
+    /* a bidirectional model's cached states depend on the text after them */
+    if (req->pooling != SPROUT_POOLING_LAST || !s->model->hp.causal) *reuse = 0;
     if (!s->embd) {
         s->embd = malloc((size_t)s->n_batch * (size_t)s->model->hp.n_embd * sizeof *s->embd);
         if (!s->embd) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
@@ -407,6 +408,10 @@ static void step(sprout_scheduler *s) {
         if (!sl->req || sl->n_fed_prompt >= (int32_t)sl->req->n_prompt) continue;
         int32_t left = (int32_t)sl->req->n_prompt - sl->n_fed_prompt;
         int32_t chunk = left < s->prefill_chunk ? left : s->prefill_chunk;
+        if (!s->model->hp.causal) { /* every token sees the whole text: all of it in one pass, or wait for room */
+            if (left > s->n_batch - n) continue;
+            chunk = left;
+        }
         if (chunk > s->n_batch - n) chunk = s->n_batch - n;
         sl->embd_row = n_embd_rows;
         for (int32_t j = 0; j < chunk; j++) {
@@ -588,6 +593,17 @@ void sprout_scheduler_free(sprout_scheduler *s) {
 int32_t sprout_scheduler_n_slots(const sprout_scheduler *s) { return s ? s->n_slots : 0; }
 int32_t sprout_scheduler_n_ctx(const sprout_scheduler *s) { return s ? s->n_ctx : 0; }
 
+/* The longest prompt an embedding may have: the context, the model's
+ * learned positions, and for a bidirectional model (whose text must go
+ * through in one pass) a batch. */
+static size_t embed_limit(const sprout_scheduler *s) {
+    const sprout_model *m = s->model;
+    size_t limit = (size_t)s->n_ctx;
+    if (m->pos_embd.data && (size_t)m->pos_embd.n_out < limit) limit = (size_t)m->pos_embd.n_out;
+    if (!m->hp.causal && (size_t)s->n_batch < limit) limit = (size_t)s->n_batch;
+    return limit;
+}
+
 sprout_status sprout_scheduler_submit(sprout_scheduler *s, const sprout_request_params *params, sprout_request **out) {
     if (!out) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL output pointer");
     *out = NULL;
@@ -596,7 +612,7 @@ sprout_status sprout_scheduler_submit(sprout_scheduler *s, const sprout_request_
     memcpy(&rp, params, sp_versioned_bytes(params->struct_size, sizeof rp));
     /* refused now rather than after waiting in the queue; an embedding's
      * prompt may fill the context, nothing follows it */
-    sprout_status st = rp.embed ? sp_prompt_check(s->model, (size_t)s->n_ctx, rp.prompt, rp.n_prompt)
+    sprout_status st = rp.embed ? sp_prompt_check(s->model, embed_limit(s), rp.prompt, rp.n_prompt)
                                 : sp_seq_check(s->model, s->n_ctx, rp.prompt, rp.n_prompt, rp.config);
     if (st == SPROUT_OK && rp.embed) st = sp_pooling_resolve(s->model, rp.pooling, &rp.pooling);
     if (st != SPROUT_OK) return st;

@@ -119,6 +119,8 @@ sprout_status sp_prompt_check(const sprout_model *model, size_t max_tokens, cons
 
 sprout_status sp_seq_check(const sprout_model *model, int32_t n_ctx, const int32_t *prompt, size_t n_prompt,
                            const sprout_generation_config *cfg) {
+    if (!model->output.data)
+        return sp_fail(SPROUT_ERR_UNSUPPORTED, "this %s model has no output head: it gives embeddings, not text", model->hp.arch_name);
     if (n_prompt >= (size_t)n_ctx && n_prompt > 0)
         return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "the prompt has %zu tokens but the context holds %d (at least one must stay free)",
                        n_prompt, n_ctx);

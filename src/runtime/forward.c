@@ -49,6 +49,7 @@ static float yarn_corr_dim(int n_rot, int ctx_orig, float beta, float base) {
 /* Rotates the first n_rot dims of each of n_heads heads of size head_dim. */
 static void rope(const sp_hparams *hp, const float *factors, float *v, int n_heads, int head_dim, int32_t pos, float base,
                  float freq_scale) {
+    if (hp->rope_kind == SP_ROPE_NONE) return; /* positions came with the embeddings */
     const int n_rot = hp->n_rot, half = n_rot / 2;
     float corr[2] = {0, 0};
     const float ext = hp->rope_scaling == SP_ROPE_SCALING_YARN ? hp->yarn_ext_factor : 0.f;
@@ -197,8 +198,9 @@ static void attention_worker(void *p, int ith, int nth) {
             sp_cell_range ranges[ATTENTION_WINDOW];
             for (t1 = t0; t1 < w_end && j->batch[t1].seq == seq; t1++) {
                 const sp_batch_token *tok = &j->batch[t1];
+                /* bidirectional (BERT): every cell of the text, all of it in this batch */
                 ranges[t1 - t0] = (sp_cell_range){ly->sliding ? sp_kv_window_start(kv, seq, tok->pos, hp->sliding_window) : 0,
-                                                  sp_kv_visible(kv, seq, tok->pos)};
+                                                  hp->causal ? sp_kv_visible(kv, seq, tok->pos) : kv->seqs[seq].n};
             }
             sp_attention_args a = {
                 .q = ctx->q + t0 * q_row + head * hp->head_dim_k,
@@ -341,9 +343,15 @@ static void feed_forward(sp_context *ctx, const sp_layer *ly, int32_t n, float *
     add_bias(out, ly->b_down, n, e, e);
 }
 
-static sprout_status check_batch(const sp_context *ctx, const sp_batch_token *batch, int32_t n) {
+static sprout_status check_batch(const sp_context *ctx, const sp_batch_token *batch, int32_t n, bool want_logits) {
     if (n <= 0 || n > ctx->n_batch) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "batch of %d tokens (1 to %d allowed)", n, ctx->n_batch);
+    const sprout_model *m = ctx->model;
     for (int32_t t = 0; t < n; t++) {
+        if (want_logits && batch[t].logits && !m->output.data)
+            return sp_fail(SPROUT_ERR_UNSUPPORTED, "this %s model has no output head: it gives embeddings, not text", m->hp.arch_name);
+        if (m->pos_embd.data && batch[t].pos >= m->pos_embd.n_out)
+            return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "position %d is past the model's %lld learned positions", batch[t].pos,
+                           (long long)m->pos_embd.n_out);
         if (batch[t].token < 0 || batch[t].token >= ctx->model->hp.n_vocab)
             return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "token id %d is outside the vocabulary (0..%d)", batch[t].token,
                            ctx->model->hp.n_vocab - 1);
@@ -362,10 +370,21 @@ static void norm_into_h(sp_context *ctx, int32_t t, const float *x, const float 
     quantize_row(ctx, ctx->hq, ctx->h + t * e, e, t);
 }
 
-/* h = the attention norm of x, for tokens [t0, t1). */
+/* Row t of h = x as it is (post-norm blocks read it unnormed), and its blocks. */
+static void copy_into_h(sp_context *ctx, int32_t t, const float *x) {
+    const int64_t e = ctx->model->hp.n_embd;
+    memcpy(ctx->h + t * e, x, (size_t)e * sizeof(float));
+    quantize_row(ctx, ctx->hq, ctx->h + t * e, e, t);
+}
+
+/* h = the attention norm of x (post-norm: x itself), for tokens [t0, t1). */
 static void attn_norm_stage(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
     const sp_layer *ly = ((const layer_step *)arg)->ly;
-    for (int32_t t = t0; t < t1; t++) norm_into_h(ctx, t, ctx->x + t * ctx->model->hp.n_embd, ly->attn_norm, ly->attn_norm_b);
+    const int64_t e = ctx->model->hp.n_embd;
+    for (int32_t t = t0; t < t1; t++) {
+        if (ctx->model->hp.post_norm) copy_into_h(ctx, t, ctx->x + t * e);
+        else norm_into_h(ctx, t, ctx->x + t * e, ly->attn_norm, ly->attn_norm_b);
+    }
 }
 
 /* After the output projection: its bias and norm; then (sequential
@@ -381,7 +400,12 @@ static void attn_out_stage(sp_context *ctx, const void *arg, int32_t t0, int32_t
         if (ly->post_attn_norm) rms_norm(o, o, ly->post_attn_norm, e, hp->norm_eps);
         if (hp->parallel_block) continue; /* the FFN reads the same h */
         for (int64_t i = 0; i < e; i++) x[i] += o[i];
-        norm_into_h(ctx, t, x, ly->ffn_norm, ly->ffn_norm_b);
+        if (hp->post_norm) { /* x = norm(x + attention), which the FFN reads */
+            norm(hp, x, x, ly->attn_out_norm, ly->attn_out_norm_b);
+            copy_into_h(ctx, t, x);
+        } else {
+            norm_into_h(ctx, t, x, ly->ffn_norm, ly->ffn_norm_b);
+        }
     }
 }
 
@@ -398,6 +422,7 @@ static void ffn_out_stage(sp_context *ctx, const void *arg, int32_t t0, int32_t 
         } else {
             if (ly->post_ffn_norm) rms_norm(f, f, ly->post_ffn_norm, e, hp->norm_eps);
             for (int64_t i = 0; i < e; i++) x[i] += f[i];
+            if (hp->post_norm) norm(hp, x, x, ly->out_norm, ly->out_norm_b);
         }
     }
 }
@@ -429,8 +454,15 @@ sprout_status sp_forward(sp_context *ctx, const sp_batch_token *batch, int32_t n
     return sp_forward_out(ctx, batch, n, logits, NULL);
 }
 
+/* x += row `row` of an embedding table (decoded through `scratch`, which
+ * holds a row). */
+static void add_embedding_row(const sp_weight *w, int32_t row, float *x, float *scratch) {
+    sp_type_traits_of(w->type)->dequantize(w->data + (size_t)row * w->row_bytes, scratch, w->n_in);
+    for (int64_t i = 0; i < w->n_in; i++) x[i] += scratch[i];
+}
+
 sprout_status sp_forward_out(sp_context *ctx, const sp_batch_token *batch, int32_t n, float *logits, float *embd) {
-    sprout_status st = check_batch(ctx, batch, n);
+    sprout_status st = check_batch(ctx, batch, n, logits != NULL);
     if (st != SPROUT_OK) return st;
     const sprout_model *m = ctx->model;
     const sp_hparams *hp = &m->hp;
@@ -452,6 +484,10 @@ sprout_status sp_forward_out(sp_context *ctx, const sp_batch_token *batch, int32
         et->dequantize(m->tok_embd.data + (size_t)batch[t].token * m->tok_embd.row_bytes, x, e);
         if (hp->embd_scale != 1.f)
             for (int64_t i = 0; i < e; i++) x[i] *= hp->embd_scale;
+        /* BERT: plus its position's row and token type 0's, then a norm */
+        if (m->pos_embd.data) add_embedding_row(&m->pos_embd, batch[t].pos, x, ctx->scratch);
+        if (m->type_embd.data) add_embedding_row(&m->type_embd, 0, x, ctx->scratch);
+        if (m->embd_norm) norm(hp, x, x, m->embd_norm, m->embd_norm_b);
     }
 
     const sp_batch_token *layer_batch = batch;
@@ -478,7 +514,11 @@ sprout_status sp_forward_out(sp_context *ctx, const sp_batch_token *batch, int32
     /* hidden states for the tokens that want them: the final norm, written out */
     int32_t n_embd_rows = 0;
     for (int32_t t = 0; t < n && embd; t++)
-        if (layer_batch[t].embd) norm(hp, embd + (size_t)n_embd_rows++ * (size_t)e, ctx->x + t * e, m->output_norm, m->output_norm_b);
+        if (layer_batch[t].embd) {
+            float *row = embd + (size_t)n_embd_rows++ * (size_t)e;
+            if (m->output_norm) norm(hp, row, ctx->x + t * e, m->output_norm, m->output_norm_b);
+            else memcpy(row, ctx->x + t * e, (size_t)e * sizeof(float)); /* post-norm blocks end normed */
+        }
     /* logits for the tokens that want them: gather, norm, project */
     int32_t n_out = 0;
     for (int32_t t = 0; t < n && logits; t++)
