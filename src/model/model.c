@@ -337,6 +337,10 @@ sprout_status sp_model_build(sprout_gguf *g, const sprout_model_params *params, 
     if (at->encoder) { /* no head: m->output stays empty */
         if ((st = bind_weight(&L, "position_embd.weight", hp->n_embd, hp->n_ctx_train, true, &m->pos_embd)) != SPROUT_OK) goto fail;
         int64_t types = find_tensor(&L, "token_types.weight");
+        if (types >= 0 && sprout_gguf_tensor_dim(g, types, 1) < 1) {
+            st = sp_fail(SPROUT_ERR_FORMAT, "tensor 'token_types.weight' has no rows");
+            goto fail;
+        }
         if (types >= 0 &&
             (st = bind_weight(&L, "token_types.weight", hp->n_embd, sprout_gguf_tensor_dim(g, types, 1), true, &m->type_embd)) != SPROUT_OK)
             goto fail;
