@@ -92,6 +92,24 @@ static bool get_string(parser *p, const json_t *obj, const char *key, const char
     return true;
 }
 
+/* A request body: a JSON object without duplicate keys, or NULL after
+ * saying what is wrong (the error starts empty). */
+static json_t *load_body(parser *p, const char *body, size_t len) {
+    if (p->error_size) p->error[0] = 0;
+    json_error_t jerr;
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        fail(p, "invalid JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column);
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        fail(p, "the body must be a JSON object, got %s", type_name(root));
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
+
 /* An array of token ids (non-negative int32); *ids stays NULL when empty. */
 static bool get_ids(parser *p, const json_t *arr, const char *where, int32_t **ids, size_t *n) {
     *n = 0;
@@ -412,15 +430,8 @@ static void defaults(sp_api_request *r, sp_api_kind kind) {
 bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api_request *r, char *error, size_t error_size) {
     defaults(r, kind);
     parser p = {error, error_size, false};
-    if (error_size) error[0] = 0;
-    json_error_t jerr;
-    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) return fail(&p, "invalid JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column);
-    if (!json_is_object(root)) {
-        fail(&p, "the body must be a JSON object, got %s", type_name(root));
-        json_decref(root);
-        return false;
-    }
+    json_t *root = load_body(&p, body, len);
+    if (!root) return false;
     get_string(&p, root, "model", "", &r->model);
     long long v = 0;
     bool present = false;
@@ -560,15 +571,8 @@ static void parse_embed_inputs(parser *p, sp_embed_request *r, const json_t *v, 
 bool sp_embed_request_parse(sp_embed_kind kind, const char *body, size_t len, sp_embed_request *r, char *error, size_t error_size) {
     *r = (sp_embed_request){.kind = kind, .truncate = true};
     parser p = {error, error_size, false};
-    if (error_size) error[0] = 0;
-    json_error_t jerr;
-    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) return fail(&p, "invalid JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column);
-    if (!json_is_object(root)) {
-        fail(&p, "the body must be a JSON object, got %s", type_name(root));
-        json_decref(root);
-        return false;
-    }
+    json_t *root = load_body(&p, body, len);
+    if (!root) return false;
     get_string(&p, root, "model", "", &r->model);
     parse_embed_inputs(&p, r, field(root, kind == SP_EMBED_OLLAMA_LEGACY ? "prompt" : "input"), kind == SP_EMBED_OLLAMA_LEGACY ? "prompt" : "input");
     long long v = 0;

@@ -44,14 +44,7 @@ static void job_free(sp_job *j) {
 /* Waits (mu held) for output or the end, cancelling if the client left. */
 static void wait_for_engine(sp_job *j, bool want_output) {
     while (!j->engine_done && !(want_output && j->out.len > j->out_sent)) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 100 * 1000 * 1000;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&j->cond, &j->mu, &until);
+        sp_wait_a_while(&j->cond, &j->mu);
         if (!j->engine_done && sp_client_gone(j->fd)) sprout_request_cancel(j->sreq);
     }
 }

@@ -92,18 +92,6 @@ static bool tokenize_inputs(embed_job *j, int32_t n_ctx) {
     return true;
 }
 
-/* Ends a timed wait (mu held) after 100 ms at most. */
-static void wait_a_while(embed_wait *w) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += 100 * 1000 * 1000;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&w->cond, &w->mu, &until);
-}
-
 /* Runs every item through the scheduler, a window of them at a time (twice
  * the slots: enough to keep the slots busy, few enough that one request of
  * 2048 inputs does not fill the queue other clients wait in). A client that
@@ -134,12 +122,12 @@ static bool run_all(embed_job *j, bool normalize) {
             else ok = job_fail(j, 400, key, "%s[%zu]: %s", key, next, sprout_last_error());
         }
         if (!ok || w->ended == j->n_items) break;
-        wait_a_while(w);
+        sp_wait_a_while(&w->cond, &w->mu);
         if (w->ended < next && sp_client_gone(j->fd)) ok = job_fail(j, 499, NULL, "the client closed the connection");
     }
     if (!ok)
         for (size_t i = 0; i < next; i++) sprout_request_cancel(j->items[i].req);
-    while (w->ended < next) wait_a_while(w);
+    while (w->ended < next) sp_wait_a_while(&w->cond, &w->mu);
     pthread_mutex_unlock(&w->mu);
     return ok;
 }

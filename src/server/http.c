@@ -123,6 +123,17 @@ bool sp_client_gone(int fd) {
     return (p.revents & POLLIN) && recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
+void sp_wait_a_while(pthread_cond_t *cond, pthread_mutex_t *mu) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 100 * 1000 * 1000;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(cond, mu, &until);
+}
+
 /* --- routing ------------------------------------------------------------------------------------------- */
 
 static enum MHD_Result handle_root(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {

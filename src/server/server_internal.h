@@ -52,6 +52,8 @@ json_t *sp_parse_object(sp_server *srv, struct MHD_Connection *c, sp_api_style s
  * end (or the socket failed): long waits poll it to cancel their work. */
 int sp_connection_fd(struct MHD_Connection *c);
 bool sp_client_gone(int fd);
+/* Waits on cond (mu held) for 100 ms at most: long waits wake to poll the client. */
+void sp_wait_a_while(pthread_cond_t *cond, pthread_mutex_t *mu);
 
 /* The JSON value of an error, for replies and for stream events. */
 json_t *sp_error_json(sp_api_style style, unsigned status, const char *param, const char *message);
