@@ -1,11 +1,12 @@
-/* BERT (embeddings only) on a small random-weight model written here, with
- * the real BERT vocabulary from ../shared/tokenizer: the scheduler's
- * vectors against a plain double-precision BERT written from the
- * architecture's definition (learned positions and token type 0, a norm of
- * the embeddings, bidirectional attention, post-norm blocks with a tanh-GELU
- * FFN, mean or CLS pooling); every token sees the whole text; texts batched
- * together give the same bits as alone; generation is refused, as are
- * texts past the learned positions.
+/* BERT and nomic-bert (embeddings only) on small random-weight models
+ * written here, with the real BERT vocabulary from ../shared/tokenizer: the
+ * scheduler's vectors against a plain double-precision model written from
+ * the architectures' definitions (token type 0 and a norm of the
+ * embeddings, bidirectional attention, post-norm blocks, mean or CLS
+ * pooling; BERT: learned positions, biases everywhere, a tanh-GELU FFN;
+ * nomic-bert: NEOX RoPE, a fused QKV projection, a SwiGLU FFN, no biases);
+ * every token sees the whole text; texts batched together give the same
+ * bits as alone; generation is refused, as are texts past the positions.
  * SPROUT_KEEP_BERT=PATH keeps the model (to compare with llama.cpp's
  * llama-embedding by hand). */
 #include <unistd.h>
@@ -24,6 +25,8 @@ typedef struct tensor {
 
 static tensor tensors[64];
 static int n_tensors;
+static bool nomic; /* the model written and checked: nomic-bert, else bert */
+static const float ROPE_BASE = 1000.f;
 static int32_t n_vocab;
 static uint64_t rng = 0x5eed;
 
@@ -65,38 +68,51 @@ static bool write_bert(const char *path) {
     for (int64_t i = 0; i < sprout_gguf_kv_count(vocab); i++)
         if (!strncmp(sprout_gguf_kv_key(vocab, i), "tokenizer.", 10))
             sp_gguf_writer_set_value(w, sprout_gguf_kv_key(vocab, i), sprout_gguf_kv_value(vocab, i));
-    sp_gguf_writer_set_str(w, "general.architecture", "bert", 4);
-    const uint32_t u[][2] = {{POSITIONS, 0}, {E, 0}, {FF, 0}, {LAYERS, 0}, {HEADS, 0}, {1, 0}};
-    const char *keys[] = {"bert.context_length", "bert.embedding_length", "bert.feed_forward_length", "bert.block_count",
-                          "bert.attention.head_count", "bert.pooling_type"};
-    for (int i = 0; i < 6; i++) sp_gguf_writer_set_scalar(w, keys[i], SPROUT_GGUF_UINT32, &u[i][0]);
-    sp_gguf_writer_set_scalar(w, "bert.attention.layer_norm_epsilon", SPROUT_GGUF_FLOAT32, &EPS);
+    const char *arch = nomic ? "nomic-bert" : "bert";
+    sp_gguf_writer_set_str(w, "general.architecture", arch, strlen(arch));
+    const uint32_t u[] = {POSITIONS, E, FF, LAYERS, HEADS, 1};
+    const char *keys[] = {"context_length", "embedding_length", "feed_forward_length", "block_count", "attention.head_count", "pooling_type"};
+    char key[96];
+    for (int i = 0; i < 6; i++) {
+        snprintf(key, sizeof key, "%s.%s", arch, keys[i]);
+        sp_gguf_writer_set_scalar(w, key, SPROUT_GGUF_UINT32, &u[i]);
+    }
+    snprintf(key, sizeof key, "%s.attention.layer_norm_epsilon", arch);
+    sp_gguf_writer_set_scalar(w, key, SPROUT_GGUF_FLOAT32, &EPS);
     const bool causal = false;
-    sp_gguf_writer_set_scalar(w, "bert.attention.causal", SPROUT_GGUF_BOOL, &causal);
+    snprintf(key, sizeof key, "%s.attention.causal", arch);
+    sp_gguf_writer_set_scalar(w, key, SPROUT_GGUF_BOOL, &causal);
+    snprintf(key, sizeof key, "%s.rope.freq_base", arch);
+    if (nomic) sp_gguf_writer_set_scalar(w, key, SPROUT_GGUF_FLOAT32, &ROPE_BASE);
 
     const float s_in = 1.f / sqrtf((float)E), s_ff = 1.f / sqrtf((float)FF);
     add("token_embd.weight", E, n_vocab, 0, 0.5f);
     add("token_types.weight", E, TYPES, 0, 0.5f);
-    add("position_embd.weight", E, POSITIONS, 0, 0.5f);
+    if (!nomic) add("position_embd.weight", E, POSITIONS, 0, 0.5f);
     add("token_embd_norm.weight", E, 1, 1, 0.2f);
     add("token_embd_norm.bias", E, 1, 0, 0.2f);
     char name[96];
     for (int il = 0; il < LAYERS; il++) {
 #define L(s) (snprintf(name, sizeof name, "blk.%d.%s", il, s), name)
-        add(L("attn_q.weight"), E, E, 0, 2 * s_in);
-        add(L("attn_q.bias"), E, 1, 0, 0.1f);
-        add(L("attn_k.weight"), E, E, 0, 2 * s_in);
-        add(L("attn_k.bias"), E, 1, 0, 0.1f);
-        add(L("attn_v.weight"), E, E, 0, s_in);
-        add(L("attn_v.bias"), E, 1, 0, 0.1f);
+        if (nomic) {
+            add(L("attn_qkv.weight"), E, 3 * E, 0, 2 * s_in); /* rows: q, then k, then v */
+        } else {
+            add(L("attn_q.weight"), E, E, 0, 2 * s_in);
+            add(L("attn_q.bias"), E, 1, 0, 0.1f);
+            add(L("attn_k.weight"), E, E, 0, 2 * s_in);
+            add(L("attn_k.bias"), E, 1, 0, 0.1f);
+            add(L("attn_v.weight"), E, E, 0, s_in);
+            add(L("attn_v.bias"), E, 1, 0, 0.1f);
+        }
         add(L("attn_output.weight"), E, E, 0, s_in);
-        add(L("attn_output.bias"), E, 1, 0, 0.1f);
+        if (!nomic) add(L("attn_output.bias"), E, 1, 0, 0.1f);
         add(L("attn_output_norm.weight"), E, 1, 1, 0.2f);
         add(L("attn_output_norm.bias"), E, 1, 0, 0.2f);
         add(L("ffn_up.weight"), E, FF, 0, 2 * s_in);
-        add(L("ffn_up.bias"), FF, 1, 0, 0.1f);
+        if (nomic) add(L("ffn_gate.weight"), E, FF, 0, 2 * s_in);
+        else add(L("ffn_up.bias"), FF, 1, 0, 0.1f);
         add(L("ffn_down.weight"), FF, E, 0, s_ff);
-        add(L("ffn_down.bias"), E, 1, 0, 0.1f);
+        if (!nomic) add(L("ffn_down.bias"), E, 1, 0, 0.1f);
         add(L("layer_output_norm.weight"), E, 1, 1, 0.2f);
         add(L("layer_output_norm.bias"), E, 1, 0, 0.2f);
 #undef L
@@ -125,7 +141,7 @@ static void layer_norm(double *x, const float *g, const float *b) {
 /* y[o] = sum_i W[o][i] x[i] + bias[o]: a GGUF matrix of ne0 = n_in */
 static void linear(const float *w, const float *bias, const double *x, int n_in, int n_out, double *y) {
     for (int o = 0; o < n_out; o++) {
-        double s = bias[o];
+        double s = bias ? bias[o] : 0;
         for (int i = 0; i < n_in; i++) s += (double)w[(size_t)o * n_in + i] * x[i];
         y[o] = s;
     }
@@ -135,17 +151,34 @@ static void reference(const sprout_token *ids, int n, double out[][E]) {
     double (*x)[E] = out;
     for (int t = 0; t < n; t++) {
         for (int i = 0; i < E; i++)
-            x[t][i] = (double)get("token_embd.weight")[(size_t)ids[t] * E + i] + get("position_embd.weight")[(size_t)t * E + i] +
-                      get("token_types.weight")[i];
+            x[t][i] = (double)get("token_embd.weight")[(size_t)ids[t] * E + i] + get("token_types.weight")[i] +
+                      (nomic ? 0 : get("position_embd.weight")[(size_t)t * E + i]);
         layer_norm(x[t], get("token_embd_norm.weight"), get("token_embd_norm.bias"));
     }
     static double q[POSITIONS][E], k[POSITIONS][E], v[POSITIONS][E], a[POSITIONS][E], o[E], up[FF], down[E];
     const int hd = E / HEADS;
     for (int il = 0; il < LAYERS; il++) {
         for (int t = 0; t < n; t++) {
-            linear(layer_get(il, "attn_q.weight"), layer_get(il, "attn_q.bias"), x[t], E, E, q[t]);
-            linear(layer_get(il, "attn_k.weight"), layer_get(il, "attn_k.bias"), x[t], E, E, k[t]);
-            linear(layer_get(il, "attn_v.weight"), layer_get(il, "attn_v.bias"), x[t], E, E, v[t]);
+            if (nomic) {
+                const float *qkv = layer_get(il, "attn_qkv.weight");
+                linear(qkv, NULL, x[t], E, E, q[t]);
+                linear(qkv + E * E, NULL, x[t], E, E, k[t]);
+                linear(qkv + 2 * E * E, NULL, x[t], E, E, v[t]);
+                for (int h = 0; h < HEADS; h++) /* NEOX RoPE: dimension i turns with i + hd/2 */
+                    for (int i = 0; i < hd / 2; i++) {
+                        const double theta = t * pow(ROPE_BASE, -2.0 * i / hd), c = cos(theta), sn = sin(theta);
+                        double *vecs[2] = {q[t] + h * hd, k[t] + h * hd};
+                        for (int z = 0; z < 2; z++) {
+                            const double a0 = vecs[z][i], a1 = vecs[z][i + hd / 2];
+                            vecs[z][i] = a0 * c - a1 * sn;
+                            vecs[z][i + hd / 2] = a0 * sn + a1 * c;
+                        }
+                    }
+            } else {
+                linear(layer_get(il, "attn_q.weight"), layer_get(il, "attn_q.bias"), x[t], E, E, q[t]);
+                linear(layer_get(il, "attn_k.weight"), layer_get(il, "attn_k.bias"), x[t], E, E, k[t]);
+                linear(layer_get(il, "attn_v.weight"), layer_get(il, "attn_v.bias"), x[t], E, E, v[t]);
+            }
         }
         for (int t = 0; t < n; t++)
             for (int h = 0; h < HEADS; h++) { /* every token sees every token */
@@ -168,7 +201,13 @@ static void reference(const sprout_token *ids, int n, double out[][E]) {
             for (int i = 0; i < E; i++) x[t][i] += o[i];
             layer_norm(x[t], layer_get(il, "attn_output_norm.weight"), layer_get(il, "attn_output_norm.bias"));
             linear(layer_get(il, "ffn_up.weight"), layer_get(il, "ffn_up.bias"), x[t], E, FF, up);
-            for (int i = 0; i < FF; i++) up[i] = 0.5 * up[i] * (1 + tanh(sqrt(2 / M_PI) * (up[i] + 0.044715 * up[i] * up[i] * up[i])));
+            if (nomic) { /* silu(gate x) * up x */
+                static double gate[FF];
+                linear(layer_get(il, "ffn_gate.weight"), NULL, x[t], E, FF, gate);
+                for (int i = 0; i < FF; i++) up[i] *= gate[i] / (1 + exp(-gate[i]));
+            } else {
+                for (int i = 0; i < FF; i++) up[i] = 0.5 * up[i] * (1 + tanh(sqrt(2 / M_PI) * (up[i] + 0.044715 * up[i] * up[i] * up[i])));
+            }
             linear(layer_get(il, "ffn_down.weight"), layer_get(il, "ffn_down.bias"), up, FF, E, down);
             for (int i = 0; i < E; i++) x[t][i] += down[i];
             layer_norm(x[t], layer_get(il, "layer_output_norm.weight"), layer_get(il, "layer_output_norm.bias"));
@@ -283,22 +322,26 @@ static void test_behaviour(sprout_model *m) {
 }
 
 int main(void) {
-    const char *keep = getenv("SPROUT_KEEP_BERT");
-    char path[] = "/tmp/sprout-test-bert-XXXXXX";
-    const int fd = mkstemp(path);
-    if (fd >= 0) close(fd);
-    const char *file = keep && *keep ? keep : path;
-    CHECK_MSG(fd >= 0 && write_bert(file), "cannot write %s", file);
-    sprout_model *m = NULL;
-    CHECK_MSG(sprout_model_load(file, NULL, &m) == SPROUT_OK, "%s", sprout_last_error());
-    if (m) {
-        CHECK(!strcmp(sprout_model_architecture(m), "bert") && sprout_model_n_embd(m) == E);
-        test_against_definition(m, SPROUT_KV_F32, 2e-5);
-        test_against_definition(m, SPROUT_KV_F16, 5e-3);
-        test_behaviour(m);
+    const char *keep = getenv("SPROUT_KEEP_BERT"); /* a prefix: PREFIX-bert.gguf, PREFIX-nomic-bert.gguf */
+    for (int variant = 0; variant < 2; variant++) {
+        nomic = variant == 1;
+        char path[1024] = "/tmp/sprout-test-bert-XXXXXX";
+        const int fd = keep && *keep ? -1 : mkstemp(path);
+        if (fd >= 0) close(fd);
+        if (keep && *keep) snprintf(path, sizeof path, "%s-%s.gguf", keep, nomic ? "nomic-bert" : "bert");
+        CHECK_MSG(write_bert(path), "cannot write %s", path);
+        sprout_model *m = NULL;
+        CHECK_MSG(sprout_model_load(path, NULL, &m) == SPROUT_OK, "%s", sprout_last_error());
+        if (m) {
+            CHECK(!strcmp(sprout_model_architecture(m), nomic ? "nomic-bert" : "bert") && sprout_model_n_embd(m) == E);
+            test_against_definition(m, SPROUT_KV_F32, 2e-5);
+            test_against_definition(m, SPROUT_KV_F16, 5e-3);
+            test_behaviour(m);
+        }
+        sprout_model_free(m);
+        if (!(keep && *keep)) unlink(path);
+        for (int i = 0; i < n_tensors; i++) free(tensors[i].data), free((void *)tensors[i].name);
+        n_tensors = 0;
     }
-    sprout_model_free(m);
-    unlink(path);
-    for (int i = 0; i < n_tensors; i++) free(tensors[i].data), free((void *)tensors[i].name);
     TEST_MAIN_END();
 }

@@ -23,7 +23,7 @@ typedef struct arch_traits {
     bool always_tied;     /* the output head is the embedding, whatever else the file holds */
     int swa_pattern;      /* 0: none; n: layer il is local when il % n < n - 1 (from the file for gemma3) */
     bool swa_all_layers;  /* the window (if any) applies to every layer */
-    bool encoder;         /* BERT: bidirectional, post-norm, learned positions, no output head (embeddings only) */
+    bool encoder;         /* the BERT family: bidirectional, post-norm, no output head (embeddings only) */
 } arch_traits;
 
 static const arch_traits archs[] = {
@@ -38,6 +38,7 @@ static const arch_traits archs[] = {
     {"stablelm", SP_ARCH_STABLELM, SP_ROPE_NEOX, SP_NORM_LAYER, SP_FFN_SWIGLU, true, false, false, 0, false, false},
     {"falcon", SP_ARCH_FALCON, SP_ROPE_NEOX, SP_NORM_LAYER, SP_FFN_GELU, true, false, false, 0, false, false},
     {"bert", SP_ARCH_BERT, SP_ROPE_NONE, SP_NORM_LAYER, SP_FFN_GELU, false, false, false, 0, false, true},
+    {"nomic-bert", SP_ARCH_NOMIC_BERT, SP_ROPE_NEOX, SP_NORM_LAYER, SP_FFN_SWIGLU, false, false, false, 0, false, true},
 };
 
 /* --- metadata ------------------------------------------------------------------------ */
@@ -305,7 +306,7 @@ sprout_status sp_model_build(sprout_gguf *g, const sprout_model_params *params, 
     const arch_traits *at = find_arch(arch_name, arch_len);
     if (!at)
         return sp_fail(SPROUT_ERR_UNSUPPORTED, "architecture '%.*s' is not supported (sprout runs llama, qwen2, qwen3, phi3, gemma, "
-                                               "gemma2, gemma3, phi2, stablelm, falcon, and bert for embeddings)",
+                                               "gemma2, gemma3, phi2, stablelm, falcon, and bert and nomic-bert for embeddings)",
                        (int)(arch_len > 64 ? 64 : arch_len), arch_name);
     sprout_model *m = calloc(1, sizeof *m);
     if (!m) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
@@ -335,7 +336,9 @@ sprout_status sp_model_build(sprout_gguf *g, const sprout_model_params *params, 
     if ((st = bind_vec(&L, "output_norm.weight", hp->n_embd, !at->encoder, &m->output_norm)) != SPROUT_OK) goto fail;
     if ((st = bind_vec(&L, "output_norm.bias", hp->n_embd, false, &m->output_norm_b)) != SPROUT_OK) goto fail;
     if (at->encoder) { /* no head: m->output stays empty */
-        if ((st = bind_weight(&L, "position_embd.weight", hp->n_embd, hp->n_ctx_train, true, &m->pos_embd)) != SPROUT_OK) goto fail;
+        /* learned positions, unless RoPE gives them (nomic-bert) */
+        const bool learned = at->rope == SP_ROPE_NONE;
+        if ((st = bind_weight(&L, "position_embd.weight", hp->n_embd, hp->n_ctx_train, learned, &m->pos_embd)) != SPROUT_OK) goto fail;
         int64_t types = find_tensor(&L, "token_types.weight");
         if (types >= 0 && sprout_gguf_tensor_dim(g, types, 1) < 1) {
             st = sp_fail(SPROUT_ERR_FORMAT, "tensor 'token_types.weight' has no rows");

@@ -24,6 +24,7 @@ typedef enum sp_arch {
     SP_ARCH_STABLELM,
     SP_ARCH_FALCON,
     SP_ARCH_BERT,
+    SP_ARCH_NOMIC_BERT,
 } sp_arch;
 
 typedef enum sp_rope_kind { SP_ROPE_NORM, SP_ROPE_NEOX, SP_ROPE_NONE /* learned absolute positions (BERT) */ } sp_rope_kind;
