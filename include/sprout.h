@@ -569,6 +569,9 @@ const sprout_gguf *sprout_model_gguf(const sprout_model *model);
 const char *sprout_model_architecture(const sprout_model *model);
 int32_t sprout_model_n_ctx_train(const sprout_model *model);
 int32_t sprout_model_n_vocab(const sprout_model *model);
+/* Whether the model writes text (it has an output head); encoders such as
+ * BERT give embeddings only. */
+bool sprout_model_generates(const sprout_model *model);
 /* Width of the hidden state: the length of an embedding. */
 int32_t sprout_model_n_embd(const sprout_model *model);
 

@@ -434,4 +434,5 @@ const char *sprout_model_architecture(const sprout_model *m) { return m ? m->hp.
 int32_t sprout_model_n_ctx_train(const sprout_model *m) { return m ? m->hp.n_ctx_train : 0; }
 int32_t sprout_model_n_vocab(const sprout_model *m) { return m ? m->hp.n_vocab : 0; }
 int32_t sprout_model_n_embd(const sprout_model *m) { return m ? m->hp.n_embd : 0; }
+bool sprout_model_generates(const sprout_model *m) { return m && m->output.data; }
 double sprout_model_load_ms(const sprout_model *m) { return m ? m->load_ms : 0; }

@@ -54,6 +54,8 @@ check(!near(vec[0], vec[1], 1e-3), 'different texts, different vectors');
 
 // Ollama: embed gives the same unit vectors; the older embeddings the unscaled one
 {
+  const show = await ollama.show({ model: 'stories260K' });
+  check(JSON.stringify(show.capabilities) === '["completion"]', 'capabilities of a model that writes text', show.capabilities);
   const e = await ollama.embed({ model: 'stories260K', input: texts });
   check(e.model === 'stories260K' && e.embeddings.length === 3 && e.embeddings.every((v, i) => same(v, vec[i])), 'ollama embed', e.embeddings?.length);
   check(e.prompt_eval_count === r.usage.prompt_tokens && e.total_duration > 0, 'ollama counts', e);
