@@ -69,19 +69,28 @@ static sprout_token *json_ids(const json_t *arr, size_t *n) {
     return ids;
 }
 
-/* logits[v] = output row v . h, with the model's output matrix (or the
- * tied token embeddings) read from the file. */
+/* logits[v] = output row v . h, as a model's head computes them from the
+ * file: its output matrix (or the tied token embeddings; gemma's always),
+ * plus output.bias, then the final soft-cap where the file has one. */
 static bool project(const sprout_model *m, const float *h, float *logits, int32_t n_vocab, int32_t dim) {
     const sprout_gguf *g = sprout_model_gguf(m);
-    int64_t t = sprout_gguf_find_tensor(g, "output.weight");
+    const char *arch = sprout_model_architecture(m);
+    int64_t t = strncmp(arch, "gemma", 5) ? sprout_gguf_find_tensor(g, "output.weight") : -1;
     if (t < 0) t = sprout_gguf_find_tensor(g, "token_embd.weight");
-    if (t < 0 || sprout_gguf_tensor_dim(g, t, 0) != dim || sprout_gguf_tensor_dim(g, t, 1) != n_vocab) return false;
+    if (t < 0 || sprout_gguf_tensor_dim(g, t, 0) != dim || sprout_gguf_tensor_dim(g, t, 1) < n_vocab) return false;
     float *w = malloc((size_t)n_vocab * (size_t)dim * sizeof *w);
     bool ok = w && sprout_dequantize(sprout_gguf_tensor_type(g, t), sprout_gguf_tensor_data(g, t), w, (int64_t)n_vocab * dim) == SPROUT_OK;
+    const int64_t b = sprout_gguf_find_tensor(g, "output.bias");
+    const float *bias = b >= 0 && sprout_gguf_tensor_type(g, b) == SPROUT_TYPE_F32 ? sprout_gguf_tensor_data(g, b) : NULL;
+    char key[128];
+    snprintf(key, sizeof key, "%s.final_logit_softcapping", arch);
+    const sprout_gguf_value *capv = sprout_gguf_find(g, key);
+    double cap = 0;
+    if (capv) sprout_gguf_value_f64(capv, &cap);
     for (int32_t v = 0; ok && v < n_vocab; v++) {
-        double sum = 0;
+        double sum = bias ? bias[v] : 0;
         for (int32_t i = 0; i < dim; i++) sum += (double)w[(size_t)v * (size_t)dim + (size_t)i] * h[i];
-        logits[v] = (float)sum;
+        logits[v] = (float)(cap > 0 ? cap * tanh(sum / cap) : sum);
     }
     free(w);
     return ok;
@@ -123,6 +132,52 @@ done:
     sprout_scheduler_free(s);
     sprout_model_free(m);
     json_decref(ref);
+}
+
+/* Every architecture in ../shared/arch: the last token's state of the
+ * reference prompt, projected by the file's head, gives llama.cpp's last
+ * logits within the file's own tolerance. */
+static bool arch_case(const char *dir, const char *name, void *ctx) {
+    (void)ctx;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    json_t *ref = json_load_file(path, 0, NULL);
+    CHECK_MSG(ref != NULL, "cannot read %s", path);
+    if (!ref) return false;
+    snprintf(path, sizeof path, "%s/%s", dir, json_string_value(json_object_get(ref, "model_file")));
+    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 2};
+    sprout_model *m = NULL;
+    CHECK_MSG(sprout_model_load(path, &mp, &m) == SPROUT_OK, "%s: %s", path, sprout_last_error());
+    sprout_scheduler *s = m ? scheduler(m, 1, 64, 0) : NULL;
+    const int32_t dim = sprout_model_n_embd(m), n_vocab = sprout_model_n_vocab(m);
+    size_t n = 0;
+    sprout_token *ids = json_ids(json_object_get(ref, "tokens"), &n);
+    float *h = malloc((size_t)(dim > 0 ? dim : 1) * sizeof *h), *logits = malloc((size_t)(n_vocab > 0 ? n_vocab : 1) * sizeof *logits);
+    if (s && embed_one(s, ids, n, SPROUT_POOLING_LAST, false, h, (size_t)dim)) {
+        CHECK_MSG(project(m, h, logits, n_vocab, dim), "%s: no head to project with", name);
+        const json_t *last = json_object_get(ref, "last_logits"), *tol = json_object_get(ref, "tolerance");
+        double max_abs = 0, err2 = 0, ref2 = 0;
+        for (int32_t v = 0; v < n_vocab; v++) {
+            const double r = json_number_value(json_array_get(last, (size_t)v)), d = fabs(logits[v] - r);
+            max_abs = fmax(max_abs, d);
+            err2 += d * d;
+            ref2 += r * r;
+        }
+        const double rel = sqrt(err2 / ref2);
+        CHECK_MSG(max_abs <= json_number_value(json_object_get(tol, "max_abs")) && rel <= json_number_value(json_object_get(tol, "rel_rms")),
+                  "%s: the last state projects %g (rel %g) from llama.cpp's logits", name, max_abs, rel);
+    }
+    free(h);
+    free(logits);
+    free(ids);
+    sprout_scheduler_free(s);
+    sprout_model_free(m);
+    json_decref(ref);
+    return true;
+}
+
+static void test_every_architecture(void) {
+    CHECK(test_for_each_shared_file("arch", ".json", arch_case, NULL) >= 10);
 }
 
 /* --- the poolings against each other ---------------------------------------------------------------- */
@@ -305,6 +360,7 @@ done:
 int main(void) {
     snprintf(model_path, sizeof model_path, "%s/models/stories260K.gguf", test_shared_dir());
     test_last_token_state();
+    test_every_architecture();
     test_poolings();
     test_together();
     test_limits();
