@@ -188,6 +188,11 @@ static const lang_case lang_cases[] = {
     /* jinja2's joiner and cycler, str.casefold, the striptags filter */
     {"{% set j = joiner(', ') %}{% for i in range(3) %}{{ j() }}{{ i }}{% endfor %}|{% set c = cycler('a', 'b') %}{{ c.next() }}{{ c.next() }}{{ c.next() }}{{ c.current }}{{ c.reset() }}{{ c.current }}", "0, 1, 2|ababNonea"},
     {"{{ 'Stra\u00dfe HELLO'.casefold() }}|{{ '  <p>Hello   <i>world</i></p>\\n <!-- c -->end  '|striptags }}|{{ 'a &amp; b &lt;c&gt; &#65;&#x42; &nbsp;x'|striptags }}|{{ 'a < b'|striptags }}", "strasse hello|Hello world end|a & b <c> AB \u00a0x|a < b"},
+    /* jinja2's filesizeformat and urlencode */
+    {"{{ 1|filesizeformat }}|{{ 999|filesizeformat }}|{{ 1000|filesizeformat }}|{{ 123456789|filesizeformat }}|{{ 123456789|filesizeformat(true) }}|{{ 1e30|filesizeformat }}|{{ '2048'|filesizeformat }}|{{ -5|filesizeformat }}|{{ 1.5|filesizeformat }}",
+     "1 Byte|999 Bytes|1.0 kB|123.5 MB|117.7 MiB|1000000.0 YB|2.0 kB|-5 Bytes|1 Bytes"},
+    {"{{ 'a b/c?d=é&x~_.-'|urlencode }}|{{ {'a b': 'c/d', 'k': 1}|urlencode }}|{{ [('x', 'y z')]|urlencode }}|{{ 42|urlencode }}",
+     "a%20b/c%3Fd%3D%C3%A9%26x~_.-|a+b=c%2Fd&k=1|x=y+z|42"},
     {"{{ tools }}|{{ documents }}|{{ add_generation_prompt }}", "None|None|True"},
     {"{{ enable_thinking }}{{ extra.n + 1 }}", "False3"},
 };

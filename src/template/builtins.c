@@ -1498,6 +1498,87 @@ static bool truncate_text(interp *in, const node *at, const jstr *s, const call_
     return buf_result(in, at, &b, out);
 }
 
+/* jinja2's filesizeformat: bytes, or kB/MB... (binary: KiB/MiB...) with
+ * one decimal. */
+static bool file_size(interp *in, const node *at, jv v, const call_args *a, jv *out) {
+    double bytes;
+    if (v.type == JV_INT) bytes = (double)v.u.i;
+    else if (v.type == JV_FLOAT) bytes = v.u.f;
+    else if (v.type == JV_BOOL) bytes = v.u.b;
+    else if (v.type == JV_STR) {
+        char *end;
+        bytes = strtod(v.u.s->data, &end);
+        if (end == v.u.s->data || *end) return rt_error(in, at, "could not convert string to float: '%s'", v.u.s->data);
+    } else {
+        return rt_error(in, at, "float() argument must be a string or a real number, not '%s'", jv_type_name(v));
+    }
+    const jv *binary_arg = call_arg(a, 0, "binary");
+    const bool binary = binary_arg && jv_truthy(*binary_arg);
+    static const char *const decimal[] = {"kB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"};
+    static const char *const binary_units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
+    const double base = binary ? 1024 : 1000;
+    char text[64];
+    if (bytes == 1) snprintf(text, sizeof text, "1 Byte");
+    else if (bytes < base) snprintf(text, sizeof text, "%lld Bytes", (long long)bytes);
+    else {
+        double unit = base;
+        int i = 0;
+        for (; i < 8; i++) {
+            unit *= base;
+            if (bytes < unit) break;
+        }
+        if (i == 8) i = 7; /* past yottabytes: still in them */
+        snprintf(text, sizeof text, "%.1f %s", base * bytes / unit, binary ? binary_units[i] : decimal[i]);
+    }
+    return make_str(in, at, text, strlen(text), out);
+}
+
+/* Python's quote(): UTF-8 bytes, letters, digits and _.-~ kept (and '/'
+ * outside query strings), the rest %XX; in a query string a space is '+'. */
+static void url_quote(jbuf *b, const char *s, size_t n, bool for_query) {
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char c = (unsigned char)s[i];
+        char esc[4];
+        if (isalnum(c) || c == '_' || c == '.' || c == '-' || c == '~' || (c == '/' && !for_query)) jbuf_put(b, (const char *)&c, 1);
+        else if (c == ' ' && for_query) jbuf_put(b, "+", 1);
+        else {
+            snprintf(esc, sizeof esc, "%%%02X", c);
+            jbuf_put(b, esc, 3);
+        }
+    }
+}
+
+/* jinja2's urlencode: a string (or any value that is not a collection)
+ * quoted; a mapping, or a list of pairs, as a query string. */
+static bool url_encode(interp *in, const node *at, jv v, jv *out) {
+    jbuf b = {0};
+    jv s;
+    if (v.type != JV_DICT && v.type != JV_LIST && v.type != JV_TUPLE) {
+        if (!to_str(in, at, v, &s)) return false;
+        url_quote(&b, s.u.s->data, s.u.s->len, false);
+        return buf_result(in, at, &b, out);
+    }
+    jv pairs = v;
+    if (v.type == JV_DICT && !dict_items(in, at, v.u.d, &pairs)) return false;
+    for (size_t i = 0; i < pairs.u.l->n; i++) {
+        const jv pair = pairs.u.l->items[i];
+        if ((pair.type != JV_LIST && pair.type != JV_TUPLE) || pair.u.l->n != 2) {
+            free(b.data);
+            return rt_error(in, at, "urlencode: expected a mapping or pairs");
+        }
+        jv k, val;
+        if (!to_str(in, at, pair.u.l->items[0], &k) || !to_str(in, at, pair.u.l->items[1], &val)) {
+            free(b.data);
+            return false;
+        }
+        if (i) jbuf_put(&b, "&", 1);
+        url_quote(&b, k.u.s->data, k.u.s->len, true);
+        jbuf_put(&b, "=", 1);
+        url_quote(&b, val.u.s->data, val.u.s->len, true);
+    }
+    return buf_result(in, at, &b, out);
+}
+
 /* jinja2's striptags: comments and tags out, runs of whitespace to one
  * space, then the character references back to characters (numeric ones,
  * the markup ones and the common typographic ones; other named ones stay
@@ -1761,6 +1842,8 @@ bool builtin_filter(interp *in, const node *at, const char *name, jv v, const ca
     if (!strcmp(name, "groupby")) return group_items(in, at, v, a, out);
     if (!strcmp(name, "truncate")) return to_str(in, at, v, &s) && truncate_text(in, at, s.u.s, a, out);
     if (!strcmp(name, "striptags")) return to_str(in, at, v, &s) && strip_tags(in, at, s.u.s, out);
+    if (!strcmp(name, "filesizeformat")) return file_size(in, at, v, a, out);
+    if (!strcmp(name, "urlencode")) return url_encode(in, at, v, out);
     if (!strcmp(name, "center")) {
         int64_t width;
         return to_str(in, at, v, &s) && want_int(in, at, call_arg(a, 0, "width"), 80, &width) && justify(in, at, s.u.s, width, NULL, 'c', out);
