@@ -188,6 +188,13 @@ static const lang_case lang_cases[] = {
     /* jinja2's joiner and cycler, str.casefold, the striptags filter */
     {"{% set j = joiner(', ') %}{% for i in range(3) %}{{ j() }}{{ i }}{% endfor %}|{% set c = cycler('a', 'b') %}{{ c.next() }}{{ c.next() }}{{ c.next() }}{{ c.current }}{{ c.reset() }}{{ c.current }}", "0, 1, 2|ababNonea"},
     {"{{ 'Stra\u00dfe HELLO'.casefold() }}|{{ '  <p>Hello   <i>world</i></p>\\n <!-- c -->end  '|striptags }}|{{ 'a &amp; b &lt;c&gt; &#65;&#x42; &nbsp;x'|striptags }}|{{ 'a < b'|striptags }}", "strasse hello|Hello world end|a & b <c> AB \u00a0x|a < b"},
+    /* jinja2's wordwrap (Python's textwrap: hyphens, long words, whitespace at line ends) */
+    {"{{ 'The quick brown fox jumps over the lazy dog'|wordwrap(10) }}", "The quick\nbrown fox\njumps over\nthe lazy\ndog"},
+    {"{{ 'state-of-the-art e-mail supercalifragilistic\\n\\nnext  para'|wordwrap(7, wrapstring='|') }}",
+     "state-|of-the-|art|e-mail |superca|lifragi|listic||next|para"},
+    {"{{ 'a-b-c-d-e-f x--y tab\\there'|wordwrap(2, break_on_hyphens=false) }}", "a-\nb-\nc-\nd-\ne-\nf \nx-\n-y\nta\nb\t\nhe\nre"},
+    {"{{ '  leading and trailing   '|wordwrap(4, false) }}|{{ 'na\u00efve \u65e5\u672c\u8a9e\u30c6\u30ad\u30b9\u30c8'|wordwrap(3) }}",
+     "leading\nand\ntrailing|na\u00ef\nve \n\u65e5\u672c\u8a9e\n\u30c6\u30ad\u30b9\n\u30c8"},
     /* jinja2's filesizeformat and urlencode */
     {"{{ 1|filesizeformat }}|{{ 999|filesizeformat }}|{{ 1000|filesizeformat }}|{{ 123456789|filesizeformat }}|{{ 123456789|filesizeformat(true) }}|{{ 1e30|filesizeformat }}|{{ '2048'|filesizeformat }}|{{ -5|filesizeformat }}|{{ 1.5|filesizeformat }}",
      "1 Byte|999 Bytes|1.0 kB|123.5 MB|117.7 MiB|1000000.0 YB|2.0 kB|-5 Bytes|1 Bytes"},

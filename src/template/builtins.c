@@ -2,13 +2,16 @@
  * the globals transformers adds (raise_exception, strftime_now) and jinja2's
  * own (namespace, range, dict), and the Python methods chat templates call
  * on strings and dicts. */
+#define PCRE2_CODE_UNIT_WIDTH 8
 #include <ctype.h>
+#include <pcre2.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
+#include <pthread.h>
 
 #include "core/utf8.h"
 #include "template/eval_internal.h"
@@ -1579,6 +1582,161 @@ static bool url_encode(interp *in, const node *at, jv v, jv *out) {
     return buf_result(in, at, &b, out);
 }
 
+/* --- wordwrap: Python's textwrap as jinja2 calls it ------------------------------------------
+ * Each line wrapped alone (expand_tabs and replace_whitespace off, runs of
+ * whitespace dropped at line ends), split into chunks by textwrap's own
+ * regular expression: whitespace runs and words, which with
+ * break_on_hyphens also end after a hyphen between letters. */
+
+/* textwrap.TextWrapper.wordsep_re, its \Z as PCRE's \z */
+#define WS "[\\t\\n\\x0b\\x0c\\r ]"
+#define NWS "[^\\t\\n\\x0b\\x0c\\r ]"
+#define WORD_PUNCT "[\\w!\"'&.,?]"
+#define LETTER "[^\\d\\W]"
+static const char wordsep_re[] = "(" WS "+|(?<=" WORD_PUNCT ")-{2,}(?=\\w)|" NWS "+?(?:-(?:(?<=" LETTER "{2}-)|(?<=" LETTER "-" LETTER
+                                 "-))(?=" LETTER "-?" LETTER ")|(?=" WS "|\\z)|(?<=" WORD_PUNCT ")(?=-{2,}\\w)))";
+static const char wordsep_simple_re[] = "(" WS "+)";
+#undef WS
+#undef NWS
+#undef WORD_PUNCT
+#undef LETTER
+
+static pcre2_code *wordsep_code[2]; /* simple, with hyphens */
+static pthread_once_t wordsep_once = PTHREAD_ONCE_INIT;
+
+static void wordsep_compile(void) {
+    int err;
+    PCRE2_SIZE off;
+    wordsep_code[0] = pcre2_compile((PCRE2_SPTR)wordsep_simple_re, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &err, &off, NULL);
+    wordsep_code[1] = pcre2_compile((PCRE2_SPTR)wordsep_re, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &err, &off, NULL);
+}
+
+typedef struct wrap_chunk {
+    size_t at, len, chars; /* bytes into the line, bytes, characters */
+} wrap_chunk;
+
+static bool all_space(const char *s, size_t n) {
+    for (size_t i = 0, cl; i < n; i += cl)
+        if (!py_isspace(decode(s + i, n - i, &cl))) return false;
+    return true;
+}
+
+/* re.split's pieces (the matches and the text between), empty ones dropped. */
+static bool wrap_chunks_of(const char *line, size_t n, bool hyphens, wrap_chunk **out, size_t *n_out) {
+    pthread_once(&wordsep_once, wordsep_compile);
+    pcre2_code *code = wordsep_code[hyphens];
+    wrap_chunk *c = malloc((2 * n + 2) * sizeof *c);
+    pcre2_match_data *md = code ? pcre2_match_data_create_from_pattern(code, NULL) : NULL;
+    if (!c || !md) {
+        free(c);
+        pcre2_match_data_free(md);
+        return false;
+    }
+    size_t k = 0, pos = 0, last = 0;
+    while (pos <= n && pcre2_match(code, (PCRE2_SPTR)line, n, pos, pos == last ? 0 : PCRE2_NOTEMPTY_ATSTART, md, NULL) >= 0) {
+        const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+        if (ov[0] > last) c[k++] = (wrap_chunk){last, ov[0] - last, char_count(line + last, ov[0] - last)};
+        if (ov[1] > ov[0]) c[k++] = (wrap_chunk){ov[0], ov[1] - ov[0], char_count(line + ov[0], ov[1] - ov[0])};
+        last = ov[1];
+        if (ov[1] == ov[0]) { /* an empty match: step over one character */
+            if (ov[1] >= n) break;
+            size_t cl;
+            decode(line + ov[1], n - ov[1], &cl);
+            pos = ov[1] + cl;
+        } else {
+            pos = ov[1];
+        }
+    }
+    if (last < n) c[k++] = (wrap_chunk){last, n - last, char_count(line + last, n - last)};
+    pcre2_match_data_free(md);
+    *out = c;
+    *n_out = k;
+    return true;
+}
+
+/* The first `chars` characters' bytes of a chunk. */
+static size_t chunk_prefix_bytes(const char *s, size_t chars) {
+    size_t b = 0, cl;
+    for (size_t i = 0; i < chars; i++, b += cl) decode(s + b, 4, &cl);
+    return b;
+}
+
+/* textwrap.wrap(line) joined by wrap: TextWrapper._wrap_chunks and
+ * _handle_long_word. */
+static bool wrap_line(const char *line, size_t n, int64_t width, bool break_long, bool hyphens, const char *wrap, size_t wrap_len,
+                      jbuf *b) {
+    wrap_chunk *c;
+    size_t k;
+    if (!wrap_chunks_of(line, n, hyphens, &c, &k)) return false;
+    size_t next = 0, lines = 0; /* chunks [next, k) are left */
+    while (next < k) {
+        if (lines && all_space(line + c[next].at, c[next].len)) next++;
+        size_t first = next, cur = 0; /* the line: chunks [first, next), then perhaps a piece cut off the next */
+        bool has_piece = false;
+        wrap_chunk piece = {0, 0, 0};
+        while (next < k && (int64_t)(cur + c[next].chars) <= width) cur += c[next++].chars;
+        if (next < k && (int64_t)c[next].chars > width) {
+            const int64_t space_left = width < 1 ? 1 : width - (int64_t)cur;
+            if (break_long) { /* the piece that fits (perhaps none), cut after a hyphen where one allows */
+                wrap_chunk *w = &c[next];
+                int64_t end = space_left;
+                if (hyphens && (int64_t)w->chars > space_left) {
+                    /* the last hyphen before the limit, if something other than hyphens comes before it */
+                    int64_t hyphen = -1;
+                    bool other_before = false, other_seen = false;
+                    size_t byte = 0, cl;
+                    for (int64_t ch = 0; ch < space_left; ch++, byte += cl) {
+                        const int32_t cp = decode(line + w->at + byte, w->len - byte, &cl);
+                        if (cp == '-') hyphen = ch, other_before = other_seen;
+                        else other_seen = true;
+                    }
+                    if (hyphen > 0 && other_before) end = hyphen + 1;
+                }
+                const size_t bytes = chunk_prefix_bytes(line + w->at, (size_t)end);
+                piece = (wrap_chunk){w->at, bytes, (size_t)end};
+                has_piece = true;
+                w->at += bytes, w->len -= bytes, w->chars -= (size_t)end;
+            } else if (next == first) {
+                next++; /* a line of its own, whole */
+            }
+        }
+        /* the line's last part goes if it is whitespace (an empty piece counts) */
+        size_t last = next;
+        if (has_piece && all_space(line + piece.at, piece.len)) has_piece = false;
+        else if (!has_piece && last > first && all_space(line + c[last - 1].at, c[last - 1].len)) last--;
+        if (last > first || has_piece) {
+            if (lines++) jbuf_put(b, wrap, wrap_len);
+            for (size_t i = first; i < last; i++) jbuf_put(b, line + c[i].at, c[i].len);
+            if (has_piece) jbuf_put(b, line + piece.at, piece.len);
+        }
+    }
+    free(c);
+    return true;
+}
+
+static bool wordwrap(interp *in, const node *at, const jstr *s, const call_args *a, jv *out) {
+    int64_t width;
+    const jv *brk = call_arg(a, 1, "break_long_words"), *wrap_arg = call_arg(a, 2, "wrapstring"), *hy = call_arg(a, 3, "break_on_hyphens");
+    const jstr *wrap = NULL;
+    if (!want_int(in, at, call_arg(a, 0, "width"), 79, &width) || (wrap_arg && wrap_arg->type != JV_NONE && !want_str(in, at, wrap_arg, "wrapstring", &wrap)))
+        return false;
+    if (width <= 0) return rt_error(in, at, "invalid width %lld (must be > 0)", (long long)width);
+    const char *wrap_text = wrap ? wrap->data : "\n"; /* the environment's newline_sequence */
+    const size_t wrap_len = wrap ? wrap->len : 1;
+    jv lines;
+    if (!split_lines(in, at, s, false, &lines)) return false;
+    jbuf b = {0};
+    for (size_t i = 0; i < lines.u.l->n; i++) {
+        if (i) jbuf_put(&b, wrap_text, wrap_len);
+        const jstr *line = lines.u.l->items[i].u.s;
+        if (!wrap_line(line->data, line->len, width, !brk || jv_truthy(*brk), !hy || jv_truthy(*hy), wrap_text, wrap_len, &b)) {
+            jbuf_free(&b);
+            return oom(in, at);
+        }
+    }
+    return buf_result(in, at, &b, out);
+}
+
 /* jinja2's striptags: comments and tags out, runs of whitespace to one
  * space, then the character references back to characters (numeric ones,
  * the markup ones and the common typographic ones; other named ones stay
@@ -1842,6 +2000,7 @@ bool builtin_filter(interp *in, const node *at, const char *name, jv v, const ca
     if (!strcmp(name, "groupby")) return group_items(in, at, v, a, out);
     if (!strcmp(name, "truncate")) return to_str(in, at, v, &s) && truncate_text(in, at, s.u.s, a, out);
     if (!strcmp(name, "striptags")) return to_str(in, at, v, &s) && strip_tags(in, at, s.u.s, out);
+    if (!strcmp(name, "wordwrap")) return to_str(in, at, v, &s) && wordwrap(in, at, s.u.s, a, out);
     if (!strcmp(name, "filesizeformat")) return file_size(in, at, v, a, out);
     if (!strcmp(name, "urlencode")) return url_encode(in, at, v, out);
     if (!strcmp(name, "center")) {
