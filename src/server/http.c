@@ -156,6 +156,12 @@ typedef struct route {
     bool before_ready; /* answers while the model loads (and without a key) */
 } route;
 
+/* A path a route serves: its own, or for a path ending in '/' any name under it. */
+static bool route_serves(const route *r, const char *url) {
+    const size_t n = strlen(r->path);
+    return r->path[n - 1] == '/' ? !strncmp(url, r->path, n) && url[n] && !strchr(url + n, '/') : !strcmp(url, r->path);
+}
+
 static const route routes[] = {
     {"GET", "/", handle_root, true},
     {"GET", "/health", sp_handle_health, true},
@@ -163,6 +169,7 @@ static const route routes[] = {
     {"POST", "/tokenize", sp_handle_tokenize, false},
     {"POST", "/detokenize", sp_handle_detokenize, false},
     {"GET", "/v1/models", sp_handle_openai_models, false},
+    {"GET", "/v1/models/", sp_handle_openai_model, false},
     {"POST", "/v1/chat/completions", handle_openai_chat, false},
     {"POST", "/v1/completions", handle_openai_completion, false},
     {"POST", "/chat/completions", handle_openai_chat, false},
@@ -208,7 +215,7 @@ static void check_early(sp_server *srv, struct MHD_Connection *c, const char *ur
     if (!strcmp(method, "OPTIONS")) return;
     bool path_known = false;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
-        if (!strcmp(url, routes[i].path)) {
+        if (route_serves(&routes[i], url)) {
             path_known = true;
             if (!strcmp(method, routes[i].method) || (!strcmp(method, "HEAD") && !strcmp(routes[i].method, "GET"))) up->route = &routes[i];
         }
@@ -223,7 +230,7 @@ static enum MHD_Result reply_not_allowed(sp_server *srv, struct MHD_Connection *
     char message[512], allow[64] = "";
     snprintf(message, sizeof message, "%s is not allowed on %s", method, url);
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
-        if (!strcmp(url, routes[i].path) && strlen(allow) + strlen(routes[i].method) + 3 < sizeof allow) {
+        if (route_serves(&routes[i], url) && strlen(allow) + strlen(routes[i].method) + 3 < sizeof allow) {
             if (*allow) strcat(allow, ", ");
             strcat(allow, routes[i].method);
         }

@@ -272,9 +272,20 @@ const sp_api_format sp_openai_completion_format = {"text/event-stream", completi
 
 /* --- models -------------------------------------------------------------------------------------------------------- */
 
+static json_t *model_object(const sp_server *srv) {
+    return json_pack("{s:s, s:s, s:I, s:s}", "id", srv->model_name, "object", "model", "created", (json_int_t)srv->model_mtime, "owned_by",
+                     "sprout");
+}
+
 enum MHD_Result sp_handle_openai_models(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
     (void)url, (void)body, (void)len;
-    json_t *model = json_pack("{s:s, s:s, s:I, s:s}", "id", srv->model_name, "object", "model", "created",
-                              (json_int_t)srv->model_mtime, "owned_by", "sprout");
-    return sp_reply_json(srv, c, 200, json_pack("{s:s, s:[o]}", "object", "list", "data", model));
+    return sp_reply_json(srv, c, 200, json_pack("{s:s, s:[o]}", "object", "list", "data", model_object(srv)));
+}
+
+enum MHD_Result sp_handle_openai_model(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
+    (void)body, (void)len;
+    const char *name = url + strlen("/v1/models/");
+    if (!sp_model_name_matches(srv, name))
+        return sp_reply_error(srv, c, SP_STYLE_OPENAI, 404, "model", "The model '%s' does not exist (this server has \"%s\")", name, srv->model_name);
+    return sp_reply_json(srv, c, 200, model_object(srv));
 }

@@ -162,6 +162,7 @@ bool sp_model_name_matches(const sp_server *srv, const char *name);
 
 typedef enum MHD_Result (*sp_handler)(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len);
 enum MHD_Result sp_handle_openai_models(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
+enum MHD_Result sp_handle_openai_model(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
 enum MHD_Result sp_handle_ollama_tags(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
 enum MHD_Result sp_handle_ollama_ps(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
 enum MHD_Result sp_handle_ollama_show(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);

@@ -11,6 +11,15 @@ const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRe
 // models
 const models = await client.models.list();
 check(models.data.length === 1 && models.data[0].id === 'stories260K' && models.data[0].object === 'model', 'models.list', models.data);
+{
+  const one = await client.models.retrieve('stories260K');
+  check(one.id === 'stories260K' && one.object === 'model' && one.owned_by === 'sprout', 'models.retrieve', one);
+  await checkRejects(client.models.retrieve('gpt-5'), 'models.retrieve of another model', (err) => err.status === 404 && /does not exist/.test(err.message));
+  const nested = await fetch(`${server.url}/v1/models/a/b`);
+  check(nested.status === 404, 'no path below a model', nested.status);
+  const posted = await fetch(`${server.url}/v1/models/stories260K`, { method: 'POST' });
+  check(posted.status === 405 && posted.headers.get('allow') === 'GET', 'POST on a model', posted.status, posted.headers.get('allow'));
+}
 
 // completions reproduce llama.cpp's greedy generations
 for (const c of reference().cases) {
