@@ -182,6 +182,7 @@ static const route routes[] = {
     {"POST", "/api/embeddings", sp_handle_ollama_embeddings, false},
     {"GET", "/api/tags", sp_handle_ollama_tags, false},
     {"POST", "/api/show", sp_handle_ollama_show, false},
+    {"POST", "/api/pull", sp_handle_ollama_pull, false},
     {"GET", "/api/version", sp_handle_ollama_version, true},
     {"GET", "/api/ps", sp_handle_ollama_ps, false},
 };

@@ -208,22 +208,45 @@ enum MHD_Result sp_handle_ollama_version(sp_server *srv, struct MHD_Connection *
     return sp_reply_json(srv, c, 200, json_pack("{s:s}", "version", sprout_version()));
 }
 
-enum MHD_Result sp_handle_ollama_show(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
-    (void)url;
-    enum MHD_Result res = MHD_NO;
-    json_t *req = sp_parse_object(srv, c, SP_STYLE_OLLAMA, body, len, &res);
-    if (!req) return res;
+/* A body naming the model (`model`, or the older `name`): the parsed body
+ * when it names the one served, else NULL after the reply (400, 404). */
+static json_t *naming_request(sp_server *srv, struct MHD_Connection *c, const char *body, size_t len, enum MHD_Result *res) {
+    json_t *req = sp_parse_object(srv, c, SP_STYLE_OLLAMA, body, len, res);
+    if (!req) return NULL;
     const json_t *name = json_object_get(req, "model");
     if (!name || json_is_null(name)) name = json_object_get(req, "name");
     if (name && !json_is_string(name)) {
         json_decref(req);
-        return sp_reply_error(srv, c, SP_STYLE_OLLAMA, 400, "model", "model: expected a string");
+        *res = sp_reply_error(srv, c, SP_STYLE_OLLAMA, 400, "model", "model: expected a string");
+        return NULL;
     }
     if (!sp_model_name_matches(srv, name ? json_string_value(name) : NULL)) {
-        res = sp_reply_error(srv, c, SP_STYLE_OLLAMA, 404, "model", "model '%s' not found", json_string_value(name));
+        *res = sp_reply_error(srv, c, SP_STYLE_OLLAMA, 404, "model", "model '%s' not found (this server has '%s' and downloads nothing)",
+                              json_string_value(name), srv->model_name);
         json_decref(req);
-        return res;
+        return NULL;
     }
+    return req;
+}
+
+/* POST /api/pull: the model served is there already; sprout fetches no others. */
+enum MHD_Result sp_handle_ollama_pull(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
+    (void)url;
+    enum MHD_Result res = MHD_NO;
+    json_t *req = naming_request(srv, c, body, len, &res);
+    if (!req) return res;
+    const json_t *stream = json_object_get(req, "stream");
+    const bool ndjson = !json_is_false(stream); /* Ollama streams unless told not to */
+    json_decref(req);
+    if (!ndjson) return sp_reply_json(srv, c, 200, json_pack("{s:s}", "status", "success"));
+    return sp_reply_text(srv, c, 200, "application/x-ndjson", "{\"status\":\"success\"}\n");
+}
+
+enum MHD_Result sp_handle_ollama_show(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
+    (void)url;
+    enum MHD_Result res = MHD_NO;
+    json_t *req = naming_request(srv, c, body, len, &res);
+    if (!req) return res;
     const bool verbose = json_is_true(json_object_get(req, "verbose"));
     json_decref(req);
 

@@ -166,6 +166,7 @@ enum MHD_Result sp_handle_openai_model(sp_server *, struct MHD_Connection *, con
 enum MHD_Result sp_handle_ollama_tags(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
 enum MHD_Result sp_handle_ollama_ps(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
 enum MHD_Result sp_handle_ollama_show(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
+enum MHD_Result sp_handle_ollama_pull(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
 enum MHD_Result sp_handle_ollama_version(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
 enum MHD_Result sp_handle_health(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
 enum MHD_Result sp_handle_metrics(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);

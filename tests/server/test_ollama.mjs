@@ -16,6 +16,16 @@ const show = await ollama.show({ model: 'stories' });
 check(show.model_info['general.architecture'] === 'llama' && show.model_info['llama.block_count'] === 5 && typeof show.template === 'string' &&
       show.details.parameter_size.endsWith('K'), 'show', show.details, show.model_info['llama.block_count']);
 check(show.model_info['tokenizer.ggml.tokens'] === null, 'show leaves the vocabulary out');
+check(JSON.stringify(show.capabilities) === '["completion"]', 'capabilities of a model that writes text', show.capabilities);
+// pull: the model served is there; nothing else is fetched
+{
+  const pulled = await ollama.pull({ model: 'stories', stream: false });
+  check(pulled.status === 'success', 'pull of the model served', pulled);
+  let last = null;
+  for await (const part of await ollama.pull({ model: 'stories:latest', stream: true })) last = part;
+  check(last?.status === 'success', 'streamed pull', last);
+  await checkRejects(ollama.pull({ model: 'llama3.2' }), 'pull of another model', (err) => err.status_code === 404 && /downloads nothing/.test(err.message));
+}
 
 const ps = await ollama.ps();
 check(ps.models.length === 1 && ps.models[0].name === 'stories:latest', 'ps', ps);
