@@ -5,7 +5,7 @@
  * whatever the model's size.
  *
  * usage: make_model PRESET TYPE OUT.gguf [SEED]
- *   PRESET: tinyllama-1.1b, qwen2.5-0.5b, llama-3.2-1b, small-100m
+ *   PRESET: tinyllama-1.1b, qwen2.5-0.5b, llama-3.2-1b, small-100m, qwen2-tiny (Qwen2's vocabulary, a toy body)
  *   TYPE:   a tensor type (F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K
  *           Q4_K Q5_K Q6_K: every matrix in it) or a file type (Q4_K_M,
  *           Q3_K_S ...: the model is written in F16, then quantized with
@@ -43,6 +43,8 @@ static const preset presets[] = {
     {"qwen2.5-0.5b", "qwen2", "qwen2", 151936, 896, 24, 14, 2, 4864, 32768, 1000000.f, 1e-6f, true, true},
     {"llama-3.2-1b", "llama", "llama-bpe", 128256, 2048, 16, 32, 8, 8192, 131072, 500000.f, 1e-5f, true, false},
     {"small-100m", "llama", "llama-spm", 32000, 1024, 4, 16, 4, 2816, 2048, 10000.f, 1e-5f, false, false},
+    /* Qwen2's real vocabulary on a toy body: for tests of what the vocabulary decides (FIM tokens) */
+    {"qwen2-tiny", "qwen2", "qwen2", 151936, 64, 1, 4, 2, 128, 512, 1000000.f, 1e-6f, true, true},
 };
 
 typedef struct tensor_spec {

@@ -369,6 +369,9 @@ typedef enum sprout_special {
     SPROUT_SPECIAL_CLS,
     SPROUT_SPECIAL_MASK,
     SPROUT_SPECIAL_NEWLINE, /* the token of "\n" */
+    SPROUT_SPECIAL_FIM_PRE, /* fill-in-the-middle: before the prefix (<|fim_prefix|>, <fim_prefix>, <PRE> ...) */
+    SPROUT_SPECIAL_FIM_SUF, /* before the suffix */
+    SPROUT_SPECIAL_FIM_MID, /* where the middle is to be written */
     SPROUT_SPECIAL_COUNT
 } sprout_special;
 
@@ -747,6 +750,12 @@ sprout_status sprout_model_chat_prompt(const sprout_model *model, const char *te
 sprout_status sprout_model_chat_prompt_vars(const sprout_model *model, const char *template_override, const char *messages_json,
                                             const char *vars_json, bool add_generation_prompt, char **text, size_t *text_len,
                                             sprout_token **ids, size_t *n_ids);
+/* A fill-in-the-middle prompt for code models (prefix, hole, suffix):
+ * BOS as the model wants, then FIM_PRE prefix FIM_SUF suffix FIM_MID, the
+ * texts tokenized as raw text; the reply is the middle.
+ * SPROUT_ERR_UNSUPPORTED when the vocabulary has no FIM tokens. */
+sprout_status sprout_model_fim_prompt(const sprout_model *model, const char *prefix, const char *suffix, sprout_token **ids,
+                                      size_t *n_ids);
 /* A raw-text prompt as sprout_generate tokenizes it (BOS as the model wants,
  * special-token text not parsed, unless parse_special). */
 sprout_status sprout_model_tokenize_prompt(const sprout_model *model, const char *text, size_t len, bool parse_special,

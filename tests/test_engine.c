@@ -476,6 +476,19 @@ static void test_hostile_numbers(void) {
     unlink(path);
 }
 
+/* A model whose vocabulary has no FIM tokens cannot fill a middle; bad
+ * arguments are refused. (With the tokens: test_server_fim.) */
+static void test_fim_prompt(void) {
+    sprout_model *m = load(SPROUT_KV_F16, 1);
+    sprout_token *ids = (sprout_token *)1;
+    size_t n = 7;
+    CHECK(sprout_model_fim_prompt(m, "a", "b", &ids, &n) == SPROUT_ERR_UNSUPPORTED && !ids && n == 0);
+    CHECK(strstr(sprout_last_error(), "fill-in-the-middle") != NULL);
+    CHECK(sprout_model_fim_prompt(m, NULL, "b", &ids, &n) == SPROUT_ERR_INVALID_ARGUMENT);
+    CHECK(sprout_model_fim_prompt(NULL, "a", "b", &ids, &n) == SPROUT_ERR_INVALID_ARGUMENT);
+    sprout_model_free(m);
+}
+
 int main(void) {
     snprintf(model_path, sizeof model_path, "%s/models/stories260K.gguf", test_shared_dir());
     test_hostile_numbers();
@@ -485,5 +498,6 @@ int main(void) {
     test_batching();
     test_chat();
     test_stops_and_limits();
+    test_fim_prompt();
     TEST_MAIN_END();
 }

@@ -273,6 +273,28 @@ static size_t random_utf8(char *out, size_t max_chars, uint64_t *state) {
 
 /* Every vocabulary: random text round-trips (BPE and SPM exactly), hostile
  * bytes are survived, and every token's piece re-tokenizes. */
+/* Fill-in-the-middle tokens, by key or by the texts code models use. */
+static void test_fim_tokens(void) {
+    static const struct {
+        const char *file;
+        sprout_token pre, suf, mid;
+    } cases[] = {
+        {"tokenizer/ggml-vocab-qwen2.gguf", 151659, 151661, 151660},    /* <|fim_prefix|> ... */
+        {"tokenizer/ggml-vocab-deepseek-coder.gguf", 32016, 32015, 32017}, /* <｜fim▁begin｜> <｜fim▁hole｜> <｜fim▁end｜> */
+        {"tokenizer/ggml-vocab-starcoder.gguf", 1, 3, 2},              /* <fim_prefix> <fim_suffix> <fim_middle> */
+        {"tokenizer/ggml-vocab-llama-spm.gguf", -1, -1, -1},
+        {"tokenizer/ggml-vocab-llama-bpe.gguf", -1, -1, -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        vocab_file vf;
+        if (!open_named(cases[i].file, &vf)) continue;
+        const sprout_token pre = sprout_tokenizer_special(vf.tok, SPROUT_SPECIAL_FIM_PRE), suf = sprout_tokenizer_special(vf.tok, SPROUT_SPECIAL_FIM_SUF),
+                           mid = sprout_tokenizer_special(vf.tok, SPROUT_SPECIAL_FIM_MID);
+        CHECK_MSG(pre == cases[i].pre && suf == cases[i].suf && mid == cases[i].mid, "%s: FIM tokens %d %d %d", cases[i].file, pre, suf, mid);
+        close_vocab(&vf);
+    }
+}
+
 static void test_every_vocab(void) {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/tokenizer", test_shared_dir());
@@ -432,6 +454,7 @@ static void test_streaming(void) {
 int main(void) {
     test_all_vectors();
     test_special_tokens();
+    test_fim_tokens();
     test_streaming();
     test_every_vocab();
     TEST_MAIN_END();

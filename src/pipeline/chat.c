@@ -104,6 +104,41 @@ sprout_status sprout_model_tokenize_prompt(const sprout_model *model, const char
     return SPROUT_OK;
 }
 
+sprout_status sprout_model_fim_prompt(const sprout_model *model, const char *prefix, const char *suffix, sprout_token **ids,
+                                      size_t *n_ids) {
+    if (!model || !prefix || !suffix || !ids || !n_ids) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL model, text or output");
+    *ids = NULL;
+    *n_ids = 0;
+    const sprout_tokenizer *tok = model->tokenizer;
+    if (!tok) return sp_fail(SPROUT_ERR_UNSUPPORTED, "the model has no vocabulary");
+    const sprout_token pre = sprout_tokenizer_special(tok, SPROUT_SPECIAL_FIM_PRE), suf = sprout_tokenizer_special(tok, SPROUT_SPECIAL_FIM_SUF),
+                       mid = sprout_tokenizer_special(tok, SPROUT_SPECIAL_FIM_MID);
+    if (pre < 0 || suf < 0 || mid < 0)
+        return sp_fail(SPROUT_ERR_UNSUPPORTED, "this model has no fill-in-the-middle tokens: it cannot complete between a prefix and a suffix");
+    const char *texts[2] = {prefix, suffix};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0, len = strlen(texts[k]); i < len;) {
+            const size_t cl = sp_utf8_valid_prefix_len((const unsigned char *)texts[k] + i, len - i);
+            if (!cl) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "the %s is not valid UTF-8 (byte %zu)", k ? "suffix" : "prefix", i);
+            i += cl;
+        }
+    sp_token_list list = {0};
+    if (sprout_tokenizer_adds_bos(tok)) sp_token_list_push(&list, sprout_tokenizer_special(tok, SPROUT_SPECIAL_BOS));
+    sp_token_list_push(&list, pre);
+    sprout_status st = sp_tokenize_all(tok, prefix, strlen(prefix), 0, &list);
+    sp_token_list_push(&list, suf);
+    if (st == SPROUT_OK) st = sp_tokenize_all(tok, suffix, strlen(suffix), 0, &list);
+    sp_token_list_push(&list, mid);
+    if (st == SPROUT_OK && list.oom) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st != SPROUT_OK) {
+        free(list.ids);
+        return st;
+    }
+    *ids = list.ids;
+    *n_ids = list.n;
+    return SPROUT_OK;
+}
+
 sprout_status sprout_model_chat_prompt(const sprout_model *model, const char *template_override, const char *messages_json,
                                        bool add_generation_prompt, char **text, size_t *text_len, sprout_token **ids,
                                        size_t *n_ids) {

@@ -455,6 +455,7 @@ bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api
         if (!pr || !json_is_string(pr)) fail(&p, "prompt: expected a string%s", pr ? " (or an array of one string)" : ", required");
         else if (!(r->prompt = strndup(json_string_value(pr), json_string_length(pr)))) fail(&p, "out of memory");
         else if (strlen(r->prompt) != json_string_length(pr)) fail(&p, "prompt: the string contains a NUL character");
+        get_string(&p, root, "suffix", "", &r->suffix);
         parse_openai_sampling(&p, r, root);
         parse_json_mode(&p, r, root, false);
         get_bool(&p, root, "echo", "", &r->echo);
@@ -471,6 +472,7 @@ bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api
         break;
     case SP_API_OLLAMA_GENERATE: {
         get_string(&p, root, "prompt", "", &r->prompt);
+        get_string(&p, root, "suffix", "", &r->suffix);
         get_string(&p, root, "system", "", &r->system);
         get_bool(&p, root, "raw", "", &r->raw);
         parse_template_vars(&p, r, root, true);
@@ -500,6 +502,7 @@ void sp_api_request_free(sp_api_request *r) {
     free(r->messages_json);
     free(r->vars_json);
     free(r->prompt);
+    free(r->suffix);
     free(r->system);
     free(r->context);
     free(r->biases);

@@ -30,6 +30,7 @@ typedef struct sp_api_request {
     int8_t think;         /* Ollama's think: -1 not given, 0 or 1 */
     size_t n_messages;
     char *prompt;         /* completion / generate */
+    char *suffix;         /* completion / generate: the text after the hole (fill in the middle); NULL: none */
     char *system;         /* generate: a system prompt */
     bool raw;             /* generate: the prompt goes to the model as is */
     int32_t *context;     /* generate: the ids an earlier reply returned, continued here */

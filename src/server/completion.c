@@ -233,6 +233,9 @@ static sprout_status chat_prompt(sp_server *srv, sp_job *j, const char *messages
 
 static sprout_status build_prompt(sp_server *srv, sp_job *j) {
     const sp_api_request *r = &j->req;
+    /* a suffix asks for the middle between the prompt and it (code models' FIM tokens, no template) */
+    if (r->suffix && (r->kind == SP_API_OPENAI_COMPLETION || r->kind == SP_API_OLLAMA_GENERATE))
+        return sprout_model_fim_prompt(srv->model, r->prompt ? r->prompt : "", r->suffix, &j->prompt, &j->n_prompt);
     switch (r->kind) {
     case SP_API_OPENAI_CHAT:
     case SP_API_OLLAMA_CHAT:
@@ -287,7 +290,7 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
         job_free(j);
         return res;
     }
-    if ((kind == SP_API_OLLAMA_CHAT && r->n_messages == 0) || (kind == SP_API_OLLAMA_GENERATE && (!r->prompt || !*r->prompt))) {
+    if ((kind == SP_API_OLLAMA_CHAT && r->n_messages == 0) || (kind == SP_API_OLLAMA_GENERATE && (!r->prompt || !*r->prompt) && !r->suffix)) {
         res = sp_reply_json(srv, c, 200, sp_ollama_loaded(srv, kind));
         job_free(j);
         return res;

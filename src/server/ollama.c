@@ -270,6 +270,10 @@ enum MHD_Result sp_handle_ollama_show(sp_server *srv, struct MHD_Connection *c, 
     if (!sprout_model_generates(srv->model)) json_array_append_new(capabilities, json_string("embedding"));
     else {
         json_array_append_new(capabilities, json_string("completion"));
+        const sprout_tokenizer *tok = sprout_model_tokenizer(srv->model);
+        if (tok && sprout_tokenizer_special(tok, SPROUT_SPECIAL_FIM_PRE) >= 0 && sprout_tokenizer_special(tok, SPROUT_SPECIAL_FIM_SUF) >= 0 &&
+            sprout_tokenizer_special(tok, SPROUT_SPECIAL_FIM_MID) >= 0)
+            json_array_append_new(capabilities, json_string("insert"));
         if (tmpl_len && memmem(tmpl, tmpl_len, "tools", 5)) json_array_append_new(capabilities, json_string("tools"));
     }
     json_t *v = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "modelfile", modelfile, "parameters", parameters, "template",

@@ -177,6 +177,23 @@ static const char *const eot_texts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "
 static const char *const eog_texts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
                                         "<EOT>"};
 
+/* Fill-in-the-middle tokens: the keys, the older prefix/suffix/middle
+ * keys, else the texts code models use (Qwen, StarCoder, DeepSeek-Coder,
+ * CodeLlama, CodeGemma ...), as llama.cpp finds them. */
+static void find_fim_tokens(const sprout_gguf *g, sp_vocab *v) {
+    static const char *const older[3] = {"tokenizer.ggml.prefix_token_id", "tokenizer.ggml.suffix_token_id", "tokenizer.ggml.middle_token_id"};
+    static const char *const texts[3][6] = {
+        {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>"},
+        {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>"},
+        {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>"},
+    };
+    for (int k = 0; k < 3; k++) {
+        int32_t *id = &v->special[SPROUT_SPECIAL_FIM_PRE + k];
+        if (*id < 0) read_special(g, older[k], v->n_tokens, id);
+        for (size_t i = 0; *id < 0 && i < sizeof texts[k] / sizeof texts[k][0]; i++) *id = sp_vocab_find(v, texts[k][i], strlen(texts[k][i]));
+    }
+}
+
 static sprout_status find_turn_tokens(sp_vocab *v) {
     for (size_t i = 0; v->special[SPROUT_SPECIAL_EOT] < 0 && i < sizeof eot_texts / sizeof eot_texts[0]; i++)
         v->special[SPROUT_SPECIAL_EOT] = sp_vocab_find(v, eot_texts[i], strlen(eot_texts[i]));
@@ -384,6 +401,8 @@ sprout_status sp_vocab_load(const sprout_gguf *g, sp_vocab *v, char *warning, si
         [SPROUT_SPECIAL_UNK] = "tokenizer.ggml.unknown_token_id", [SPROUT_SPECIAL_SEP] = "tokenizer.ggml.seperator_token_id",
         [SPROUT_SPECIAL_PAD] = "tokenizer.ggml.padding_token_id", [SPROUT_SPECIAL_CLS] = "tokenizer.ggml.cls_token_id",
         [SPROUT_SPECIAL_MASK] = "tokenizer.ggml.mask_token_id",
+        [SPROUT_SPECIAL_FIM_PRE] = "tokenizer.ggml.fim_pre_token_id", [SPROUT_SPECIAL_FIM_SUF] = "tokenizer.ggml.fim_suf_token_id",
+        [SPROUT_SPECIAL_FIM_MID] = "tokenizer.ggml.fim_mid_token_id",
     };
     for (int i = 0; i < SPROUT_SPECIAL_COUNT; i++)
         if (keys[i]) read_special(g, keys[i], v->n_tokens, &sp[i]);
@@ -393,6 +412,7 @@ sprout_status sp_vocab_load(const sprout_gguf *g, sp_vocab *v, char *warning, si
     if (sp[SPROUT_SPECIAL_BOS] < 0) v->add_bos = false;
     if (sp[SPROUT_SPECIAL_EOS] < 0) v->add_eos = false;
 
+    find_fim_tokens(g, v);
     if ((st = find_turn_tokens(v)) != SPROUT_OK) goto fail;
     if ((st = collect_special_tokens(v)) != SPROUT_OK) goto fail;
     model_specific_attrs(g, v);
