@@ -79,6 +79,16 @@ static sprout_status templated_tokens(const sprout_tokenizer *tok, const char *t
     return SPROUT_OK;
 }
 
+/* Text the tokenizer may take: valid UTF-8, else an error naming the byte. */
+static sprout_status check_utf8(const char *text, size_t len, const char *what) {
+    for (size_t i = 0; i < len;) {
+        const size_t cl = sp_utf8_valid_prefix_len((const unsigned char *)text + i, len - i);
+        if (!cl) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "the %s is not valid UTF-8 (byte %zu: 0x%02x)", what, i, (unsigned char)text[i]);
+        i += cl;
+    }
+    return SPROUT_OK;
+}
+
 sprout_status sprout_model_tokenize_prompt(const sprout_model *model, const char *text, size_t len, bool parse_special,
                                            sprout_token **ids, size_t *n_ids) {
     if (!model || (!text && len) || !ids || !n_ids) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL model, text or output");
@@ -86,15 +96,12 @@ sprout_status sprout_model_tokenize_prompt(const sprout_model *model, const char
     *n_ids = 0;
     if (!model->tokenizer) return sp_fail(SPROUT_ERR_UNSUPPORTED, "the model has no vocabulary");
     if (!text) text = "";
-    for (size_t i = 0; i < len;) {
-        const size_t cl = sp_utf8_valid_prefix_len((const unsigned char *)text + i, len - i);
-        if (!cl) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "the prompt is not valid UTF-8 (byte %zu: 0x%02x)", i, (unsigned char)text[i]);
-        i += cl;
-    }
+    sprout_status st = check_utf8(text, len, "prompt");
+    if (st != SPROUT_OK) return st;
     if (parse_special) return templated_tokens(model->tokenizer, text, len, ids, n_ids);
     sp_token_list list = {0};
     /* a byte-fallback vocabulary can need more ids than the prompt has bytes */
-    sprout_status st = sp_tokenize_all(model->tokenizer, text, len, SPROUT_TOKENIZE_ADD_SPECIAL, &list);
+    st = sp_tokenize_all(model->tokenizer, text, len, SPROUT_TOKENIZE_ADD_SPECIAL, &list);
     if (st != SPROUT_OK) {
         free(list.ids);
         return st;
@@ -115,17 +122,13 @@ sprout_status sprout_model_fim_prompt(const sprout_model *model, const char *pre
                        mid = sprout_tokenizer_special(tok, SPROUT_SPECIAL_FIM_MID);
     if (pre < 0 || suf < 0 || mid < 0)
         return sp_fail(SPROUT_ERR_UNSUPPORTED, "this model has no fill-in-the-middle tokens: it cannot complete between a prefix and a suffix");
-    const char *texts[2] = {prefix, suffix};
-    for (int k = 0; k < 2; k++)
-        for (size_t i = 0, len = strlen(texts[k]); i < len;) {
-            const size_t cl = sp_utf8_valid_prefix_len((const unsigned char *)texts[k] + i, len - i);
-            if (!cl) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "the %s is not valid UTF-8 (byte %zu)", k ? "suffix" : "prefix", i);
-            i += cl;
-        }
+    sprout_status st = check_utf8(prefix, strlen(prefix), "prefix");
+    if (st == SPROUT_OK) st = check_utf8(suffix, strlen(suffix), "suffix");
+    if (st != SPROUT_OK) return st;
     sp_token_list list = {0};
     if (sprout_tokenizer_adds_bos(tok)) sp_token_list_push(&list, sprout_tokenizer_special(tok, SPROUT_SPECIAL_BOS));
     sp_token_list_push(&list, pre);
-    sprout_status st = sp_tokenize_all(tok, prefix, strlen(prefix), 0, &list);
+    st = sp_tokenize_all(tok, prefix, strlen(prefix), 0, &list);
     sp_token_list_push(&list, suf);
     if (st == SPROUT_OK) st = sp_tokenize_all(tok, suffix, strlen(suffix), 0, &list);
     sp_token_list_push(&list, mid);
