@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "model/model.h"
+#include "pipeline/pipeline_internal.h"
 
 sprout_pooling sprout_model_pooling(const sprout_model *m) {
     /* llama.cpp's numbers: 1 mean, 2 cls, 3 last; load kept only those */
@@ -45,15 +46,29 @@ void sp_pool_add(sp_pool *p, const float *row) {
     p->n_rows++;
 }
 
-float *sp_pool_vector(const sp_pool *p, bool normalize) {
+sprout_result *sp_pool_result(const sp_pool *p, bool normalize, const int32_t *prompt, size_t n_prompt) {
+    sprout_result *r = calloc(1, sizeof *r);
     float *v = malloc((size_t)(p->dim ? p->dim : 1) * sizeof *v);
-    if (!v) return NULL;
+    int32_t *ids = malloc((n_prompt ? n_prompt : 1) * sizeof *ids);
+    if (!r || !v || !ids) {
+        free(r);
+        free(v);
+        free(ids);
+        return NULL;
+    }
     const double scale = p->pooling == SPROUT_POOLING_MEAN && p->n_rows > 0 ? 1.0 / p->n_rows : 1.0;
     double norm2 = 0;
     for (int32_t i = 0; i < p->dim; i++) norm2 += (p->acc[i] * scale) * (p->acc[i] * scale);
     const double unit = normalize && norm2 > 0 ? 1.0 / sqrt(norm2) : 1.0;
     for (int32_t i = 0; i < p->dim; i++) v[i] = (float)(p->acc[i] * scale * unit);
-    return v;
+    if (n_prompt) memcpy(ids, prompt, n_prompt * sizeof *ids);
+    r->embedding = v;
+    r->n_embedding = (size_t)p->dim;
+    r->prompt_tokens = ids;
+    r->n_prompt_tokens = n_prompt;
+    r->metrics.struct_size = sizeof r->metrics;
+    r->metrics.n_prompt_tokens = (int32_t)n_prompt;
+    return r;
 }
 
 void sp_pool_free(sp_pool *p) {

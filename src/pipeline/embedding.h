@@ -29,9 +29,10 @@ static inline bool sp_pool_wants(sprout_pooling pooling, int32_t i, int32_t n) {
 sprout_status sp_pool_init(sp_pool *p, sprout_pooling pooling, int32_t dim);
 /* The hidden state of the next wanted token, in prompt order. */
 void sp_pool_add(sp_pool *p, const float *row);
-/* The embedding (malloc'd, dim floats; NULL out of memory), scaled to unit
- * length if asked (a zero vector stays zero). */
-float *sp_pool_vector(const sp_pool *p, bool normalize);
+/* The embedding's result: the vector (dim floats, unit length if asked; a
+ * zero vector stays zero), the prompt and its token count in the metrics;
+ * NULL out of memory. */
+sprout_result *sp_pool_result(const sp_pool *p, bool normalize, const int32_t *prompt, size_t n_prompt);
 void sp_pool_free(sp_pool *p);
 
 #endif

@@ -57,8 +57,11 @@ typedef struct slot {
     int32_t logits_row;   /* this step's row of logits; -1: none */
     int32_t embd_row;     /* an embedding's first row of hidden states this step */
     int32_t n_step_tokens;
-    sp_pool pool;         /* an embedding request's pooling (req->embed) */
-    double t_prefill;     /* when an embedding's prompt started */
+    /* an embedding request (req->embed): its pooling, when its prompt
+     * started and how many prompt tokens it computes */
+    sp_pool pool;
+    double t_prefill;
+    int32_t n_prefill;
     uint64_t last_used;   /* for choosing among equally good free slots */
 } slot;
 
@@ -239,9 +242,8 @@ static slot *choose_slot(sprout_scheduler *s, const sprout_request *req, int32_t
     return best;
 }
 
-static void end_slot(sprout_scheduler *s, slot *sl, sprout_status st) {
-    sprout_result *r = NULL;
-    st = sp_seq_end(&sl->seq, st, &r);
+/* The slot is free again; its request ends with st and (st OK) r. */
+static void release_slot(sprout_scheduler *s, slot *sl, sprout_status st, sprout_result *r) {
     sprout_request *req = sl->req;
     sl->req = NULL;
     sl->pending = -1;
@@ -252,42 +254,30 @@ static void end_slot(sprout_scheduler *s, slot *sl, sprout_status st) {
     request_finish(s, req, st, st == SPROUT_OK ? r : NULL);
 }
 
+static void end_slot(sprout_scheduler *s, slot *sl, sprout_status st) {
+    sprout_result *r = NULL;
+    st = sp_seq_end(&sl->seq, st, &r);
+    release_slot(s, sl, st, r);
+}
+
 /* An embedding request's end: its vector on success (st OK), or the error. */
 static void end_embed_slot(sprout_scheduler *s, slot *sl, sprout_status st) {
-    sprout_request *req = sl->req;
+    const sprout_request *req = sl->req;
     sprout_result *r = NULL;
     if (st == SPROUT_OK) {
-        r = calloc(1, sizeof *r);
-        float *v = r ? sp_pool_vector(&sl->pool, req->normalize) : NULL;
-        int32_t *prompt = r ? copy_array(req->prompt, req->n_prompt, sizeof *prompt) : NULL;
-        if (!v || !prompt) {
-            free(v);
-            free(prompt);
-            free(r);
-            r = NULL;
-            st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
-        } else {
-            const double t_end = sp_now_ms();
-            r->embedding = v;
-            r->n_embedding = (size_t)sl->pool.dim;
-            r->prompt_tokens = prompt;
-            r->n_prompt_tokens = req->n_prompt;
-            sprout_perf_metrics *m = &r->metrics;
-            m->struct_size = sizeof *m;
-            m->load_ms = sprout_model_load_ms(s->model);
-            m->n_prompt_tokens = (int32_t)req->n_prompt;
-            m->n_prefill_tokens = sl->seq.n_prefill;
-            m->prefill_tokens_per_s = t_end > sl->t_prefill ? sl->seq.n_prefill / ((t_end - sl->t_prefill) / 1e3) : 0;
-            m->total_ms = t_end - req->t_submit;
-        }
+        r = sp_pool_result(&sl->pool, req->normalize, req->prompt, req->n_prompt);
+        if (!r) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (r) {
+        const double t_end = sp_now_ms();
+        sprout_perf_metrics *m = &r->metrics;
+        m->load_ms = sprout_model_load_ms(s->model);
+        m->n_prefill_tokens = sl->n_prefill;
+        m->prefill_tokens_per_s = t_end > sl->t_prefill ? sl->n_prefill / ((t_end - sl->t_prefill) / 1e3) : 0;
+        m->total_ms = t_end - req->t_submit;
     }
     sp_pool_free(&sl->pool);
-    sl->req = NULL;
-    sl->last_used = ++s->clock;
-    pthread_mutex_lock(&s->mu);
-    s->busy--;
-    pthread_mutex_unlock(&s->mu);
-    request_finish(s, req, st, r);
+    release_slot(s, sl, st, r);
 }
 
 /* Either kind of request's end. */
@@ -317,8 +307,7 @@ static sprout_status begin_embed(sprout_scheduler *s, slot *sl, int32_t *reuse) 
         s->embd = malloc((size_t)s->n_batch * (size_t)s->model->hp.n_embd * sizeof *s->embd);
         if (!s->embd) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    memset(&sl->seq, 0, sizeof sl->seq);
-    sl->seq.n_prefill = (int32_t)req->n_prompt - *reuse;
+    sl->n_prefill = (int32_t)req->n_prompt - *reuse;
     sl->t_prefill = sp_now_ms();
     return sp_pool_init(&sl->pool, req->pooling, s->model->hp.n_embd);
 }
@@ -349,11 +338,7 @@ static void admit(sprout_scheduler *s) {
                                       : sp_seq_begin(&sl->seq, s->model, &sl->sampler, s->n_ctx, req->prompt, req->n_prompt, NULL, 0,
                                                      req->t_submit, 0, &req->cfg, req->streamer, req->user);
         if (st != SPROUT_OK) {
-            sl->req = NULL;
-            pthread_mutex_lock(&s->mu);
-            s->busy--;
-            pthread_mutex_unlock(&s->mu);
-            request_finish(s, req, st, NULL);
+            release_slot(s, sl, st, NULL);
             continue;
         }
         if (req->on_token && !req->embed) {
@@ -393,6 +378,7 @@ static void step(sprout_scheduler *s) {
             cancel_slot(s, sl);
             continue;
         }
+        if (sl->req->embed) continue; /* all prompt: below */
         if (sp_seq_finished(&sl->seq)) {
             end_slot(s, sl, SPROUT_OK);
             continue;
