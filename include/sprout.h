@@ -810,6 +810,10 @@ sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_sc
 void sprout_scheduler_free(sprout_scheduler *s);
 int32_t sprout_scheduler_n_slots(const sprout_scheduler *s);
 int32_t sprout_scheduler_n_ctx(const sprout_scheduler *s);
+/* The longest prompt an embedding request may have: the context, and less
+ * where the model has fewer learned positions or (bidirectional models,
+ * whose text goes through in one pass) a smaller batch. */
+int32_t sprout_scheduler_max_embed_tokens(const sprout_scheduler *s);
 
 typedef struct sprout_request_params {
     size_t struct_size;                      /* sizeof(sprout_request_params) */

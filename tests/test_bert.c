@@ -302,6 +302,16 @@ static void test_behaviour(sprout_model *m) {
         sprout_request_free(reqs[t]);
         sprout_free(ids[t]);
     }
+    /* the longest text: the learned positions (nomic-bert: the context), then a batch (one pass) */
+    sprout_scheduler_params wide = {.struct_size = sizeof wide, .n_slots = 1, .n_ctx = 2 * POSITIONS};
+    sprout_scheduler *ws = NULL;
+    CHECK(sprout_scheduler_create(m, &wide, &ws) == SPROUT_OK);
+    CHECK_MSG(sprout_scheduler_max_embed_tokens(ws) == (nomic ? 2 * POSITIONS : POSITIONS), "%d", sprout_scheduler_max_embed_tokens(ws));
+    sprout_scheduler_free(ws);
+    wide.n_batch = 16;
+    ws = NULL;
+    CHECK(sprout_scheduler_create(m, &wide, &ws) == SPROUT_OK && sprout_scheduler_max_embed_tokens(ws) == 16);
+    sprout_scheduler_free(ws);
     /* no text from an embedding model; nothing past the learned positions */
     sprout_request_params gen = {.struct_size = sizeof gen, .prompt = a, .n_prompt = 4};
     sprout_request *req = NULL;

@@ -579,14 +579,12 @@ void sprout_scheduler_free(sprout_scheduler *s) {
 int32_t sprout_scheduler_n_slots(const sprout_scheduler *s) { return s ? s->n_slots : 0; }
 int32_t sprout_scheduler_n_ctx(const sprout_scheduler *s) { return s ? s->n_ctx : 0; }
 
-/* The longest prompt an embedding may have: the context, the model's
- * learned positions, and for a bidirectional model (whose text must go
- * through in one pass) a batch. */
-static size_t embed_limit(const sprout_scheduler *s) {
+int32_t sprout_scheduler_max_embed_tokens(const sprout_scheduler *s) {
+    if (!s) return 0;
     const sprout_model *m = s->model;
-    size_t limit = (size_t)s->n_ctx;
-    if (m->pos_embd.data && (size_t)m->pos_embd.n_out < limit) limit = (size_t)m->pos_embd.n_out;
-    if (!m->hp.causal && (size_t)s->n_batch < limit) limit = (size_t)s->n_batch;
+    int32_t limit = s->n_ctx;
+    if (m->pos_embd.data && m->pos_embd.n_out < limit) limit = (int32_t)m->pos_embd.n_out;
+    if (!m->hp.causal && s->n_batch < limit) limit = s->n_batch;
     return limit;
 }
 
@@ -598,7 +596,7 @@ sprout_status sprout_scheduler_submit(sprout_scheduler *s, const sprout_request_
     memcpy(&rp, params, sp_versioned_bytes(params->struct_size, sizeof rp));
     /* refused now rather than after waiting in the queue; an embedding's
      * prompt may fill the context, nothing follows it */
-    sprout_status st = rp.embed ? sp_prompt_check(s->model, embed_limit(s), rp.prompt, rp.n_prompt)
+    sprout_status st = rp.embed ? sp_prompt_check(s->model, (size_t)sprout_scheduler_max_embed_tokens(s), rp.prompt, rp.n_prompt)
                                 : sp_seq_check(s->model, s->n_ctx, rp.prompt, rp.n_prompt, rp.config);
     if (st == SPROUT_OK && rp.embed) st = sp_pooling_resolve(s->model, rp.pooling, &rp.pooling);
     if (st != SPROUT_OK) return st;

@@ -84,7 +84,7 @@ static bool tokenize_inputs(embed_job *j, int32_t n_ctx) {
         if (it->n_ids == 0) return job_fail(j, 400, key, "%s[%zu]: no tokens (the model adds no BOS)", key, i);
         if (it->n_ids <= (size_t)n_ctx) continue;
         if (j->req.kind == SP_EMBED_OPENAI || !j->req.truncate)
-            return job_fail(j, 400, key, "%s[%zu] has %zu tokens but the context holds %d", key, i, it->n_ids, n_ctx);
+            return job_fail(j, 400, key, "%s[%zu] has %zu tokens but at most %d fit", key, i, it->n_ids, n_ctx);
         const bool ends_in_eos = eos >= 0 && it->ids[it->n_ids - 1] == eos;
         it->n_ids = (size_t)n_ctx;
         if (ends_in_eos) it->ids[it->n_ids - 1] = eos;
@@ -254,7 +254,12 @@ static enum MHD_Result handle(sp_server *srv, struct MHD_Connection *c, sp_embed
         job_fail(&j, 400, "dimensions", "dimensions: %d is more than the model's %d", j.req.dimensions, dim);
         goto done;
     }
-    const int32_t n_ctx = j.req.num_ctx > 0 && j.req.num_ctx < srv->n_ctx ? j.req.num_ctx : srv->n_ctx;
+    /* what the scheduler takes (learned positions and one-pass encoders included), or less if asked (num_ctx) */
+    int32_t n_ctx = srv->n_ctx;
+    pthread_rwlock_rdlock(&srv->sched_lock);
+    if (srv->sched) n_ctx = sprout_scheduler_max_embed_tokens(srv->sched);
+    pthread_rwlock_unlock(&srv->sched_lock);
+    if (j.req.num_ctx > 0 && j.req.num_ctx < n_ctx) n_ctx = j.req.num_ctx;
     j.n_items = j.req.n_inputs;
     if (!(j.items = calloc(j.n_items ? j.n_items : 1, sizeof *j.items))) {
         job_fail(&j, 500, NULL, "out of memory");

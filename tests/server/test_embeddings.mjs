@@ -76,7 +76,7 @@ check(!near(vec[0], vec[1], 1e-3), 'different texts, different vectors');
   const cut = await ollama.embed({ model: 'stories260K', input: long });
   check(cut.embeddings[0].length === 64 && cut.prompt_eval_count === 64, 'truncated to the context', cut.prompt_eval_count);
   await checkRejects(ollama.embed({ model: 'stories260K', input: long, truncate: false }), 'truncate false',
-    (err) => err.status_code === 400 && /context holds 64/.test(err.message));
+    (err) => err.status_code === 400 && /at most 64 fit/.test(err.message));
   await checkRejects(client.embeddings.create({ model: 'stories260K', input: ['ok', long] }), 'openai too long',
     (err) => err.status === 400 && /input\[1\] has \d+ tokens/.test(err.message));
   const opts = await postJson(`${server.url}/api/embed`, { input: texts[2], options: { num_ctx: 4 } });
