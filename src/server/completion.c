@@ -276,10 +276,8 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
     enum MHD_Result res;
     char error[512];
     if (!sp_api_request_parse(kind, body, len, &j->req, error, sizeof error)) {
-        const char *colon = strchr(error, ':');
-        char param[64] = "";
-        if (colon && strncmp(error, "invalid JSON", 12) && (size_t)(colon - error) < sizeof param)
-            snprintf(param, sizeof param, "%.*s", (int)(colon - error), error);
+        char param[64];
+        sp_error_param(error, param, sizeof param);
         res = sp_reply_error(srv, c, style, 400, *param ? param : NULL, "%s", error);
         job_free(j);
         return res;

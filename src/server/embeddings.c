@@ -48,7 +48,11 @@ typedef struct embed_job {
     char error[512];
     unsigned status; /* the HTTP status of the error */
     const char *param;
+    char param_buf[64]; /* a parse error's field */
 } embed_job;
+
+/* The field that holds the texts. */
+static const char *inputs_key(const embed_job *j) { return j->req.kind == SP_EMBED_OLLAMA_LEGACY ? "prompt" : "input"; }
 
 static bool job_fail(embed_job *j, unsigned status, const char *param, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static bool job_fail(embed_job *j, unsigned status, const char *param, const char *fmt, ...) {
@@ -69,7 +73,7 @@ static bool tokenize_inputs(embed_job *j, int32_t n_ctx) {
     const sprout_model *m = j->srv->model;
     const sprout_tokenizer *tok = sprout_model_tokenizer(m);
     const sprout_token eos = tok && sprout_tokenizer_adds_eos(tok) ? sprout_tokenizer_special(tok, SPROUT_SPECIAL_EOS) : -1;
-    const char *key = j->req.kind == SP_EMBED_OLLAMA_LEGACY ? "prompt" : "input";
+    const char *key = inputs_key(j);
     for (size_t i = 0; i < j->req.n_inputs; i++) {
         const sp_embed_input *in = &j->req.inputs[i];
         embed_item *it = &j->items[i];
@@ -98,7 +102,7 @@ static bool tokenize_inputs(embed_job *j, int32_t n_ctx) {
  * hangs up cancels what is in flight; on any failure the rest is not
  * submitted. Returns with every submitted request ended. */
 static bool run_all(embed_job *j, bool normalize) {
-    const char *key = j->req.kind == SP_EMBED_OLLAMA_LEGACY ? "prompt" : "input";
+    const char *key = inputs_key(j);
     embed_wait *w = &j->wait;
     size_t next = 0, window = 8;
     bool ok = true;
@@ -130,6 +134,12 @@ static bool run_all(embed_job *j, bool normalize) {
     while (w->ended < next) sp_wait_a_while(&w->cond, &w->mu);
     pthread_mutex_unlock(&w->mu);
     return ok;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
 /* RFC 4648 base64 of n bytes (malloc'd, NUL-terminated). */
@@ -205,9 +215,7 @@ static json_t *response(const embed_job *j, double t_start) {
         return json_pack("{s:s, s:o, s:s, s:{s:I, s:I}}", "object", "list", "data", list, "model", srv->model_name, "usage", "prompt_tokens",
                          (json_int_t)prompt_tokens, "total_tokens", (json_int_t)prompt_tokens);
     case SP_EMBED_OLLAMA: {
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        const double total_ms = (double)now.tv_sec * 1e3 + (double)now.tv_nsec * 1e-6 - t_start;
+        const double total_ms = now_ms() - t_start;
         return json_pack("{s:s, s:o, s:I, s:I, s:I}", "model", srv->model_name, "embeddings", list, "total_duration",
                          (json_int_t)(total_ms * 1e6), "load_duration", (json_int_t)(load_ms * 1e6), "prompt_eval_count", (json_int_t)prompt_tokens);
     }
@@ -221,11 +229,6 @@ static json_t *response(const embed_job *j, double t_start) {
     return NULL;
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 static enum MHD_Result handle(sp_server *srv, struct MHD_Connection *c, sp_embed_kind kind, const char *url, const char *body, size_t len) {
     const sp_api_style style = sp_style_of(url);
@@ -237,12 +240,8 @@ static enum MHD_Result handle(sp_server *srv, struct MHD_Connection *c, sp_embed
     char error[512];
     json_t *reply = NULL;
     if (!sp_embed_request_parse(kind, body, len, &j.req, error, sizeof error)) {
-        const char *colon = strchr(error, ':');
-        static const char *const params[] = {"input", "prompt", "model", "dimensions", "encoding_format", "truncate", "options"};
-        j.param = NULL;
-        for (size_t i = 0; colon && strncmp(error, "invalid JSON", 12) && i < sizeof params / sizeof params[0]; i++)
-            if (!strncmp(error, params[i], strlen(params[i]))) j.param = params[i];
-        job_fail(&j, 400, j.param, "%s", error);
+        sp_error_param(error, j.param_buf, sizeof j.param_buf);
+        job_fail(&j, 400, *j.param_buf ? j.param_buf : NULL, "%s", error);
         goto done;
     }
     if (!sp_model_name_matches(srv, j.req.model)) {

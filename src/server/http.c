@@ -99,6 +99,12 @@ bool sp_buf_json(sp_buf *b, const char *prefix, json_t *v, const char *suffix) {
     return ok;
 }
 
+void sp_error_param(const char *error, char *param, size_t cap) {
+    const char *colon = strchr(error, ':');
+    param[0] = 0;
+    if (colon && strncmp(error, "invalid JSON", 12) && (size_t)(colon - error) < cap) snprintf(param, cap, "%.*s", (int)(colon - error), error);
+}
+
 json_t *sp_parse_object(sp_server *srv, struct MHD_Connection *c, sp_api_style style, const char *body, size_t len,
                         enum MHD_Result *res) {
     json_error_t err;

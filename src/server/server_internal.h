@@ -44,6 +44,10 @@ enum MHD_Result sp_reply_text(sp_server *srv, struct MHD_Connection *c, unsigned
 enum MHD_Result sp_reply_error(sp_server *srv, struct MHD_Connection *c, sp_api_style style, unsigned status, const char *param,
                                const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
+/* The field a parser's error names (the text before its first ':', as in
+ * "messages[1].content: expected a string"), or "" (invalid JSON). */
+void sp_error_param(const char *error, char *param, size_t cap);
+
 /* A request body that must be a JSON object; NULL after replying 400. */
 json_t *sp_parse_object(sp_server *srv, struct MHD_Connection *c, sp_api_style style, const char *body, size_t len,
                         enum MHD_Result *res);
