@@ -52,6 +52,14 @@ static size_t char_count(const char *s, size_t n) {
     return count;
 }
 
+/* The bytes of the first `chars` characters of s (n bytes long), counted as
+ * char_count counts them. */
+static size_t char_prefix_bytes(const char *s, size_t n, size_t chars) {
+    size_t b = 0, cl;
+    for (size_t c = 0; c < chars && b < n; c++, b += cl) decode(s + b, n - b, &cl);
+    return b;
+}
+
 static void put_cp(jbuf *b, int32_t cp) {
     utf8proc_uint8_t tmp[4];
     utf8proc_ssize_t n = utf8proc_encode_char(cp, tmp);
@@ -1488,8 +1496,7 @@ static bool truncate_text(interp *in, const node *at, const jstr *s, const call_
     if (length < (int64_t)end_chars) return rt_error(in, at, "expected length >= %zu, got %lld", end_chars, (long long)length);
     if (leeway < 0) return rt_error(in, at, "expected leeway >= 0, got %lld", (long long)leeway);
     if ((int64_t)char_count(s->data, s->len) <= length + leeway) return make_str(in, at, s->data, s->len, out);
-    size_t cut = 0, cl;
-    for (int64_t c = 0; c < length - (int64_t)end_chars; c++, cut += cl) decode(s->data + cut, s->len - cut, &cl);
+    size_t cut = char_prefix_bytes(s->data, s->len, (size_t)(length - (int64_t)end_chars));
     if (!(kill && jv_truthy(*kill))) {
         size_t space = cut;
         while (space > 0 && s->data[space - 1] != ' ') space--;
@@ -1654,12 +1661,6 @@ static bool wrap_chunks_of(const char *line, size_t n, bool hyphens, wrap_chunk 
     return true;
 }
 
-/* The first `chars` characters' bytes of a chunk. */
-static size_t chunk_prefix_bytes(const char *s, size_t chars) {
-    size_t b = 0, cl;
-    for (size_t i = 0; i < chars; i++, b += cl) decode(s + b, 4, &cl);
-    return b;
-}
 
 /* textwrap.wrap(line) joined by wrap: TextWrapper._wrap_chunks and
  * _handle_long_word. */
@@ -1692,7 +1693,7 @@ static bool wrap_line(const char *line, size_t n, int64_t width, bool break_long
                     }
                     if (hyphen > 0 && other_before) end = hyphen + 1;
                 }
-                const size_t bytes = chunk_prefix_bytes(line + w->at, (size_t)end);
+                const size_t bytes = char_prefix_bytes(line + w->at, w->len, (size_t)end);
                 piece = (wrap_chunk){w->at, bytes, (size_t)end};
                 has_piece = true;
                 w->at += bytes, w->len -= bytes, w->chars -= (size_t)end;
