@@ -236,12 +236,16 @@ static void test_filters_against_definition(void) {
     uint64_t r = 12345;
     int cases = 0, same = 0, worst_case = -1;
     double worst = 0;
-    for (int round = 0; round < 300; round++) {
+    for (int round = 0; round < 360; round++) {
         const float spread = 0.5f + (float)(round % 7) * 3.f; /* flat to peaked */
         for (int i = 0; i < N; i++) {
             r ^= r << 13, r ^= r >> 7, r ^= r << 17;
             logits[i] = spread * (float)((double)(r % 100000) / 100000.0 - 0.5);
             if (round % 5 == 0) logits[i] = roundf(logits[i]); /* many ties */
+        }
+        if (round >= 300) { /* three leaders above a plateau of 2997 that holds most of the mass, or some, or none */
+            const float depth = (float[]){4.5f, 6.f, 9.f, 17.f}[round % 4];
+            for (int i = 0; i < N; i++) logits[i] = i % 1000 == 7 ? 0.f : -depth + 0.01f * (float)(i % 13);
         }
         static const int32_t ks[] = {0, 1, 5, 40, N - 1, N};
         static const float ps[] = {1.f, 0.95f, 0.5f, 0.1f}, mins[] = {0.f, 0.05f, 0.2f}, temps[] = {1.f, 0.3f, 1.7f};
@@ -250,6 +254,12 @@ static void test_filters_against_definition(void) {
         c.top_p = ps[(round / 6) % 4];
         c.min_p = mins[(round / 24) % 3];
         c.temperature = temps[(round / 72) % 3];
+        if (round >= 300) { /* the plateau cases without top-k: only top-p (and a tiny min-p) decide */
+            c.top_k = round % 2 ? 0 : N;
+            c.top_p = (float[]){0.5f, 0.9f, 0.95f}[(round / 4) % 3];
+            c.min_p = round % 3 ? 0.f : 1e-6f;
+            c.temperature = 1.f;
+        }
         const int want = reference_survivors(logits, N, &c, want_ids, want_p);
         sp_sample(&s, logits, &c, NULL, 0, NULL, 0);
         const sp_candidate *got;
