@@ -218,9 +218,11 @@ size_t sp_seq_json_banned(sp_seq *s) {
     const int32_t n_vocab = s->model->hp.n_vocab;
     const size_t words = ((size_t)n_vocab + 63) / 64;
     if (!json_vocab(smp, s->model->tokenizer, n_vocab)) return SIZE_MAX;
-    /* a state seen lately: its list again from the bitset (Qwen2's 151936
-     * ids, 200 tokens of JSON mode: the masks took 2.7% of the run's CPU
-     * time, about 0.8 ms a token; now 0.2%, about 0.06 ms) */
+    /* a state seen lately: its list again from the bitset. Qwen2's 151936
+     * ids, a 68-token JSON object read token by token: a scan costs 0.80 ms,
+     * a kept state 0.034; as met, 51 of the 68 states were kept and a token
+     * costs 0.33-0.35 ms (the misses are first meetings: 16 or 32 entries
+     * keep 52) */
     sp_json_memo *victim = &smp->json_memo[0];
     for (int k = 0; k < SP_JSON_MEMO; k++) {
         sp_json_memo *m = &smp->json_memo[k];
