@@ -150,6 +150,16 @@ static int32_t token_of(const sprout_tokenizer *tok, int32_t n_vocab, char c) {
     return -1;
 }
 
+/* Defaults with JSON mode on. */
+static sprout_generation_config json_mode_config(float temperature, int32_t max_new_tokens) {
+    sprout_generation_config cfg;
+    sprout_generation_config_init(&cfg);
+    cfg.temperature = temperature;
+    cfg.max_new_tokens = max_new_tokens;
+    cfg.json_object = true;
+    return cfg;
+}
+
 /* The real tiny model (NULL after a failed check). */
 static sprout_model *load_stories(void) {
     char path[1024];
@@ -169,11 +179,7 @@ static void test_sequence(void) {
                   brace = token_of(tok, n_vocab, '}');
     sp_sampler sampler;
     sp_sampler_init(&sampler, n_vocab, 1);
-    sprout_generation_config cfg;
-    sprout_generation_config_init(&cfg);
-    cfg.temperature = 0;
-    cfg.max_new_tokens = 64;
-    cfg.json_object = true;
+    sprout_generation_config cfg = json_mode_config(0.f, 64);
     sp_seq seq;
     const int32_t bos = 1;
     CHECK(sp_seq_begin(&seq, model, &sampler, 256, &bos, 1, NULL, 0, sp_now_ms(), 0, &cfg, NULL, NULL) == SPROUT_OK);
@@ -219,14 +225,8 @@ static void test_masks_by_state(void) {
     }
     sp_sampler sampler;
     sp_sampler_init(&sampler, n_vocab, 1);
-    sprout_generation_config cfg;
-    sprout_generation_config_init(&cfg);
-    cfg.temperature = 1.5f;
-    cfg.top_k = 0;
-    cfg.top_p = 1;
-    cfg.min_p = 0;
-    cfg.max_new_tokens = 400;
-    cfg.json_object = true;
+    sprout_generation_config cfg = json_mode_config(1.5f, 400);
+    cfg.top_k = 0, cfg.top_p = 1, cfg.min_p = 0; /* every token may be drawn */
     float *logits = malloc((size_t)n_vocab * sizeof *logits);
     bool *want = malloc((size_t)n_vocab * sizeof *want), *got = malloc((size_t)n_vocab * sizeof *got);
     int steps = 0, mismatches = 0, hits_possible = 0;
