@@ -57,8 +57,10 @@ static void check_level(const char *level) {
         const sprout_type type = all_types[ti];
         for (size_t li = 0; li < n_lengths; li++) {
             /* only the x86 int8 path has blocks of rows; the others (and qemu's time) are spared */
-            const bool row_blocks = li + 1 == n_lengths && !strncmp(level, "avx", 3) && bound_for(type) > 1e-4;
-            const int64_t n_in = lengths[li], n_out = row_blocks ? 300 : 7 + (int64_t)li * 2;
+            const bool amx = !strcmp(level, "amx");
+            const bool row_blocks = li + 1 == n_lengths && (!strncmp(level, "avx", 3) || amx) && bound_for(type) > 1e-4;
+            /* amx: a tile of 32 rows, most lengths one of 16 as well, and rows left over */
+            const int64_t n_in = lengths[li], n_out = row_blocks ? 300 : 7 + (int64_t)li * 2 + (amx ? 40 : 0);
             if (n_in % sprout_type_block_size(type) || (quick_run() && n_in > 352 && !row_blocks)) continue;
             uint64_t row_bytes = 0;
             sp_type_row_bytes(type, n_in, &row_bytes);
@@ -358,12 +360,15 @@ static void check_batch_invariance(const char *level) {
     const sp_kernels *k = sp_kernels_for_level(level);
     if (!k) return;
     static const int64_t lengths[] = {17, 96, 256, 352, 768, 2336}; /* 17: float types, a vector and a tail; 2336: rows in spans */
-    static const int64_t batches[] = {2, 5, 9, 17, 33};
+    /* 17 and 33: AMX tiles, whole and partial; 400 (amx, the longest rows only): tokens in several blocks */
+    static const int64_t batches[] = {2, 5, 9, 17, 33, 400};
+    const bool amx = !strcmp(level, "amx");
     int cases = 0, differing = 0;
     for (size_t ti = 0; ti < N_TYPES; ti++) {
         const sprout_type type = all_types[ti];
         for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
-            const int64_t n_in = lengths[li], n_out = 19;
+            /* amx: a tile of 32 rows, one of 16 and rows left over */
+            const int64_t n_in = lengths[li], n_out = amx ? 55 : 19;
             if (n_in % sprout_type_block_size(type)) continue;
             uint64_t row_bytes = 0;
             sp_type_row_bytes(type, n_in, &row_bytes);
@@ -377,6 +382,7 @@ static void check_batch_invariance(const char *level) {
             float *scratch = malloc((size_t)sp_matmul_scratch_floats(n_in) * sizeof(float));
             for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++) {
                 const int64_t n = batches[bi];
+                if (n > 33 && (!amx || n_in != 2336 || sprout_type_block_size(type) != 32)) continue;
                 float *x = malloc((size_t)(n_in * n) * sizeof(float));
                 float *y = malloc((size_t)(n_out * n) * sizeof(float)), *alone = malloc((size_t)n_out * sizeof(float));
                 for (int64_t i = 0; i < n_in * n; i++) x[i] = frand();
@@ -527,6 +533,7 @@ int main(void) {
     check_level("avx2");
     check_level("avx512");
     check_level("avx512bf16");
+    check_level("amx");
     check_level("neon");
     check_level("i8mm");
     /* the portable reference is checked natively; emulated, only where it is the active level */
@@ -544,9 +551,10 @@ int main(void) {
     check_batch_invariance("avx2");
     check_batch_invariance("avx512");
     check_batch_invariance("avx512bf16");
+    check_batch_invariance("amx");
     check_batch_invariance("neon");
     check_batch_invariance("i8mm"); /* smmla's pairs against sdot's single tokens */
-    static const char *const levels[] = {"generic", "avx2", "avx512", "avx512bf16", "neon", "i8mm"};
+    static const char *const levels[] = {"generic", "avx2", "avx512", "avx512bf16", "amx", "neon", "i8mm"};
     for (size_t i = 0; i < sizeof levels / sizeof *levels; i++) {
         check_extreme_sums(levels[i]);
         check_rounded_activations(levels[i], SPROUT_TYPE_F16);

@@ -5,6 +5,7 @@
  * one below it. */
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,10 @@ static const sp_kernels portable = {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define SP_HAVE_X86_KERNELS 1
 #include <cpuid.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 static const sp_kernels avx2 = {
     .name = "avx2",
     .matmul = sp_matmul_avx2,
@@ -39,6 +44,14 @@ static const sp_kernels avx512 = {
 static const sp_kernels avx512bf16 = {
     .name = "avx512-vnni-bf16",
     .matmul = sp_matmul_avx512bf16,
+    .quantize = sp_quantize_avx512vnni,
+    .attention = sp_attention_avx2,
+    .activation = sp_activation_avx2,
+};
+/* avx512bf16's, with batches of some int8 types through AMX tiles */
+static const sp_kernels amx = {
+    .name = "amx",
+    .matmul = sp_matmul_amx,
     .quantize = sp_quantize_avx512vnni,
     .attention = sp_attention_avx2,
     .activation = sp_activation_avx2,
@@ -108,6 +121,33 @@ static bool cpu_has_avx512_bf16(void) {
     unsigned a, b, c, d; /* leaf 7, subleaf 1, eax bit 5 */
     return cpu_has_avx512_vnni() && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
 }
+
+/* AMX-TILE and AMX-INT8 (leaf 7 edx bits 24, 25), the OS saving the tile
+ * state (XCR0 bits 17, 18), and, on Linux, the process's grant to use the
+ * tile data (asked once: ARCH_REQ_XCOMP_PERM for XTILEDATA, feature 18);
+ * without the grant the first tile instruction faults. */
+static bool amx_usable(void) {
+    if (!cpu_has_avx512_bf16()) return false;
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || (d & (3u << 24)) != (3u << 24)) return false;
+    uint32_t xcr0_lo, xcr0_hi;
+    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    if ((xcr0_lo & (3u << 17)) != (3u << 17)) return false;
+#ifdef __linux__
+    enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+#else
+    return false;
+#endif
+}
+
+static bool amx_granted;
+static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
+static void ask_for_amx(void) { amx_granted = amx_usable(); }
+static bool cpu_has_amx(void) {
+    pthread_once(&amx_once, ask_for_amx);
+    return amx_granted;
+}
 #endif
 
 const sp_kernels *sp_kernels_for_level(const char *level) {
@@ -120,6 +160,7 @@ const sp_kernels *sp_kernels_for_level(const char *level) {
     if (!strcmp(level, "avx2") && cpu_has_avx2()) return &avx2;
     if (!strcmp(level, "avx512") && cpu_has_avx512_vnni()) return &avx512;
     if (!strcmp(level, "avx512bf16") && cpu_has_avx512_bf16()) return &avx512bf16;
+    if (!strcmp(level, "amx") && cpu_has_amx()) return &amx;
 #endif
     return NULL;
 }
@@ -138,24 +179,24 @@ static void choose(void) {
     if ((!cap || strcmp(cap, "neon")) && cpu_has_neon_i8mm()) chosen = &neon_i8mm;
 #endif
 #ifdef SP_HAVE_X86_KERNELS
-    /* amx has no kernels of its own yet: it gets the best avx512 table */
     if (cpu_has_avx2()) chosen = &avx2;
     if ((cap && !strcmp(cap, "avx2")) || !cpu_has_avx512_vnni()) return;
     chosen = &avx512;
     if ((cap && !strcmp(cap, "avx512")) || !cpu_has_avx512_bf16()) return;
     chosen = &avx512bf16;
+    if ((cap && !strcmp(cap, "avx512bf16")) || !cpu_has_amx()) return;
+    chosen = &amx;
 #endif
 }
 
-/* A known level that cannot be had (one this CPU or build lacks, or amx,
- * which has no kernels of its own) falls back to the best below it: said
- * once, so that a comparison does not quietly measure something else. */
+/* A known level that cannot be had (one this CPU or build lacks) falls
+ * back to the best below it: said once, so that a comparison does not
+ * quietly measure something else. */
 static void choose_and_tell(void) {
     choose();
     const char *cap = getenv("SPROUT_CPU");
     if (cap && *cap && is_known_level(cap) && sp_kernels_for_level(cap) != chosen)
-        fprintf(stderr, "sprout: SPROUT_CPU=%s: %s; using the %s kernels\n", cap,
-                !strcmp(cap, "amx") ? "sprout has no AMX kernels" : "this CPU or build does not have that level", chosen->name);
+        fprintf(stderr, "sprout: SPROUT_CPU=%s: this CPU or build does not have that level; using the %s kernels\n", cap, chosen->name);
 }
 
 const sp_kernels *sp_kernels_get(void) {

@@ -175,7 +175,10 @@ void sp_quantize_avx512vnni(const float *x, int64_t n, void *out);
 /* ... and AVX-512 BF16 as well, for BF16 weights (matmul_bf16.c). */
 void sp_matmul_avx512bf16(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                           int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
-/* The table for a level ("generic", "avx2", "avx512", "avx512bf16", "neon", "i8mm"), or NULL where this CPU or
+/* ... and AMX-INT8 as well, for batches of Q4_0, Q8_0 and IQ4_NL weights (matmul_amx.c). */
+void sp_matmul_amx(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y, int64_t y_stride,
+                   int64_t o0, int64_t o1, float *scratch);
+/* The table for a level ("generic", "avx2", "avx512", "avx512bf16", "amx", "neon", "i8mm"), or NULL where this CPU or
  * build has none: for tests that compare every level present. */
 const sp_kernels *sp_kernels_for_level(const char *level);
 

@@ -18,7 +18,6 @@
  * token the same way whatever else is in the batch. */
 #include <immintrin.h>
 #include <stddef.h>
-#include <stddef.h>
 #include <string.h>
 
 /* matmul_avx512.c compiles this file again with VNNI on */
@@ -28,6 +27,7 @@
 #endif
 
 #include "kernels/kernels.h"
+#include "kernels/x86_act.h"
 #include "kernels/x86_round.h"
 #include "kernels/x86_sum.h"
 #include "quant/blocks.h"
@@ -52,14 +52,6 @@
 #define UNROLL_GROUP _Pragma("GCC unroll 8")
 
 
-/* Activations as Q8_0 blocks, but with the scale kept in float: it is
- * multiplied into every row's dot, so converting it once pays. */
-typedef struct act_block {
-    float d;
-    int16_t sum[2]; /* of qs[0..15] and qs[16..31]: for the K-quants' mins and offsets */
-    int8_t qs[32];
-} act_block;
-_Static_assert(sizeof(act_block) == SP_ACT_BLOCK_BYTES, "the size kernels.h promises");
 
 /* n (a multiple of 32) activations to blocks: one scale per 32, the
  * largest magnitude mapped to 127. */

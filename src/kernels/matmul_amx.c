@@ -1,0 +1,256 @@
+/* Prefill matmul for x86-64 CPUs with AMX (compiled with it here only;
+ * dispatch.c calls it only when cpuid says so and Linux has granted the
+ * tile state).
+ *
+ * Q4_0, Q8_0 and IQ4_NL weights against a batch of at least 16 tokens: a
+ * tile multiply (tdpbssd) takes 16 tokens' 8-bit activations of one block
+ * of 32 elements and the same block of 16 weight rows, unpacked to signed
+ * levels once per block of tokens, and leaves the 256 exact block sums;
+ * AVX-512 then applies the two scales of each. The arithmetic after the
+ * integer sums is the AVX-512 VNNI kernel's (matmul_avx2.c), done in the
+ * same order: per (token, row), eight float accumulators, block b into
+ * lane b % 8 by fma(sum, weight scale * activation scale, lane), summed at
+ * the end by hsum256's tree. So a token's output is the same bit for bit
+ * here, in the VNNI kernel (one token, rows left over) and in any batch.
+ * Everything else goes to the AVX-512 tables' matmul. */
+#include <immintrin.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "kernels/x86_act.h"
+#include "quant/blocks.h"
+
+/* Fewer tokens than a tile's 16 rows leave it mostly idle: the VNNI
+ * kernel, which streams the weights once, does them. */
+#define AMX_MIN_TOKENS 16
+/* Tokens per tile pass: two tiles of 16. */
+#define TOKEN_TILE 32
+/* Weight rows per tile pass: two tiles of 16. */
+#define ROW_TILE 32
+/* The activations of a block of tokens stay in L2 while every row tile
+ * of the call passes over them. */
+#define TOKEN_BLOCK_BYTES (1 << 20)
+
+/* The tile registers (the intrinsics take them as literal numbers): 0-3
+ * C (int32 sums) for (token tile, row tile) pairs (0, 0), (0, 1), (1, 0),
+ * (1, 1); 4, 5 A (activations) per token tile; 6, 7 B (weights) per row
+ * tile. */
+/* A B tile: 8 rows of 64 bytes, row i holding elements 4i..4i+3 of each
+ * of 16 weight rows (the layout tdpbssd takes). */
+#define B_TILE_BYTES 512
+
+typedef struct tile_config {
+    uint8_t palette, start_row;
+    uint8_t reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tile_config;
+
+/* The tile shapes are per thread and never change: set once per thread. */
+static __thread bool tiles_configured;
+
+static void configure_tiles(void) {
+    if (tiles_configured) return;
+    tile_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int c = 0; c < 4; c++) cfg.rows[c] = 16, cfg.colsb[c] = 64;
+    cfg.rows[4] = cfg.rows[5] = 16;
+    cfg.colsb[4] = cfg.colsb[5] = 32;
+    cfg.rows[6] = cfg.rows[7] = 8;
+    cfg.colsb[6] = cfg.colsb[7] = 64;
+    /* GCC 12's _tile_loadconfig tells the compiler it reads 8 bytes, so
+     * the stores of the shapes could be dropped: the whole struct is named
+     * as the operand here */
+    __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
+    tiles_configured = true;
+}
+
+static bool amx_type(sprout_type type) {
+    return type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_IQ4_NL;
+}
+
+/* 16 rows' fp16 block scales, each the first two bytes of the dword that
+ * `at` gathers, as floats. */
+static inline __m512 gather_scales(__m512i row_offsets, const uint8_t *at) {
+    const __m512i words = _mm512_i32gather_epi32(row_offsets, (const void *)at, 1);
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words));
+}
+
+/* The weights of rows [o, o + 16 * halves) as B tiles, block-major (block
+ * b's tile of half h at panel + (b * halves + h) * B_TILE_BYTES), signed
+ * levels, and their scales (block b's at scales + b * 16 * halves). */
+static void unpack_panel(const sp_weight *w, int64_t o, int halves, int8_t *panel, float *scales) {
+    const int64_t nb = w->n_in / 32;
+    const __m512i row_offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                                   _mm512_set1_epi32((int)w->row_bytes));
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i iq4 = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)sp_iq4_levels));
+    for (int h = 0; h < halves; h++) {
+        const uint8_t *base = w->data + (size_t)(o + 16 * h) * w->row_bytes;
+        for (int64_t b = 0; b < nb; b++) {
+            int8_t *tile = panel + (size_t)(b * halves + h) * B_TILE_BYTES;
+            if (w->type == SPROUT_TYPE_Q8_0) {
+                const uint8_t *blk = base + (size_t)b * sizeof(sp_block_q8_0);
+                _mm512_storeu_ps(scales + (b * halves + h) * 16, gather_scales(row_offsets, blk));
+                for (int m = 0; m < 8; m++)
+                    _mm512_store_si512(tile + 64 * m, _mm512_i32gather_epi32(row_offsets, (const void *)(blk + 2 + 4 * m), 1));
+                continue;
+            }
+            /* Q4_0 and IQ4_NL: dword m of the packed nibbles holds elements
+             * 4m.. in its low nibbles and 16 + 4m.. in its high ones */
+            const uint8_t *blk = base + (size_t)b * sizeof(sp_block_q4_0);
+            _mm512_storeu_ps(scales + (b * halves + h) * 16, gather_scales(row_offsets, blk));
+            for (int m = 0; m < 4; m++) {
+                const __m512i packed = _mm512_i32gather_epi32(row_offsets, (const void *)(blk + 2 + 4 * m), 1);
+                __m512i lo = _mm512_and_si512(packed, low4), hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low4);
+                if (w->type == SPROUT_TYPE_IQ4_NL) {
+                    lo = _mm512_shuffle_epi8(iq4, lo);
+                    hi = _mm512_shuffle_epi8(iq4, hi);
+                } else {
+                    lo = _mm512_sub_epi8(lo, _mm512_set1_epi8(8));
+                    hi = _mm512_sub_epi8(hi, _mm512_set1_epi8(8));
+                }
+                _mm512_store_si512(tile + 64 * m, lo);
+                _mm512_store_si512(tile + 64 * (m + 4), hi);
+            }
+        }
+    }
+}
+
+/* Where a pass's tiles live: its tokens' activation blocks (token t's block
+ * b at act[t * nb + b]), the rows' unpacked panel and scales, the
+ * accumulators (lane j of token t, rows from 16h, at acc + (j * TOKEN_TILE
+ * + t) * ROW_TILE + 16h) and two buffers of C tiles. */
+typedef struct tile_pass_args {
+    const act_block *act;
+    int64_t nb;
+    const int8_t *panel;
+    const float *scales;
+    float *acc;
+    int32_t *c[2];
+} tile_pass_args;
+
+/* Block b's integer sums for TT token tiles by RH row tiles, into c (tile
+ * (tt, h) at c + (2 * tt + h) * 256). */
+static inline __attribute__((always_inline)) void block_sums(const int TT, const int RH, const tile_pass_args *p, int64_t b, int32_t *c) {
+    const size_t act_stride = (size_t)p->nb * sizeof(act_block);
+    const int8_t *btile = p->panel + (size_t)b * (size_t)RH * B_TILE_BYTES;
+    _tile_zero(0);
+    if (RH == 2) _tile_zero(1);
+    if (TT == 2) _tile_zero(2);
+    if (TT == 2 && RH == 2) _tile_zero(3);
+    _tile_loadd(4, p->act[b].qs, act_stride);
+    if (TT == 2) _tile_loadd(5, p->act[16 * p->nb + b].qs, act_stride);
+    _tile_loadd(6, btile, 64);
+    if (RH == 2) _tile_loadd(7, btile + B_TILE_BYTES, 64);
+    _tile_dpbssd(0, 4, 6);
+    if (RH == 2) _tile_dpbssd(1, 4, 7);
+    if (TT == 2) _tile_dpbssd(2, 5, 6);
+    if (TT == 2 && RH == 2) _tile_dpbssd(3, 5, 7);
+    _tile_stored(0, c, 64);
+    if (RH == 2) _tile_stored(1, c + 256, 64);
+    if (TT == 2) _tile_stored(2, c + 512, 64);
+    if (TT == 2 && RH == 2) _tile_stored(3, c + 768, 64);
+}
+
+/* Block b's sums into the accumulators' lane b % 8, each times its
+ * weight scale times its activation scale (the VNNI kernel's product). */
+static inline __attribute__((always_inline)) void scale_block(const int TT, const int RH, const tile_pass_args *p, int64_t b,
+                                                             const int32_t *c) {
+    const int64_t j = b & 7;
+    for (int tt = 0; tt < TT; tt++)
+        for (int m = 0; m < 16; m++) {
+            const int t = 16 * tt + m;
+            const __m512 ad = _mm512_set1_ps(p->act[t * p->nb + b].d);
+            for (int h = 0; h < RH; h++) {
+                const __m512 scale = _mm512_mul_ps(_mm512_loadu_ps(p->scales + (b * RH + h) * 16), ad);
+                const __m512 sums = _mm512_cvtepi32_ps(_mm512_load_si512(c + (2 * tt + h) * 256 + 16 * m));
+                float *lane = p->acc + (j * TOKEN_TILE + t) * ROW_TILE + 16 * h;
+                const __m512 before = b < 8 ? _mm512_setzero_ps() : _mm512_load_ps(lane);
+                _mm512_store_ps(lane, _mm512_fmadd_ps(sums, scale, before));
+            }
+        }
+}
+
+/* Up to TT * 16 tokens (n_tokens of them real) by RH * 16 rows from o:
+ * every block's sums, the next block's tile work issued before this
+ * block's scaling so that the two overlap, then each output's eight
+ * lanes summed as hsum256 does, ((0+4)+(2+6)) + ((1+5)+(3+7)). */
+static inline __attribute__((always_inline)) void tile_pass(const int TT, const int RH, const tile_pass_args *p, int n_tokens, float *y,
+                                                           int64_t y_stride) {
+    const int64_t nb = p->nb;
+    block_sums(TT, RH, p, 0, p->c[0]);
+    for (int64_t b = 0; b < nb; b++) {
+        if (b + 1 < nb) block_sums(TT, RH, p, b + 1, p->c[(b + 1) & 1]);
+        scale_block(TT, RH, p, b, p->c[b & 1]);
+    }
+    for (int t = 0; t < n_tokens; t++)
+        for (int h = 0; h < RH; h++) {
+            __m512 lane[8];
+            for (int j = 0; j < 8; j++) lane[j] = j < nb ? _mm512_load_ps(p->acc + (j * TOKEN_TILE + t) * ROW_TILE + 16 * h) : _mm512_setzero_ps();
+            const __m512 even = _mm512_add_ps(_mm512_add_ps(lane[0], lane[4]), _mm512_add_ps(lane[2], lane[6]));
+            const __m512 odd = _mm512_add_ps(_mm512_add_ps(lane[1], lane[5]), _mm512_add_ps(lane[3], lane[7]));
+            _mm512_storeu_ps(y + t * y_stride + 16 * h, _mm512_add_ps(even, odd));
+        }
+}
+
+static void tile_pass_any(int TT, int RH, const tile_pass_args *p, int n_tokens, float *y, int64_t y_stride) {
+    if (TT == 2 && RH == 2) tile_pass(2, 2, p, n_tokens, y, y_stride);
+    else if (TT == 2) tile_pass(2, 1, p, n_tokens, y, y_stride);
+    else if (RH == 2) tile_pass(1, 2, p, n_tokens, y, y_stride);
+    else tile_pass(1, 1, p, n_tokens, y, y_stride);
+}
+
+static inline void *align64(void *p) { return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
+
+void sp_matmul_amx(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y, int64_t y_stride,
+                   int64_t o0, int64_t o1, float *scratch) {
+    const int64_t amx_rows = (o1 - o0) / 16 * 16;
+    if (!amx_type(w->type) || w->n_in % 32 || n_tokens < AMX_MIN_TOKENS || amx_rows == 0) {
+        sp_matmul_avx512bf16(w, x, x_stride, xq, n_tokens, y, y_stride, o0, o1, scratch);
+        return;
+    }
+    configure_tiles();
+    const int64_t nb = w->n_in / 32;
+    /* the scratch (sp_matmul_scratch_floats: 92 bytes per input element
+     * and more) holds 76 per element and 40 KiB here */
+    float *acc = align64(scratch);
+    int32_t *cbuf = (int32_t *)(acc + 8 * TOKEN_TILE * ROW_TILE);
+    float *scales = (float *)(cbuf + 2 * 4 * 256);
+    int8_t *panel = align64(scales + nb * ROW_TILE);
+    act_block *staged = align64(panel + (size_t)nb * 2 * B_TILE_BYTES);
+    const act_block *blocks = xq;
+    /* the tokens of a block stay in L2 for every row tile */
+    int64_t token_block = TOKEN_BLOCK_BYTES / (nb * (int64_t)sizeof(act_block)) / TOKEN_TILE * TOKEN_TILE;
+    if (token_block < TOKEN_TILE || !xq) token_block = TOKEN_TILE;
+    tile_pass_args p = {.nb = nb, .panel = panel, .scales = scales, .acc = acc, .c = {cbuf, cbuf + 4 * 256}};
+    for (int64_t tb = 0; tb < n_tokens; tb += token_block) {
+        const int64_t tbn = n_tokens - tb < token_block ? n_tokens - tb : token_block;
+        /* a partial last tile (or input not yet quantized) is staged once
+         * for every row tile, with zero blocks after its tokens */
+        const int64_t t_last = tb + (tbn - 1) / TOKEN_TILE * TOKEN_TILE;
+        const int tn_last = (int)(tb + tbn - t_last);
+        const bool stage_last = !xq || tn_last % 16;
+        if (stage_last) {
+            for (int t = 0; t < tn_last; t++) {
+                if (xq) memcpy(staged + t * nb, blocks + (t_last + t) * nb, (size_t)nb * sizeof(act_block));
+                else sp_quantize_avx512vnni(x + (t_last + t) * x_stride, w->n_in, staged + t * nb);
+            }
+            const int padded = tn_last > 16 ? TOKEN_TILE : 16;
+            memset(staged + tn_last * nb, 0, (size_t)((padded - tn_last) * nb) * sizeof(act_block));
+        }
+        for (int64_t o = o0; o < o0 + amx_rows; o += ROW_TILE) {
+            const int RH = o0 + amx_rows - o >= ROW_TILE ? 2 : 1;
+            unpack_panel(w, o, RH, panel, scales);
+            for (int64_t t0 = tb; t0 < tb + tbn; t0 += TOKEN_TILE) {
+                const int tn = tb + tbn - t0 < TOKEN_TILE ? (int)(tb + tbn - t0) : TOKEN_TILE;
+                p.act = stage_last && t0 == t_last ? staged : blocks + t0 * nb;
+                tile_pass_any(tn > 16 ? 2 : 1, RH, &p, tn, y + t0 * y_stride + o, y_stride);
+            }
+        }
+    }
+    if (o0 + amx_rows < o1) sp_matmul_avx512bf16(w, x, x_stride, xq, n_tokens, y, y_stride, o0 + amx_rows, o1, scratch);
+}
