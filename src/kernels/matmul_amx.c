@@ -40,6 +40,8 @@
 /* A B tile: 8 rows of 64 bytes, row i holding elements 4i..4i+3 of each
  * of 16 weight rows (the layout tdpbssd takes). */
 #define B_TILE_BYTES 512
+/* An A tile: 16 tokens' 32 levels of one block. */
+#define A_TILE_BYTES 512
 
 typedef struct tile_config {
     uint8_t palette, start_row;
@@ -120,12 +122,14 @@ static void unpack_panel(const sp_weight *w, int64_t o, int halves, int8_t *pane
     }
 }
 
-/* Where a pass's tiles live: its tokens' activation blocks (token t's block
- * b at act[t * nb + b]), the rows' unpacked panel and scales, the
- * accumulators (lane j of token t, rows from 16h, at acc + (j * TOKEN_TILE
- * + t) * ROW_TILE + 16h) and two buffers of C tiles. */
+/* Where a pass's tiles live: its tokens' levels as A tiles (block b of
+ * token tile k at aq + (k * nb + b) * A_TILE_BYTES, 32 bytes a token) and
+ * their scales (at ad + (k * nb + b) * 16), the rows' unpacked panel and
+ * scales, the accumulators (lane j of token t, rows from 16h, at acc + (j
+ * * TOKEN_TILE + t) * ROW_TILE + 16h) and two buffers of C tiles. */
 typedef struct tile_pass_args {
-    const act_block *act;
+    const int8_t *aq;
+    const float *ad;
     int64_t nb;
     const int8_t *panel;
     const float *scales;
@@ -135,15 +139,15 @@ typedef struct tile_pass_args {
 
 /* Block b's integer sums for TT token tiles by RH row tiles, into c (tile
  * (tt, h) at c + (2 * tt + h) * 256). */
-static inline __attribute__((always_inline)) void block_sums(const int TT, const int RH, const tile_pass_args *p, int64_t b, int32_t *c) {
-    const size_t act_stride = (size_t)p->nb * sizeof(act_block);
-    const int8_t *btile = p->panel + (size_t)b * (size_t)RH * B_TILE_BYTES;
+static inline __attribute__((always_inline)) void block_sums(const int TT, const int RH, const int8_t *aq, int64_t nb, const int8_t *panel,
+                                                            int64_t b, int32_t *c) {
+    const int8_t *btile = panel + (size_t)b * (size_t)RH * B_TILE_BYTES;
     _tile_zero(0);
     if (RH == 2) _tile_zero(1);
     if (TT == 2) _tile_zero(2);
     if (TT == 2 && RH == 2) _tile_zero(3);
-    _tile_loadd(4, p->act[b].qs, act_stride);
-    if (TT == 2) _tile_loadd(5, p->act[16 * p->nb + b].qs, act_stride);
+    _tile_loadd(4, aq + (size_t)b * A_TILE_BYTES, 32);
+    if (TT == 2) _tile_loadd(5, aq + (size_t)(nb + b) * A_TILE_BYTES, 32);
     _tile_loadd(6, btile, 64);
     if (RH == 2) _tile_loadd(7, btile + B_TILE_BYTES, 64);
     _tile_dpbssd(0, 4, 6);
@@ -158,21 +162,24 @@ static inline __attribute__((always_inline)) void block_sums(const int TT, const
 
 /* Block b's sums into the accumulators' lane b % 8, each times its
  * weight scale times its activation scale (the VNNI kernel's product). */
-static inline __attribute__((always_inline)) void scale_block(const int TT, const int RH, const tile_pass_args *p, int64_t b,
-                                                             const int32_t *c) {
-    const int64_t j = b & 7;
-    for (int tt = 0; tt < TT; tt++)
-        for (int m = 0; m < 16; m++) {
-            const int t = 16 * tt + m;
-            const __m512 ad = _mm512_set1_ps(p->act[t * p->nb + b].d);
+static inline __attribute__((always_inline)) void scale_block(const int TT, const int RH, const float *restrict ad, int64_t nb,
+                                                             const float *restrict scales, float *restrict acc, int64_t b,
+                                                             const int32_t *restrict c) {
+    float *restrict lanes = acc + (b & 7) * TOKEN_TILE * ROW_TILE;
+    __m512 dw[2];
+    for (int h = 0; h < RH; h++) dw[h] = _mm512_loadu_ps(scales + (b * RH + h) * 16);
+    for (int tt = 0; tt < TT; tt++) {
+        const float *restrict d = ad + (tt * nb + b) * 16;
+        _Pragma("GCC unroll 16") for (int m = 0; m < 16; m++) {
+            const __m512 da = _mm512_set1_ps(d[m]);
             for (int h = 0; h < RH; h++) {
-                const __m512 scale = _mm512_mul_ps(_mm512_loadu_ps(p->scales + (b * RH + h) * 16), ad);
                 const __m512 sums = _mm512_cvtepi32_ps(_mm512_load_si512(c + (2 * tt + h) * 256 + 16 * m));
-                float *lane = p->acc + (j * TOKEN_TILE + t) * ROW_TILE + 16 * h;
+                float *restrict lane = lanes + (16 * tt + m) * ROW_TILE + 16 * h;
                 const __m512 before = b < 8 ? _mm512_setzero_ps() : _mm512_load_ps(lane);
-                _mm512_store_ps(lane, _mm512_fmadd_ps(sums, scale, before));
+                _mm512_store_ps(lane, _mm512_fmadd_ps(sums, _mm512_mul_ps(dw[h], da), before));
             }
         }
+    }
 }
 
 /* Up to TT * 16 tokens (n_tokens of them real) by RH * 16 rows from o:
@@ -182,15 +189,19 @@ static inline __attribute__((always_inline)) void scale_block(const int TT, cons
 static inline __attribute__((always_inline)) void tile_pass(const int TT, const int RH, const tile_pass_args *p, int n_tokens, float *y,
                                                            int64_t y_stride) {
     const int64_t nb = p->nb;
-    block_sums(TT, RH, p, 0, p->c[0]);
+    const int8_t *aq = p->aq, *panel = p->panel;
+    const float *ad = p->ad, *scales = p->scales;
+    float *acc = p->acc;
+    int32_t *c0 = p->c[0], *c1 = p->c[1];
+    block_sums(TT, RH, aq, nb, panel, 0, c0);
     for (int64_t b = 0; b < nb; b++) {
-        if (b + 1 < nb) block_sums(TT, RH, p, b + 1, p->c[(b + 1) & 1]);
-        scale_block(TT, RH, p, b, p->c[b & 1]);
+        if (b + 1 < nb) block_sums(TT, RH, aq, nb, panel, b + 1, (b + 1) & 1 ? c1 : c0);
+        scale_block(TT, RH, ad, nb, scales, acc, b, b & 1 ? c1 : c0);
     }
     for (int t = 0; t < n_tokens; t++)
         for (int h = 0; h < RH; h++) {
             __m512 lane[8];
-            for (int j = 0; j < 8; j++) lane[j] = j < nb ? _mm512_load_ps(p->acc + (j * TOKEN_TILE + t) * ROW_TILE + 16 * h) : _mm512_setzero_ps();
+            for (int j = 0; j < 8; j++) lane[j] = j < nb ? _mm512_load_ps(acc + (j * TOKEN_TILE + t) * ROW_TILE + 16 * h) : _mm512_setzero_ps();
             const __m512 even = _mm512_add_ps(_mm512_add_ps(lane[0], lane[4]), _mm512_add_ps(lane[2], lane[6]));
             const __m512 odd = _mm512_add_ps(_mm512_add_ps(lane[1], lane[5]), _mm512_add_ps(lane[3], lane[7]));
             _mm512_storeu_ps(y + t * y_stride + 16 * h, _mm512_add_ps(even, odd));
@@ -204,6 +215,29 @@ static void tile_pass_any(int TT, int RH, const tile_pass_args *p, int n_tokens,
     else tile_pass(1, 1, p, n_tokens, y, y_stride);
 }
 
+/* Tokens [t0, t0 + n) of the call as A tiles and scales (tile_pass_args),
+ * padded with zero tokens to a whole tile: from the caller's quantized
+ * blocks, or quantized here (one token at a time into `one`). */
+static void stage_tokens(const sp_weight *w, const float *x, int64_t x_stride, const act_block *xq, int64_t t0, int64_t n, int8_t *aq,
+                         float *ad, act_block *one) {
+    const int64_t nb = w->n_in / 32, padded = (n + 15) / 16 * 16;
+    for (int64_t i = 0; i < padded; i++) {
+        const act_block *src = NULL;
+        if (i < n && xq) src = xq + (t0 + i) * nb;
+        else if (i < n) {
+            sp_quantize_avx512vnni(x + (t0 + i) * x_stride, w->n_in, one);
+            src = one;
+        }
+        const int64_t k = i / 16, m = i % 16;
+        for (int64_t b = 0; b < nb; b++) {
+            int8_t *to = aq + (size_t)(k * nb + b) * A_TILE_BYTES + 32 * m;
+            if (src) memcpy(to, src[b].qs, 32);
+            else memset(to, 0, 32);
+            ad[(k * nb + b) * 16 + m] = src ? src[b].d : 0.f;
+        }
+    }
+}
+
 static inline void *align64(void *p) { return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
 
 void sp_matmul_amx(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y, int64_t y_stride,
@@ -215,40 +249,35 @@ void sp_matmul_amx(const sp_weight *w, const float *x, int64_t x_stride, const v
     }
     configure_tiles();
     const int64_t nb = w->n_in / 32;
-    /* the scratch (sp_matmul_scratch_floats: 92 bytes per input element
-     * and more) holds 76 per element and 40 KiB here */
+    /* the scratch: sp_matmul_scratch_floats, 92 bytes per input element
+     * and 590 KiB more; here 36 bytes per element for the rows' panel, 1.25
+     * for one token's blocks, 40 KiB, and the rest, up to TOKEN_BLOCK_BYTES,
+     * for the staged tokens at 1.125 bytes per element each */
+    char *const end = (char *)(scratch + sp_matmul_scratch_floats(w->n_in));
     float *acc = align64(scratch);
     int32_t *cbuf = (int32_t *)(acc + 8 * TOKEN_TILE * ROW_TILE);
     float *scales = (float *)(cbuf + 2 * 4 * 256);
     int8_t *panel = align64(scales + nb * ROW_TILE);
-    act_block *staged = align64(panel + (size_t)nb * 2 * B_TILE_BYTES);
-    const act_block *blocks = xq;
-    /* the tokens of a block stay in L2 for every row tile */
-    int64_t token_block = TOKEN_BLOCK_BYTES / (nb * (int64_t)sizeof(act_block)) / TOKEN_TILE * TOKEN_TILE;
-    if (token_block < TOKEN_TILE || !xq) token_block = TOKEN_TILE;
+    act_block *one = align64(panel + (size_t)nb * 2 * B_TILE_BYTES);
+    float *ad = align64(one + nb);
+    const int64_t token_bytes = nb * (A_TILE_BYTES / 16 + (int64_t)sizeof(float));
+    int64_t token_block = (end - (char *)ad - 128) / token_bytes;
+    if (token_block > TOKEN_BLOCK_BYTES / token_bytes) token_block = TOKEN_BLOCK_BYTES / token_bytes;
+    token_block = token_block / TOKEN_TILE * TOKEN_TILE;
+    if (token_block < TOKEN_TILE) token_block = TOKEN_TILE; /* 72 bytes per element: always there */
+    int8_t *aq = align64(ad + token_block * nb);
     tile_pass_args p = {.nb = nb, .panel = panel, .scales = scales, .acc = acc, .c = {cbuf, cbuf + 4 * 256}};
     for (int64_t tb = 0; tb < n_tokens; tb += token_block) {
         const int64_t tbn = n_tokens - tb < token_block ? n_tokens - tb : token_block;
-        /* a partial last tile (or input not yet quantized) is staged once
-         * for every row tile, with zero blocks after its tokens */
-        const int64_t t_last = tb + (tbn - 1) / TOKEN_TILE * TOKEN_TILE;
-        const int tn_last = (int)(tb + tbn - t_last);
-        const bool stage_last = !xq || tn_last % 16;
-        if (stage_last) {
-            for (int t = 0; t < tn_last; t++) {
-                if (xq) memcpy(staged + t * nb, blocks + (t_last + t) * nb, (size_t)nb * sizeof(act_block));
-                else sp_quantize_avx512vnni(x + (t_last + t) * x_stride, w->n_in, staged + t * nb);
-            }
-            const int padded = tn_last > 16 ? TOKEN_TILE : 16;
-            memset(staged + tn_last * nb, 0, (size_t)((padded - tn_last) * nb) * sizeof(act_block));
-        }
+        stage_tokens(w, x, x_stride, xq, tb, tbn, aq, ad, one);
         for (int64_t o = o0; o < o0 + amx_rows; o += ROW_TILE) {
             const int RH = o0 + amx_rows - o >= ROW_TILE ? 2 : 1;
             unpack_panel(w, o, RH, panel, scales);
-            for (int64_t t0 = tb; t0 < tb + tbn; t0 += TOKEN_TILE) {
-                const int tn = tb + tbn - t0 < TOKEN_TILE ? (int)(tb + tbn - t0) : TOKEN_TILE;
-                p.act = stage_last && t0 == t_last ? staged : blocks + t0 * nb;
-                tile_pass_any(tn > 16 ? 2 : 1, RH, &p, tn, y + t0 * y_stride + o, y_stride);
+            for (int64_t t0 = 0; t0 < tbn; t0 += TOKEN_TILE) {
+                const int tn = tbn - t0 < TOKEN_TILE ? (int)(tbn - t0) : TOKEN_TILE;
+                p.aq = aq + (size_t)(t0 / 16 * nb) * A_TILE_BYTES;
+                p.ad = ad + t0 / 16 * nb * 16;
+                tile_pass_any(tn > 16 ? 2 : 1, RH, &p, tn, y + (tb + t0) * y_stride + o, y_stride);
             }
         }
     }
