@@ -68,6 +68,15 @@ static inline sp_cell_range sp_attention_range(const sp_attention_args *a, int64
  * scratch beside a decoded row. */
 #define SP_ROUNDED_BLOCK_FLOATS (128 << 10)
 
+/* One token's weight rows stream at the pace of its arithmetic, too slowly
+ * for the hardware prefetcher alone: the x86 one-token kernels ask for
+ * the lines this many bytes ahead of what they read, a chunk's worth at a
+ * time (a whole row at once, as the several-token kernels do, gave
+ * nothing). Sapphire Rapids, 2 threads, tg64: TinyLlama Q4_0 22-23 -> 27-30
+ * t/s, Q4_K_M 16 -> 28, Q8_0 14 -> 17; one thread Q4_0 12.0-12.8 -> 16-18
+ * (3 KiB ahead: 17.7 / 28.4 with two; 16 KiB: 16.4 / 24.5). */
+#define SP_DECODE_AHEAD 6144
+
 /* Accumulators of 256 rows (8 tokens' scale and min terms, 8 lanes each)
  * that an int8 matmul keeps between the spans of wide rows. */
 #define SP_ROW_STATE_FLOATS (256 * 2 * 8 * 8)

@@ -232,6 +232,12 @@ typedef struct k_span {
     __m256 *state;
 } k_span;
 
+/* One token's chunk asks for the lines SP_DECODE_AHEAD bytes further on
+ * as it starts (kernels.h). */
+static inline __attribute__((always_inline)) void decode_prefetch(const uint8_t *chunk, size_t bytes) {
+    for (size_t k = 0; k < bytes + 63; k += 64) _mm_prefetch((const char *)chunk + SP_DECODE_AHEAD + k, _MM_HINT_T0);
+}
+
 /* Chunks of one token a span may hold: 8 tokens' chunks of 2048 elements
  * (22 KiB), or one token's of 16384. */
 #define SPAN_TOKEN_CHUNKS 64
@@ -449,6 +455,7 @@ static inline __attribute__((always_inline)) void blocks8_group(sprout_type type
     const bool transpose = type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL || G > 2;
     __m256i v[8];
     for (int64_t b = 8 * sp->c0; b < b_end; b += 8) {
+        if (G == 1) decode_prefetch(row + (size_t)b * layout_of(type).bytes, 8 * layout_of(type).bytes);
         __m256 mw = _mm256_setzero_ps();
         /* whole chunks with a constant count, so that its per-block checks fold away */
         const __m256 dw = nb - b >= 8 ? load_blocks8(type, row, b, 8, transpose, v, &mw) : load_blocks8(type, row, b, (int)(nb - b), transpose, v, &mw);
@@ -528,6 +535,8 @@ static inline __attribute__((always_inline)) void affine_k_group(sprout_type typ
     SPAN_BEGIN(sp, acc, macc, G, true)
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     for (int64_t b = sp->c0; b < sp->c1; b++) {
+        const size_t block_bytes = type == SPROUT_TYPE_Q5_K ? sizeof(sp_block_q5_K) : sizeof(sp_block_q4_K);
+        if (G == 1) decode_prefetch(row + (size_t)b * block_bytes, block_bytes);
         const sp_affine_k_block blk = sp_affine_k_block_at(type == SPROUT_TYPE_Q5_K, row, b);
         const uint16_t d16 = blk.d, dmin16 = blk.dmin;
         const uint8_t *scales = blk.scales, *qs = blk.qs, *qh = blk.qh;
@@ -596,6 +605,7 @@ static inline __attribute__((always_inline)) void iq4_xs_group(const uint8_t *ro
     SPAN_BEGIN(sp, acc, macc, G, false)
     const __m256i low4 = _mm256_set1_epi8(0x0F), levels = iq4_levels();
     for (int64_t b = sp->c0; b < sp->c1; b++) {
+        if (G == 1) decode_prefetch(row + (size_t)b * sizeof(sp_block_iq4_xs), sizeof(sp_block_iq4_xs));
         const sp_block_iq4_xs *blk = (const sp_block_iq4_xs *)row + b;
         __m256i lv[8], v[8];
         for (int j = 0; j < 8; j++) {
@@ -701,6 +711,10 @@ static inline __attribute__((always_inline)) void split_k_group(sprout_type type
     __m256 acc[TOKEN_GROUP], macc[TOKEN_GROUP];
     SPAN_BEGIN(sp, acc, macc, G, with_mins)
     for (int64_t b = sp->c0; b < sp->c1; b++) {
+        const size_t block_bytes = type == SPROUT_TYPE_Q6_K   ? sizeof(sp_block_q6_K)
+                                   : type == SPROUT_TYPE_Q3_K ? sizeof(sp_block_q3_K)
+                                                              : sizeof(sp_block_q2_K);
+        if (G == 1) decode_prefetch(row + (size_t)b * block_bytes, block_bytes);
         split_k_block k;
         split_k_unpack(type, row, b, &k);
         __m256i v[8];
@@ -935,7 +949,9 @@ static inline __attribute__((always_inline)) void prefetch_ahead(float_format f,
                                                                  int64_t i) {
     const int64_t at = i * (f == FLOAT_F32 ? 4 : 2); /* bytes into the row; i steps by 16 elements */
     if (!ahead || (at & 63)) return;
-    for (int r = 0; r < R; r++) _mm_prefetch((const char *)rows[r] + ahead + at, _MM_HINT_T1);
+    if (R == 1) _mm_prefetch((const char *)rows[0] + ahead + at, _MM_HINT_T0); /* a lone row: decode, into L1 */
+    else
+        for (int r = 0; r < R; r++) _mm_prefetch((const char *)rows[r] + ahead + at, _MM_HINT_T1);
 }
 
 #ifdef SP_MATMUL_VNNI
@@ -1052,8 +1068,8 @@ static void float_rows_block(const sp_weight *w, bool x_half, const void *x, int
             const void *xs[FLOAT_TILE_TOKENS];
             for (int t = 0; t < T; t++) xs[t] = (const char *)x + (size_t)((t0 + t) * x_stride) * x_bytes;
             float out[FLOAT_TILE_ROWS * FLOAT_TILE_TOKENS];
-            /* the next tile's rows, where they are read in place (not for decode's lone rows) */
-            const ptrdiff_t ahead = direct && R > 1 ? (ptrdiff_t)R * (ptrdiff_t)w->row_bytes : 0;
+            /* the next tile's rows, where they are read in place; a lone row (decode) SP_DECODE_AHEAD further */
+            const ptrdiff_t ahead = !direct ? 0 : R > 1 ? (ptrdiff_t)R * (ptrdiff_t)w->row_bytes : SP_DECODE_AHEAD;
             float_tile_any(f, rows, R, x_half, xs, T, w->n_in, ahead, out);
             for (int r = 0; r < R; r++)
                 for (int t = 0; t < T; t++) y[(t0 + t) * y_stride + o + r] = out[r * T + t];

@@ -31,7 +31,8 @@ static inline __attribute__((always_inline)) void bf16_tile(const uint16_t *cons
         for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
-        for (int r = 0; ahead && r < R; r++) _mm_prefetch((const char *)(rows[r] + i) + ahead, _MM_HINT_T1);
+        if (ahead && R == 1) _mm_prefetch((const char *)(rows[0] + i) + ahead, _MM_HINT_T0); /* a lone row: decode */
+        for (int r = 0; ahead && R > 1 && r < R; r++) _mm_prefetch((const char *)(rows[r] + i) + ahead, _MM_HINT_T1);
         __m512bh wv[TILE_ROWS];
         for (int r = 0; r < R; r++) wv[r] = (__m512bh)_mm512_loadu_si512(rows[r] + i);
         for (int t = 0; t < T; t++) {
@@ -86,7 +87,7 @@ void sp_matmul_avx512bf16(const sp_weight *w, const float *x, int64_t x_stride, 
                 const uint16_t *xs[TILE_TOKENS];
                 for (int t = 0; t < T; t++) xs[t] = xb + (t0 + t) * n;
                 float out[TILE_ROWS * TILE_TOKENS];
-                bf16_tile_any(rows, (int)R, xs, T, n, R > 1 ? (ptrdiff_t)R * (ptrdiff_t)w->row_bytes : 0, out);
+                bf16_tile_any(rows, (int)R, xs, T, n, R > 1 ? (ptrdiff_t)R * (ptrdiff_t)w->row_bytes : SP_DECODE_AHEAD, out);
                 for (int r = 0; r < R; r++)
                     for (int t = 0; t < T; t++) y[(tb + t0 + t) * y_stride + o + r] = out[r * T + t];
             }
