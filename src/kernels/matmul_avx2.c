@@ -235,7 +235,7 @@ typedef struct k_span {
 /* One token's chunk asks for the lines SP_DECODE_AHEAD bytes further on
  * as it starts (kernels.h). */
 static inline __attribute__((always_inline)) void decode_prefetch(const uint8_t *chunk, size_t bytes) {
-    for (size_t k = 0; k < bytes + 63; k += 64) _mm_prefetch((const char *)chunk + SP_DECODE_AHEAD + k, _MM_HINT_T0);
+    for (size_t k = 0; k < bytes; k += 64) _mm_prefetch((const char *)chunk + SP_DECODE_AHEAD + k, _MM_HINT_T0);
 }
 
 /* Chunks of one token a span may hold: 8 tokens' chunks of 2048 elements
