@@ -2,7 +2,7 @@
  * dispatch.c calls it only when cpuid says so and Linux has granted the
  * tile state).
  *
- * Q4_0, Q8_0 and IQ4_NL weights against a batch of at least 16 tokens: a
+ * Q4_0, Q8_0, IQ4_NL and Q4_K weights against a batch of at least 16 tokens: a
  * tile multiply (tdpbssd) takes 16 tokens' 8-bit activations of one block
  * of 32 elements and the same block of 16 weight rows, unpacked to signed
  * levels once per block of tokens, and leaves the 256 exact block sums;
@@ -10,7 +10,9 @@
  * integer sums is the AVX-512 VNNI kernel's (matmul_avx2.c), done in the
  * same order: per (token, row), eight float accumulators, block b into
  * lane b % 8 by fma(sum, weight scale * activation scale, lane), summed at
- * the end by hsum256's tree. So a token's output is the same bit for bit
+ * the end by hsum256's tree (Q4_K: its mins' terms, fma(dmin * m, the
+ * activations' scaled sum, lane), in lanes of their own, subtracted at the
+ * end). So a token's output is the same bit for bit
  * here, in the VNNI kernel (one token, rows left over) and in any batch.
  * Everything else goes to the AVX-512 tables' matmul. */
 #include <immintrin.h>
@@ -21,6 +23,7 @@
 #include "kernels/kernels.h"
 #include "kernels/x86_act.h"
 #include "quant/blocks.h"
+#include "quant/fp16.h"
 
 /* Fewer tokens than a tile's 16 rows leave it mostly idle: the VNNI
  * kernel, which streams the weights once, does them. */
@@ -71,7 +74,7 @@ static void configure_tiles(void) {
 }
 
 static bool amx_type(sprout_type type) {
-    return type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_IQ4_NL;
+    return type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_IQ4_NL || type == SPROUT_TYPE_Q4_K;
 }
 
 /* 16 rows' fp16 block scales, each the first two bytes of the dword that
@@ -81,10 +84,41 @@ static inline __m512 gather_scales(__m512i row_offsets, const uint8_t *at) {
     return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words));
 }
 
+/* Half h of a panel of Q4_K rows (16 from base): sub-block j of
+ * super-block s is block 8s + j, its levels (0..15) the low (j even) or
+ * high nibbles of qs[32 * (j / 2)..]; its scale d * sc_j and min dmin *
+ * m_j in floats, each the product the VNNI kernel forms (affine_k_group). */
+static void unpack_q4_K(const uint8_t *base, size_t row_bytes, int64_t nb, int halves, int h, __m512i row_offsets, int8_t *panel,
+                        float *scales, float *mins) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    for (int64_t sb = 0; sb < nb / 8; sb++) {
+        for (int r = 0; r < 16; r++) {
+            const sp_block_q4_K *blk = (const sp_block_q4_K *)(base + (size_t)r * row_bytes) + sb;
+            const float d = sp_fp16_to_fp32(blk->d), dmin = sp_fp16_to_fp32(blk->dmin);
+            for (int j = 0; j < 8; j++) {
+                uint8_t sc, m;
+                sp_q4k_scale_min(j, blk->scales, &sc, &m);
+                scales[((8 * sb + j) * halves + h) * 16 + r] = d * (float)sc;
+                mins[((8 * sb + j) * halves + h) * 16 + r] = dmin * (float)m;
+            }
+        }
+        const uint8_t *qs = base + (size_t)sb * sizeof(sp_block_q4_K) + offsetof(sp_block_q4_K, qs);
+        for (int i = 0; i < 4; i++) {
+            int8_t *even = panel + (size_t)((8 * sb + 2 * i) * halves + h) * B_TILE_BYTES;
+            int8_t *odd = panel + (size_t)((8 * sb + 2 * i + 1) * halves + h) * B_TILE_BYTES;
+            for (int m = 0; m < 8; m++) {
+                const __m512i packed = _mm512_i32gather_epi32(row_offsets, (const void *)(qs + 32 * i + 4 * m), 1);
+                _mm512_store_si512(even + 64 * m, _mm512_and_si512(packed, low4));
+                _mm512_store_si512(odd + 64 * m, _mm512_and_si512(_mm512_srli_epi16(packed, 4), low4));
+            }
+        }
+    }
+}
+
 /* The weights of rows [o, o + 16 * halves) as B tiles, block-major (block
  * b's tile of half h at panel + (b * halves + h) * B_TILE_BYTES), signed
  * levels, and their scales (block b's at scales + b * 16 * halves). */
-static void unpack_panel(const sp_weight *w, int64_t o, int halves, int8_t *panel, float *scales) {
+static void unpack_panel(const sp_weight *w, int64_t o, int halves, int8_t *panel, float *scales, float *mins) {
     const int64_t nb = w->n_in / 32;
     const __m512i row_offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                                    _mm512_set1_epi32((int)w->row_bytes));
@@ -92,6 +126,10 @@ static void unpack_panel(const sp_weight *w, int64_t o, int halves, int8_t *pane
     const __m512i iq4 = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)sp_iq4_levels));
     for (int h = 0; h < halves; h++) {
         const uint8_t *base = w->data + (size_t)(o + 16 * h) * w->row_bytes;
+        if (w->type == SPROUT_TYPE_Q4_K) {
+            unpack_q4_K(base, w->row_bytes, nb, halves, h, row_offsets, panel, scales, mins);
+            continue;
+        }
         for (int64_t b = 0; b < nb; b++) {
             int8_t *tile = panel + (size_t)(b * halves + h) * B_TILE_BYTES;
             if (w->type == SPROUT_TYPE_Q8_0) {
@@ -129,11 +167,11 @@ static void unpack_panel(const sp_weight *w, int64_t o, int halves, int8_t *pane
  * * TOKEN_TILE + t) * ROW_TILE + 16h) and two buffers of C tiles. */
 typedef struct tile_pass_args {
     const int8_t *aq;
-    const float *ad;
+    const float *ad, *as; /* as: each block's scale times its levels' sum, for the mins (laid out as ad) */
     int64_t nb;
     const int8_t *panel;
-    const float *scales;
-    float *acc;
+    const float *scales, *mins;
+    float *acc, *macc; /* macc: the mins' terms, laid out as acc */
     int32_t *c[2];
 } tile_pass_args;
 
@@ -162,14 +200,17 @@ static inline __attribute__((always_inline)) void block_sums(const int TT, const
 
 /* Block b's sums into the accumulators' lane b % 8, each times its
  * weight scale times its activation scale (the VNNI kernel's product). */
-static inline __attribute__((always_inline)) void scale_block(const int TT, const int RH, const float *restrict ad, int64_t nb,
-                                                             const float *restrict scales, float *restrict acc, int64_t b,
-                                                             const int32_t *restrict c) {
-    float *restrict lanes = acc + (b & 7) * TOKEN_TILE * ROW_TILE;
-    __m512 dw[2];
-    for (int h = 0; h < RH; h++) dw[h] = _mm512_loadu_ps(scales + (b * RH + h) * 16);
+static inline __attribute__((always_inline)) void scale_block(const int TT, const int RH, const bool MINS, const tile_pass_args *p,
+                                                             int64_t b, const int32_t *restrict c) {
+    const int64_t nb = p->nb;
+    float *restrict lanes = p->acc + (b & 7) * TOKEN_TILE * ROW_TILE, *restrict mlanes = p->macc + (b & 7) * TOKEN_TILE * ROW_TILE;
+    __m512 dw[2], mw[2];
+    for (int h = 0; h < RH; h++) {
+        dw[h] = _mm512_loadu_ps(p->scales + (b * RH + h) * 16);
+        if (MINS) mw[h] = _mm512_loadu_ps(p->mins + (b * RH + h) * 16);
+    }
     for (int tt = 0; tt < TT; tt++) {
-        const float *restrict d = ad + (tt * nb + b) * 16;
+        const float *restrict d = p->ad + (tt * nb + b) * 16, *restrict ds = p->as + (tt * nb + b) * 16;
         _Pragma("GCC unroll 16") for (int m = 0; m < 16; m++) {
             const __m512 da = _mm512_set1_ps(d[m]);
             for (int h = 0; h < RH; h++) {
@@ -177,49 +218,64 @@ static inline __attribute__((always_inline)) void scale_block(const int TT, cons
                 float *restrict lane = lanes + (16 * tt + m) * ROW_TILE + 16 * h;
                 const __m512 before = b < 8 ? _mm512_setzero_ps() : _mm512_load_ps(lane);
                 _mm512_store_ps(lane, _mm512_fmadd_ps(sums, _mm512_mul_ps(dw[h], da), before));
+                if (MINS) { /* x = d * sc * q - dmin * m: the mins meet the activations' sums */
+                    float *restrict mlane = mlanes + (16 * tt + m) * ROW_TILE + 16 * h;
+                    const __m512 mbefore = b < 8 ? _mm512_setzero_ps() : _mm512_load_ps(mlane);
+                    _mm512_store_ps(mlane, _mm512_fmadd_ps(mw[h], _mm512_set1_ps(ds[m]), mbefore));
+                }
             }
         }
     }
+}
+
+/* Lanes 0-7 of an output, from lane j at at + j * TOKEN_TILE * ROW_TILE,
+ * summed as hsum256 does: ((0+4)+(2+6)) + ((1+5)+(3+7)). */
+static inline __m512 sum_lanes(const float *at, int64_t nb) {
+    __m512 lane[8];
+    for (int j = 0; j < 8; j++) lane[j] = j < nb ? _mm512_load_ps(at + j * TOKEN_TILE * ROW_TILE) : _mm512_setzero_ps();
+    const __m512 even = _mm512_add_ps(_mm512_add_ps(lane[0], lane[4]), _mm512_add_ps(lane[2], lane[6]));
+    const __m512 odd = _mm512_add_ps(_mm512_add_ps(lane[1], lane[5]), _mm512_add_ps(lane[3], lane[7]));
+    return _mm512_add_ps(even, odd);
 }
 
 /* Up to TT * 16 tokens (n_tokens of them real) by RH * 16 rows from o:
  * every block's sums, the next block's tile work issued before this
  * block's scaling so that the two overlap, then each output's eight
  * lanes summed as hsum256 does, ((0+4)+(2+6)) + ((1+5)+(3+7)). */
-static inline __attribute__((always_inline)) void tile_pass(const int TT, const int RH, const tile_pass_args *p, int n_tokens, float *y,
-                                                           int64_t y_stride) {
+static inline __attribute__((always_inline)) void tile_pass(const int TT, const int RH, const bool MINS, const tile_pass_args *p,
+                                                           int n_tokens, float *y, int64_t y_stride) {
     const int64_t nb = p->nb;
     const int8_t *aq = p->aq, *panel = p->panel;
-    const float *ad = p->ad, *scales = p->scales;
-    float *acc = p->acc;
     int32_t *c0 = p->c[0], *c1 = p->c[1];
     block_sums(TT, RH, aq, nb, panel, 0, c0);
     for (int64_t b = 0; b < nb; b++) {
         if (b + 1 < nb) block_sums(TT, RH, aq, nb, panel, b + 1, (b + 1) & 1 ? c1 : c0);
-        scale_block(TT, RH, ad, nb, scales, acc, b, b & 1 ? c1 : c0);
+        scale_block(TT, RH, MINS, p, b, b & 1 ? c1 : c0);
     }
     for (int t = 0; t < n_tokens; t++)
         for (int h = 0; h < RH; h++) {
-            __m512 lane[8];
-            for (int j = 0; j < 8; j++) lane[j] = j < nb ? _mm512_load_ps(acc + (j * TOKEN_TILE + t) * ROW_TILE + 16 * h) : _mm512_setzero_ps();
-            const __m512 even = _mm512_add_ps(_mm512_add_ps(lane[0], lane[4]), _mm512_add_ps(lane[2], lane[6]));
-            const __m512 odd = _mm512_add_ps(_mm512_add_ps(lane[1], lane[5]), _mm512_add_ps(lane[3], lane[7]));
-            _mm512_storeu_ps(y + t * y_stride + 16 * h, _mm512_add_ps(even, odd));
+            __m512 out = sum_lanes(p->acc + t * ROW_TILE + 16 * h, nb);
+            if (MINS) out = _mm512_sub_ps(out, sum_lanes(p->macc + t * ROW_TILE + 16 * h, nb)); /* the VNNI kernel's a + -1 * m */
+            _mm512_storeu_ps(y + t * y_stride + 16 * h, out);
         }
 }
 
-static void tile_pass_any(int TT, int RH, const tile_pass_args *p, int n_tokens, float *y, int64_t y_stride) {
-    if (TT == 2 && RH == 2) tile_pass(2, 2, p, n_tokens, y, y_stride);
-    else if (TT == 2) tile_pass(2, 1, p, n_tokens, y, y_stride);
-    else if (RH == 2) tile_pass(1, 2, p, n_tokens, y, y_stride);
-    else tile_pass(1, 1, p, n_tokens, y, y_stride);
+static void tile_pass_any(int TT, int RH, bool mins, const tile_pass_args *p, int n_tokens, float *y, int64_t y_stride) {
+#define PASS(T, R, M)                                                                                                      \
+    if (TT == (T) && RH == (R) && mins == (M)) {                                                                           \
+        tile_pass(T, R, M, p, n_tokens, y, y_stride);                                                                      \
+        return;                                                                                                            \
+    }
+    PASS(2, 2, false) PASS(2, 1, false) PASS(1, 2, false) PASS(1, 1, false)
+    PASS(2, 2, true) PASS(2, 1, true) PASS(1, 2, true) PASS(1, 1, true)
+#undef PASS
 }
 
 /* Tokens [t0, t0 + n) of the call as A tiles and scales (tile_pass_args),
  * padded with zero tokens to a whole tile: from the caller's quantized
  * blocks, or quantized here (one token at a time into `one`). */
 static void stage_tokens(const sp_weight *w, const float *x, int64_t x_stride, const act_block *xq, int64_t t0, int64_t n, int8_t *aq,
-                         float *ad, act_block *one) {
+                         float *ad, float *as, act_block *one) {
     const int64_t nb = w->n_in / 32, padded = (n + 15) / 16 * 16;
     for (int64_t i = 0; i < padded; i++) {
         const act_block *src = NULL;
@@ -234,6 +290,8 @@ static void stage_tokens(const sp_weight *w, const float *x, int64_t x_stride, c
             if (src) memcpy(to, src[b].qs, 32);
             else memset(to, 0, 32);
             ad[(k * nb + b) * 16 + m] = src ? src[b].d : 0.f;
+            /* as prepare_act_tile forms it (matmul_avx2.c) */
+            as[(k * nb + b) * 16 + m] = src ? src[b].d * (float)(src[b].sum[0] + src[b].sum[1]) : 0.f;
         }
     }
 }
@@ -250,34 +308,38 @@ void sp_matmul_amx(const sp_weight *w, const float *x, int64_t x_stride, const v
     configure_tiles();
     const int64_t nb = w->n_in / 32;
     /* the scratch: sp_matmul_scratch_floats, 92 bytes per input element
-     * and 590 KiB more; here 36 bytes per element for the rows' panel, 1.25
-     * for one token's blocks, 40 KiB, and the rest, up to TOKEN_BLOCK_BYTES,
-     * for the staged tokens at 1.125 bytes per element each */
+     * and 590 KiB more; here 40 bytes per element for the rows' panel
+     * (levels, scales, mins), 1.25 for one token's blocks, 72 KiB of
+     * accumulators and C tiles, and the rest, up to TOKEN_BLOCK_BYTES, for
+     * the staged tokens at 1.25 bytes per element each */
     char *const end = (char *)(scratch + sp_matmul_scratch_floats(w->n_in));
-    float *acc = align64(scratch);
-    int32_t *cbuf = (int32_t *)(acc + 8 * TOKEN_TILE * ROW_TILE);
-    float *scales = (float *)(cbuf + 2 * 4 * 256);
-    int8_t *panel = align64(scales + nb * ROW_TILE);
+    float *acc = align64(scratch), *macc = acc + 8 * TOKEN_TILE * ROW_TILE;
+    int32_t *cbuf = (int32_t *)(macc + 8 * TOKEN_TILE * ROW_TILE);
+    float *scales = (float *)(cbuf + 2 * 4 * 256), *mins = scales + nb * ROW_TILE;
+    int8_t *panel = align64(mins + nb * ROW_TILE);
     act_block *one = align64(panel + (size_t)nb * 2 * B_TILE_BYTES);
     float *ad = align64(one + nb);
-    const int64_t token_bytes = nb * (A_TILE_BYTES / 16 + (int64_t)sizeof(float));
-    int64_t token_block = (end - (char *)ad - 128) / token_bytes;
+    const int64_t token_bytes = nb * (A_TILE_BYTES / 16 + 2 * (int64_t)sizeof(float));
+    int64_t token_block = (end - (char *)ad - 256) / token_bytes;
     if (token_block > TOKEN_BLOCK_BYTES / token_bytes) token_block = TOKEN_BLOCK_BYTES / token_bytes;
     token_block = token_block / TOKEN_TILE * TOKEN_TILE;
-    if (token_block < TOKEN_TILE) token_block = TOKEN_TILE; /* 72 bytes per element: always there */
-    int8_t *aq = align64(ad + token_block * nb);
-    tile_pass_args p = {.nb = nb, .panel = panel, .scales = scales, .acc = acc, .c = {cbuf, cbuf + 4 * 256}};
+    if (token_block < TOKEN_TILE) token_block = TOKEN_TILE; /* 82 bytes per element and 72 KiB: always there */
+    float *as = align64(ad + token_block * nb);
+    int8_t *aq = align64(as + token_block * nb);
+    const bool with_mins = w->type == SPROUT_TYPE_Q4_K;
+    tile_pass_args p = {.nb = nb, .panel = panel, .scales = scales, .mins = mins, .acc = acc, .macc = macc, .c = {cbuf, cbuf + 4 * 256}};
     for (int64_t tb = 0; tb < n_tokens; tb += token_block) {
         const int64_t tbn = n_tokens - tb < token_block ? n_tokens - tb : token_block;
-        stage_tokens(w, x, x_stride, xq, tb, tbn, aq, ad, one);
+        stage_tokens(w, x, x_stride, xq, tb, tbn, aq, ad, as, one);
         for (int64_t o = o0; o < o0 + amx_rows; o += ROW_TILE) {
             const int RH = o0 + amx_rows - o >= ROW_TILE ? 2 : 1;
-            unpack_panel(w, o, RH, panel, scales);
+            unpack_panel(w, o, RH, panel, scales, mins);
             for (int64_t t0 = 0; t0 < tbn; t0 += TOKEN_TILE) {
                 const int tn = tbn - t0 < TOKEN_TILE ? (int)(tbn - t0) : TOKEN_TILE;
                 p.aq = aq + (size_t)(t0 / 16 * nb) * A_TILE_BYTES;
                 p.ad = ad + t0 / 16 * nb * 16;
-                tile_pass_any(tn > 16 ? 2 : 1, RH, &p, tn, y + (tb + t0) * y_stride + o, y_stride);
+                p.as = as + t0 / 16 * nb * 16;
+                tile_pass_any(tn > 16 ? 2 : 1, RH, with_mins, &p, tn, y + (tb + t0) * y_stride + o, y_stride);
             }
         }
     }
