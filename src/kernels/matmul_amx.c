@@ -2,7 +2,7 @@
  * dispatch.c calls it only when cpuid says so and Linux has granted the
  * tile state).
  *
- * Q4_0, Q8_0, IQ4_NL and Q4_K weights against a batch of at least 16 tokens: a
+ * Q4_0, Q8_0, IQ4_NL, Q4_K and Q6_K weights against a batch of at least 16 tokens: a
  * tile multiply (tdpbssd) takes 16 tokens' 8-bit activations of one block
  * of 32 elements and the same block of 16 weight rows, unpacked to signed
  * levels once per block of tokens, and leaves the 256 exact block sums;
@@ -12,7 +12,7 @@
  * lane b % 8 by fma(sum, weight scale * activation scale, lane), summed at
  * the end by hsum256's tree (Q4_K: its mins' terms, fma(dmin * m, the
  * activations' scaled sum, lane), in lanes of their own, subtracted at the
- * end). So a token's output is the same bit for bit
+ * end; Q6_K: each block's halves apart, below). So a token's output is the same bit for bit
  * here, in the VNNI kernel (one token, rows left over) and in any batch.
  * Everything else goes to the AVX-512 tables' matmul. */
 #include <immintrin.h>
@@ -53,28 +53,31 @@ typedef struct tile_config {
     uint8_t rows[16];
 } tile_config;
 
-/* The tile shapes are per thread and never change: set once per thread. */
-static __thread bool tiles_configured;
+/* The tile shapes are per thread: set when a thread first needs them, and
+ * again only where a call wants the other depth (elements per A row: 32
+ * for blocks, 16 for Q6_K's halves). */
+static __thread int tiles_depth;
 
-static void configure_tiles(void) {
-    if (tiles_configured) return;
+static void configure_tiles(int depth) {
+    if (tiles_depth == depth) return;
     tile_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.palette = 1;
     for (int c = 0; c < 4; c++) cfg.rows[c] = 16, cfg.colsb[c] = 64;
     cfg.rows[4] = cfg.rows[5] = 16;
-    cfg.colsb[4] = cfg.colsb[5] = 32;
-    cfg.rows[6] = cfg.rows[7] = 8;
+    cfg.colsb[4] = cfg.colsb[5] = (uint16_t)depth;
+    cfg.rows[6] = cfg.rows[7] = (uint8_t)(depth / 4);
     cfg.colsb[6] = cfg.colsb[7] = 64;
     /* GCC 12's _tile_loadconfig tells the compiler it reads 8 bytes, so
      * the stores of the shapes could be dropped: the whole struct is named
      * as the operand here */
     __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
-    tiles_configured = true;
+    tiles_depth = depth;
 }
 
 static bool amx_type(sprout_type type) {
-    return type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_IQ4_NL || type == SPROUT_TYPE_Q4_K;
+    return type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_IQ4_NL || type == SPROUT_TYPE_Q4_K ||
+           type == SPROUT_TYPE_Q6_K;
 }
 
 /* 16 rows' fp16 block scales, each the first two bytes of the dword that
@@ -271,6 +274,110 @@ static void tile_pass_any(int TT, int RH, bool mins, const tile_pass_args *p, in
 #undef PASS
 }
 
+/* --- Q6_K: a scale per 16 elements ---------------------------------------------------------------
+ * Each block's two halves get tiles of their own (16 elements deep), so
+ * their sums come out apart, as the VNNI kernel keeps them (split_k_group):
+ * levels q - 32 (signed), the half sums times the halves' integer scales
+ * added in int32, then fma(sum, d * activation scale, lane b % 8). One row
+ * tile of 16 per pass (the tiles: C 0-3 for (token tile, half), A 4-5 for
+ * the halves, B 6-7). */
+
+/* 16 Q6_K rows from base: block b's halves as B tiles at panel + b *
+ * 512 (+ 256 for the second half), its rows' d in dscale[b * 16 + r], its
+ * halves' scales in sc_lo, sc_hi likewise. Element l of group g (0-3) of
+ * half n of a super-block: the low (g < 2) or high nibble of ql[64n + 32(g
+ * & 1) + l], with bits 2g, 2g + 1 of qh[32n + l] as bits 4, 5. */
+static void unpack_q6_K(const uint8_t *base, size_t row_bytes, int64_t nb, __m512i row_offsets, int8_t *panel, float *dscale,
+                        int32_t *sc_lo, int32_t *sc_hi) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F), two_bits = _mm512_set1_epi8(3), offset = _mm512_set1_epi8(32);
+    for (int64_t sb = 0; sb < nb / 8; sb++) {
+        for (int r = 0; r < 16; r++) {
+            const sp_block_q6_K *blk = (const sp_block_q6_K *)(base + (size_t)r * row_bytes) + sb;
+            const float d = sp_fp16_to_fp32(blk->d);
+            for (int j = 0; j < 8; j++) {
+                dscale[(8 * sb + j) * 16 + r] = d;
+                sc_lo[(8 * sb + j) * 16 + r] = blk->scales[2 * j];
+                sc_hi[(8 * sb + j) * 16 + r] = blk->scales[2 * j + 1];
+            }
+        }
+        const uint8_t *first = base + (size_t)sb * sizeof(sp_block_q6_K);
+        for (int n = 0; n < 2; n++)
+            for (int half = 0; half < 2; half++)
+                for (int m = 0; m < 4; m++) {
+                    const size_t l = (size_t)(16 * half + 4 * m);
+                    const __m512i ql0 = _mm512_i32gather_epi32(row_offsets, (const void *)(first + offsetof(sp_block_q6_K, ql) + 64 * n + l), 1);
+                    const __m512i ql1 = _mm512_i32gather_epi32(row_offsets, (const void *)(first + offsetof(sp_block_q6_K, ql) + 64 * n + 32 + l), 1);
+                    const __m512i qh = _mm512_i32gather_epi32(row_offsets, (const void *)(first + offsetof(sp_block_q6_K, qh) + 32 * n + l), 1);
+                    for (int g = 0; g < 4; g++) {
+                        const __m512i ql = g & 1 ? ql1 : ql0;
+                        const __m512i low = g < 2 ? _mm512_and_si512(ql, low4) : _mm512_and_si512(_mm512_srli_epi16(ql, 4), low4);
+                        const __m512i high = _mm512_and_si512(_mm512_srli_epi16(qh, (unsigned)(2 * g)), two_bits);
+                        const __m512i q = _mm512_sub_epi8(_mm512_or_si512(low, _mm512_slli_epi16(high, 4)), offset);
+                        _mm512_store_si512(panel + (size_t)(8 * sb + 4 * n + g) * 512 + 256 * half + 64 * m, q);
+                    }
+                }
+    }
+}
+
+static inline __attribute__((always_inline)) void q6_block_sums(const int TT, const int8_t *aq, int64_t nb, const int8_t *panel, int64_t b,
+                                                               int32_t *c) {
+    _tile_zero(0);
+    _tile_zero(1);
+    if (TT == 2) _tile_zero(2);
+    if (TT == 2) _tile_zero(3);
+    _tile_loadd(6, panel + (size_t)b * 512, 64);
+    _tile_loadd(7, panel + (size_t)b * 512 + 256, 64);
+    _tile_loadd(4, aq + (size_t)b * A_TILE_BYTES, 32);
+    _tile_loadd(5, aq + (size_t)b * A_TILE_BYTES + 16, 32);
+    _tile_dpbssd(0, 4, 6);
+    _tile_dpbssd(1, 5, 7);
+    if (TT == 2) {
+        _tile_loadd(4, aq + (size_t)(nb + b) * A_TILE_BYTES, 32);
+        _tile_loadd(5, aq + (size_t)(nb + b) * A_TILE_BYTES + 16, 32);
+        _tile_dpbssd(2, 4, 6);
+        _tile_dpbssd(3, 5, 7);
+    }
+    _tile_stored(0, c, 64);
+    _tile_stored(1, c + 256, 64);
+    if (TT == 2) _tile_stored(2, c + 512, 64);
+    if (TT == 2) _tile_stored(3, c + 768, 64);
+}
+
+static inline __attribute__((always_inline)) void q6_scale_block(const int TT, const tile_pass_args *p, const int32_t *sc_lo,
+                                                                const int32_t *sc_hi, int64_t b, const int32_t *restrict c) {
+    float *restrict lanes = p->acc + (b & 7) * TOKEN_TILE * ROW_TILE;
+    const __m512 d = _mm512_loadu_ps(p->scales + b * 16);
+    const __m512i lo_scale = _mm512_loadu_si512(sc_lo + b * 16), hi_scale = _mm512_loadu_si512(sc_hi + b * 16);
+    for (int tt = 0; tt < TT; tt++) {
+        const float *restrict ad = p->ad + (tt * p->nb + b) * 16;
+        _Pragma("GCC unroll 16") for (int m = 0; m < 16; m++) {
+            const __m512i lo = _mm512_load_si512(c + 2 * tt * 256 + 16 * m), hi = _mm512_load_si512(c + (2 * tt + 1) * 256 + 16 * m);
+            const __m512i sums = _mm512_add_epi32(_mm512_mullo_epi32(lo, lo_scale), _mm512_mullo_epi32(hi, hi_scale));
+            float *restrict lane = lanes + (16 * tt + m) * ROW_TILE;
+            const __m512 before = b < 8 ? _mm512_setzero_ps() : _mm512_load_ps(lane);
+            _mm512_store_ps(lane, _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(d, _mm512_set1_ps(ad[m])), before));
+        }
+    }
+}
+
+static inline __attribute__((always_inline)) void q6_tile_pass(const int TT, const tile_pass_args *p, const int32_t *sc_lo,
+                                                              const int32_t *sc_hi, int n_tokens, float *y, int64_t y_stride) {
+    const int64_t nb = p->nb;
+    int32_t *c0 = p->c[0], *c1 = p->c[1];
+    q6_block_sums(TT, p->aq, nb, p->panel, 0, c0);
+    for (int64_t b = 0; b < nb; b++) {
+        if (b + 1 < nb) q6_block_sums(TT, p->aq, nb, p->panel, b + 1, (b + 1) & 1 ? c1 : c0);
+        q6_scale_block(TT, p, sc_lo, sc_hi, b, b & 1 ? c1 : c0);
+    }
+    for (int t = 0; t < n_tokens; t++) _mm512_storeu_ps(y + t * y_stride, sum_lanes(p->acc + t * ROW_TILE, nb));
+}
+
+static void q6_tile_pass_any(int TT, const tile_pass_args *p, const int32_t *sc_lo, const int32_t *sc_hi, int n_tokens, float *y,
+                             int64_t y_stride) {
+    if (TT == 2) q6_tile_pass(2, p, sc_lo, sc_hi, n_tokens, y, y_stride);
+    else q6_tile_pass(1, p, sc_lo, sc_hi, n_tokens, y, y_stride);
+}
+
 /* Tokens [t0, t0 + n) of the call as A tiles and scales (tile_pass_args),
  * padded with zero tokens to a whole tile: from the caller's quantized
  * blocks, or quantized here (one token at a time into `one`). */
@@ -305,7 +412,8 @@ void sp_matmul_amx(const sp_weight *w, const float *x, int64_t x_stride, const v
         sp_matmul_avx512bf16(w, x, x_stride, xq, n_tokens, y, y_stride, o0, o1, scratch);
         return;
     }
-    configure_tiles();
+    const bool q6 = w->type == SPROUT_TYPE_Q6_K;
+    configure_tiles(q6 ? 16 : 32);
     const int64_t nb = w->n_in / 32;
     /* the scratch: sp_matmul_scratch_floats, 92 bytes per input element
      * and 590 KiB more; here 40 bytes per element for the rows' panel
@@ -331,7 +439,20 @@ void sp_matmul_amx(const sp_weight *w, const float *x, int64_t x_stride, const v
     for (int64_t tb = 0; tb < n_tokens; tb += token_block) {
         const int64_t tbn = n_tokens - tb < token_block ? n_tokens - tb : token_block;
         stage_tokens(w, x, x_stride, xq, tb, tbn, aq, ad, as, one);
-        for (int64_t o = o0; o < o0 + amx_rows; o += ROW_TILE) {
+        for (int64_t o = o0; o < o0 + amx_rows; o += q6 ? 16 : ROW_TILE) {
+            if (q6) {
+                const __m512i row_offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                                               _mm512_set1_epi32((int)w->row_bytes));
+                int32_t *sc_lo = (int32_t *)mins, *sc_hi = sc_lo + nb * 16;
+                unpack_q6_K(w->data + (size_t)o * w->row_bytes, w->row_bytes, nb, row_offsets, panel, scales, sc_lo, sc_hi);
+                for (int64_t t0 = 0; t0 < tbn; t0 += TOKEN_TILE) {
+                    const int tn = tbn - t0 < TOKEN_TILE ? (int)(tbn - t0) : TOKEN_TILE;
+                    p.aq = aq + (size_t)(t0 / 16 * nb) * A_TILE_BYTES;
+                    p.ad = ad + t0 / 16 * nb * 16;
+                    q6_tile_pass_any(tn > 16 ? 2 : 1, &p, sc_lo, sc_hi, tn, y + (tb + t0) * y_stride + o, y_stride);
+                }
+                continue;
+            }
             const int RH = o0 + amx_rows - o >= ROW_TILE ? 2 : 1;
             unpack_panel(w, o, RH, panel, scales, mins);
             for (int64_t t0 = 0; t0 < tbn; t0 += TOKEN_TILE) {
