@@ -80,6 +80,11 @@ static bool amx_type(sprout_type type) {
            type == SPROUT_TYPE_Q6_K;
 }
 
+/* The byte offsets of 16 consecutive rows, for gathering a dword of each. */
+static inline __m512i row_offsets_of(size_t row_bytes) {
+    return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32((int)row_bytes));
+}
+
 /* 16 rows' fp16 block scales, each the first two bytes of the dword that
  * `at` gathers, as floats. */
 static inline __m512 gather_scales(__m512i row_offsets, const uint8_t *at) {
@@ -118,19 +123,59 @@ static void unpack_q4_K(const uint8_t *base, size_t row_bytes, int64_t nb, int h
     }
 }
 
+/* 16 Q6_K rows from base: block b's halves as B tiles at panel + b *
+ * 512 (+ 256 for the second half), its rows' d in dscale[b * 16 + r], its
+ * halves' scales in sc_lo, sc_hi likewise. Element l of group g (0-3) of
+ * half n of a super-block: the low (g < 2) or high nibble of ql[64n + 32(g
+ * & 1) + l], with bits 2g, 2g + 1 of qh[32n + l] as bits 4, 5. */
+static void unpack_q6_K(const uint8_t *base, size_t row_bytes, int64_t nb, __m512i row_offsets, int8_t *panel, float *dscale,
+                        int32_t *sc_lo, int32_t *sc_hi) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F), two_bits = _mm512_set1_epi8(3), offset = _mm512_set1_epi8(32);
+    for (int64_t sb = 0; sb < nb / 8; sb++) {
+        for (int r = 0; r < 16; r++) {
+            const sp_block_q6_K *blk = (const sp_block_q6_K *)(base + (size_t)r * row_bytes) + sb;
+            const float d = sp_fp16_to_fp32(blk->d);
+            for (int j = 0; j < 8; j++) {
+                dscale[(8 * sb + j) * 16 + r] = d;
+                sc_lo[(8 * sb + j) * 16 + r] = blk->scales[2 * j];
+                sc_hi[(8 * sb + j) * 16 + r] = blk->scales[2 * j + 1];
+            }
+        }
+        const uint8_t *first = base + (size_t)sb * sizeof(sp_block_q6_K);
+        for (int n = 0; n < 2; n++)
+            for (int half = 0; half < 2; half++)
+                for (int m = 0; m < 4; m++) {
+                    const size_t l = (size_t)(16 * half + 4 * m);
+                    const __m512i ql0 = _mm512_i32gather_epi32(row_offsets, (const void *)(first + offsetof(sp_block_q6_K, ql) + 64 * n + l), 1);
+                    const __m512i ql1 = _mm512_i32gather_epi32(row_offsets, (const void *)(first + offsetof(sp_block_q6_K, ql) + 64 * n + 32 + l), 1);
+                    const __m512i qh = _mm512_i32gather_epi32(row_offsets, (const void *)(first + offsetof(sp_block_q6_K, qh) + 32 * n + l), 1);
+                    for (int g = 0; g < 4; g++) {
+                        const __m512i ql = g & 1 ? ql1 : ql0;
+                        const __m512i low = g < 2 ? _mm512_and_si512(ql, low4) : _mm512_and_si512(_mm512_srli_epi16(ql, 4), low4);
+                        const __m512i high = _mm512_and_si512(_mm512_srli_epi16(qh, (unsigned)(2 * g)), two_bits);
+                        const __m512i q = _mm512_sub_epi8(_mm512_or_si512(low, _mm512_slli_epi16(high, 4)), offset);
+                        _mm512_store_si512(panel + (size_t)(8 * sb + 4 * n + g) * 512 + 256 * half + 64 * m, q);
+                    }
+                }
+    }
+}
+
 /* The weights of rows [o, o + 16 * halves) as B tiles, block-major (block
  * b's tile of half h at panel + (b * halves + h) * B_TILE_BYTES), signed
  * levels, and their scales (block b's at scales + b * 16 * halves). */
 static void unpack_panel(const sp_weight *w, int64_t o, int halves, int8_t *panel, float *scales, float *mins) {
     const int64_t nb = w->n_in / 32;
-    const __m512i row_offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                                   _mm512_set1_epi32((int)w->row_bytes));
+    const __m512i row_offsets = row_offsets_of(w->row_bytes);
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m512i iq4 = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)sp_iq4_levels));
     for (int h = 0; h < halves; h++) {
         const uint8_t *base = w->data + (size_t)(o + 16 * h) * w->row_bytes;
         if (w->type == SPROUT_TYPE_Q4_K) {
             unpack_q4_K(base, w->row_bytes, nb, halves, h, row_offsets, panel, scales, mins);
+            continue;
+        }
+        if (w->type == SPROUT_TYPE_Q6_K) { /* one half: its integer scales where the mins go */
+            unpack_q6_K(base, w->row_bytes, nb, row_offsets, panel, scales, (int32_t *)mins, (int32_t *)mins + nb * 16);
             continue;
         }
         for (int64_t b = 0; b < nb; b++) {
@@ -282,43 +327,6 @@ static void tile_pass_any(int TT, int RH, bool mins, const tile_pass_args *p, in
  * tile of 16 per pass (the tiles: C 0-3 for (token tile, half), A 4-5 for
  * the halves, B 6-7). */
 
-/* 16 Q6_K rows from base: block b's halves as B tiles at panel + b *
- * 512 (+ 256 for the second half), its rows' d in dscale[b * 16 + r], its
- * halves' scales in sc_lo, sc_hi likewise. Element l of group g (0-3) of
- * half n of a super-block: the low (g < 2) or high nibble of ql[64n + 32(g
- * & 1) + l], with bits 2g, 2g + 1 of qh[32n + l] as bits 4, 5. */
-static void unpack_q6_K(const uint8_t *base, size_t row_bytes, int64_t nb, __m512i row_offsets, int8_t *panel, float *dscale,
-                        int32_t *sc_lo, int32_t *sc_hi) {
-    const __m512i low4 = _mm512_set1_epi8(0x0F), two_bits = _mm512_set1_epi8(3), offset = _mm512_set1_epi8(32);
-    for (int64_t sb = 0; sb < nb / 8; sb++) {
-        for (int r = 0; r < 16; r++) {
-            const sp_block_q6_K *blk = (const sp_block_q6_K *)(base + (size_t)r * row_bytes) + sb;
-            const float d = sp_fp16_to_fp32(blk->d);
-            for (int j = 0; j < 8; j++) {
-                dscale[(8 * sb + j) * 16 + r] = d;
-                sc_lo[(8 * sb + j) * 16 + r] = blk->scales[2 * j];
-                sc_hi[(8 * sb + j) * 16 + r] = blk->scales[2 * j + 1];
-            }
-        }
-        const uint8_t *first = base + (size_t)sb * sizeof(sp_block_q6_K);
-        for (int n = 0; n < 2; n++)
-            for (int half = 0; half < 2; half++)
-                for (int m = 0; m < 4; m++) {
-                    const size_t l = (size_t)(16 * half + 4 * m);
-                    const __m512i ql0 = _mm512_i32gather_epi32(row_offsets, (const void *)(first + offsetof(sp_block_q6_K, ql) + 64 * n + l), 1);
-                    const __m512i ql1 = _mm512_i32gather_epi32(row_offsets, (const void *)(first + offsetof(sp_block_q6_K, ql) + 64 * n + 32 + l), 1);
-                    const __m512i qh = _mm512_i32gather_epi32(row_offsets, (const void *)(first + offsetof(sp_block_q6_K, qh) + 32 * n + l), 1);
-                    for (int g = 0; g < 4; g++) {
-                        const __m512i ql = g & 1 ? ql1 : ql0;
-                        const __m512i low = g < 2 ? _mm512_and_si512(ql, low4) : _mm512_and_si512(_mm512_srli_epi16(ql, 4), low4);
-                        const __m512i high = _mm512_and_si512(_mm512_srli_epi16(qh, (unsigned)(2 * g)), two_bits);
-                        const __m512i q = _mm512_sub_epi8(_mm512_or_si512(low, _mm512_slli_epi16(high, 4)), offset);
-                        _mm512_store_si512(panel + (size_t)(8 * sb + 4 * n + g) * 512 + 256 * half + 64 * m, q);
-                    }
-                }
-    }
-}
-
 static inline __attribute__((always_inline)) void q6_block_sums(const int TT, const int8_t *aq, int64_t nb, const int8_t *panel, int64_t b,
                                                                int32_t *c) {
     _tile_zero(0);
@@ -440,27 +448,16 @@ void sp_matmul_amx(const sp_weight *w, const float *x, int64_t x_stride, const v
         const int64_t tbn = n_tokens - tb < token_block ? n_tokens - tb : token_block;
         stage_tokens(w, x, x_stride, xq, tb, tbn, aq, ad, as, one);
         for (int64_t o = o0; o < o0 + amx_rows; o += q6 ? 16 : ROW_TILE) {
-            if (q6) {
-                const __m512i row_offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                                               _mm512_set1_epi32((int)w->row_bytes));
-                int32_t *sc_lo = (int32_t *)mins, *sc_hi = sc_lo + nb * 16;
-                unpack_q6_K(w->data + (size_t)o * w->row_bytes, w->row_bytes, nb, row_offsets, panel, scales, sc_lo, sc_hi);
-                for (int64_t t0 = 0; t0 < tbn; t0 += TOKEN_TILE) {
-                    const int tn = tbn - t0 < TOKEN_TILE ? (int)(tbn - t0) : TOKEN_TILE;
-                    p.aq = aq + (size_t)(t0 / 16 * nb) * A_TILE_BYTES;
-                    p.ad = ad + t0 / 16 * nb * 16;
-                    q6_tile_pass_any(tn > 16 ? 2 : 1, &p, sc_lo, sc_hi, tn, y + (tb + t0) * y_stride + o, y_stride);
-                }
-                continue;
-            }
-            const int RH = o0 + amx_rows - o >= ROW_TILE ? 2 : 1;
+            const int RH = !q6 && o0 + amx_rows - o >= ROW_TILE ? 2 : 1; /* Q6_K: a row tile of 16 at a time */
             unpack_panel(w, o, RH, panel, scales, mins);
             for (int64_t t0 = 0; t0 < tbn; t0 += TOKEN_TILE) {
-                const int tn = tbn - t0 < TOKEN_TILE ? (int)(tbn - t0) : TOKEN_TILE;
+                const int tn = tbn - t0 < TOKEN_TILE ? (int)(tbn - t0) : TOKEN_TILE, TT = tn > 16 ? 2 : 1;
                 p.aq = aq + (size_t)(t0 / 16 * nb) * A_TILE_BYTES;
                 p.ad = ad + t0 / 16 * nb * 16;
                 p.as = as + t0 / 16 * nb * 16;
-                tile_pass_any(tn > 16 ? 2 : 1, RH, with_mins, &p, tn, y + (tb + t0) * y_stride + o, y_stride);
+                float *out = y + (tb + t0) * y_stride + o;
+                if (q6) q6_tile_pass_any(TT, &p, (const int32_t *)mins, (const int32_t *)mins + nb * 16, tn, out, y_stride);
+                else tile_pass_any(TT, RH, with_mins, &p, tn, out, y_stride);
             }
         }
     }
