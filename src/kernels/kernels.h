@@ -61,11 +61,9 @@ static inline sp_cell_range sp_attention_range(const sp_attention_args *a, int64
 
 /* F16 and BF16 weight rows are dotted with the activations rounded to
  * their own format (to nearest even), at every level: llama.cpp computes
- * them so (the format is its vec_dot_type for those weights), and a
- * one-token row then reads half the bytes of activations (F16 decode, 1
- * thread: 9.8 -> 12 tokens/s). Those rounded activations of a block of
- * tokens, widened back to floats (exactly), take up to this many floats of
- * scratch beside a decoded row. */
+ * them so (the format is its vec_dot_type for those weights). Those
+ * rounded activations of a block of tokens, widened back to floats
+ * (exactly), take up to this many floats of scratch beside a decoded row. */
 #define SP_ROUNDED_BLOCK_FLOATS (128 << 10)
 
 /* One token's weight rows stream at the pace of its arithmetic, too slowly
@@ -73,9 +71,30 @@ static inline sp_cell_range sp_attention_range(const sp_attention_args *a, int64
  * the lines this many bytes ahead of what they read, a chunk's worth at a
  * time (a whole row at once, as the several-token kernels do, gave
  * nothing). Sapphire Rapids, 2 threads, tg64: TinyLlama Q4_0 22-23 -> 27-30
- * t/s, Q4_K_M 16 -> 28, Q8_0 14 -> 17; one thread Q4_0 12.0-12.8 -> 16-18
- * (3 KiB ahead: 17.7 / 28.4 with two; 16 KiB: 16.4 / 24.5). */
-#define SP_DECODE_AHEAD 6144
+ * t/s, Q4_K_M 16 -> 28, Q8_0 14 -> 17; one thread Q4_0 12.0-12.8 -> 16-18.
+ * 6 KiB ahead with one stream a thread (below); 2 KiB with four. */
+#define SP_DECODE_AHEAD 2048
+
+/* And a thread's rows for one token are read as SP_DECODE_STREAMS streams
+ * at once: its range cut into that many stretches, taken a row from each
+ * in turn. A core keeps more lines in flight over several streams (the
+ * L2 streamer follows each, within its 4 KiB pages) than over one: a plain
+ * read loop over a mapped 2 GiB file, 2 threads, 1 stream each 26-27
+ * GB/s, 4 streams with lines asked for 2 KiB ahead 38-42 (Sapphire Rapids
+ * VM). The one-token Q4_0 kernel, 600 MB of rows, 2 threads, 23.2 -> 27.4
+ * GB/s (one stream 6 KiB ahead -> four 2 KiB ahead); 8 streams or 1 and 4
+ * KiB ahead were no better for Q4_0, Q8_0, Q4_K, Q5_K or Q6_K. Each row's
+ * arithmetic is unchanged, only the order of the rows. */
+#define SP_DECODE_STREAMS 4
+
+/* Rows per stretch for rows [o0, o1), and the k-th row to take (k from 0
+ * to stretch * SP_DECODE_STREAMS), or -1 past the end of the last stretch. */
+static inline int64_t sp_decode_stretch(int64_t o0, int64_t o1) { return (o1 - o0 + SP_DECODE_STREAMS - 1) / SP_DECODE_STREAMS; }
+
+static inline int64_t sp_decode_row(int64_t o0, int64_t o1, int64_t stretch, int64_t k) {
+    const int64_t o = o0 + (k % SP_DECODE_STREAMS) * stretch + k / SP_DECODE_STREAMS;
+    return o < o1 ? o : -1;
+}
 
 /* Accumulators of 256 rows (8 tokens' scale and min terms, 8 lanes each)
  * that an int8 matmul keeps between the spans of wide rows. */

@@ -442,6 +442,56 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dw, ad), acc);
 }
 
+#ifdef SP_MATMUL_VNNI
+/* One token against a whole chunk of eight Q4_0 (IQ4_NL) blocks, in 512-bit
+ * registers: the exact block sums, as accumulate_blocks8 forms them
+ * (lane j, block j, the offset's sum first), for about half the
+ * instructions. Two permutes gather the chunk's packed levels already
+ * transposed, dwords of four levels from eight blocks side by side: the
+ * levels of blocks 0, 2, 4 and 6 lie on 4-byte boundaries 2 bytes into
+ * the chunk, those of 1, 3 and 5 at its start, and block 7's past its
+ * first 128 bytes. Lanes 0-7 hold dword m of each block, lanes 8-15 dword
+ * m + 1: the transposed activations of m and m + 1 are one load. */
+static inline __attribute__((always_inline)) __m256i packed_chunk_sums(sprout_type type, const uint8_t *chunk, const act_chunk *c) {
+#define FROM_EVEN(m) 9 * 0 + (m), 0, 9 + (m), 0, 18 + (m), 0, 27 + (m), 0
+#define FROM_ODD(m) 0, 5 + (m), 0, 14 + (m), 0, 23 + (m), 0, 0
+    static const int32_t even01[16] __attribute__((aligned(64))) = {FROM_EVEN(0), FROM_EVEN(1)};
+    static const int32_t even23[16] __attribute__((aligned(64))) = {FROM_EVEN(2), FROM_EVEN(3)};
+    static const int32_t odd01[16] __attribute__((aligned(64))) = {FROM_ODD(0), FROM_ODD(1)};
+    static const int32_t odd23[16] __attribute__((aligned(64))) = {FROM_ODD(2), FROM_ODD(3)};
+    static const int32_t last01[16] __attribute__((aligned(64))) = {[7] = 0, [15] = 1};
+    static const int32_t last23[16] __attribute__((aligned(64))) = {[7] = 2, [15] = 3};
+#undef FROM_EVEN
+#undef FROM_ODD
+    const __mmask16 even = 0x5555, odd = 0x2A2A, last = 0x8080;
+    const __m512i lo_a = _mm512_loadu_si512(chunk), hi_a = _mm512_loadu_si512(chunk + 64);
+    const __m512i lo_b = _mm512_loadu_si512(chunk + 2), hi_b = _mm512_loadu_si512(chunk + 66);
+    const __m512i tail = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(chunk + 128)));
+    __m512i packed[2];
+    packed[0] = _mm512_or_si512(_mm512_maskz_permutex2var_epi32(even, lo_b, _mm512_load_si512(even01), hi_b),
+                                _mm512_maskz_permutex2var_epi32(odd, lo_a, _mm512_load_si512(odd01), hi_a));
+    packed[0] = _mm512_mask_permutexvar_epi32(packed[0], last, _mm512_load_si512(last01), tail);
+    packed[1] = _mm512_or_si512(_mm512_maskz_permutex2var_epi32(even, lo_b, _mm512_load_si512(even23), hi_b),
+                                _mm512_maskz_permutex2var_epi32(odd, lo_a, _mm512_load_si512(odd23), hi_a));
+    packed[1] = _mm512_mask_permutexvar_epi32(packed[1], last, _mm512_load_si512(last23), tail);
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    __m512i part[2];
+    for (int h = 0; h < 2; h++) {
+        /* dwords m, m + 1 (m = 2h): levels 4m.. in the low nibbles, 16 + 4m.. in the high ones */
+        __m512i lo = _mm512_and_si512(packed[h], low4), hi = _mm512_and_si512(_mm512_srli_epi16(packed[h], 4), low4);
+        if (type == SPROUT_TYPE_IQ4_NL) {
+            const __m512i levels = _mm512_broadcast_i32x4(_mm256_castsi256_si128(iq4_levels()));
+            lo = _mm512_shuffle_epi8(levels, lo), hi = _mm512_shuffle_epi8(levels, hi);
+        }
+        const __m512i start = h == 0 ? _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)c->sum)) : _mm512_setzero_si512();
+        part[h] = _mm512_dpbusd_epi32(start, lo, _mm512_load_si512(c->qs_t + 2 * h));
+        part[h] = _mm512_dpbusd_epi32(part[h], hi, _mm512_load_si512(c->qs_t + 4 + 2 * h));
+    }
+    const __m512i both = _mm512_add_epi32(part[0], part[1]);
+    return _mm256_add_epi32(_mm512_castsi512_si256(both), _mm512_extracti64x4_epi64(both, 1));
+}
+#endif
+
 /* One row against G tokens from t0 (G constant in each copy, so the
  * accumulators stay in registers). */
 static inline __attribute__((always_inline)) void blocks8_group(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
@@ -456,6 +506,15 @@ static inline __attribute__((always_inline)) void blocks8_group(sprout_type type
     __m256i v[8];
     for (int64_t b = 8 * sp->c0; b < b_end; b += 8) {
         if (G == 1) decode_prefetch(row + (size_t)b * layout_of(type).bytes, 8 * layout_of(type).bytes);
+#ifdef SP_MATMUL_VNNI
+        if (G == 1 && (type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL) && nb - b >= 8) {
+            const uint8_t *chunk = row + (size_t)b * layout_of(type).bytes;
+            const act_chunk *c = act_chunk_of(at, t0, b);
+            const __m256i sums = packed_chunk_sums(type, chunk, c);
+            acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(block_scales8(type, row, b, 8), _mm256_loadu_ps(c->d)), acc[0]);
+            continue;
+        }
+#endif
         __m256 mw = _mm256_setzero_ps();
         /* whole chunks with a constant count, so that its per-block checks fold away */
         const __m256 dw = nb - b >= 8 ? load_blocks8(type, row, b, 8, transpose, v, &mw) : load_blocks8(type, row, b, (int)(nb - b), transpose, v, &mw);
@@ -798,7 +857,12 @@ typedef struct row_span {
  * so the group kernel inlines and its accumulators stay in registers). */
 static inline __attribute__((always_inline)) void group_rows(sprout_type type, const act_tile *at, const int G, const row_span *rs) {
     const sp_weight *w = rs->w;
-    for (int64_t o = rs->o0; o < rs->o1; o++) {
+    /* one token: the rows in SP_DECODE_STREAMS streams (kernels.h) */
+    const int64_t stretch = G == 1 ? sp_decode_stretch(rs->o0, rs->o1) : rs->o1 - rs->o0;
+    const int64_t visits = G == 1 ? stretch * SP_DECODE_STREAMS : stretch;
+    for (int64_t k = 0; k < visits; k++) {
+        const int64_t o = G == 1 ? sp_decode_row(rs->o0, rs->o1, stretch, k) : rs->o0 + k;
+        if (o < 0) continue;
         const uint8_t *row = w->data + (size_t)o * w->row_bytes;
         if (rs->prefetch && o + 2 < rs->o_end) prefetch_span(row + 2 * w->row_bytes, rs->c0, rs->c1, rs->chunk_bytes, w->row_bytes);
         const k_span sp = {rs->c0, rs->c1, rs->c0 == 0, rs->c1 == rs->n_chunks, rs->state ? rs->state[o - rs->o0] : NULL};
@@ -918,11 +982,9 @@ static inline float float_at(float_format f, const void *row, int64_t j) {
                             : sp_bf16_to_fp32(((const uint16_t *)row)[j]);
 }
 
-/* sum plus row[j] * x[j] for j in [from, n), in order: a tile's tail. x
- * is floats, or (x_half) 16-bit values in the row's own format: one
- * token's rounded activations for F16 and BF16 rows, half the bytes. */
-static inline float float_row_tail(float_format f, const void *row, bool x_half, const void *x, int64_t from, int64_t n, float sum) {
-    for (int64_t j = from; j < n; j++) sum += float_at(f, row, j) * (x_half ? float_at(f, x, j) : ((const float *)x)[j]);
+/* sum plus row[j] * x[j] for j in [from, n), in order: a tile's tail. */
+static inline float float_row_tail(float_format f, const void *row, const float *x, int64_t from, int64_t n, float sum) {
+    for (int64_t j = from; j < n; j++) sum += float_at(f, row, j) * x[j];
     return sum;
 }
 
@@ -949,19 +1011,22 @@ static inline __attribute__((always_inline)) void prefetch_ahead(float_format f,
                                                                  int64_t i) {
     const int64_t at = i * (f == FLOAT_F32 ? 4 : 2); /* bytes into the row; i steps by 16 elements */
     if (!ahead || (at & 63)) return;
-    if (R == 1) _mm_prefetch((const char *)rows[0] + ahead + at, _MM_HINT_T0); /* a lone row: decode, into L1 */
+    if (R == 1) _mm_prefetch((const char *)rows[0] + ahead + at, _MM_HINT_T0); /* a lone row at the edge: into L1 */
     else
         for (int r = 0; r < R; r++) _mm_prefetch((const char *)rows[r] + ahead + at, _MM_HINT_T1);
 }
 
 #ifdef SP_MATMUL_VNNI
-/* AVX-512: one 16-lane accumulator per (row, token) pair (a lone row's
- * chain of 16-element FMAs outruns the memory that feeds it); 32 registers
- * hold a tile of 4 rows by 6 tokens. */
+/* AVX-512: one 16-lane accumulator per (row, token) pair; 32 registers
+ * hold a tile of 4 rows by 6 tokens. One token takes such tiles too: a
+ * lone row's one chain of FMAs, 4 cycles each, bounded it below the
+ * memory's pace, and four rows are four streams (F16, 2048 x 146k rows,
+ * one token: 11.6 -> 16.7 GB/s on one thread, 21.8 -> 27.1 on two; AVX2's
+ * 2-row tiles 11.0 -> 12.5 and 20.4 -> 24.8; Sapphire Rapids VM). */
 #define FLOAT_TILE_ROWS 4
 #define FLOAT_TILE_TOKENS 6
-static inline __attribute__((always_inline)) void float_tile(float_format f, const void *const rows[], const int R, bool x_half,
-                                                             const void *const xs[], const int T, int64_t n, ptrdiff_t ahead, float *out) {
+static inline __attribute__((always_inline)) void float_tile(float_format f, const void *const rows[], const int R,
+                                                             const float *const xs[], const int T, int64_t n, ptrdiff_t ahead, float *out) {
     __m512 acc[FLOAT_TILE_ROWS][FLOAT_TILE_TOKENS];
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
@@ -972,18 +1037,18 @@ static inline __attribute__((always_inline)) void float_tile(float_format f, con
         for (int r = 0; r < R; r++)
             wv[r] = f == FLOAT_F32 ? _mm512_loadu_ps((const float *)rows[r] + i) : widen16(f, (const uint16_t *)rows[r] + i);
         for (int t = 0; t < T; t++) {
-            const __m512 xv = x_half ? widen16(f, (const uint16_t *)xs[t] + i) : _mm512_loadu_ps((const float *)xs[t] + i);
+            const __m512 xv = _mm512_loadu_ps(xs[t] + i);
             for (int r = 0; r < R; r++) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
         }
     }
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) {
-            out[r * T + t] = float_row_tail(f, rows[r], x_half, xs[t], i, n, hsum512(acc[r][t]));
+            out[r * T + t] = float_row_tail(f, rows[r], xs[t], i, n, hsum512(acc[r][t]));
         }
 }
 
 /* The tile shapes used: four rows by up to six tokens, and single rows at
- * the edges and for one token (concurrent row streams cost decode speed). */
+ * the edges and for one token. */
 #define FLOAT_TILE_SHAPES                                                                  \
     SHAPE(4, 1) SHAPE(4, 2) SHAPE(4, 3) SHAPE(4, 4) SHAPE(4, 5) SHAPE(4, 6)                \
     SHAPE(1, 1) SHAPE(1, 2) SHAPE(1, 3) SHAPE(1, 4) SHAPE(1, 5) SHAPE(1, 6)
@@ -994,8 +1059,8 @@ static inline __attribute__((always_inline)) void float_tile(float_format f, con
  * tokens. */
 #define FLOAT_TILE_ROWS 2
 #define FLOAT_TILE_TOKENS 3
-static inline __attribute__((always_inline)) void float_tile(float_format f, const void *const rows[], const int R, bool x_half,
-                                                             const void *const xs[], const int T, int64_t n, ptrdiff_t ahead, float *out) {
+static inline __attribute__((always_inline)) void float_tile(float_format f, const void *const rows[], const int R,
+                                                             const float *const xs[], const int T, int64_t n, ptrdiff_t ahead, float *out) {
     __m256 acc[FLOAT_TILE_ROWS][FLOAT_TILE_TOKENS][2];
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) acc[r][t][0] = acc[r][t][1] = _mm256_setzero_ps();
@@ -1007,14 +1072,14 @@ static inline __attribute__((always_inline)) void float_tile(float_format f, con
             for (int r = 0; r < R; r++)
                 wv[r] = f == FLOAT_F32 ? _mm256_loadu_ps((const float *)rows[r] + i + 8 * h) : widen8(f, (const uint16_t *)rows[r] + i + 8 * h);
             for (int t = 0; t < T; t++) {
-                const __m256 xv = x_half ? widen8(f, (const uint16_t *)xs[t] + i + 8 * h) : _mm256_loadu_ps((const float *)xs[t] + i + 8 * h);
+                const __m256 xv = _mm256_loadu_ps(xs[t] + i + 8 * h);
                 for (int r = 0; r < R; r++) acc[r][t][h] = _mm256_fmadd_ps(wv[r], xv, acc[r][t][h]);
             }
         }
     }
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) {
-            out[r * T + t] = float_row_tail(f, rows[r], x_half, xs[t], i, n, hsum256(_mm256_add_ps(acc[r][t][0], acc[r][t][1])));
+            out[r * T + t] = float_row_tail(f, rows[r], xs[t], i, n, hsum256(_mm256_add_ps(acc[r][t][0], acc[r][t][1])));
         }
 }
 
@@ -1023,20 +1088,14 @@ static inline __attribute__((always_inline)) void float_tile(float_format f, con
 #endif
 
 /* A tile of any shape used: a copy per shape, so that each one's loops
- * unroll and its accumulators stay in registers. Activations as 16-bit
- * values only for one F16 or BF16 row and one token (decode). */
-static void float_tile_any(float_format f, const void *const rows[], int R, bool x_half, const void *const xs[], int T, int64_t n,
-                           ptrdiff_t ahead, float *out) {
-    if (x_half) {
-        if (f == FLOAT_F16) float_tile(FLOAT_F16, rows, 1, true, xs, 1, n, ahead, out);
-        else float_tile(FLOAT_BF16, rows, 1, true, xs, 1, n, ahead, out);
-        return;
-    }
+ * unroll and its accumulators stay in registers. */
+static void float_tile_any(float_format f, const void *const rows[], int R, const float *const xs[], int T, int64_t n, ptrdiff_t ahead,
+                           float *out) {
 #define SHAPE(RR, TT)                                                                             \
     case (RR) * 8 + (TT):                                                                         \
-        if (f == FLOAT_F16) float_tile(FLOAT_F16, rows, RR, false, xs, TT, n, ahead, out);        \
-        else if (f == FLOAT_BF16) float_tile(FLOAT_BF16, rows, RR, false, xs, TT, n, ahead, out); \
-        else float_tile(FLOAT_F32, rows, RR, false, xs, TT, n, ahead, out);                       \
+        if (f == FLOAT_F16) float_tile(FLOAT_F16, rows, RR, xs, TT, n, ahead, out);        \
+        else if (f == FLOAT_BF16) float_tile(FLOAT_BF16, rows, RR, xs, TT, n, ahead, out); \
+        else float_tile(FLOAT_F32, rows, RR, xs, TT, n, ahead, out);                       \
         return;
     switch (R * 8 + T) {
         FLOAT_TILE_SHAPES
@@ -1045,15 +1104,14 @@ static void float_tile_any(float_format f, const void *const rows[], int R, bool
 #undef SHAPE
 }
 
-/* Rows [o0, o1) against tokens [0, n_tokens) of x (halves: one token). */
-static void float_rows_block(const sp_weight *w, bool x_half, const void *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride,
-                             int64_t o0, int64_t o1, int rows_per_tile, float *scratch) {
+/* Rows [o0, o1) against tokens [0, n_tokens) of x. */
+static void float_rows_block(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride, int64_t o0,
+                             int64_t o1, float *scratch) {
     /* F16 and BF16 widen in registers; other types are decoded to F32 */
     const bool direct = w->type == SPROUT_TYPE_F16 || w->type == SPROUT_TYPE_BF16 || w->type == SPROUT_TYPE_F32;
     const float_format f = w->type == SPROUT_TYPE_F16 ? FLOAT_F16 : w->type == SPROUT_TYPE_BF16 ? FLOAT_BF16 : FLOAT_F32;
-    const size_t x_bytes = x_half ? sizeof(uint16_t) : sizeof(float);
     for (int64_t o = o0, R; o < o1; o += R) {
-        R = o1 - o < rows_per_tile ? 1 : rows_per_tile; /* a partial tile of rows goes one row at a time */
+        R = o1 - o < FLOAT_TILE_ROWS ? 1 : FLOAT_TILE_ROWS; /* a partial tile of rows goes one row at a time */
         const void *rows[FLOAT_TILE_ROWS];
         for (int r = 0; r < R; r++) {
             const uint8_t *row = w->data + (size_t)(o + r) * w->row_bytes;
@@ -1065,12 +1123,12 @@ static void float_rows_block(const sp_weight *w, bool x_half, const void *x, int
         }
         for (int64_t t0 = 0; t0 < n_tokens; t0 += FLOAT_TILE_TOKENS) {
             const int T = n_tokens - t0 < FLOAT_TILE_TOKENS ? (int)(n_tokens - t0) : FLOAT_TILE_TOKENS;
-            const void *xs[FLOAT_TILE_TOKENS];
-            for (int t = 0; t < T; t++) xs[t] = (const char *)x + (size_t)((t0 + t) * x_stride) * x_bytes;
+            const float *xs[FLOAT_TILE_TOKENS];
+            for (int t = 0; t < T; t++) xs[t] = x + (t0 + t) * x_stride;
             float out[FLOAT_TILE_ROWS * FLOAT_TILE_TOKENS];
-            /* the next tile's rows, where they are read in place; a lone row (decode) SP_DECODE_AHEAD further */
+            /* the next tile's rows, where they are read in place; a lone row SP_DECODE_AHEAD further */
             const ptrdiff_t ahead = !direct ? 0 : R > 1 ? (ptrdiff_t)R * (ptrdiff_t)w->row_bytes : SP_DECODE_AHEAD;
-            float_tile_any(f, rows, R, x_half, xs, T, w->n_in, ahead, out);
+            float_tile_any(f, rows, (int)R, xs, T, w->n_in, ahead, out);
             for (int r = 0; r < R; r++)
                 for (int t = 0; t < T; t++) y[(t0 + t) * y_stride + o + r] = out[r * T + t];
         }
@@ -1078,19 +1136,8 @@ static void float_rows_block(const sp_weight *w, bool x_half, const void *x, int
 }
 
 /* F16 and BF16 rows' activations (kernels.h): rounded to the format (to
- * nearest even), kept as 16-bit values or widened back to floats (exactly):
- * the same values either way, and the same as sp_fp32_to_fp16 and
- * sp_fp32_to_bf16 give. */
-static void narrow_activations(float_format f, const float *x, int64_t n, uint16_t *out) {
-    if (f == FLOAT_BF16) {
-        narrow_to_bf16(x, n, out);
-        return;
-    }
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm_storeu_si128((__m128i *)(out + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
-    for (; i < n; i++) out[i] = sp_fp32_to_fp16(x[i]);
-}
-
+ * nearest even) and widened back to floats (exactly): the same values as
+ * sp_fp32_to_fp16 and sp_fp32_to_bf16 give. */
 static void round_activations(float_format f, const float *x, int64_t n, float *out) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -1105,11 +1152,6 @@ static void matmul_float(const sp_weight *w, const float *x, int64_t x_stride, i
                          int64_t o1, float *scratch) {
     const bool round_x = w->type == SPROUT_TYPE_F16 || w->type == SPROUT_TYPE_BF16;
     const float_format f = w->type == SPROUT_TYPE_F16 ? FLOAT_F16 : FLOAT_BF16;
-    if (n_tokens == 1) { /* one row at a time: concurrent row streams cost decode speed */
-        if (round_x) narrow_activations(f, x, w->n_in, (uint16_t *)scratch);
-        float_rows_block(w, round_x, round_x ? (const void *)scratch : x, x_stride, 1, y, y_stride, o0, o1, 1, scratch);
-        return;
-    }
     /* the tokens of a block stay in L2 (half of a 1 MiB one) while every
      * row passes; an F16 or BF16 row's rounded block fits SP_ROUNDED_BLOCK_FLOATS */
     int64_t block = (512 << 10) / (w->n_in * (int64_t)sizeof(float)) / FLOAT_TILE_TOKENS * FLOAT_TILE_TOKENS;
@@ -1123,7 +1165,7 @@ static void matmul_float(const sp_weight *w, const float *x, int64_t x_stride, i
             xb = scratch;
             xb_stride = w->n_in;
         }
-        float_rows_block(w, false, xb, xb_stride, tn, y + tb * y_stride, y_stride, o0, o1, FLOAT_TILE_ROWS, scratch);
+        float_rows_block(w, xb, xb_stride, tn, y + tb * y_stride, y_stride, o0, o1, scratch);
     }
 }
 

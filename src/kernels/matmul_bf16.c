@@ -16,8 +16,8 @@
 #include "quant/fp16.h"
 
 /* 32 accumulators (16-lane registers) of 4 rows by 6 tokens leave room for
- * the rows' vectors; one row alone for decode (concurrent row streams cost
- * its speed, as in the float path). */
+ * the rows' vectors; one token takes 4-row tiles too (four chains and
+ * four row streams, as in the float path). */
 #define TILE_ROWS 4
 #define TILE_TOKENS 6
 
@@ -31,7 +31,7 @@ static inline __attribute__((always_inline)) void bf16_tile(const uint16_t *cons
         for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
-        if (ahead && R == 1) _mm_prefetch((const char *)(rows[0] + i) + ahead, _MM_HINT_T0); /* a lone row: decode */
+        if (ahead && R == 1) _mm_prefetch((const char *)(rows[0] + i) + ahead, _MM_HINT_T0); /* a lone row at the edge */
         for (int r = 0; ahead && R > 1 && r < R; r++) _mm_prefetch((const char *)(rows[r] + i) + ahead, _MM_HINT_T1);
         __m512bh wv[TILE_ROWS];
         for (int r = 0; r < R; r++) wv[r] = (__m512bh)_mm512_loadu_si512(rows[r] + i);
@@ -69,7 +69,6 @@ void sp_matmul_avx512bf16(const sp_weight *w, const float *x, int64_t x_stride, 
         return;
     }
     const int64_t n = w->n_in;
-    const int rows_per_tile = n_tokens == 1 ? 1 : TILE_ROWS;
     /* a block of tokens' BF16 activations (up to 512 KiB, kept in L2 while
      * every row passes) fits SP_ROUNDED_BLOCK_FLOATS */
     int64_t block = (512 << 10) / (n * (int64_t)sizeof(uint16_t)) / TILE_TOKENS * TILE_TOKENS;
@@ -79,7 +78,7 @@ void sp_matmul_avx512bf16(const sp_weight *w, const float *x, int64_t x_stride, 
         const int64_t tn = n_tokens - tb < block ? n_tokens - tb : block;
         for (int64_t t = 0; t < tn; t++) narrow_to_bf16(x + (tb + t) * x_stride, n, xb + t * n);
         for (int64_t o = o0, R; o < o1; o += R) {
-            R = o1 - o < rows_per_tile ? 1 : rows_per_tile; /* a partial tile of rows goes one row at a time */
+            R = o1 - o < TILE_ROWS ? 1 : TILE_ROWS; /* a partial tile of rows goes one row at a time */
             const uint16_t *rows[TILE_ROWS];
             for (int r = 0; r < R; r++) rows[r] = (const uint16_t *)(w->data + (size_t)(o + r) * w->row_bytes);
             for (int64_t t0 = 0; t0 < tn; t0 += TILE_TOKENS) {
