@@ -5,6 +5,7 @@
  * llama-quantize chose for each architecture. */
 #include <jansson.h>
 #include <math.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "quantize/recipe.h"
@@ -292,15 +293,22 @@ static void test_iq4_mix(void) {
     CHECK(sp_type_fitting_rows(SPROUT_TYPE_IQ4_NL, 2048 + 16) == SPROUT_TYPE_F16);
 }
 
-int main(void) {
+/* With an argument, only that part: "llama" (llama-quantize's files and the
+ * IQ4 mixes), "mixes" (the other architectures' mixes) or "types" (every
+ * file type runs); CTest runs the three side by side. */
+int main(int argc, char **argv) {
+    const char *part = argc > 1 ? argv[1] : NULL;
+    CHECK_MSG(!part || !strcmp(part, "llama") || !strcmp(part, "mixes") || !strcmp(part, "types"), "unknown part %s", part);
     char arch_dir[1024];
     snprintf(arch_dir, sizeof arch_dir, "%s/arch", test_shared_dir());
     CHECK(mkdtemp(tmp_dir) != NULL);
     CHECK_MSG(load_reference(arch_dir), "cannot read %s/llama-F32.json", arch_dir);
-    test_matches_llama_quantize(arch_dir);
-    test_mix_types_per_arch(arch_dir);
-    test_every_type_runs(arch_dir);
-    test_iq4_mix();
+    if (!part || !strcmp(part, "llama")) {
+        test_matches_llama_quantize(arch_dir);
+        test_iq4_mix();
+    }
+    if (!part || !strcmp(part, "mixes")) test_mix_types_per_arch(arch_dir);
+    if (!part || !strcmp(part, "types")) test_every_type_runs(arch_dir);
     rmdir(tmp_dir);
     free(ref_logits);
     TEST_MAIN_END();
