@@ -1006,12 +1006,17 @@ static inline __m512 widen16(float_format f, const void *p) {
  * hardware prefetcher alone keeps too few lines in flight for four rows
  * that a handful of tokens consume slowly: F16, 2048 x 32000, 5 tokens on
  * one thread, 30-31 -> 42-44 GMAC/s; a 5-token prompt of TinyLlama F16, 2
- * threads, 44-47 -> 70-76 tokens/s. */
+ * threads, 44-47 -> 70-76 tokens/s. For one token (decode: into_l1) the
+ * lines go into L1: F16 2048 x 146k rows, 2 threads, 24.4 -> 28.0 GB/s
+ * (5632-element rows 27.4 either way); 2048 x 32000, one thread, 6.1 ->
+ * 7.5 GMAC/s; for 5 tokens L2 stayed better (35-37 against 30-36). A lone
+ * row (at the edge) goes into L1 too. */
 static inline __attribute__((always_inline)) void prefetch_ahead(float_format f, const void *const rows[], const int R, ptrdiff_t ahead,
-                                                                 int64_t i) {
+                                                                 bool into_l1, int64_t i) {
     const int64_t at = i * (f == FLOAT_F32 ? 4 : 2); /* bytes into the row; i steps by 16 elements */
     if (!ahead || (at & 63)) return;
-    if (R == 1) _mm_prefetch((const char *)rows[0] + ahead + at, _MM_HINT_T0); /* a lone row at the edge: into L1 */
+    if (R == 1 || into_l1)
+        for (int r = 0; r < R; r++) _mm_prefetch((const char *)rows[r] + ahead + at, _MM_HINT_T0);
     else
         for (int r = 0; r < R; r++) _mm_prefetch((const char *)rows[r] + ahead + at, _MM_HINT_T1);
 }
@@ -1026,13 +1031,14 @@ static inline __attribute__((always_inline)) void prefetch_ahead(float_format f,
 #define FLOAT_TILE_ROWS 4
 #define FLOAT_TILE_TOKENS 6
 static inline __attribute__((always_inline)) void float_tile(float_format f, const void *const rows[], const int R,
-                                                             const float *const xs[], const int T, int64_t n, ptrdiff_t ahead, float *out) {
+                                                             const float *const xs[], const int T, int64_t n, ptrdiff_t ahead, bool into_l1,
+                                                             float *out) {
     __m512 acc[FLOAT_TILE_ROWS][FLOAT_TILE_TOKENS];
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        prefetch_ahead(f, rows, R, ahead, i);
+        prefetch_ahead(f, rows, R, ahead, into_l1, i);
         __m512 wv[FLOAT_TILE_ROWS];
         for (int r = 0; r < R; r++)
             wv[r] = f == FLOAT_F32 ? _mm512_loadu_ps((const float *)rows[r] + i) : widen16(f, (const uint16_t *)rows[r] + i);
@@ -1060,13 +1066,14 @@ static inline __attribute__((always_inline)) void float_tile(float_format f, con
 #define FLOAT_TILE_ROWS 2
 #define FLOAT_TILE_TOKENS 3
 static inline __attribute__((always_inline)) void float_tile(float_format f, const void *const rows[], const int R,
-                                                             const float *const xs[], const int T, int64_t n, ptrdiff_t ahead, float *out) {
+                                                             const float *const xs[], const int T, int64_t n, ptrdiff_t ahead, bool into_l1,
+                                                             float *out) {
     __m256 acc[FLOAT_TILE_ROWS][FLOAT_TILE_TOKENS][2];
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) acc[r][t][0] = acc[r][t][1] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        prefetch_ahead(f, rows, R, ahead, i);
+        prefetch_ahead(f, rows, R, ahead, into_l1, i);
         for (int h = 0; h < 2; h++) {
             __m256 wv[FLOAT_TILE_ROWS];
             for (int r = 0; r < R; r++)
@@ -1090,12 +1097,12 @@ static inline __attribute__((always_inline)) void float_tile(float_format f, con
 /* A tile of any shape used: a copy per shape, so that each one's loops
  * unroll and its accumulators stay in registers. */
 static void float_tile_any(float_format f, const void *const rows[], int R, const float *const xs[], int T, int64_t n, ptrdiff_t ahead,
-                           float *out) {
+                           bool into_l1, float *out) {
 #define SHAPE(RR, TT)                                                                             \
     case (RR) * 8 + (TT):                                                                         \
-        if (f == FLOAT_F16) float_tile(FLOAT_F16, rows, RR, xs, TT, n, ahead, out);        \
-        else if (f == FLOAT_BF16) float_tile(FLOAT_BF16, rows, RR, xs, TT, n, ahead, out); \
-        else float_tile(FLOAT_F32, rows, RR, xs, TT, n, ahead, out);                       \
+        if (f == FLOAT_F16) float_tile(FLOAT_F16, rows, RR, xs, TT, n, ahead, into_l1, out);        \
+        else if (f == FLOAT_BF16) float_tile(FLOAT_BF16, rows, RR, xs, TT, n, ahead, into_l1, out); \
+        else float_tile(FLOAT_F32, rows, RR, xs, TT, n, ahead, into_l1, out);                       \
         return;
     switch (R * 8 + T) {
         FLOAT_TILE_SHAPES
@@ -1128,7 +1135,7 @@ static void float_rows_block(const sp_weight *w, const float *x, int64_t x_strid
             float out[FLOAT_TILE_ROWS * FLOAT_TILE_TOKENS];
             /* the next tile's rows, where they are read in place; a lone row SP_DECODE_AHEAD further */
             const ptrdiff_t ahead = !direct ? 0 : R > 1 ? (ptrdiff_t)R * (ptrdiff_t)w->row_bytes : SP_DECODE_AHEAD;
-            float_tile_any(f, rows, (int)R, xs, T, w->n_in, ahead, out);
+            float_tile_any(f, rows, (int)R, xs, T, w->n_in, ahead, n_tokens == 1, out);
             for (int r = 0; r < R; r++)
                 for (int t = 0; t < T; t++) y[(t0 + t) * y_stride + o + r] = out[r * T + t];
         }
