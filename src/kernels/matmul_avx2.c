@@ -1133,7 +1133,7 @@ static void float_rows_block(const sp_weight *w, const float *x, int64_t x_strid
             const float *xs[FLOAT_TILE_TOKENS];
             for (int t = 0; t < T; t++) xs[t] = x + (t0 + t) * x_stride;
             float out[FLOAT_TILE_ROWS * FLOAT_TILE_TOKENS];
-            /* the next tile's rows, where they are read in place; a lone row SP_DECODE_AHEAD further */
+            /* the next tile's rows, where they are read in place; a lone row (at the edge) SP_DECODE_AHEAD further */
             const ptrdiff_t ahead = !direct ? 0 : R > 1 ? (ptrdiff_t)R * (ptrdiff_t)w->row_bytes : SP_DECODE_AHEAD;
             float_tile_any(f, rows, (int)R, xs, T, w->n_in, ahead, n_tokens == 1, out);
             for (int r = 0; r < R; r++)
