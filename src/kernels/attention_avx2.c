@@ -17,6 +17,11 @@
 #include <math.h>
 #include <stdbool.h>
 
+/* attention_avx512.c compiles this file again with AVX-512 on */
+#ifndef SP_ATTENTION_NAME
+#define SP_ATTENTION_NAME sp_attention_avx2
+#endif
+
 #include "kernels/kernels.h"
 #include "kernels/x86_exp.h"
 #include "kernels/x86_sum.h"
@@ -162,12 +167,43 @@ static inline __attribute__((always_inline)) void weigh_values(const sp_attentio
         for (int n = 0; n < NR; n++) _mm256_storeu_ps(rows[r0 + r].out + d + 8 * n, acc[r][n]);
 }
 
+#ifdef SP_ATTENTION_AVX512
+/* weigh_values with NR (<= 4) vectors of 16 from element d: each output
+ * element the same chain of FMAs over the cells in order, so the same
+ * sums, in half the instructions. */
+static inline __attribute__((always_inline)) void weigh_values16(const sp_attention_args *a, int64_t c0, float scores[][TILE],
+                                                                query_row *rows, int r0, const int MR, const int NR, int64_t d,
+                                                                int64_t c_a, int64_t c_b) {
+    __m512 acc[4][4];
+    for (int r = 0; r < MR; r++)
+        for (int n = 0; n < NR; n++) acc[r][n] = _mm512_loadu_ps(rows[r0 + r].out + d + 16 * n);
+    for (int64_t c = c_a; c < c_b; c++) {
+        __m512 vv[4];
+        const int64_t cell = (int64_t)a->cells[c0 + c] * a->stride + d;
+        for (int n = 0; n < NR; n++)
+            vv[n] = a->kv_type == SP_KV_F32 ? _mm512_loadu_ps((const float *)a->values + cell + 16 * n)
+                                            : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)a->values + cell + 16 * n)));
+        for (int r = 0; r < MR; r++) {
+            const __m512 p = _mm512_set1_ps(scores[r0 + r][c]);
+            for (int n = 0; n < NR; n++) acc[r][n] = _mm512_fmadd_ps(p, vv[n], acc[r][n]);
+        }
+    }
+    for (int r = 0; r < MR; r++)
+        for (int n = 0; n < NR; n++) _mm512_storeu_ps(rows[r0 + r].out + d + 16 * n, acc[r][n]);
+}
+#endif
+
 /* Rows [r0, r0 + MR) times the values of cells [c_a, c_b), every whole
  * vector of 8 of the output. */
 static inline __attribute__((always_inline)) void weigh_all_values(const sp_attention_args *a, int64_t c0, float scores[][TILE],
                                                                   query_row *rows, int r0, const int MR, int64_t c_a, int64_t c_b) {
     const int64_t dv8 = a->head_dim_v & ~(int64_t)7;
     int64_t d = 0;
+#ifdef SP_ATTENTION_AVX512
+    for (; d + 64 <= dv8; d += 64) weigh_values16(a, c0, scores, rows, r0, MR, 4, d, c_a, c_b);
+    if (d + 32 <= dv8) weigh_values16(a, c0, scores, rows, r0, MR, 2, d, c_a, c_b), d += 32;
+    if (d + 16 <= dv8) weigh_values16(a, c0, scores, rows, r0, MR, 1, d, c_a, c_b), d += 16;
+#endif
     for (; d + 16 <= dv8; d += 16) weigh_values(a, c0, scores, rows, r0, MR, 2, d, c_a, c_b);
     if (d < dv8) weigh_values(a, c0, scores, rows, r0, MR, 1, d, c_a, c_b);
 }
@@ -236,7 +272,7 @@ static void attend_rows(const sp_attention_args *a, query_row *rows, int n_rows)
     }
 }
 
-void sp_attention_avx2(const sp_attention_args *a) {
+void SP_ATTENTION_NAME(const sp_attention_args *a) {
     const int64_t n_heads = a->n_q_heads > 0 ? a->n_q_heads : 1, n_tokens = a->n_tokens > 0 ? a->n_tokens : 1;
     if (tile_cells(a->head_dim_k) == 0) { /* heads wider than any model's: a tile would not fit */
         sp_attention_portable(a);

@@ -37,7 +37,7 @@ static const sp_kernels avx512 = {
     .name = "avx512-vnni",
     .matmul = sp_matmul_avx512vnni,
     .quantize = sp_quantize_avx512vnni,
-    .attention = sp_attention_avx2,
+    .attention = sp_attention_avx512,
     .activation = sp_activation_avx2,
 };
 /* avx512's, with BF16 weights through vdpbf16ps */
@@ -45,7 +45,7 @@ static const sp_kernels avx512bf16 = {
     .name = "avx512-vnni-bf16",
     .matmul = sp_matmul_avx512bf16,
     .quantize = sp_quantize_avx512vnni,
-    .attention = sp_attention_avx2,
+    .attention = sp_attention_avx512,
     .activation = sp_activation_avx2,
 };
 /* avx512bf16's, with batches of some int8 types through AMX tiles */
@@ -53,7 +53,7 @@ static const sp_kernels amx = {
     .name = "amx",
     .matmul = sp_matmul_amx,
     .quantize = sp_quantize_avx512vnni,
-    .attention = sp_attention_avx2,
+    .attention = sp_attention_avx512,
     .activation = sp_activation_avx2,
 };
 #endif
