@@ -198,9 +198,16 @@ static void test_matches_llama_quantize(const char *arch_dir) {
  * F32 files; ours start from the Q8_0 files, so only the types compare. */
 static void test_mix_types_per_arch(const char *arch_dir) {
     static const char *const archs[] = {"qwen2", "qwen3", "phi2", "phi3", "gemma", "gemma2", "gemma3", "stablelm", "falcon"};
+    /* under the sanitizers (SPROUT_TEST_QUICK) four of them, each of a
+     * different shape (biases, a parallel block, sliding windows, a fused
+     * QKV): the quantizing is the same code for all */
+    static const bool quick_arch[] = {true, false, true, false, false, false, true, false, true};
+    const char *quick = getenv("SPROUT_TEST_QUICK");
+    const bool few = quick && *quick && strcmp(quick, "0");
     printf("Q4_K_M mix types vs llama-quantize:\n");
     char in[2048], want[2048], out[2048];
     for (size_t k = 0; k < sizeof archs / sizeof archs[0]; k++) {
+        if (few && !quick_arch[k]) continue;
         snprintf(in, sizeof in, "%s/%s-Q8_0.gguf", arch_dir, archs[k]);
         snprintf(want, sizeof want, "%s/%s-Q4_K_M.gguf", arch_dir, archs[k]);
         if (access(in, R_OK) != 0 || access(want, R_OK) != 0) continue;
