@@ -82,8 +82,10 @@ static inline sp_cell_range sp_attention_range(const sp_attention_args *a, int64
  * read loop over a mapped 2 GiB file, 2 threads, 1 stream each 26-27
  * GB/s, 4 streams with lines asked for 2 KiB ahead 38-42 (Sapphire Rapids
  * VM). The one-token Q4_0 kernel, 600 MB of rows, 2 threads, 23.2 -> 27.4
- * GB/s (one stream 6 KiB ahead -> four 2 KiB ahead); 8 streams or 1 and 4
- * KiB ahead were no better for Q4_0, Q8_0, Q4_K, Q5_K or Q6_K. Each row's
+ * GB/s (one stream 6 KiB ahead -> four 2 KiB ahead); in one interleaved
+ * run 8 streams or 1 KiB ahead were no better for Q4_0, Q8_0, Q4_K, Q5_K or
+ * Q6_K, and 4 KiB no better but for Q4_K (26.4 against 20.4, within this
+ * host's noise; not repeated). Each row's
  * arithmetic is unchanged, only the order of the rows. */
 #define SP_DECODE_STREAMS 4
 

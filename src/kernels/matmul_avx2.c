@@ -446,8 +446,9 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
 /* One token against a whole chunk of eight Q4_0 (IQ4_NL) blocks, in 512-bit
  * registers: the exact block sums, as accumulate_blocks8 forms them
  * (lane j, block j, the offset's sum first), in fewer instructions than
- * its 256-bit transposes (in L2 15.1 -> 16.4 GB/s: 512-bit work has only
- * two ports). Masked dword permutes gather the chunk's packed levels
+ * its 256-bit transposes (in L2 only 15.1 -> 16.4 GB/s; inferred, not
+ * measured: with 512-bit work in flight two ports take vector work, not
+ * three). Masked dword permutes gather the chunk's packed levels
  * already transposed, dwords of four levels from eight blocks side by
  * side: block j's dword m is at byte 18 j + 2 + 4 m, on a 4-byte boundary
  * 2 bytes into the chunk for even j (dword 9 j / 2 + m from there), at its
