@@ -28,10 +28,6 @@ static const sprout_type all_types[] = {SPROUT_TYPE_F32,  SPROUT_TYPE_F16,  SPRO
  * every code path is still walked (spans of rows, tails, group sizes, AMX's
  * token blocks), on fewer elements. Emulated, the portable level's own
  * checks run only where it is the active level (natively they always do). */
-static bool quick_run(void) {
-    const char *v = getenv("SPROUT_TEST_QUICK");
-    return v && *v && strcmp(v, "0");
-}
 
 static bool emulated_run(void) {
     const char *v = getenv("SPROUT_TEST_QUICK");
@@ -76,7 +72,7 @@ static void check_level(const char *level) {
             const bool row_blocks = li + 1 == n_lengths && (!strncmp(level, "avx", 3) || amx) && bound_for(type) > 1e-4;
             /* amx: a tile of 32 rows, most lengths one of 16 as well, and rows left over */
             const int64_t n_in = lengths[li], n_out = row_blocks ? 300 : 7 + (int64_t)li * 2 + (amx ? 40 : 0);
-            if (n_in % sprout_type_block_size(type) || (quick_run() && n_in > 352 && !row_blocks)) continue;
+            if (n_in % sprout_type_block_size(type) || (test_quick_run() && n_in > 352 && !row_blocks)) continue;
             uint64_t row_bytes = 0;
             sp_type_row_bytes(type, n_in, &row_bytes);
             uint8_t *wdata = malloc((size_t)(row_bytes * (uint64_t)n_out) + 1);
@@ -86,7 +82,7 @@ static void check_level(const char *level) {
                 sprout_quantize(type, row, wdata + (size_t)o * row_bytes, n_in);
             }
             const sp_weight w = {wdata, type, n_in, n_out, (size_t)row_bytes};
-            for (int64_t n_tokens = 1; n_tokens <= (quick_run() ? 37 : 70); n_tokens = next_token_count(n_tokens)) {
+            for (int64_t n_tokens = 1; n_tokens <= (test_quick_run() ? 37 : 70); n_tokens = next_token_count(n_tokens)) {
                 const int64_t x_stride = n_in + 5, y_stride = n_out + 3;
                 float *x = malloc((size_t)(x_stride * n_tokens) * sizeof(float));
                 float *y = malloc((size_t)(y_stride * n_tokens) * sizeof(float));
@@ -176,7 +172,7 @@ static void check_attention_level(const char *level) {
         for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
             for (int kv = 0; kv < 2; kv++) {
                 for (int capped = 0; capped < 2; capped++) {
-                    const int64_t dim = dims[di], n = quick_run() && lengths[li] > 300 ? 1000 : lengths[li], stride = dim + 3,
+                    const int64_t dim = dims[di], n = test_quick_run() && lengths[li] > 300 ? 1000 : lengths[li], stride = dim + 3,
                                   total = 2 * n + 1;
                     const int64_t heads = group_sizes[(di + li + (size_t)kv + (size_t)capped) % 5];
                     float *q = malloc((size_t)(heads * dim) * sizeof(float));
@@ -255,7 +251,7 @@ static void check_attention_tokens_level(const char *level) {
             for (size_t ti = 0; ti < sizeof token_counts / sizeof token_counts[0]; ti++)
                 for (size_t wi = 0; wi < sizeof windows / sizeof windows[0]; wi++) {
                     const int64_t dim = dims[di], heads = group_sizes[gi], base = 60 + 7 * (int64_t)di;
-                    const int64_t n_tok = quick_run() && token_counts[ti] > 9 ? 9 : token_counts[ti];
+                    const int64_t n_tok = test_quick_run() && token_counts[ti] > 9 ? 9 : token_counts[ti];
                     const int64_t n = base + n_tok, stride = dim + 5, q_stride = heads * dim + 3, out_stride = heads * dim + 1;
                     float *q = malloc((size_t)(n_tok * q_stride) * sizeof(float));
                     float *out = malloc((size_t)(n_tok * out_stride) * sizeof(float)), *alone = malloc((size_t)(heads * dim) * sizeof(float));

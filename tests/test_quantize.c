@@ -202,8 +202,7 @@ static void test_mix_types_per_arch(const char *arch_dir) {
      * different shape (biases, a parallel block, sliding windows, a fused
      * QKV): the quantizing is the same code for all */
     static const bool quick_arch[] = {true, false, true, false, false, false, true, false, true};
-    const char *quick = getenv("SPROUT_TEST_QUICK");
-    const bool few = quick && *quick && strcmp(quick, "0");
+    const bool few = test_quick_run();
     printf("Q4_K_M mix types vs llama-quantize:\n");
     char in[2048], want[2048], out[2048];
     for (size_t k = 0; k < sizeof archs / sizeof archs[0]; k++) {
@@ -243,8 +242,7 @@ static void test_every_type_runs(const char *arch_dir) {
     const char *sources[] = {"llama-F32.gguf", "llama-F16.gguf"};
     /* under the sanitizers (SPROUT_TEST_QUICK) the F16 source only for a few
      * types: reading it is one path whatever the target */
-    const char *quick = getenv("SPROUT_TEST_QUICK");
-    const bool few_from_f16 = quick && *quick && strcmp(quick, "0");
+    const bool few_from_f16 = test_quick_run();
     for (size_t s = 0; s < 2; s++) {
         snprintf(in, sizeof in, "%s/%s", arch_dir, sources[s]);
         printf("every type from %s (rel RMS of last logits vs llama.cpp F32):\n", sources[s]);

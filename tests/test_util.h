@@ -54,6 +54,13 @@ static inline const char *test_shared_dir(void) {
 #endif
 }
 
+/* SPROUT_TEST_QUICK set and not "0": a shorter run (the sanitizers' and
+ * the emulators' builds set it), every code path still walked. */
+static inline bool test_quick_run(void) {
+    const char *v = getenv("SPROUT_TEST_QUICK");
+    return v && *v && strcmp(v, "0");
+}
+
 /* Calls fn(dir, name, ctx) for every file of the shared folder's `subdir`
  * whose name ends in `suffix`; fn says whether it counted the file. Returns
  * the count (a failed check when the folder cannot be listed). */
