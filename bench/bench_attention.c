@@ -105,9 +105,9 @@ int main(int argc, char **argv) {
         if (memcmp(out_f, out_g, (size_t)N_HEAD * HEAD_DIM * sizeof *out_f)) printf("(grouped and per-head results differ!)\n");
         for (int t = 0; t < TOKENS; t++)
             if (memcmp(out_f, out_t + t * N_HEAD * HEAD_DIM, (size_t)N_HEAD * HEAD_DIM * sizeof *out_f)) printf("(token %d differs!)\n", t);
-        /* the fused kernel's tile (64 cells): its scores per head, and for a group
-         * of three heads or more the tile's keys widened to f32 */
-        const int tile = 64, per_head = tile * 4, per_group = group * per_head + tile * HEAD_DIM * 4;
+        /* the fused kernel's tile (64 cells): its scores per head, and the
+         * tile's keys and values widened to f32 */
+        const int tile = 64, per_head = tile * 4, per_group = group * per_head + 2 * tile * HEAD_DIM * 4;
         printf("| %lld | %.3f | %.3f | %.3f | %.2fx | %.3f | %.2fx | %lld B per head (%lld B per query) | %d B per head, %d B per KV head | %.1e |\n",
                (long long)n, best[0], best[1], best[2], best[0] / best[2], best[3], best[0] / best[3], (long long)(n * 4),
                (long long)(n * 4 * N_HEAD), per_head, per_group, diff);

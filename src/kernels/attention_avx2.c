@@ -1,13 +1,13 @@
 /* Attention with AVX2/FMA, fused and tiled, for a block of query rows (the
  * heads that share a KV head, of one token or of several tokens of one
  * sequence) that read each cell of the cache once together: the cells go by
- * in tiles of up to 64; a tile's keys are widened to f32 once for every
- * row; each row's scores (q.k, scaled, soft-capped) are kept in a buffer on
- * the stack, its running maximum and sum rescaled once per tile instead of
- * once per cell, its exponentials computed 8 at a time; the values are
- * summed with their weights in register blocks of rows. Scratch is the tile
- * (its keys, and its scores per row), whatever the context length: the
- * score row is never stored whole.
+ * in tiles of up to 64; a tile's keys and values are widened to f32 once
+ * for every row; each row's scores (q.k, scaled, soft-capped) are kept in a
+ * buffer on the stack, its running maximum and sum rescaled once per tile
+ * instead of once per cell, its exponentials computed 8 at a time; the
+ * values are summed with their weights in register blocks of rows. Scratch
+ * is the tile (its keys and values, and its scores per row), whatever the
+ * context length: the score row is never stored whole.
  *
  * Tiles are aligned to multiples of the tile size in the cell list, not to
  * where a row's cells begin, and a row's cells outside its range weigh
@@ -28,7 +28,8 @@
 #include "quant/fp16.h"
 
 /* TILE cells per tile, fewer for heads wider than TILE_BUFFER / TILE (the
- * widened keys of a tile fill at most TILE_BUFFER floats, 32 KiB); a block
+ * widened keys of a tile fill at most TILE_BUFFER floats, 32 KiB, and its
+ * values as many); a block
  * is at most MAX_HEADS heads of each of up to MAX_ROWS / heads tokens. */
 enum { TILE = 64, TILE_BUFFER = 8192, MAX_HEADS = 8, MAX_ROWS = 32 };
 
@@ -52,11 +53,30 @@ static inline __attribute__((always_inline)) __m256 sum_lanes8_ps(const __m256 p
     return _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(u0, u1)), _mm256_castpd_ps(_mm256_unpackhi_pd(u0, u1)));
 }
 
-/* Cells per tile for keys of dk elements: a multiple of 8 (0: too wide). */
-static int tile_cells(int64_t dk) {
-    const int64_t fit = TILE_BUFFER / dk & ~(int64_t)7;
+/* Cells per tile for heads of dk-element keys and dv-element values: a
+ * multiple of 8 (0: too wide). */
+static int tile_cells(int64_t dk, int64_t dv) {
+    const int64_t fit = TILE_BUFFER / (dk > dv ? dk : dv) & ~(int64_t)7;
     return fit >= TILE ? TILE : (int)fit;
 }
+
+#ifdef SP_ATTENTION_AVX512
+/* With AVX-512 the widened keys lie in pairs of cells: for each 8
+ * elements from d (d < dk8) the pair's first cell's, then its second's, so
+ * that one 16-lane multiply-add takes both; the elements past dk8 follow,
+ * the first cell's, then the second's. Each lane's chain of multiply-adds
+ * is the one it has in 8-lane vectors. */
+static inline float *key_at(float *kbuf, int64_t dk, int64_t dk8, int64_t c, int64_t d) {
+    float *pair = kbuf + (c & ~(int64_t)1) * dk;
+    const int64_t side = c & 1;
+    return d < dk8 ? pair + 2 * d + 8 * side : pair + 2 * dk8 + side * (dk - dk8) + (d - dk8);
+}
+#else
+static inline float *key_at(float *kbuf, int64_t dk, int64_t dk8, int64_t c, int64_t d) {
+    (void)dk8;
+    return kbuf + c * dk + d;
+}
+#endif
 
 /* One query row (a token's head): where it reads and writes, the cells it
  * sees, its running softmax state, and the part of the current tile it
@@ -86,25 +106,38 @@ static inline float finish_score(const sp_attention_args *a, float s) {
  * into scores (-inf outside the range); returns their maximum. Each block
  * is eight dot products side by side, summed across lanes by hsum256's
  * tree. */
-static float row_scores(const sp_attention_args *a, const query_row *r, const float *kbuf, float *scores) {
+static float row_scores(const sp_attention_args *a, const query_row *r, float *kbuf, float *scores) {
     const int64_t dk = a->head_dim_k, dk8 = dk & ~(int64_t)7;
     const bool plain = dk8 == dk && a->softcap <= 0.f;
     __m256 max8 = _mm256_set1_ps(-INFINITY);
     for (int64_t cb = r->a & ~(int64_t)7; cb < r->b; cb += 8) {
-        const float *k = kbuf + cb * dk;
         __m256 acc[8];
+#ifdef SP_ATTENTION_AVX512
+        __m512 pairs[4];
+        for (int i = 0; i < 4; i++) pairs[i] = _mm512_setzero_ps();
+        for (int64_t d = 0; d < dk8; d += 8) {
+            const __m512 qv = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(r->q + d)))); /* AVX-512 F only */
+            for (int i = 0; i < 4; i++) pairs[i] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(kbuf + (cb + 2 * i) * dk + 2 * d), pairs[i]);
+        }
+        for (int i = 0; i < 4; i++) {
+            acc[2 * i] = _mm512_castps512_ps256(pairs[i]);
+            acc[2 * i + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(pairs[i]), 1));
+        }
+#else
+        const float *k = kbuf + cb * dk;
         for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();
         for (int64_t d = 0; d < dk8; d += 8) {
             const __m256 qv = _mm256_loadu_ps(r->q + d);
             for (int j = 0; j < 8; j++) acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + j * dk + d), acc[j]);
         }
+#endif
         __m256 sv = sum_lanes8_ps(acc);
         if (plain) sv = _mm256_mul_ps(sv, _mm256_set1_ps(a->scale));
         else {
             float dot[8];
             _mm256_storeu_ps(dot, sv);
             for (int j = 0; j < 8; j++) {
-                for (int64_t d = dk8; d < dk; d++) dot[j] += r->q[d] * k[j * dk + d];
+                for (int64_t d = dk8; d < dk; d++) dot[j] += r->q[d] * *key_at(kbuf, dk, dk8, cb + j, d);
                 dot[j] = finish_score(a, dot[j]);
             }
             sv = _mm256_loadu_ps(dot);
@@ -148,16 +181,14 @@ static void row_softmax(const sp_attention_args *a, query_row *r, float *scores,
  * weight broadcast serves several multiply-adds. Each output element sums
  * over the cells in order; a row's weights outside its range are zeros,
  * which leave its sums exactly as they are. */
-static inline __attribute__((always_inline)) void weigh_values(const sp_attention_args *a, int64_t c0, float scores[][TILE],
-                                                              query_row *rows, int r0, const int MR, const int NR, int64_t d, int64_t c_a,
-                                                              int64_t c_b) {
+static inline __attribute__((always_inline)) void weigh_values(const float *vbuf, int64_t dv, float scores[][TILE], query_row *rows,
+                                                              int r0, const int MR, const int NR, int64_t d, int64_t c_a, int64_t c_b) {
     __m256 acc[4][2];
     for (int r = 0; r < MR; r++)
         for (int n = 0; n < NR; n++) acc[r][n] = _mm256_loadu_ps(rows[r0 + r].out + d + 8 * n);
     for (int64_t c = c_a; c < c_b; c++) {
         __m256 vv[2];
-        const int64_t cell = (int64_t)a->cells[c0 + c] * a->stride;
-        for (int n = 0; n < NR; n++) vv[n] = load8(a->values, a->kv_type, cell + d + 8 * n);
+        for (int n = 0; n < NR; n++) vv[n] = _mm256_loadu_ps(vbuf + c * dv + d + 8 * n);
         for (int r = 0; r < MR; r++) {
             const __m256 p = _mm256_broadcast_ss(&scores[r0 + r][c]);
             for (int n = 0; n < NR; n++) acc[r][n] = _mm256_fmadd_ps(p, vv[n], acc[r][n]);
@@ -171,18 +202,14 @@ static inline __attribute__((always_inline)) void weigh_values(const sp_attentio
 /* weigh_values with NR (<= 4) vectors of 16 from element d: each output
  * element the same chain of FMAs over the cells in order, so the same
  * sums, in half the instructions. */
-static inline __attribute__((always_inline)) void weigh_values16(const sp_attention_args *a, int64_t c0, float scores[][TILE],
-                                                                query_row *rows, int r0, const int MR, const int NR, int64_t d,
-                                                                int64_t c_a, int64_t c_b) {
+static inline __attribute__((always_inline)) void weigh_values16(const float *vbuf, int64_t dv, float scores[][TILE], query_row *rows,
+                                                                int r0, const int MR, const int NR, int64_t d, int64_t c_a, int64_t c_b) {
     __m512 acc[4][4];
     for (int r = 0; r < MR; r++)
         for (int n = 0; n < NR; n++) acc[r][n] = _mm512_loadu_ps(rows[r0 + r].out + d + 16 * n);
     for (int64_t c = c_a; c < c_b; c++) {
         __m512 vv[4];
-        const int64_t cell = (int64_t)a->cells[c0 + c] * a->stride + d;
-        for (int n = 0; n < NR; n++)
-            vv[n] = a->kv_type == SP_KV_F32 ? _mm512_loadu_ps((const float *)a->values + cell + 16 * n)
-                                            : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)a->values + cell + 16 * n)));
+        for (int n = 0; n < NR; n++) vv[n] = _mm512_loadu_ps(vbuf + c * dv + d + 16 * n);
         for (int r = 0; r < MR; r++) {
             const __m512 p = _mm512_set1_ps(scores[r0 + r][c]);
             for (int n = 0; n < NR; n++) acc[r][n] = _mm512_fmadd_ps(p, vv[n], acc[r][n]);
@@ -195,23 +222,23 @@ static inline __attribute__((always_inline)) void weigh_values16(const sp_attent
 
 /* Rows [r0, r0 + MR) times the values of cells [c_a, c_b), every whole
  * vector of 8 of the output. */
-static inline __attribute__((always_inline)) void weigh_all_values(const sp_attention_args *a, int64_t c0, float scores[][TILE],
-                                                                  query_row *rows, int r0, const int MR, int64_t c_a, int64_t c_b) {
-    const int64_t dv8 = a->head_dim_v & ~(int64_t)7;
+static inline __attribute__((always_inline)) void weigh_all_values(const float *vbuf, int64_t dv, float scores[][TILE], query_row *rows,
+                                                                  int r0, const int MR, int64_t c_a, int64_t c_b) {
+    const int64_t dv8 = dv & ~(int64_t)7;
     int64_t d = 0;
 #ifdef SP_ATTENTION_AVX512
-    for (; d + 64 <= dv8; d += 64) weigh_values16(a, c0, scores, rows, r0, MR, 4, d, c_a, c_b);
-    if (d + 32 <= dv8) weigh_values16(a, c0, scores, rows, r0, MR, 2, d, c_a, c_b), d += 32;
-    if (d + 16 <= dv8) weigh_values16(a, c0, scores, rows, r0, MR, 1, d, c_a, c_b), d += 16;
+    for (; d + 64 <= dv8; d += 64) weigh_values16(vbuf, dv, scores, rows, r0, MR, 4, d, c_a, c_b);
+    if (d + 32 <= dv8) weigh_values16(vbuf, dv, scores, rows, r0, MR, 2, d, c_a, c_b), d += 32;
+    if (d + 16 <= dv8) weigh_values16(vbuf, dv, scores, rows, r0, MR, 1, d, c_a, c_b), d += 16;
 #endif
-    for (; d + 16 <= dv8; d += 16) weigh_values(a, c0, scores, rows, r0, MR, 2, d, c_a, c_b);
-    if (d < dv8) weigh_values(a, c0, scores, rows, r0, MR, 1, d, c_a, c_b);
+    for (; d + 16 <= dv8; d += 16) weigh_values(vbuf, dv, scores, rows, r0, MR, 2, d, c_a, c_b);
+    if (d < dv8) weigh_values(vbuf, dv, scores, rows, r0, MR, 1, d, c_a, c_b);
 }
 
 /* The rows of one block (at most MAX_ROWS, all of one sequence), tile by tile. */
 static void attend_rows(const sp_attention_args *a, query_row *rows, int n_rows) {
     const int64_t dk = a->head_dim_k, dv = a->head_dim_v, dk8 = dk & ~(int64_t)7, dv8 = dv & ~(int64_t)7;
-    const int tile = tile_cells(dk);
+    const int tile = tile_cells(dk, dv);
     int64_t lo = INT32_MAX, hi = 0;
     for (int r = 0; r < n_rows; r++) {
         for (int64_t d = 0; d < dv; d++) rows[r].out[d] = 0.f;
@@ -222,20 +249,24 @@ static void attend_rows(const sp_attention_args *a, query_row *rows, int n_rows)
             hi = rows[r].hi > hi ? rows[r].hi : hi;
         }
     }
-    float kbuf[TILE_BUFFER], scores[MAX_ROWS][TILE];
+    float kbuf[TILE_BUFFER], vbuf[TILE_BUFFER], scores[MAX_ROWS][TILE];
     for (int64_t c0 = lo >= hi ? hi : lo / tile * tile; c0 < hi; c0 += tile) {
         /* the tile's cells that some row sees: [ta, tb); the keys of the
-         * 8-cell blocks around them, zeros where no row looks */
+         * 8-cell blocks around them, zeros where no row looks; the values
+         * of [ta, tb) */
         const int64_t ta = lo > c0 ? lo - c0 : 0, tb = hi < c0 + tile ? hi - c0 : tile;
         for (int64_t c = ta & ~(int64_t)7; c < ((tb + 7) & ~(int64_t)7); c++) {
-            float *k = kbuf + c * dk;
             if (c < ta || c >= tb) {
-                for (int64_t d = 0; d < dk; d++) k[d] = 0.f;
+                for (int64_t d = 0; d < dk8; d += 8) _mm256_storeu_ps(key_at(kbuf, dk, dk8, c, d), _mm256_setzero_ps());
+                for (int64_t d = dk8; d < dk; d++) *key_at(kbuf, dk, dk8, c, d) = 0.f;
                 continue;
             }
             const int64_t cell = (int64_t)a->cells[c0 + c] * a->stride;
-            for (int64_t d = 0; d < dk8; d += 8) _mm256_storeu_ps(k + d, load8(a->keys, a->kv_type, cell + d));
-            for (int64_t d = dk8; d < dk; d++) k[d] = load1(a->keys, a->kv_type, cell + d);
+            for (int64_t d = 0; d < dk8; d += 8) _mm256_storeu_ps(key_at(kbuf, dk, dk8, c, d), load8(a->keys, a->kv_type, cell + d));
+            for (int64_t d = dk8; d < dk; d++) *key_at(kbuf, dk, dk8, c, d) = load1(a->keys, a->kv_type, cell + d);
+            float *v = vbuf + c * dv;
+            for (int64_t d = 0; d < dv8; d += 8) _mm256_storeu_ps(v + d, load8(a->values, a->kv_type, cell + d));
+            for (int64_t d = dv8; d < dv; d++) v[d] = load1(a->values, a->kv_type, cell + d);
         }
         for (int r = 0; r < n_rows; r++) {
             query_row *row = &rows[r];
@@ -255,16 +286,16 @@ static void attend_rows(const sp_attention_args *a, query_row *rows, int n_rows)
                 }
             if (c_a >= c_b) continue;
             switch (MR) { /* a constant row count in each copy: the accumulators stay in registers */
-            case 1: weigh_all_values(a, c0, scores, rows, r0, 1, c_a, c_b); break;
-            case 2: weigh_all_values(a, c0, scores, rows, r0, 2, c_a, c_b); break;
-            case 3: weigh_all_values(a, c0, scores, rows, r0, 3, c_a, c_b); break;
-            default: weigh_all_values(a, c0, scores, rows, r0, 4, c_a, c_b); break;
+            case 1: weigh_all_values(vbuf, dv, scores, rows, r0, 1, c_a, c_b); break;
+            case 2: weigh_all_values(vbuf, dv, scores, rows, r0, 2, c_a, c_b); break;
+            case 3: weigh_all_values(vbuf, dv, scores, rows, r0, 3, c_a, c_b); break;
+            default: weigh_all_values(vbuf, dv, scores, rows, r0, 4, c_a, c_b); break;
             }
         }
         for (int r = 0; r < n_rows; r++)
             for (int64_t d = dv8; d < dv; d++)
                 for (int64_t c = rows[r].a; c < rows[r].b; c++)
-                    rows[r].out[d] += scores[r][c] * load1(a->values, a->kv_type, (int64_t)a->cells[c0 + c] * a->stride + d);
+                    rows[r].out[d] += scores[r][c] * vbuf[c * dv + d];
     }
     for (int r = 0; r < n_rows; r++) {
         const float inv = rows[r].sum > 0.f ? 1.f / rows[r].sum : 0.f;
@@ -274,7 +305,7 @@ static void attend_rows(const sp_attention_args *a, query_row *rows, int n_rows)
 
 void SP_ATTENTION_NAME(const sp_attention_args *a) {
     const int64_t n_heads = a->n_q_heads > 0 ? a->n_q_heads : 1, n_tokens = a->n_tokens > 0 ? a->n_tokens : 1;
-    if (tile_cells(a->head_dim_k) == 0) { /* heads wider than any model's: a tile would not fit */
+    if (tile_cells(a->head_dim_k, a->head_dim_v) == 0) { /* heads wider than any model's: a tile would not fit */
         sp_attention_portable(a);
         return;
     }
