@@ -3,12 +3,16 @@
 # tokens/s, peak RSS of the benchmark run and time to ready (process start
 # to the first generated token of a short prompt, page cache warm, best of
 # three), side by side, as a markdown table of ratios and an SVG chart.
+# The two take turns: REPS rounds of one repetition each (each run loads the
+# model and warms up first), who goes first alternating, and the means of
+# the rounds are compared, so that a host whose speed drifts by tens of
+# percent within minutes (a shared VM) slows both alike.
 #
 # usage: bench/compare.sh [OUT_DIR]
 #   BUILD=build            sprout's build folder (sprout, make_model)
 #   MODELS="Q4_0 Q4_K_M Q8_0 F16"   types of the TinyLlama-1.1B-shaped model
 #   PRESET=tinyllama-1.1b  make_model preset
-#   THREADS=2 PP=512 TG=128 REPS=3
+#   THREADS=2 PP=512 TG=128 REPS=3 (rounds)
 #   LLAMA_BENCH=/path/to/llama-bench   optional: without it only sprout runs
 #   LLAMA_SIMPLE=/path/to/llama-simple for llama.cpp's time to ready
 #                          (default: llama-simple beside LLAMA_BENCH, if there)
@@ -29,6 +33,12 @@ base="$tmp/sprout-$preset-F16.gguf"
 
 # the number after "key": in a flat JSON object (one occurrence)
 json_num() { tr -d '\n ' | sed -n "s/.*\"$1\":\([-0-9.eE+]*\).*/\1/p"; }
+
+# the mean of rounds ("pp:tg" words): field 1 (pp) or 2 (tg); "-" when any is missing
+mean_of() {
+    printf '%s\n' $1 | awk -F: -v f="$2" 'NF { n++; if ($f == "-" || $f == "") bad = 1; else s += $f }
+        END { if (!n || bad) print "-"; else printf "%.2f\n", s / n }'
+}
 
 llama_simple=${LLAMA_SIMPLE:-}
 if [ -z "$llama_simple" ] && [ -n "${LLAMA_BENCH:-}" ] && [ -x "$(dirname "$LLAMA_BENCH")/llama-simple" ]; then
@@ -65,32 +75,46 @@ rows="$out/rows.txt"
 for type in ${MODELS:-Q4_0 Q4_K_M Q8_0 F16}; do
     model="$tmp/sprout-$preset-$type.gguf"
     [ -f "$model" ] || "$build/sprout" quantize "$base" "$model" "$type" > /dev/null
-    s=$("$build/sprout" bench -m "$model" -p "$pp" -n "$tg" -t "$threads" -r "$reps" --json)
-    s_pp=$(printf '%s' "$s" | sed 's/.*"prefill":{\([^}]*\)}.*/\1/' | json_num tokens_per_s)
-    s_tg=$(printf '%s' "$s" | sed 's/.*"decode":{\([^}]*\)}.*/\1/' | json_num tokens_per_s)
-    rss=$(printf '%s' "$s" | json_num peak_rss_bytes)
-    s_ready=$(best_of_three "$build/sprout" run -m "$model" -p "$prompt" -n 1 -t "$threads")
+    s_rounds=
+    l_rounds=
+    rss=0
+    l_rss=-
+    round=1
+    while [ "$round" -le "$reps" ]; do
+        for who in $([ $((round % 2)) -eq 1 ] && echo "sprout llama" || echo "llama sprout"); do
+            if [ "$who" = sprout ]; then
+                s=$("$build/sprout" bench -m "$model" -p "$pp" -n "$tg" -t "$threads" -r 1 --json)
+                s_rounds="$s_rounds $(printf '%s' "$s" | sed 's/.*"prefill":{\([^}]*\)}.*/\1/' | json_num tokens_per_s)"
+                s_rounds="$s_rounds:$(printf '%s' "$s" | sed 's/.*"decode":{\([^}]*\)}.*/\1/' | json_num tokens_per_s)"
+                rss=$(printf '%s' "$s" | json_num peak_rss_bytes | awk -v m="$rss" '{ print ($1 > m ? $1 : m) }')
+            elif [ -n "${LLAMA_BENCH:-}" ]; then
+                rss_file=$(mktemp)
+                if [ -x /usr/bin/time ]; then
+                    l=$(/usr/bin/time -f %M -o "$rss_file" "$LLAMA_BENCH" -m "$model" -p "$pp" -n "$tg" -t "$threads" -r 1 -o json 2> /dev/null || true)
+                    l_rss=$(tail -n 1 "$rss_file" | awk -v m="$l_rss" '$1 ~ /^[0-9]+$/ { print (m == "-" || $1 > m ? $1 : m); next } { print m }')
+                else
+                    l=$("$LLAMA_BENCH" -m "$model" -p "$pp" -n "$tg" -t "$threads" -r 1 -o json 2> /dev/null || true)
+                fi
+                rm -f "$rss_file"
+                # llama-bench prints one object per test: prefill first (n_gen 0), then decode
+                one_pp=$(printf '%s' "$l" | tr -d '\n ' | sed 's/},{/}\n{/g' | grep '"n_gen":0' | json_num avg_ts || true)
+                one_tg=$(printf '%s' "$l" | tr -d '\n ' | sed 's/},{/}\n{/g' | grep '"n_prompt":0' | json_num avg_ts || true)
+                l_rounds="$l_rounds ${one_pp:--}:${one_tg:--}"
+            fi
+        done
+        round=$((round + 1))
+    done
+    s_pp=$(mean_of "$s_rounds" 1)
+    s_tg=$(mean_of "$s_rounds" 2)
     l_pp=-
     l_tg=-
-    l_rss=-
+    if [ -n "${LLAMA_BENCH:-}" ]; then
+        l_pp=$(mean_of "$l_rounds" 1)
+        l_tg=$(mean_of "$l_rounds" 2)
+    fi
+    s_ready=$(best_of_three "$build/sprout" run -m "$model" -p "$prompt" -n 1 -t "$threads")
     l_ready=-
     [ -z "$llama_simple" ] || l_ready=$(best_of_three "$llama_simple" -m "$model" -n 1 "$prompt")
-    if [ -n "${LLAMA_BENCH:-}" ]; then
-        rss_file=$(mktemp)
-        if [ -x /usr/bin/time ]; then
-            l=$(/usr/bin/time -f %M -o "$rss_file" "$LLAMA_BENCH" -m "$model" -p "$pp" -n "$tg" -t "$threads" -r "$reps" -o json 2> /dev/null || true)
-            l_rss=$(tail -n 1 "$rss_file")
-            [ -n "$l_rss" ] || l_rss=-
-        else
-            l=$("$LLAMA_BENCH" -m "$model" -p "$pp" -n "$tg" -t "$threads" -r "$reps" -o json 2> /dev/null || true)
-        fi
-        rm -f "$rss_file"
-        # llama-bench prints one object per test: prefill first (n_gen 0), then decode
-        l_pp=$(printf '%s' "$l" | tr -d '\n ' | sed 's/},{/}\n{/g' | grep '"n_gen":0' | json_num avg_ts || true)
-        l_tg=$(printf '%s' "$l" | tr -d '\n ' | sed 's/},{/}\n{/g' | grep '"n_prompt":0' | json_num avg_ts || true)
-        [ -n "$l_pp" ] || l_pp=-
-        [ -n "$l_tg" ] || l_tg=-
-    fi
     awk -v t="$type" -v sp="$s_pp" -v lp="$l_pp" -v st="$s_tg" -v lt="$l_tg" -v rss="$rss" -v lrss="$l_rss" -v sr="$s_ready" \
         -v lr="$l_ready" 'BEGIN {
         rp = lp == "-" ? "-" : sprintf("%.2fx", sp / lp); rt = lt == "-" ? "-" : sprintf("%.2fx", st / lt);
