@@ -370,7 +370,10 @@ static void check_activation_level(const char *level) {
 static void check_batch_invariance(const char *level) {
     const sp_kernels *k = sp_kernels_for_level(level);
     if (!k) return;
-    static const int64_t lengths[] = {17, 96, 256, 352, 768, 2336}; /* 17: float types, a vector and a tail; 2336: rows in spans */
+    /* 17: float types, a vector and a tail; 1280 (amx, its K-quants):
+     * rows whose lanes take their blocks in several chunks; 2336: rows in
+     * spans */
+    static const int64_t lengths[] = {17, 96, 256, 352, 768, 1280, 2336};
     /* 17 and 33: AMX tiles, whole and partial; 400 (amx, the longest rows only): tokens in several blocks */
     static const int64_t batches[] = {2, 5, 9, 17, 33, 400};
     const bool amx = !strcmp(level, "amx");
@@ -380,7 +383,8 @@ static void check_batch_invariance(const char *level) {
         for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
             /* amx: a tile of 32 rows, one of 16 and rows left over */
             const int64_t n_in = lengths[li], n_out = amx ? 55 : 19;
-            if (n_in % sprout_type_block_size(type)) continue;
+            const bool k_quant_tiles = type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q6_K;
+            if (n_in % sprout_type_block_size(type) || (n_in == 1280 && (!amx || !k_quant_tiles))) continue;
             uint64_t row_bytes = 0;
             sp_type_row_bytes(type, n_in, &row_bytes);
             uint8_t *wdata = malloc((size_t)(row_bytes * (uint64_t)n_out));

@@ -45,6 +45,11 @@
 #define B_TILE_BYTES 512
 /* An A tile: 16 tokens' 32 levels of one block. */
 #define A_TILE_BYTES 512
+/* A block's four C tiles (int32 sums). */
+#define C_TILES_BYTES 4096
+/* Blocks of a lane whose C tiles a pass keeps at once (in L1 beside the
+ * operands: 4 measured best, 8 slower). */
+#define STEP_CHUNK 4
 
 typedef struct tile_config {
     uint8_t palette, start_row;
@@ -212,7 +217,8 @@ static void unpack_panel(const sp_weight *w, int64_t o, int halves, int8_t *pane
  * token tile k at aq + (k * nb + b) * A_TILE_BYTES, 32 bytes a token) and
  * their scales (at ad + (k * nb + b) * 16), the rows' unpacked panel and
  * scales, the accumulators (lane j of token t, rows from 16h, at acc + (j
- * * TOKEN_TILE + t) * ROW_TILE + 16h) and two buffers of C tiles. */
+ * * TOKEN_TILE + t) * ROW_TILE + 16h) and C tiles (STEP_CHUNK blocks' in
+ * tile_pass and the Q6_K pass). */
 typedef struct tile_pass_args {
     const int8_t *aq;
     const float *ad, *as; /* as: each block's scale times its levels' sum, for the mins (laid out as ad) */
@@ -220,7 +226,7 @@ typedef struct tile_pass_args {
     const int8_t *panel;
     const float *scales, *mins;
     float *acc, *macc; /* macc: the mins' terms, laid out as acc */
-    int32_t *c[2];
+    int32_t *c;
 } tile_pass_args;
 
 /* Block b's integer sums for TT token tiles by RH row tiles, into c (tile
@@ -246,36 +252,6 @@ static inline __attribute__((always_inline)) void block_sums(const int TT, const
     if (TT == 2 && RH == 2) _tile_stored(3, c + 768, 64);
 }
 
-/* Block b's sums into the accumulators' lane b % 8, each times its
- * weight scale times its activation scale (the VNNI kernel's product). */
-static inline __attribute__((always_inline)) void scale_block(const int TT, const int RH, const bool MINS, const tile_pass_args *p,
-                                                             int64_t b, const int32_t *restrict c) {
-    const int64_t nb = p->nb;
-    float *restrict lanes = p->acc + (b & 7) * TOKEN_TILE * ROW_TILE, *restrict mlanes = p->macc + (b & 7) * TOKEN_TILE * ROW_TILE;
-    __m512 dw[2], mw[2];
-    for (int h = 0; h < RH; h++) {
-        dw[h] = _mm512_loadu_ps(p->scales + (b * RH + h) * 16);
-        if (MINS) mw[h] = _mm512_loadu_ps(p->mins + (b * RH + h) * 16);
-    }
-    for (int tt = 0; tt < TT; tt++) {
-        const float *restrict d = p->ad + (tt * nb + b) * 16, *restrict ds = p->as + (tt * nb + b) * 16;
-        _Pragma("GCC unroll 16") for (int m = 0; m < 16; m++) {
-            const __m512 da = _mm512_set1_ps(d[m]);
-            for (int h = 0; h < RH; h++) {
-                const __m512 sums = _mm512_cvtepi32_ps(_mm512_load_si512(c + (2 * tt + h) * 256 + 16 * m));
-                float *restrict lane = lanes + (16 * tt + m) * ROW_TILE + 16 * h;
-                const __m512 before = b < 8 ? _mm512_setzero_ps() : _mm512_load_ps(lane);
-                _mm512_store_ps(lane, _mm512_fmadd_ps(sums, _mm512_mul_ps(dw[h], da), before));
-                if (MINS) { /* x = d * sc * q - dmin * m: the mins meet the activations' sums */
-                    float *restrict mlane = mlanes + (16 * tt + m) * ROW_TILE + 16 * h;
-                    const __m512 mbefore = b < 8 ? _mm512_setzero_ps() : _mm512_load_ps(mlane);
-                    _mm512_store_ps(mlane, _mm512_fmadd_ps(mw[h], _mm512_set1_ps(ds[m]), mbefore));
-                }
-            }
-        }
-    }
-}
-
 /* Lanes 0-7 of an output, from lane j at at + j * TOKEN_TILE * ROW_TILE,
  * summed as hsum256 does: ((0+4)+(2+6)) + ((1+5)+(3+7)). */
 static inline __m512 sum_lanes(const float *at, int64_t nb) {
@@ -286,19 +262,66 @@ static inline __m512 sum_lanes(const float *at, int64_t nb) {
     return _mm512_add_ps(even, odd);
 }
 
-/* Up to TT * 16 tokens (n_tokens of them real) by RH * 16 rows from o:
- * every block's sums, the next block's tile work issued before this
- * block's scaling so that the two overlap, then each output's eight
- * lanes summed as hsum256 does, ((0+4)+(2+6)) + ((1+5)+(3+7)). */
+/* Block b's sums (a C tile at c) times its weight scales ws and its 16
+ * tokens' activation scales ad, into those tokens' accumulators of one
+ * lane (fma(sum, weight scale * activation scale, lane): the VNNI
+ * kernel's product). */
+static inline __attribute__((always_inline)) void scale_into(__m512 acc[16], const int32_t *c, const float *ws, const float *ad) {
+    const __m512 dw = _mm512_loadu_ps(ws);
+    for (int m = 0; m < 16; m++)
+        acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c + 16 * m)), _mm512_mul_ps(dw, _mm512_set1_ps(ad[m])), acc[m]);
+}
+
+/* Lane j's mins' terms of the 16 tokens of token tile tt, rows from 16 h,
+ * into their accumulators: fma(dmin * m, the activations' scaled sum,
+ * lane), block by block (j, j + 8, ...). */
+static void lane_mins(const tile_pass_args *p, int RH, int tt, int h, int j) {
+    const float *as = p->as + tt * p->nb * 16;
+    __m512 acc[16];
+    for (int m = 0; m < 16; m++) acc[m] = _mm512_setzero_ps();
+    for (int64_t b = j; b < p->nb; b += 8) {
+        const __m512 mw = _mm512_loadu_ps(p->mins + (b * RH + h) * 16);
+        for (int m = 0; m < 16; m++) acc[m] = _mm512_fmadd_ps(mw, _mm512_set1_ps(as[b * 16 + m]), acc[m]);
+    }
+    float *lanes = p->macc + (j * TOKEN_TILE + 16 * tt) * ROW_TILE + 16 * h;
+    for (int m = 0; m < 16; m++) _mm512_store_ps(lanes + m * ROW_TILE, acc[m]);
+}
+
+/* Up to TT * 16 tokens (n_tokens of them real) by RH * 16 rows from o,
+ * lane by lane: lane j's blocks (j, j + 8, ...) in chunks of STEP_CHUNK,
+ * first the chunk's tiles (all stored), then for each 16 x 16 tile of
+ * outputs its accumulators of lane j held in registers across the chunk.
+ * Each lane still takes its blocks in order, so the sums are the VNNI
+ * kernel's; but the accumulators go to memory once a chunk, not once a
+ * block, and the stores (tiles' and accumulators') were what bound the
+ * kernel: 16 rows of C tile and 16 of accumulators per tile of a block,
+ * a store buffer's worth every few blocks. Then each output's eight lanes
+ * are summed as hsum256 does, ((0+4)+(2+6)) + ((1+5)+(3+7)). */
 static inline __attribute__((always_inline)) void tile_pass(const int TT, const int RH, const bool MINS, const tile_pass_args *p,
                                                            int n_tokens, float *y, int64_t y_stride) {
     const int64_t nb = p->nb;
-    const int8_t *aq = p->aq, *panel = p->panel;
-    int32_t *c0 = p->c[0], *c1 = p->c[1];
-    block_sums(TT, RH, aq, nb, panel, 0, c0);
-    for (int64_t b = 0; b < nb; b++) {
-        if (b + 1 < nb) block_sums(TT, RH, aq, nb, panel, b + 1, (b + 1) & 1 ? c1 : c0);
-        scale_block(TT, RH, MINS, p, b, b & 1 ? c1 : c0);
+    int32_t *cbuf = p->c; /* STEP_CHUNK blocks' C tiles, C_TILES_BYTES / 4 ints each */
+    for (int j = 0; j < 8 && j < nb; j++) {
+        const int64_t steps = (nb - j + 7) / 8;
+        for (int64_t k0 = 0; k0 < steps; k0 += STEP_CHUNK) {
+            const int64_t kn = steps - k0 < STEP_CHUNK ? steps - k0 : STEP_CHUNK;
+            for (int64_t k = 0; k < kn; k++) block_sums(TT, RH, p->aq, nb, p->panel, j + 8 * (k0 + k), cbuf + k * C_TILES_BYTES / 4);
+            for (int tt = 0; tt < TT; tt++)
+                for (int h = 0; h < RH; h++) {
+                    float *lanes = p->acc + (j * TOKEN_TILE + 16 * tt) * ROW_TILE + 16 * h;
+                    const float *ad = p->ad + tt * nb * 16;
+                    __m512 acc[16];
+                    for (int m = 0; m < 16; m++) acc[m] = k0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(lanes + m * ROW_TILE);
+                    for (int64_t k = 0; k < kn; k++) {
+                        const int64_t b = j + 8 * (k0 + k);
+                        scale_into(acc, cbuf + k * C_TILES_BYTES / 4 + (2 * tt + h) * 256, p->scales + (b * RH + h) * 16, ad + b * 16);
+                    }
+                    for (int m = 0; m < 16; m++) _mm512_store_ps(lanes + m * ROW_TILE, acc[m]);
+                }
+        }
+        if (MINS) /* x = d * sc * q - dmin * m: the mins meet the activations' sums */
+            for (int tt = 0; tt < TT; tt++)
+                for (int h = 0; h < RH; h++) lane_mins(p, RH, tt, h, j);
     }
     for (int t = 0; t < n_tokens; t++)
         for (int h = 0; h < RH; h++) {
@@ -323,7 +346,7 @@ static void tile_pass_any(int TT, int RH, bool mins, const tile_pass_args *p, in
  * Each block's two halves get tiles of their own (16 elements deep), so
  * their sums come out apart, as the VNNI kernel keeps them (split_k_group):
  * levels q - 32 (signed), the half sums times the halves' integer scales
- * added in int32, then fma(sum, d * activation scale, lane b % 8). One row
+ * added (exactly), then fma(sum, d * activation scale, lane b % 8). One row
  * tile of 16 per pass (the tiles: C 0-3 for (token tile, half), A 4-5 for
  * the halves, B 6-7). */
 
@@ -351,31 +374,44 @@ static inline __attribute__((always_inline)) void q6_block_sums(const int TT, co
     if (TT == 2) _tile_stored(3, c + 768, 64);
 }
 
-static inline __attribute__((always_inline)) void q6_scale_block(const int TT, const tile_pass_args *p, const int32_t *sc_lo,
-                                                                const int32_t *sc_hi, int64_t b, const int32_t *restrict c) {
-    float *restrict lanes = p->acc + (b & 7) * TOKEN_TILE * ROW_TILE;
-    const __m512 d = _mm512_loadu_ps(p->scales + b * 16);
-    const __m512i lo_scale = _mm512_loadu_si512(sc_lo + b * 16), hi_scale = _mm512_loadu_si512(sc_hi + b * 16);
-    for (int tt = 0; tt < TT; tt++) {
-        const float *restrict ad = p->ad + (tt * p->nb + b) * 16;
-        _Pragma("GCC unroll 16") for (int m = 0; m < 16; m++) {
-            const __m512i lo = _mm512_load_si512(c + 2 * tt * 256 + 16 * m), hi = _mm512_load_si512(c + (2 * tt + 1) * 256 + 16 * m);
-            const __m512i sums = _mm512_add_epi32(_mm512_mullo_epi32(lo, lo_scale), _mm512_mullo_epi32(hi, hi_scale));
-            float *restrict lane = lanes + (16 * tt + m) * ROW_TILE;
-            const __m512 before = b < 8 ? _mm512_setzero_ps() : _mm512_load_ps(lane);
-            _mm512_store_ps(lane, _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(d, _mm512_set1_ps(ad[m])), before));
-        }
+/* Block b's half sums (C tiles at lo, hi) of 16 tokens into their
+ * accumulators of one lane. The halves' products with their integer
+ * scales are formed in floats: a half sum is at most 16 * 32 * 127 in
+ * magnitude, times a scale of at most 128 that is under 2^23, and the two
+ * products' sum under 2^24, so every step is exact and the sum is the
+ * integer the VNNI kernel forms (in fewer instructions than mullo). */
+static inline __attribute__((always_inline)) void q6_scale_into(__m512 acc[16], const int32_t *lo, const int32_t *hi, __m512 d,
+                                                               __m512 lo_scale, __m512 hi_scale, const float *ad) {
+    for (int m = 0; m < 16; m++) {
+        const __m512 lo_sum = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(lo + 16 * m)), lo_scale);
+        const __m512 sums = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(hi + 16 * m)), hi_scale, lo_sum);
+        acc[m] = _mm512_fmadd_ps(sums, _mm512_mul_ps(d, _mm512_set1_ps(ad[m])), acc[m]);
     }
 }
 
+/* tile_pass for Q6_K: lane by lane, STEP_CHUNK blocks' tiles at a time. */
 static inline __attribute__((always_inline)) void q6_tile_pass(const int TT, const tile_pass_args *p, const int32_t *sc_lo,
                                                               const int32_t *sc_hi, int n_tokens, float *y, int64_t y_stride) {
     const int64_t nb = p->nb;
-    int32_t *c0 = p->c[0], *c1 = p->c[1];
-    q6_block_sums(TT, p->aq, nb, p->panel, 0, c0);
-    for (int64_t b = 0; b < nb; b++) {
-        if (b + 1 < nb) q6_block_sums(TT, p->aq, nb, p->panel, b + 1, (b + 1) & 1 ? c1 : c0);
-        q6_scale_block(TT, p, sc_lo, sc_hi, b, b & 1 ? c1 : c0);
+    int32_t *cbuf = p->c;
+    for (int j = 0; j < 8 && j < nb; j++) {
+        const int64_t steps = (nb - j + 7) / 8;
+        for (int64_t k0 = 0; k0 < steps; k0 += STEP_CHUNK) {
+            const int64_t kn = steps - k0 < STEP_CHUNK ? steps - k0 : STEP_CHUNK;
+            for (int64_t k = 0; k < kn; k++) q6_block_sums(TT, p->aq, nb, p->panel, j + 8 * (k0 + k), cbuf + k * C_TILES_BYTES / 4);
+            for (int tt = 0; tt < TT; tt++) {
+                float *lanes = p->acc + (j * TOKEN_TILE + 16 * tt) * ROW_TILE;
+                __m512 acc[16];
+                for (int m = 0; m < 16; m++) acc[m] = k0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(lanes + m * ROW_TILE);
+                for (int64_t k = 0; k < kn; k++) {
+                    const int64_t b = j + 8 * (k0 + k);
+                    const int32_t *c = cbuf + k * C_TILES_BYTES / 4 + 2 * tt * 256;
+                    q6_scale_into(acc, c, c + 256, _mm512_loadu_ps(p->scales + b * 16), _mm512_cvtepi32_ps(_mm512_loadu_si512(sc_lo + b * 16)),
+                                  _mm512_cvtepi32_ps(_mm512_loadu_si512(sc_hi + b * 16)), p->ad + (tt * nb + b) * 16);
+                }
+                for (int m = 0; m < 16; m++) _mm512_store_ps(lanes + m * ROW_TILE, acc[m]);
+            }
+        }
     }
     for (int t = 0; t < n_tokens; t++) _mm512_storeu_ps(y + t * y_stride, sum_lanes(p->acc + t * ROW_TILE, nb));
 }
@@ -425,13 +461,13 @@ void sp_matmul_amx(const sp_weight *w, const float *x, int64_t x_stride, const v
     const int64_t nb = w->n_in / 32;
     /* the scratch: sp_matmul_scratch_floats, 92 bytes per input element
      * and 590 KiB more; here 40 bytes per element for the rows' panel
-     * (levels, scales, mins), 1.25 for one token's blocks, 72 KiB of
+     * (levels, scales, mins), 1.25 for one token's blocks, 80 KiB of
      * accumulators and C tiles, and the rest, up to TOKEN_BLOCK_BYTES, for
      * the staged tokens at 1.25 bytes per element each */
     char *const end = (char *)(scratch + sp_matmul_scratch_floats(w->n_in));
     float *acc = align64(scratch), *macc = acc + 8 * TOKEN_TILE * ROW_TILE;
     int32_t *cbuf = (int32_t *)(macc + 8 * TOKEN_TILE * ROW_TILE);
-    float *scales = (float *)(cbuf + 2 * 4 * 256), *mins = scales + nb * ROW_TILE;
+    float *scales = (float *)(cbuf + STEP_CHUNK * C_TILES_BYTES / 4), *mins = scales + nb * ROW_TILE;
     int8_t *panel = align64(mins + nb * ROW_TILE);
     act_block *one = align64(panel + (size_t)nb * 2 * B_TILE_BYTES);
     float *ad = align64(one + nb);
@@ -439,11 +475,11 @@ void sp_matmul_amx(const sp_weight *w, const float *x, int64_t x_stride, const v
     int64_t token_block = (end - (char *)ad - 256) / token_bytes;
     if (token_block > TOKEN_BLOCK_BYTES / token_bytes) token_block = TOKEN_BLOCK_BYTES / token_bytes;
     token_block = token_block / TOKEN_TILE * TOKEN_TILE;
-    if (token_block < TOKEN_TILE) token_block = TOKEN_TILE; /* 82 bytes per element and 72 KiB: always there */
+    if (token_block < TOKEN_TILE) token_block = TOKEN_TILE; /* 82 bytes per element and 80 KiB: always there */
     float *as = align64(ad + token_block * nb);
     int8_t *aq = align64(as + token_block * nb);
     const bool with_mins = w->type == SPROUT_TYPE_Q4_K;
-    tile_pass_args p = {.nb = nb, .panel = panel, .scales = scales, .mins = mins, .acc = acc, .macc = macc, .c = {cbuf, cbuf + 4 * 256}};
+    tile_pass_args p = {.nb = nb, .panel = panel, .scales = scales, .mins = mins, .acc = acc, .macc = macc, .c = cbuf};
     for (int64_t tb = 0; tb < n_tokens; tb += token_block) {
         const int64_t tbn = n_tokens - tb < token_block ? n_tokens - tb : token_block;
         stage_tokens(w, x, x_stride, xq, tb, tbn, aq, ad, as, one);
