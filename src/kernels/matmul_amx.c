@@ -101,21 +101,35 @@ static inline __m512 gather_scales(__m512i row_offsets, const uint8_t *at) {
  * super-block s is block 8s + j, its levels (0..15) the low (j even) or
  * high nibbles of qs[32 * (j / 2)..]; its scale d * sc_j and min dmin *
  * m_j in floats, each the product the VNNI kernel forms (affine_k_group). */
-static void unpack_q4_K(const uint8_t *base, size_t row_bytes, int64_t nb, int halves, int h, __m512i row_offsets, int8_t *panel,
+static void unpack_q4_K(const uint8_t *base, int64_t nb, int halves, int h, __m512i row_offsets, int8_t *panel,
                         float *scales, float *mins) {
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i low4 = _mm512_set1_epi8(0x0F), low6 = _mm512_set1_epi32(63);
     for (int64_t sb = 0; sb < nb / 8; sb++) {
-        for (int r = 0; r < 16; r++) {
-            const sp_block_q4_K *blk = (const sp_block_q4_K *)(base + (size_t)r * row_bytes) + sb;
-            const float d = sp_fp16_to_fp32(blk->d), dmin = sp_fp16_to_fp32(blk->dmin);
-            for (int j = 0; j < 8; j++) {
-                uint8_t sc, m;
-                sp_q4k_scale_min(j, blk->scales, &sc, &m);
-                scales[((8 * sb + j) * halves + h) * 16 + r] = d * (float)sc;
-                mins[((8 * sb + j) * halves + h) * 16 + r] = dmin * (float)m;
+        /* the 16 rows' d and dmin, and their 12 scale bytes as three dwords
+         * (q0: bytes 0-3, q1: 4-7, q2: 8-11), unpacked as sp_q4k_scale_min
+         * does, a row to a lane */
+        const uint8_t *first = base + (size_t)sb * sizeof(sp_block_q4_K);
+        const __m512i dd = _mm512_i32gather_epi32(row_offsets, (const void *)first, 1);
+        const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd)), dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+        const __m512i q0 = _mm512_i32gather_epi32(row_offsets, (const void *)(first + offsetof(sp_block_q4_K, scales)), 1);
+        const __m512i q1 = _mm512_i32gather_epi32(row_offsets, (const void *)(first + offsetof(sp_block_q4_K, scales) + 4), 1);
+        const __m512i q2 = _mm512_i32gather_epi32(row_offsets, (const void *)(first + offsetof(sp_block_q4_K, scales) + 8), 1);
+        for (int j = 0; j < 8; j++) {
+            __m512i sc, m;
+            if (j < 4) {
+                sc = _mm512_and_si512(_mm512_srli_epi32(q0, (unsigned)(8 * j)), low6);
+                m = _mm512_and_si512(_mm512_srli_epi32(q1, (unsigned)(8 * j)), low6);
+            } else { /* the low four bits from q2's byte j - 4, the high two from the top of q0's (q1's) */
+                const unsigned at = (unsigned)(8 * (j - 4));
+                const __m512i high_sc = _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(q0, at + 6), _mm512_set1_epi32(3)), 4);
+                const __m512i high_m = _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(q1, at + 6), _mm512_set1_epi32(3)), 4);
+                sc = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(q2, at), _mm512_set1_epi32(0x0F)), high_sc);
+                m = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(q2, at + 4), _mm512_set1_epi32(0x0F)), high_m);
             }
+            _mm512_storeu_ps(scales + ((8 * sb + j) * halves + h) * 16, _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc)));
+            _mm512_storeu_ps(mins + ((8 * sb + j) * halves + h) * 16, _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(m)));
         }
-        const uint8_t *qs = base + (size_t)sb * sizeof(sp_block_q4_K) + offsetof(sp_block_q4_K, qs);
+        const uint8_t *qs = first + offsetof(sp_block_q4_K, qs);
         for (int i = 0; i < 4; i++) {
             int8_t *even = panel + (size_t)((8 * sb + 2 * i) * halves + h) * B_TILE_BYTES;
             int8_t *odd = panel + (size_t)((8 * sb + 2 * i + 1) * halves + h) * B_TILE_BYTES;
@@ -133,20 +147,25 @@ static void unpack_q4_K(const uint8_t *base, size_t row_bytes, int64_t nb, int h
  * halves' scales in sc_lo, sc_hi likewise. Element l of group g (0-3) of
  * half n of a super-block: the low (g < 2) or high nibble of ql[64n + 32(g
  * & 1) + l], with bits 2g, 2g + 1 of qh[32n + l] as bits 4, 5. */
-static void unpack_q6_K(const uint8_t *base, size_t row_bytes, int64_t nb, __m512i row_offsets, int8_t *panel, float *dscale,
+static void unpack_q6_K(const uint8_t *base, int64_t nb, __m512i row_offsets, int8_t *panel, float *dscale,
                         int32_t *sc_lo, int32_t *sc_hi) {
     const __m512i low4 = _mm512_set1_epi8(0x0F), two_bits = _mm512_set1_epi8(3), offset = _mm512_set1_epi8(32);
     for (int64_t sb = 0; sb < nb / 8; sb++) {
-        for (int r = 0; r < 16; r++) {
-            const sp_block_q6_K *blk = (const sp_block_q6_K *)(base + (size_t)r * row_bytes) + sb;
-            const float d = sp_fp16_to_fp32(blk->d);
-            for (int j = 0; j < 8; j++) {
-                dscale[(8 * sb + j) * 16 + r] = d;
-                sc_lo[(8 * sb + j) * 16 + r] = blk->scales[2 * j];
-                sc_hi[(8 * sb + j) * 16 + r] = blk->scales[2 * j + 1];
-            }
-        }
+        /* the 16 rows' d (the high half of the block's last dword, which
+         * ends with it) and their 16 signed scales, four dwords, a row to a
+         * lane, each byte sign-extended */
         const uint8_t *first = base + (size_t)sb * sizeof(sp_block_q6_K);
+        const __m512i last = _mm512_i32gather_epi32(row_offsets, (const void *)(first + sizeof(sp_block_q6_K) - 4), 1);
+        const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(last, 16)));
+        __m512i sc[4];
+        for (int i = 0; i < 4; i++) sc[i] = _mm512_i32gather_epi32(row_offsets, (const void *)(first + offsetof(sp_block_q6_K, scales) + 4 * i), 1);
+        for (int j = 0; j < 8; j++) {
+            const __m512i pair = sc[j / 2]; /* scales 2j, 2j + 1: bytes 2 (j % 2), 2 (j % 2) + 1 */
+            const unsigned lo_at = (unsigned)(16 * (j % 2));
+            _mm512_storeu_ps(dscale + (8 * sb + j) * 16, d);
+            _mm512_storeu_si512(sc_lo + (8 * sb + j) * 16, _mm512_srai_epi32(_mm512_slli_epi32(pair, 24 - lo_at), 24));
+            _mm512_storeu_si512(sc_hi + (8 * sb + j) * 16, _mm512_srai_epi32(_mm512_slli_epi32(pair, 16 - lo_at), 24));
+        }
         for (int n = 0; n < 2; n++)
             for (int half = 0; half < 2; half++)
                 for (int m = 0; m < 4; m++) {
@@ -176,11 +195,11 @@ static void unpack_panel(const sp_weight *w, int64_t o, int halves, int8_t *pane
     for (int h = 0; h < halves; h++) {
         const uint8_t *base = w->data + (size_t)(o + 16 * h) * w->row_bytes;
         if (w->type == SPROUT_TYPE_Q4_K) {
-            unpack_q4_K(base, w->row_bytes, nb, halves, h, row_offsets, panel, scales, mins);
+            unpack_q4_K(base, nb, halves, h, row_offsets, panel, scales, mins);
             continue;
         }
         if (w->type == SPROUT_TYPE_Q6_K) { /* one half: its integer scales where the mins go */
-            unpack_q6_K(base, w->row_bytes, nb, row_offsets, panel, scales, (int32_t *)mins, (int32_t *)mins + nb * 16);
+            unpack_q6_K(base, nb, row_offsets, panel, scales, (int32_t *)mins, (int32_t *)mins + nb * 16);
             continue;
         }
         for (int64_t b = 0; b < nb; b++) {
@@ -275,7 +294,7 @@ static inline __attribute__((always_inline)) void scale_into(__m512 acc[16], con
 /* Lane j's mins' terms of the 16 tokens of token tile tt, rows from 16 h,
  * into their accumulators: fma(dmin * m, the activations' scaled sum,
  * lane), block by block (j, j + 8, ...). */
-static void lane_mins(const tile_pass_args *p, int RH, int tt, int h, int j) {
+static inline __attribute__((always_inline)) void lane_mins(const tile_pass_args *p, const int RH, int tt, int h, int j) {
     const float *as = p->as + tt * p->nb * 16;
     __m512 acc[16];
     for (int m = 0; m < 16; m++) acc[m] = _mm512_setzero_ps();
