@@ -6,7 +6,8 @@
 # The two take turns: REPS rounds of one repetition each (each run loads the
 # model and warms up first), who goes first alternating, and the means of
 # the rounds are compared, so that a host whose speed drifts by tens of
-# percent within minutes (a shared VM) slows both alike.
+# percent within minutes (a shared VM) slows both alike. Each round's
+# figures are kept in OUT_DIR/rounds.txt.
 #
 # usage: bench/compare.sh [OUT_DIR]
 #   BUILD=build            sprout's build folder (sprout, make_model)
@@ -67,7 +68,10 @@ best_of_three() {
 
 table="$out/compare.md"
 rows="$out/rows.txt"
+# every round's figures (type, round, who, pp:tg), for the spread behind the means
+round_log="$out/rounds.txt"
 : > "$rows"
+: > "$round_log"
 {
     echo "| model | sprout pp$pp | llama.cpp pp$pp | ratio | sprout tg$tg | llama.cpp tg$tg | ratio | sprout peak RSS MiB | llama.cpp peak RSS MiB | ratio | sprout ready s | llama.cpp ready s | ratio |"
     echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
@@ -86,6 +90,7 @@ for type in ${MODELS:-Q4_0 Q4_K_M Q8_0 F16}; do
                 s=$("$build/sprout" bench -m "$model" -p "$pp" -n "$tg" -t "$threads" -r 1 --json)
                 s_rounds="$s_rounds $(printf '%s' "$s" | sed 's/.*"prefill":{\([^}]*\)}.*/\1/' | json_num tokens_per_s)"
                 s_rounds="$s_rounds:$(printf '%s' "$s" | sed 's/.*"decode":{\([^}]*\)}.*/\1/' | json_num tokens_per_s)"
+                echo "$type round $round sprout ${s_rounds##* }" >> "$round_log"
                 rss=$(printf '%s' "$s" | json_num peak_rss_bytes | awk -v m="$rss" '{ print ($1 > m ? $1 : m) }')
             elif [ -n "${LLAMA_BENCH:-}" ]; then
                 rss_file=$(mktemp)
@@ -100,6 +105,7 @@ for type in ${MODELS:-Q4_0 Q4_K_M Q8_0 F16}; do
                 one_pp=$(printf '%s' "$l" | tr -d '\n ' | sed 's/},{/}\n{/g' | grep '"n_gen":0' | json_num avg_ts || true)
                 one_tg=$(printf '%s' "$l" | tr -d '\n ' | sed 's/},{/}\n{/g' | grep '"n_prompt":0' | json_num avg_ts || true)
                 l_rounds="$l_rounds ${one_pp:--}:${one_tg:--}"
+                echo "$type round $round llama.cpp ${one_pp:--}:${one_tg:--}" >> "$round_log"
             fi
         done
         round=$((round + 1))
