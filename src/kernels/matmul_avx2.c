@@ -28,6 +28,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/x86_act.h"
+#include "kernels/x86_prefetch.h"
 #include "kernels/x86_round.h"
 #include "kernels/x86_sum.h"
 #include "quant/blocks.h"
@@ -1019,10 +1020,7 @@ static inline __attribute__((always_inline)) void prefetch_ahead(float_format f,
                                                                  bool into_l1, int64_t i) {
     const int64_t at = i * (f == FLOAT_F32 ? 4 : 2); /* bytes into the row; i steps by 16 elements */
     if (!ahead || (at & 63)) return;
-    if (R == 1 || into_l1)
-        for (int r = 0; r < R; r++) _mm_prefetch((const char *)rows[r] + ahead + at, _MM_HINT_T0);
-    else
-        for (int r = 0; r < R; r++) _mm_prefetch((const char *)rows[r] + ahead + at, _MM_HINT_T1);
+    sp_prefetch_rows(rows, R, ahead + at, into_l1);
 }
 
 #ifdef SP_MATMUL_VNNI

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "kernels/kernels.h"
+#include "kernels/x86_prefetch.h"
 #include "kernels/x86_round.h"
 #include "kernels/x86_sum.h"
 #include "quant/fp16.h"
@@ -33,10 +34,7 @@ static inline __attribute__((always_inline)) void bf16_tile(const uint16_t *cons
         for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
-        for (int r = 0; ahead && r < R; r++) {
-            if (R == 1 || into_l1) _mm_prefetch((const char *)(rows[r] + i) + ahead, _MM_HINT_T0);
-            else _mm_prefetch((const char *)(rows[r] + i) + ahead, _MM_HINT_T1);
-        }
+        if (ahead) sp_prefetch_rows((const void *const *)rows, R, (ptrdiff_t)(i * 2) + ahead, into_l1);
         __m512bh wv[TILE_ROWS];
         for (int r = 0; r < R; r++) wv[r] = (__m512bh)_mm512_loadu_si512(rows[r] + i);
         for (int t = 0; t < T; t++) {
