@@ -27,8 +27,8 @@ static const sprout_type all_types[] = {SPROUT_TYPE_F32,  SPROUT_TYPE_F16,  SPRO
  * emulator, 70x slower than native) drops the longest rows and contexts:
  * every code path is still walked (spans of rows, tails, group sizes, AMX's
  * token blocks), on fewer elements. Emulated, the portable level's own
- * checks run only where it is the active level (natively they always do). */
-
+ * checks run only where it is the active level (natively they always do).
+ * test_quick_run (test_util.h) reads the first; this, the second. */
 static bool emulated_run(void) {
     const char *v = getenv("SPROUT_TEST_QUICK");
     return v && !strcmp(v, "emulated");
