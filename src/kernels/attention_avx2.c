@@ -117,7 +117,7 @@ static float row_scores(const sp_attention_args *a, const query_row *r, float *k
         for (int i = 0; i < 4; i++) pairs[i] = _mm512_setzero_ps();
         for (int64_t d = 0; d < dk8; d += 8) {
             const __m512 qv = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(r->q + d)))); /* AVX-512 F only */
-            for (int i = 0; i < 4; i++) pairs[i] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(kbuf + (cb + 2 * i) * dk + 2 * d), pairs[i]);
+            for (int i = 0; i < 4; i++) pairs[i] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(key_at(kbuf, dk, dk8, cb + 2 * i, d)), pairs[i]);
         }
         for (int i = 0; i < 4; i++) {
             acc[2 * i] = _mm512_castps512_ps256(pairs[i]);
