@@ -270,6 +270,17 @@ static inline __attribute__((always_inline)) void block_sums(const int TT, const
     if (TT == 2 && RH == 2) _tile_stored(3, c + 768, 64);
 }
 
+/* A 16 x 16 tile of outputs' accumulators of one lane (16 rows of
+ * ROW_TILE floats at lanes), held in registers across a chunk of blocks:
+ * zeros before the lane's first chunk, else what the last chunk left. */
+static inline __attribute__((always_inline)) void lane_load(__m512 acc[16], const float *lanes, bool first) {
+    for (int m = 0; m < 16; m++) acc[m] = first ? _mm512_setzero_ps() : _mm512_load_ps(lanes + m * ROW_TILE);
+}
+
+static inline __attribute__((always_inline)) void lane_store(const __m512 acc[16], float *lanes) {
+    for (int m = 0; m < 16; m++) _mm512_store_ps(lanes + m * ROW_TILE, acc[m]);
+}
+
 /* Lanes 0-7 of an output, from lane j at at + j * TOKEN_TILE * ROW_TILE,
  * summed as hsum256 does: ((0+4)+(2+6)) + ((1+5)+(3+7)). */
 static inline __m512 sum_lanes(const float *at, int64_t nb) {
@@ -295,14 +306,14 @@ static inline __attribute__((always_inline)) void scale_into(__m512 acc[16], con
  * lane), block by block (j, j + 8, ...). */
 static inline __attribute__((always_inline)) void lane_mins(const tile_pass_args *p, const int RH, int tt, int h, int j) {
     const float *as = p->as + tt * p->nb * 16;
+    float *lanes = p->macc + (j * TOKEN_TILE + 16 * tt) * ROW_TILE + 16 * h;
     __m512 acc[16];
-    for (int m = 0; m < 16; m++) acc[m] = _mm512_setzero_ps();
+    lane_load(acc, lanes, true);
     for (int64_t b = j; b < p->nb; b += 8) {
         const __m512 mw = _mm512_loadu_ps(p->mins + (b * RH + h) * 16);
         for (int m = 0; m < 16; m++) acc[m] = _mm512_fmadd_ps(mw, _mm512_set1_ps(as[b * 16 + m]), acc[m]);
     }
-    float *lanes = p->macc + (j * TOKEN_TILE + 16 * tt) * ROW_TILE + 16 * h;
-    for (int m = 0; m < 16; m++) _mm512_store_ps(lanes + m * ROW_TILE, acc[m]);
+    lane_store(acc, lanes);
 }
 
 /* Up to TT * 16 tokens (n_tokens of them real) by RH * 16 rows from o,
@@ -330,12 +341,12 @@ static inline __attribute__((always_inline)) void tile_pass(const int TT, const 
                     float *lanes = p->acc + (j * TOKEN_TILE + 16 * tt) * ROW_TILE + 16 * h;
                     const float *ad = p->ad + tt * nb * 16;
                     __m512 acc[16];
-                    for (int m = 0; m < 16; m++) acc[m] = k0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(lanes + m * ROW_TILE);
+                    lane_load(acc, lanes, k0 == 0);
                     for (int64_t k = 0; k < kn; k++) {
                         const int64_t b = j + 8 * (k0 + k);
                         scale_into(acc, cbuf + k * C_TILES_BYTES / 4 + (2 * tt + h) * 256, p->scales + (b * RH + h) * 16, ad + b * 16);
                     }
-                    for (int m = 0; m < 16; m++) _mm512_store_ps(lanes + m * ROW_TILE, acc[m]);
+                    lane_store(acc, lanes);
                 }
         }
         if (MINS) /* x = d * sc * q - dmin * m: the mins meet the activations' sums */
@@ -421,14 +432,14 @@ static inline __attribute__((always_inline)) void q6_tile_pass(const int TT, con
             for (int tt = 0; tt < TT; tt++) {
                 float *lanes = p->acc + (j * TOKEN_TILE + 16 * tt) * ROW_TILE;
                 __m512 acc[16];
-                for (int m = 0; m < 16; m++) acc[m] = k0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(lanes + m * ROW_TILE);
+                lane_load(acc, lanes, k0 == 0);
                 for (int64_t k = 0; k < kn; k++) {
                     const int64_t b = j + 8 * (k0 + k);
                     const int32_t *c = cbuf + k * C_TILES_BYTES / 4 + 2 * tt * 256;
                     q6_scale_into(acc, c, c + 256, _mm512_loadu_ps(p->scales + b * 16), _mm512_cvtepi32_ps(_mm512_loadu_si512(sc_lo + b * 16)),
                                   _mm512_cvtepi32_ps(_mm512_loadu_si512(sc_hi + b * 16)), p->ad + (tt * nb + b) * 16);
                 }
-                for (int m = 0; m < 16; m++) _mm512_store_ps(lanes + m * ROW_TILE, acc[m]);
+                lane_store(acc, lanes);
             }
         }
     }
