@@ -197,21 +197,25 @@ static void test_matches_llama_quantize(const char *arch_dir) {
 /* The mixes of the other architectures, made by llama-quantize from their
  * F32 files; ours start from the Q8_0 files, so only the types compare. */
 static void test_mix_types_per_arch(const char *arch_dir) {
-    static const char *const archs[] = {"qwen2", "qwen3", "phi2", "phi3", "gemma", "gemma2", "gemma3", "stablelm", "falcon"};
-    /* under the sanitizers (SPROUT_TEST_QUICK) four of them, each of a
-     * different shape (biases, a parallel block, sliding windows, a fused
-     * QKV): the quantizing is the same code for all */
-    static const bool quick_arch[] = {true, false, true, false, false, false, true, false, true};
+    /* quick: run under the sanitizers (SPROUT_TEST_QUICK) too; four, each
+     * of a different shape (biases, a parallel block, sliding windows, a
+     * fused QKV): the quantizing is the same code for all */
+    static const struct {
+        const char *name;
+        bool quick;
+    } archs[] = {{"qwen2", true},   {"qwen3", false},  {"phi2", true},      {"phi3", false},  {"gemma", false},
+                 {"gemma2", false}, {"gemma3", true},  {"stablelm", false}, {"falcon", true}};
     const bool few = test_quick_run();
     printf("Q4_K_M mix types vs llama-quantize:\n");
     char in[2048], want[2048], out[2048];
     for (size_t k = 0; k < sizeof archs / sizeof archs[0]; k++) {
-        if (few && !quick_arch[k]) continue;
-        snprintf(in, sizeof in, "%s/%s-Q8_0.gguf", arch_dir, archs[k]);
-        snprintf(want, sizeof want, "%s/%s-Q4_K_M.gguf", arch_dir, archs[k]);
+        if (few && !archs[k].quick) continue;
+        const char *arch = archs[k].name;
+        snprintf(in, sizeof in, "%s/%s-Q8_0.gguf", arch_dir, arch);
+        snprintf(want, sizeof want, "%s/%s-Q4_K_M.gguf", arch_dir, arch);
         if (access(in, R_OK) != 0 || access(want, R_OK) != 0) continue;
-        snprintf(out, sizeof out, "%s/%s-Q4_K_M.gguf", tmp_dir, archs[k]);
-        CHECK_MSG(quantize(in, out, SPROUT_FTYPE_Q4_K_M, false) == SPROUT_OK, "%s: %s", archs[k], sprout_last_error());
+        snprintf(out, sizeof out, "%s/%s-Q4_K_M.gguf", tmp_dir, arch);
+        CHECK_MSG(quantize(in, out, SPROUT_FTYPE_Q4_K_M, false) == SPROUT_OK, "%s: %s", arch, sprout_last_error());
         check_same_tensors(out, want, NULL);
         unlink(out);
     }
