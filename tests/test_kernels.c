@@ -163,7 +163,7 @@ static void check_attention_level(const char *level) {
         printf("  %-8s attention skipped: not supported by this CPU or build\n", level);
         return;
     }
-    static const int64_t dims[] = {64, 80, 128, 13};
+    static const int64_t dims[] = {64, 80, 128, 13, 256}; /* 256: tiles of 32 cells */
     static const int64_t lengths[] = {1, 2, 7, 64, 65, 300, 3000};
     static const int64_t group_sizes[] = {1, 2, 4, 8, 11};
     double worst = 0;

@@ -4,10 +4,11 @@
  * in tiles of up to 64; a tile's keys and values are widened to f32 once
  * for every row; each row's scores (q.k, scaled, soft-capped) are kept in a
  * buffer on the stack, its running maximum and sum rescaled once per tile
- * instead of once per cell, its exponentials computed 8 at a time; the
- * values are summed with their weights in register blocks of rows. Scratch
- * is the tile (its keys and values, and its scores per row), whatever the
- * context length: the score row is never stored whole.
+ * instead of once per cell, its exponentials computed 8 (16) at a time; the
+ * values are summed with their weights in register blocks of rows (with
+ * AVX-512 the scores too: below). Scratch is the tile (its keys and
+ * values, and its scores per row), whatever the context length: the score
+ * row is never stored whole.
  *
  * Tiles are aligned to multiples of the tile size in the cell list, not to
  * where a row's cells begin, and a row's cells outside its range weigh
@@ -53,30 +54,20 @@ static inline __attribute__((always_inline)) __m256 sum_lanes8_ps(const __m256 p
     return _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(u0, u1)), _mm256_castpd_ps(_mm256_unpackhi_pd(u0, u1)));
 }
 
+/* Scores are made CELL_BLOCK cells at a time: with AVX-512 a vector of
+ * 16 cells' scores. */
+#ifdef SP_ATTENTION_AVX512
+enum { CELL_BLOCK = 16 };
+#else
+enum { CELL_BLOCK = 8 };
+#endif
+
 /* Cells per tile for heads of dk-element keys and dv-element values: a
- * multiple of 8 (0: too wide). */
+ * multiple of CELL_BLOCK (0: too wide). */
 static int tile_cells(int64_t dk, int64_t dv) {
-    const int64_t fit = TILE_BUFFER / (dk > dv ? dk : dv) & ~(int64_t)7;
+    const int64_t fit = TILE_BUFFER / (dk > dv ? dk : dv) & ~(int64_t)(CELL_BLOCK - 1);
     return fit >= TILE ? TILE : (int)fit;
 }
-
-#ifdef SP_ATTENTION_AVX512
-/* With AVX-512 the widened keys lie in pairs of cells: for each 8
- * elements from d (d < dk8) the pair's first cell's, then its second's, so
- * that one 16-lane multiply-add takes both; the elements past dk8 follow,
- * the first cell's, then the second's. Each lane's chain of multiply-adds
- * is the one it has in 8-lane vectors. */
-static inline float *key_at(float *kbuf, int64_t dk, int64_t dk8, int64_t c, int64_t d) {
-    float *pair = kbuf + (c & ~(int64_t)1) * dk;
-    const int64_t side = c & 1;
-    return d < dk8 ? pair + 2 * d + 8 * side : pair + 2 * dk8 + side * (dk - dk8) + (d - dk8);
-}
-#else
-static inline float *key_at(float *kbuf, int64_t dk, int64_t dk8, int64_t c, int64_t d) {
-    (void)dk8;
-    return kbuf + c * dk + d;
-}
-#endif
 
 /* One query row (a token's head): where it reads and writes, the cells it
  * sees, its running softmax state, and the part of the current tile it
@@ -102,6 +93,10 @@ static inline float finish_score(const sp_attention_args *a, float s) {
     return a->softcap > 0.f ? a->softcap * tanhf(s / a->softcap) : s;
 }
 
+#ifndef SP_ATTENTION_AVX512
+/* The widened keys of a tile: cell c's element d at kbuf[c * dk + d]. */
+static inline float *key_at(float *kbuf, int64_t dk, int64_t c, int64_t d) { return kbuf + c * dk + d; }
+
 /* The row's scores of the tile's 8-cell blocks that meet [r->a, r->b),
  * into scores (-inf outside the range); returns their maximum. Each block
  * is eight dot products side by side, summed across lanes by hsum256's
@@ -112,32 +107,19 @@ static float row_scores(const sp_attention_args *a, const query_row *r, float *k
     __m256 max8 = _mm256_set1_ps(-INFINITY);
     for (int64_t cb = r->a & ~(int64_t)7; cb < r->b; cb += 8) {
         __m256 acc[8];
-#ifdef SP_ATTENTION_AVX512
-        __m512 pairs[4];
-        for (int i = 0; i < 4; i++) pairs[i] = _mm512_setzero_ps();
-        for (int64_t d = 0; d < dk8; d += 8) {
-            const __m512 qv = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(r->q + d)))); /* AVX-512 F only */
-            for (int i = 0; i < 4; i++) pairs[i] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(key_at(kbuf, dk, dk8, cb + 2 * i, d)), pairs[i]);
-        }
-        for (int i = 0; i < 4; i++) {
-            acc[2 * i] = _mm512_castps512_ps256(pairs[i]);
-            acc[2 * i + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(pairs[i]), 1));
-        }
-#else
         const float *k = kbuf + cb * dk;
         for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();
         for (int64_t d = 0; d < dk8; d += 8) {
             const __m256 qv = _mm256_loadu_ps(r->q + d);
             for (int j = 0; j < 8; j++) acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + j * dk + d), acc[j]);
         }
-#endif
         __m256 sv = sum_lanes8_ps(acc);
         if (plain) sv = _mm256_mul_ps(sv, _mm256_set1_ps(a->scale));
         else {
             float dot[8];
             _mm256_storeu_ps(dot, sv);
             for (int j = 0; j < 8; j++) {
-                for (int64_t d = dk8; d < dk; d++) dot[j] += r->q[d] * *key_at(kbuf, dk, dk8, cb + j, d);
+                for (int64_t d = dk8; d < dk; d++) dot[j] += r->q[d] * *key_at(kbuf, dk, cb + j, d);
                 dot[j] = finish_score(a, dot[j]);
             }
             sv = _mm256_loadu_ps(dot);
@@ -151,11 +133,11 @@ static float row_scores(const sp_attention_args *a, const query_row *r, float *k
     for (int j = 0; j < 8; j++) max = lanes[j] > max ? lanes[j] : max;
     return max;
 }
+#endif
 
-/* The row's scores (maximum tile_max) to weights, zero outside its range:
- * what was accumulated under an older, smaller maximum is rescaled once,
- * and the weights are summed in lanes, then across them. */
-static void row_softmax(const sp_attention_args *a, query_row *r, float *scores, float tile_max) {
+/* A tile whose scores reach tile_max above the row's running maximum:
+ * what was accumulated under the older, smaller one is rescaled once. */
+static void raise_row_max(const sp_attention_args *a, query_row *r, float tile_max) {
     const int64_t dv = a->head_dim_v, dv8 = dv & ~(int64_t)7;
     if (tile_max > r->max) {
         const float correction = r->max == -INFINITY ? 0.f : expf(r->max - tile_max);
@@ -165,6 +147,13 @@ static void row_softmax(const sp_attention_args *a, query_row *r, float *scores,
         for (int64_t d = dv8; d < dv; d++) r->out[d] *= correction;
         r->max = tile_max;
     }
+}
+
+#ifndef SP_ATTENTION_AVX512
+/* The row's scores (maximum tile_max) to weights, zero outside its range,
+ * summed in lanes, then across them. */
+static void row_softmax(const sp_attention_args *a, query_row *r, float *scores, float tile_max) {
+    raise_row_max(a, r, tile_max);
     const __m256 mv = _mm256_set1_ps(r->max);
     __m256 sum8 = _mm256_setzero_ps();
     for (int64_t cb = r->a & ~(int64_t)7; cb < r->b; cb += 8) {
@@ -174,6 +163,7 @@ static void row_softmax(const sp_attention_args *a, query_row *r, float *scores,
     }
     r->sum += hsum256(sum8);
 }
+#endif
 
 /* out[r] += the tile's weights of rows [r0, r0 + MR) (MR <= 4) times the
  * values of cells [c_a, c_b), for NR (<= 2) vectors of 8 from element d: a
@@ -235,10 +225,181 @@ static inline __attribute__((always_inline)) void weigh_all_values(const float *
     if (d < dv8) weigh_values(vbuf, dv, scores, rows, r0, MR, 1, d, c_a, c_b);
 }
 
+#ifdef SP_ATTENTION_AVX512
+/* With AVX-512 the scores come 16 cells at a time from keys laid out
+ * transposed: element d of the tile's cell c at kbuf[d * tile + c], so
+ * that a row's query element d, broadcast, multiplies 16 cells' keys in
+ * one FMA. Each score is one chain of FMAs over d in order (no sum across
+ * lanes), computed for up to 4 rows and 64 cells in registers, so each
+ * key vector loaded serves 4 rows. The chain is the row's alone whatever
+ * rows and cells share the registers, so the AVX-512 outputs, though not
+ * the AVX2 ones bit for bit, are the same for a token alone or in any
+ * batch. */
+static inline __m512 load16(const void *base, sp_kv_type type, int64_t idx) {
+    return type == SP_KV_F32 ? _mm512_loadu_ps((const float *)base + idx)
+                             : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)base + idx)));
+}
+
+/* r[i] = element i of every r[j], in lane j (a 16x16 transpose). */
+static inline __attribute__((always_inline)) void transpose16x16_ps(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* r[4i + e], 128-bit lane L: element 4L + e of rows 4i..4i+3 */
+    for (int i = 0; i < 4; i++)
+        for (int h = 0; h < 2; h++) {
+            const __m512d x = _mm512_castps_pd(t[4 * i + h]), y = _mm512_castps_pd(t[4 * i + h + 2]);
+            r[4 * i + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(x, y));
+            r[4 * i + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(x, y));
+        }
+    /* then the 4x4 transpose of 128-bit lanes among r[e], r[4 + e], r[8 + e], r[12 + e] */
+    for (int e = 0; e < 4; e++) {
+        const __m512 a01 = _mm512_shuffle_f32x4(r[e], r[4 + e], _MM_SHUFFLE(1, 0, 1, 0));
+        const __m512 b01 = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], _MM_SHUFFLE(1, 0, 1, 0));
+        const __m512 a23 = _mm512_shuffle_f32x4(r[e], r[4 + e], _MM_SHUFFLE(3, 2, 3, 2));
+        const __m512 b23 = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], _MM_SHUFFLE(3, 2, 3, 2));
+        r[e] = _mm512_shuffle_f32x4(a01, b01, _MM_SHUFFLE(2, 0, 2, 0));
+        r[4 + e] = _mm512_shuffle_f32x4(a01, b01, _MM_SHUFFLE(3, 1, 3, 1));
+        r[8 + e] = _mm512_shuffle_f32x4(a23, b23, _MM_SHUFFLE(2, 0, 2, 0));
+        r[12 + e] = _mm512_shuffle_f32x4(a23, b23, _MM_SHUFFLE(3, 1, 3, 1));
+    }
+}
+
+/* The keys of the tile's 16-cell blocks that meet [ta, tb), transposed
+ * (zeros for cells outside it). */
+static void widen_keys(const sp_attention_args *a, int64_t c0, int64_t ta, int64_t tb, int64_t tile, float *kbuf) {
+    const int64_t dk = a->head_dim_k, dk16 = dk & ~(int64_t)15;
+    for (int64_t cb = ta & ~(int64_t)15; cb < tb; cb += 16) {
+        int64_t at[16];
+        for (int j = 0; j < 16; j++) at[j] = cb + j >= ta && cb + j < tb ? (int64_t)a->cells[c0 + cb + j] * a->stride : -1;
+        for (int64_t d0 = 0; d0 < dk16; d0 += 16) {
+            __m512 r[16];
+            for (int j = 0; j < 16; j++) r[j] = at[j] < 0 ? _mm512_setzero_ps() : load16(a->keys, a->kv_type, at[j] + d0);
+            transpose16x16_ps(r);
+            for (int i = 0; i < 16; i++) _mm512_storeu_ps(kbuf + (d0 + i) * tile + cb, r[i]);
+        }
+        for (int64_t d = dk16; d < dk; d++)
+            for (int j = 0; j < 16; j++) kbuf[d * tile + cb + j] = at[j] < 0 ? 0.f : load1(a->keys, a->kv_type, at[j] + d);
+    }
+}
+
+/* Raw scores (q.k) of rows [r0, r0 + MR) (MR <= 4) for the NB (<= 4)
+ * 16-cell blocks from cell cb. */
+static inline __attribute__((always_inline)) void block_scores(const float *kbuf, int64_t tile, int64_t dk, const query_row *rows, int r0,
+                                                              const int MR, int64_t cb, const int NB, float scores[][TILE]) {
+    __m512 acc[4][4];
+    for (int r = 0; r < MR; r++)
+        for (int n = 0; n < NB; n++) acc[r][n] = _mm512_setzero_ps();
+    for (int64_t d = 0; d < dk; d++) {
+        __m512 k[4];
+        for (int n = 0; n < NB; n++) k[n] = _mm512_loadu_ps(kbuf + d * tile + cb + 16 * n);
+        for (int r = 0; r < MR; r++) {
+            const __m512 q = _mm512_set1_ps(rows[r0 + r].q[d]);
+            for (int n = 0; n < NB; n++) acc[r][n] = _mm512_fmadd_ps(q, k[n], acc[r][n]);
+        }
+    }
+    for (int r = 0; r < MR; r++)
+        for (int n = 0; n < NB; n++) _mm512_storeu_ps(&scores[r0 + r][cb + 16 * n], acc[r][n]);
+}
+
+static inline __attribute__((always_inline)) void rows_block_scores(const float *kbuf, int64_t tile, int64_t dk, const query_row *rows,
+                                                                   int r0, const int MR, int64_t s_a, int64_t s_b, float scores[][TILE]) {
+    for (int64_t cb = s_a; cb < s_b; cb += 64) {
+        const int64_t blocks = (s_b - cb) / 16;
+        switch (blocks < 4 ? blocks : 4) { /* constant counts: the accumulators stay in registers */
+        case 1: block_scores(kbuf, tile, dk, rows, r0, MR, cb, 1, scores); break;
+        case 2: block_scores(kbuf, tile, dk, rows, r0, MR, cb, 2, scores); break;
+        case 3: block_scores(kbuf, tile, dk, rows, r0, MR, cb, 3, scores); break;
+        default: block_scores(kbuf, tile, dk, rows, r0, MR, cb, 4, scores); break;
+        }
+    }
+}
+
+/* Lanes of the 16-cell block from cell c that lie in [a, b). */
+static inline __mmask16 lanes_in16(int64_t c, int64_t a, int64_t b) {
+    const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int)c), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    return _mm512_cmp_epi32_mask(idx, _mm512_set1_epi32((int)a), _MM_CMPINT_NLT) & _mm512_cmp_epi32_mask(idx, _mm512_set1_epi32((int)b), _MM_CMPINT_LT);
+}
+
+/* The row's raw scores over the blocks [s_a, s_b) to weights: scaled,
+ * soft-capped, zero outside [r->a, r->b); the running maximum and sum
+ * updated. */
+static void row_weights(const sp_attention_args *a, query_row *r, float *scores, int64_t s_a, int64_t s_b) {
+    __m512 max16 = _mm512_set1_ps(-INFINITY);
+    for (int64_t cb = s_a; cb < s_b; cb += 16) {
+        __m512 sv = _mm512_loadu_ps(scores + cb);
+        if (a->softcap > 0.f) {
+            float s16[16];
+            _mm512_storeu_ps(s16, sv);
+            for (int j = 0; j < 16; j++) s16[j] = finish_score(a, s16[j]);
+            sv = _mm512_loadu_ps(s16);
+        } else sv = _mm512_mul_ps(sv, _mm512_set1_ps(a->scale));
+        sv = _mm512_mask_blend_ps(lanes_in16(cb, r->a, r->b), _mm512_set1_ps(-INFINITY), sv);
+        _mm512_storeu_ps(scores + cb, sv);
+        max16 = _mm512_max_ps(sv, max16); /* a NaN score is passed over */
+    }
+    raise_row_max(a, r, _mm512_reduce_max_ps(max16));
+    const __m512 mv = _mm512_set1_ps(r->max);
+    __m512 sum16 = _mm512_setzero_ps();
+    for (int64_t cb = s_a; cb < s_b; cb += 16) {
+        const __m512 e = _mm512_maskz_mov_ps(lanes_in16(cb, r->a, r->b), exp16(_mm512_sub_ps(_mm512_loadu_ps(scores + cb), mv)));
+        _mm512_storeu_ps(scores + cb, e);
+        sum16 = _mm512_add_ps(sum16, e);
+    }
+    r->sum += hsum512(sum16);
+}
+#endif
+
+/* The widened keys (as the level lays them out) and values of the tile's
+ * cells [ta, tb) from c0; keys of cells around them in their score blocks
+ * zero. */
+static void widen_tile(const sp_attention_args *a, int64_t c0, int64_t ta, int64_t tb, int64_t tile, float *kbuf, float *vbuf) {
+    const int64_t dv = a->head_dim_v, dv8 = dv & ~(int64_t)7;
+#ifdef SP_ATTENTION_AVX512
+    widen_keys(a, c0, ta, tb, tile, kbuf);
+#else
+    (void)tile;
+    const int64_t dk = a->head_dim_k, dk8 = dk & ~(int64_t)7;
+    for (int64_t c = ta & ~(int64_t)7; c < ((tb + 7) & ~(int64_t)7); c++) {
+        const bool seen = c >= ta && c < tb;
+        const int64_t cell = seen ? (int64_t)a->cells[c0 + c] * a->stride : 0;
+        for (int64_t d = 0; d < dk8; d += 8) _mm256_storeu_ps(key_at(kbuf, dk, c, d), seen ? load8(a->keys, a->kv_type, cell + d) : _mm256_setzero_ps());
+        for (int64_t d = dk8; d < dk; d++) *key_at(kbuf, dk, c, d) = seen ? load1(a->keys, a->kv_type, cell + d) : 0.f;
+    }
+#endif
+    for (int64_t c = ta; c < tb; c++) {
+        const int64_t cell = (int64_t)a->cells[c0 + c] * a->stride;
+        float *v = vbuf + c * dv;
+        for (int64_t d = 0; d < dv8; d += 8) _mm256_storeu_ps(v + d, load8(a->values, a->kv_type, cell + d));
+        for (int64_t d = dv8; d < dv; d++) v[d] = load1(a->values, a->kv_type, cell + d);
+    }
+}
+
+/* Weights of rows [r0, r0 + MR) for the tile's cells [c_a, c_b) (the
+ * union of their ranges; a row's weights outside its own are zero). */
+static inline __attribute__((always_inline)) void rows_weights(const sp_attention_args *a, float *kbuf, int64_t tile, query_row *rows,
+                                                              int r0, const int MR, int64_t c_a, int64_t c_b, float scores[][TILE]) {
+#ifdef SP_ATTENTION_AVX512
+    const int64_t s_a = c_a & ~(int64_t)15, s_b = (c_b + 15) & ~(int64_t)15;
+    rows_block_scores(kbuf, tile, a->head_dim_k, rows, r0, MR, s_a, s_b, scores);
+    for (int r = r0; r < r0 + MR; r++) {
+        if (rows[r].a < rows[r].b) row_weights(a, &rows[r], scores[r], s_a, s_b);
+        else
+            for (int64_t c = s_a; c < s_b; c++) scores[r][c] = 0.f;
+    }
+#else
+    (void)tile, (void)c_a, (void)c_b;
+    for (int r = r0; r < r0 + MR; r++)
+        if (rows[r].a < rows[r].b) row_softmax(a, &rows[r], scores[r], row_scores(a, &rows[r], kbuf, scores[r]));
+#endif
+}
+
 /* The rows of one block (at most MAX_ROWS, all of one sequence), tile by tile. */
 static void attend_rows(const sp_attention_args *a, query_row *rows, int n_rows) {
-    const int64_t dk = a->head_dim_k, dv = a->head_dim_v, dk8 = dk & ~(int64_t)7, dv8 = dv & ~(int64_t)7;
-    const int tile = tile_cells(dk, dv);
+    const int64_t dv = a->head_dim_v, dv8 = dv & ~(int64_t)7;
+    const int tile = tile_cells(a->head_dim_k, dv);
     int64_t lo = INT32_MAX, hi = 0;
     for (int r = 0; r < n_rows; r++) {
         for (int64_t d = 0; d < dv; d++) rows[r].out[d] = 0.f;
@@ -251,30 +412,13 @@ static void attend_rows(const sp_attention_args *a, query_row *rows, int n_rows)
     }
     float kbuf[TILE_BUFFER], vbuf[TILE_BUFFER], scores[MAX_ROWS][TILE];
     for (int64_t c0 = lo >= hi ? hi : lo / tile * tile; c0 < hi; c0 += tile) {
-        /* the tile's cells that some row sees: [ta, tb); the keys of the
-         * 8-cell blocks around them, zeros where no row looks; the values
-         * of [ta, tb) */
+        /* the tile's cells that some row sees: [ta, tb) */
         const int64_t ta = lo > c0 ? lo - c0 : 0, tb = hi < c0 + tile ? hi - c0 : tile;
-        for (int64_t c = ta & ~(int64_t)7; c < ((tb + 7) & ~(int64_t)7); c++) {
-            if (c < ta || c >= tb) {
-                for (int64_t d = 0; d < dk8; d += 8) _mm256_storeu_ps(key_at(kbuf, dk, dk8, c, d), _mm256_setzero_ps());
-                for (int64_t d = dk8; d < dk; d++) *key_at(kbuf, dk, dk8, c, d) = 0.f;
-                continue;
-            }
-            const int64_t cell = (int64_t)a->cells[c0 + c] * a->stride;
-            for (int64_t d = 0; d < dk8; d += 8) _mm256_storeu_ps(key_at(kbuf, dk, dk8, c, d), load8(a->keys, a->kv_type, cell + d));
-            for (int64_t d = dk8; d < dk; d++) *key_at(kbuf, dk, dk8, c, d) = load1(a->keys, a->kv_type, cell + d);
-            float *v = vbuf + c * dv;
-            for (int64_t d = 0; d < dv8; d += 8) _mm256_storeu_ps(v + d, load8(a->values, a->kv_type, cell + d));
-            for (int64_t d = dv8; d < dv; d++) v[d] = load1(a->values, a->kv_type, cell + d);
-        }
+        widen_tile(a, c0, ta, tb, tile, kbuf, vbuf);
         for (int r = 0; r < n_rows; r++) {
             query_row *row = &rows[r];
             row->a = row->lo > c0 ? row->lo - c0 : 0;
             row->b = row->hi < c0 + tile ? row->hi - c0 : tile;
-            for (int64_t c = ta; c < tb; c++) scores[r][c] = 0.f; /* the weights where the row does not look */
-            if (row->a >= row->b) continue;
-            row_softmax(a, row, scores[r], row_scores(a, row, kbuf, scores[r]));
         }
         for (int r0 = 0; r0 < n_rows; r0 += 4) {
             const int MR = n_rows - r0 < 4 ? n_rows - r0 : 4;
@@ -285,11 +429,13 @@ static void attend_rows(const sp_attention_args *a, query_row *rows, int n_rows)
                     c_b = rows[r].b > c_b ? rows[r].b : c_b;
                 }
             if (c_a >= c_b) continue;
+            for (int r = r0; r < r0 + MR; r++) /* the weights where a row does not look */
+                for (int64_t c = c_a; c < c_b; c++) scores[r][c] = 0.f;
             switch (MR) { /* a constant row count in each copy: the accumulators stay in registers */
-            case 1: weigh_all_values(vbuf, dv, scores, rows, r0, 1, c_a, c_b); break;
-            case 2: weigh_all_values(vbuf, dv, scores, rows, r0, 2, c_a, c_b); break;
-            case 3: weigh_all_values(vbuf, dv, scores, rows, r0, 3, c_a, c_b); break;
-            default: weigh_all_values(vbuf, dv, scores, rows, r0, 4, c_a, c_b); break;
+            case 1: rows_weights(a, kbuf, tile, rows, r0, 1, c_a, c_b, scores), weigh_all_values(vbuf, dv, scores, rows, r0, 1, c_a, c_b); break;
+            case 2: rows_weights(a, kbuf, tile, rows, r0, 2, c_a, c_b, scores), weigh_all_values(vbuf, dv, scores, rows, r0, 2, c_a, c_b); break;
+            case 3: rows_weights(a, kbuf, tile, rows, r0, 3, c_a, c_b, scores), weigh_all_values(vbuf, dv, scores, rows, r0, 3, c_a, c_b); break;
+            default: rows_weights(a, kbuf, tile, rows, r0, 4, c_a, c_b, scores), weigh_all_values(vbuf, dv, scores, rows, r0, 4, c_a, c_b); break;
             }
         }
         for (int r = 0; r < n_rows; r++)
