@@ -213,6 +213,24 @@ static inline void q8_0_tile(const uint8_t *blk, size_t row_bytes, int8_t *tile)
     }
 }
 
+/* Dword m of block `blk`'s 16 bytes of packed levels in 16 rows (row_bytes
+ * apart), rows in lane order, as dwords[m]: each row's bytes loaded whole,
+ * four rows to a vector (rows k, k + 4, k + 8, k + 12 in its 128-bit
+ * lanes) and a 4x4 transpose of dwords in each lane; what 16-lane gathers
+ * did. */
+static inline void packed_dwords(const uint8_t *blk, size_t row_bytes, __m512i dwords[4]) {
+    __m512i r[4], t[4];
+    for (int k = 0; k < 4; k++) {
+        const uint8_t *at = blk + 2 + (size_t)k * row_bytes;
+        r[k] = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)at));
+        for (int l = 1; l < 4; l++) r[k] = _mm512_inserti32x4(r[k], _mm_loadu_si128((const __m128i *)(at + (size_t)(4 * l) * row_bytes)), l);
+    }
+    t[0] = _mm512_unpacklo_epi32(r[0], r[1]), t[1] = _mm512_unpackhi_epi32(r[0], r[1]);
+    t[2] = _mm512_unpacklo_epi32(r[2], r[3]), t[3] = _mm512_unpackhi_epi32(r[2], r[3]);
+    dwords[0] = _mm512_unpacklo_epi64(t[0], t[2]), dwords[1] = _mm512_unpackhi_epi64(t[0], t[2]);
+    dwords[2] = _mm512_unpacklo_epi64(t[1], t[3]), dwords[3] = _mm512_unpackhi_epi64(t[1], t[3]);
+}
+
 /* The weights of rows [o, o + 16 * halves) as B tiles, block-major (block
  * b's tile of half h at panel + (b * halves + h) * B_TILE_BYTES), signed
  * levels, and their scales (block b's at scales + b * 16 * halves). */
@@ -243,8 +261,10 @@ static void unpack_panel(const sp_weight *w, int64_t o, int halves, int8_t *pane
              * 4m.. in its low nibbles and 16 + 4m.. in its high ones */
             const uint8_t *blk = base + (size_t)b * sizeof(sp_block_q4_0);
             _mm512_storeu_ps(scales + (b * halves + h) * 16, gather_scales(row_offsets, blk));
+            __m512i dwords[4];
+            packed_dwords(blk, w->row_bytes, dwords);
             for (int m = 0; m < 4; m++) {
-                const __m512i packed = _mm512_i32gather_epi32(row_offsets, (const void *)(blk + 2 + 4 * m), 1);
+                const __m512i packed = dwords[m];
                 __m512i lo = _mm512_and_si512(packed, low4), hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low4);
                 if (w->type == SPROUT_TYPE_IQ4_NL) {
                     lo = _mm512_shuffle_epi8(iq4, lo);
