@@ -222,8 +222,11 @@ static inline void packed_dwords(const uint8_t *blk, size_t row_bytes, __m512i d
     __m512i r[4], t[4];
     for (int k = 0; k < 4; k++) {
         const uint8_t *at = blk + 2 + (size_t)k * row_bytes;
+        /* the lane a literal: unoptimized builds do not fold a loop's counter into the immediate */
         r[k] = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)at));
-        for (int l = 1; l < 4; l++) r[k] = _mm512_inserti32x4(r[k], _mm_loadu_si128((const __m128i *)(at + (size_t)(4 * l) * row_bytes)), l);
+        r[k] = _mm512_inserti32x4(r[k], _mm_loadu_si128((const __m128i *)(at + 4 * row_bytes)), 1);
+        r[k] = _mm512_inserti32x4(r[k], _mm_loadu_si128((const __m128i *)(at + 8 * row_bytes)), 2);
+        r[k] = _mm512_inserti32x4(r[k], _mm_loadu_si128((const __m128i *)(at + 12 * row_bytes)), 3);
     }
     t[0] = _mm512_unpacklo_epi32(r[0], r[1]), t[1] = _mm512_unpackhi_epi32(r[0], r[1]);
     t[2] = _mm512_unpacklo_epi32(r[2], r[3]), t[3] = _mm512_unpackhi_epi32(r[2], r[3]);
