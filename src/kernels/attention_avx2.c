@@ -390,9 +390,11 @@ static inline __attribute__((always_inline)) void rows_weights(const sp_attentio
             for (int64_t c = s_a; c < s_b; c++) scores[r][c] = 0.f;
     }
 #else
-    (void)tile, (void)c_a, (void)c_b;
-    for (int r = r0; r < r0 + MR; r++)
+    (void)tile;
+    for (int r = r0; r < r0 + MR; r++) {
+        for (int64_t c = c_a; c < c_b; c++) scores[r][c] = 0.f; /* the weights where the row does not look */
         if (rows[r].a < rows[r].b) row_softmax(a, &rows[r], scores[r], row_scores(a, &rows[r], kbuf, scores[r]));
+    }
 #endif
 }
 
@@ -429,8 +431,6 @@ static void attend_rows(const sp_attention_args *a, query_row *rows, int n_rows)
                     c_b = rows[r].b > c_b ? rows[r].b : c_b;
                 }
             if (c_a >= c_b) continue;
-            for (int r = r0; r < r0 + MR; r++) /* the weights where a row does not look */
-                for (int64_t c = c_a; c < c_b; c++) scores[r][c] = 0.f;
             switch (MR) { /* a constant row count in each copy: the accumulators stay in registers */
             case 1: rows_weights(a, kbuf, tile, rows, r0, 1, c_a, c_b, scores), weigh_all_values(vbuf, dv, scores, rows, r0, 1, c_a, c_b); break;
             case 2: rows_weights(a, kbuf, tile, rows, r0, 2, c_a, c_b, scores), weigh_all_values(vbuf, dv, scores, rows, r0, 2, c_a, c_b); break;
@@ -451,7 +451,7 @@ static void attend_rows(const sp_attention_args *a, query_row *rows, int n_rows)
 
 void SP_ATTENTION_NAME(const sp_attention_args *a) {
     const int64_t n_heads = a->n_q_heads > 0 ? a->n_q_heads : 1, n_tokens = a->n_tokens > 0 ? a->n_tokens : 1;
-    if (tile_cells(a->head_dim_k, a->head_dim_v) == 0) { /* heads wider than any model's: a tile would not fit */
+    if (tile_cells(a->head_dim_k, a->head_dim_v) == 0) { /* heads wider than any model's (over 512 elements with AVX-512, 1024 with AVX2): a tile would not fit */
         sp_attention_portable(a);
         return;
     }

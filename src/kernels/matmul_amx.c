@@ -184,10 +184,11 @@ static void unpack_q6_K(const uint8_t *base, int64_t nb, __m512i row_offsets, in
 }
 
 /* Block `blk` of 16 Q8_0 rows (row_bytes apart) as a B tile: each row's
- * 32 levels loaded whole, two rows to a vector (rows k and k + 4, then k +
- * 8 and k + 12), an 8x8 transpose of dwords in each 256-bit half, and the
- * 128-bit lanes put in row order; 24 shuffles where 16-lane gathers took
- * 8 gathers. */
+ * 32 levels loaded whole, two rows to a vector (rows k and k + 4 in its
+ * halves for k < 4, rows k + 4 and k + 8 for k >= 4), two rounds of
+ * unpacks that leave dwords e and e + 4 of four rows side by side in each
+ * 128-bit lane, and 128-bit lane shuffles that put the 16 rows in order:
+ * 8 inserts and 24 shuffles where there were eight 16-lane gathers. */
 static inline void q8_0_tile(const uint8_t *blk, size_t row_bytes, int8_t *tile) {
     __m512i r[8], t[8];
     for (int k = 0; k < 8; k++) {

@@ -51,4 +51,6 @@ static inline __m512 exp16(__m512 x) {
 }
 #endif
 
+#undef SP_DEFINE_EXP_SCALED
+
 #endif
