@@ -43,17 +43,6 @@ static inline float load1(const void *base, sp_kv_type type, int64_t idx) {
     return type == SP_KV_F32 ? ((const float *)base)[idx] : _cvtsh_ss(((const uint16_t *)base)[idx]);
 }
 
-/* Lane j of the result: hsum256(p[j]), by the same tree, for eight at once. */
-static inline __attribute__((always_inline)) __m256 sum_lanes8_ps(const __m256 p[8]) {
-    __m256 b[4], u[2];
-    for (int j = 0; j < 4; j++) /* [lo(p[j]) + hi(p[j]) | lo(p[j+4]) + hi(p[j+4])]: lanes 0+4, 1+5, 2+6, 3+7 */
-        b[j] = _mm256_add_ps(_mm256_permute2f128_ps(p[j], p[j + 4], 0x20), _mm256_permute2f128_ps(p[j], p[j + 4], 0x31));
-    for (int i = 0; i < 2; i++) /* per vector pair: (0+4)+(2+6) and (1+5)+(3+7), interleaved */
-        u[i] = _mm256_add_ps(_mm256_unpacklo_ps(b[2 * i], b[2 * i + 1]), _mm256_unpackhi_ps(b[2 * i], b[2 * i + 1]));
-    const __m256d u0 = _mm256_castps_pd(u[0]), u1 = _mm256_castps_pd(u[1]);
-    return _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(u0, u1)), _mm256_castpd_ps(_mm256_unpackhi_pd(u0, u1)));
-}
-
 /* Scores are made CELL_BLOCK cells at a time: with AVX-512 a vector of
  * 16 cells' scores. */
 #ifdef SP_ATTENTION_AVX512
@@ -80,6 +69,40 @@ typedef struct query_row {
     int64_t a, b;
 } query_row;
 
+/* A row's raw score s: scaled, soft-capped. */
+static inline float finish_score(const sp_attention_args *a, float s) {
+    s *= a->scale;
+    return a->softcap > 0.f ? a->softcap * tanhf(s / a->softcap) : s;
+}
+
+/* A tile whose scores reach tile_max above the row's running maximum:
+ * what was accumulated under the older, smaller one is rescaled once. */
+static void raise_row_max(const sp_attention_args *a, query_row *r, float tile_max) {
+    const int64_t dv = a->head_dim_v, dv8 = dv & ~(int64_t)7;
+    if (tile_max > r->max) {
+        const float correction = r->max == -INFINITY ? 0.f : expf(r->max - tile_max);
+        r->sum *= correction;
+        const __m256 cv = _mm256_set1_ps(correction);
+        for (int64_t d = 0; d < dv8; d += 8) _mm256_storeu_ps(r->out + d, _mm256_mul_ps(_mm256_loadu_ps(r->out + d), cv));
+        for (int64_t d = dv8; d < dv; d++) r->out[d] *= correction;
+        r->max = tile_max;
+    }
+}
+
+#ifndef SP_ATTENTION_AVX512
+/* The AVX2 kernel's own pieces: scores 8 cells at a time, each block's
+ * eight dot products summed across lanes. */
+/* Lane j of the result: hsum256(p[j]), by the same tree, for eight at once. */
+static inline __attribute__((always_inline)) __m256 sum_lanes8_ps(const __m256 p[8]) {
+    __m256 b[4], u[2];
+    for (int j = 0; j < 4; j++) /* [lo(p[j]) + hi(p[j]) | lo(p[j+4]) + hi(p[j+4])]: lanes 0+4, 1+5, 2+6, 3+7 */
+        b[j] = _mm256_add_ps(_mm256_permute2f128_ps(p[j], p[j + 4], 0x20), _mm256_permute2f128_ps(p[j], p[j + 4], 0x31));
+    for (int i = 0; i < 2; i++) /* per vector pair: (0+4)+(2+6) and (1+5)+(3+7), interleaved */
+        u[i] = _mm256_add_ps(_mm256_unpacklo_ps(b[2 * i], b[2 * i + 1]), _mm256_unpackhi_ps(b[2 * i], b[2 * i + 1]));
+    const __m256d u0 = _mm256_castps_pd(u[0]), u1 = _mm256_castps_pd(u[1]);
+    return _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(u0, u1)), _mm256_castpd_ps(_mm256_unpackhi_pd(u0, u1)));
+}
+
 /* Lanes of the 8-cell block from cell c (relative to the tile) that lie in [a, b). */
 static inline __m256 lanes_in(int64_t c, int64_t a, int64_t b) {
     const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32((int)c), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -87,13 +110,6 @@ static inline __m256 lanes_in(int64_t c, int64_t a, int64_t b) {
     return _mm256_castsi256_ps(_mm256_andnot_si256(below, inside));
 }
 
-/* A row's raw score s: scaled, soft-capped. */
-static inline float finish_score(const sp_attention_args *a, float s) {
-    s *= a->scale;
-    return a->softcap > 0.f ? a->softcap * tanhf(s / a->softcap) : s;
-}
-
-#ifndef SP_ATTENTION_AVX512
 /* The widened keys of a tile: cell c's element d at kbuf[c * dk + d]. */
 static inline float *key_at(float *kbuf, int64_t dk, int64_t c, int64_t d) { return kbuf + c * dk + d; }
 
@@ -133,23 +149,7 @@ static float row_scores(const sp_attention_args *a, const query_row *r, float *k
     for (int j = 0; j < 8; j++) max = lanes[j] > max ? lanes[j] : max;
     return max;
 }
-#endif
 
-/* A tile whose scores reach tile_max above the row's running maximum:
- * what was accumulated under the older, smaller one is rescaled once. */
-static void raise_row_max(const sp_attention_args *a, query_row *r, float tile_max) {
-    const int64_t dv = a->head_dim_v, dv8 = dv & ~(int64_t)7;
-    if (tile_max > r->max) {
-        const float correction = r->max == -INFINITY ? 0.f : expf(r->max - tile_max);
-        r->sum *= correction;
-        const __m256 cv = _mm256_set1_ps(correction);
-        for (int64_t d = 0; d < dv8; d += 8) _mm256_storeu_ps(r->out + d, _mm256_mul_ps(_mm256_loadu_ps(r->out + d), cv));
-        for (int64_t d = dv8; d < dv; d++) r->out[d] *= correction;
-        r->max = tile_max;
-    }
-}
-
-#ifndef SP_ATTENTION_AVX512
 /* The row's scores (maximum tile_max) to weights, zero outside its range,
  * summed in lanes, then across them. */
 static void row_softmax(const sp_attention_args *a, query_row *r, float *scores, float tile_max) {
