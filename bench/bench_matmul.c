@@ -4,7 +4,9 @@
  * each token count. Random weights, quantized by sprout's reference
  * quantizers. Not a test.
  *
- * usage: [BENCH_TOKENS=N] build/bench_matmul [N_IN N_OUT] [TYPES...]   (default 2048 5632, Q4_0 Q8_0 Q4_K Q6_K F16) */
+ * usage: [BENCH_TOKENS=N] [BENCH_PROMPT=1] build/bench_matmul [N_IN N_OUT] [TYPES...]   (default 2048 5632, Q4_0 Q8_0 Q4_K Q6_K F16)
+ * BENCH_PROMPT=1 measures the level's matmul for prompt tokens (kernels.h), where it has one. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,8 @@
 
 #include "kernels/kernels.h"
 #include "quant/quant.h"
+
+enum { MAX_TOKENS = 512 };
 
 static double now_s(void) {
     struct timespec ts;
@@ -29,21 +33,24 @@ int main(int argc, char **argv) {
     const char **types = argc > first_type ? (const char **)argv + first_type : default_types;
     const int n_types = argc > first_type ? argc - first_type : 5;
     const sp_kernels *k = sp_kernels_get();
-    printf("kernel level %s, %lld x %lld, one thread, GMAC/s\n", k->name, (long long)n_in, (long long)n_out);
+    const bool prompt = getenv("BENCH_PROMPT") && k->matmul_prompt;
+    void (*const matmul)(const sp_weight *, const float *, int64_t, const void *, int64_t, float *, int64_t, int64_t, int64_t, float *) =
+        prompt ? k->matmul_prompt : k->matmul;
+    printf("kernel level %s%s, %lld x %lld, one thread, GMAC/s\n", k->name, prompt ? " (prompt tokens)" : "", (long long)n_in, (long long)n_out);
     /* BENCH_TOKENS=N measures that count alone (for a profile of one shape) */
     int token_counts[] = {1, 4, 8, 32, 64, 256};
     size_t n_counts = sizeof token_counts / sizeof *token_counts;
     const char *only = getenv("BENCH_TOKENS");
-    if (only && atoi(only) >= 1 && atoi(only) <= 256) token_counts[0] = atoi(only), n_counts = 1;
+    if (only && atoi(only) >= 1 && atoi(only) <= MAX_TOKENS) token_counts[0] = atoi(only), n_counts = 1;
     printf("| type |");
     for (size_t i = 0; i < n_counts; i++) printf(" %d tokens |", token_counts[i]);
     printf("\n");
     float *weights_f = malloc(sizeof(float) * (size_t)(n_in * n_out));
-    float *x = malloc(sizeof(float) * (size_t)(n_in * 256)), *y = malloc(sizeof(float) * (size_t)(n_out * 256));
+    float *x = malloc(sizeof(float) * (size_t)(n_in * MAX_TOKENS)), *y = malloc(sizeof(float) * (size_t)(n_out * MAX_TOKENS));
     float *scratch = malloc(sizeof(float) * (size_t)sp_matmul_scratch_floats(n_in));
     srand(1);
     for (int64_t i = 0; i < n_in * n_out; i++) weights_f[i] = (float)rand() / RAND_MAX - 0.5f;
-    for (int64_t i = 0; i < n_in * 256; i++) x[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (int64_t i = 0; i < n_in * MAX_TOKENS; i++) x[i] = (float)rand() / RAND_MAX - 0.5f;
     for (int ti = 0; ti < n_types; ti++) {
         sprout_type type;
         const sp_type_traits *tr = sprout_type_from_name(types[ti], &type) ? sp_type_traits_of(type) : NULL;
@@ -65,13 +72,13 @@ int main(int argc, char **argv) {
         /* the int8 paths get their activations quantized once, as the forward pass gives them */
         void *xq = NULL;
         if (k->quantize && sp_int8_type(type) && n_in % 32 == 0) {
-            xq = malloc((size_t)(n_in / 32 * SP_ACT_BLOCK_BYTES * 256));
-            for (int t = 0; t < 256; t++) k->quantize(x + t * n_in, n_in, (char *)xq + (size_t)(t * (n_in / 32) * SP_ACT_BLOCK_BYTES));
+            xq = malloc((size_t)(n_in / 32 * SP_ACT_BLOCK_BYTES * MAX_TOKENS));
+            for (int t = 0; t < MAX_TOKENS; t++) k->quantize(x + t * n_in, n_in, (char *)xq + (size_t)(t * (n_in / 32) * SP_ACT_BLOCK_BYTES));
         }
         printf("| %s |", tr->name);
         for (size_t i = 0; i < n_counts; i++) {
             const int nt = token_counts[i];
-            k->matmul(&w, x, n_in, xq, nt, y, n_out, 0, n_out, scratch); /* warm */
+            matmul(&w, x, n_in, xq, nt, y, n_out, 0, n_out, scratch); /* warm */
             /* the best of five windows: this machine's neighbours come and go */
             double best = 0.;
             for (int window = 0; window < 5; window++) {
@@ -79,7 +86,7 @@ int main(int argc, char **argv) {
                 const double t0 = now_s();
                 double t1;
                 do {
-                    k->matmul(&w, x, n_in, xq, nt, y, n_out, 0, n_out, scratch);
+                    matmul(&w, x, n_in, xq, nt, y, n_out, 0, n_out, scratch);
                     reps++;
                     t1 = now_s();
                 } while (t1 - t0 < 0.1);

@@ -682,7 +682,11 @@ const char *sprout_finish_reason_str(sprout_finish_reason reason);
 
 /* Completes `prompt` (raw text: BOS added as the model wants, special-token
  * text not parsed). Tokens already in the cache from earlier calls that
- * match the new prompt's start are reused. cfg NULL: the pipeline default. */
+ * match the new prompt's start are reused, generated ones included: on a
+ * CPU with AMX, an F16 or BF16 model computes prompt tokens in other
+ * kernels than generated ones, so a conversation continued on its cache
+ * can differ by float rounding from the same text prompted afresh.
+ * cfg NULL: the pipeline default. */
 sprout_status sprout_generate(sprout_pipeline *p, const char *prompt, const sprout_generation_config *cfg, sprout_streamer streamer,
                               void *user, sprout_result **out);
 /* The same from token ids (nothing is added). */
@@ -772,7 +776,9 @@ sprout_status sprout_model_tokenize_prompt(const sprout_model *model, const char
  * prefilling, so a long prompt never stalls the others. Requests beyond the
  * slots wait in a bounded queue; beyond it, submit fails with SPROUT_ERR_BUSY.
  * A request whose prompt starts with tokens a free slot still caches reuses
- * them. Outputs do not depend on what else is running.
+ * them (only those computed as prompt where the kinds' numbers differ, as
+ * on sprout_generate). Outputs do not depend on what else is running or
+ * ran before.
  *
  * Callbacks run on the engine thread: keep them short, never call the
  * scheduler's blocking functions from them.

@@ -67,7 +67,7 @@ static void test_reference(sprout_kv_type kv, int threads) {
             sp_context ctx;
             CHECK(sp_context_init(&ctx, m, 512, 64, 1, threads, SP_KV_F32) == SPROUT_OK);
             sp_batch_token b[64];
-            for (size_t i = 0; i < np; i++) b[i] = (sp_batch_token){prompt[i], (int32_t)i, 0, i == np - 1, false};
+            for (size_t i = 0; i < np; i++) b[i] = (sp_batch_token){prompt[i], (int32_t)i, 0, i == np - 1, false, true};
             float logits[512];
             CHECK(sp_forward(&ctx, b, (int32_t)np, logits) == SPROUT_OK);
             double max = 0;
@@ -100,17 +100,17 @@ static void test_batching(void) {
     sp_context ctx;
     CHECK(sp_context_init(&ctx, m, 128, 32, 2, 2, SP_KV_F32) == SPROUT_OK);
     sp_batch_token batch[16];
-    for (int i = 0; i < na; i++) batch[i] = (sp_batch_token){a[i], i, 0, true, false};
+    for (int i = 0; i < na; i++) batch[i] = (sp_batch_token){a[i], i, 0, true, false, true};
     CHECK(sp_forward(&ctx, batch, na, alone_a) == SPROUT_OK);
     sp_kv_clear(&ctx.kv, 0);
-    for (int i = 0; i < nb; i++) batch[i] = (sp_batch_token){b[i], i, 1, true, false};
+    for (int i = 0; i < nb; i++) batch[i] = (sp_batch_token){b[i], i, 1, true, false, true};
     CHECK(sp_forward(&ctx, batch, nb, alone_b) == SPROUT_OK);
     sp_kv_clear(&ctx.kv, 1);
     /* both sequences interleaved in one batch */
     int k = 0;
     for (int i = 0; i < na || i < nb; i++) {
-        if (i < na) batch[k++] = (sp_batch_token){a[i], i, 0, true, false};
-        if (i < nb) batch[k++] = (sp_batch_token){b[i], i, 1, true, false};
+        if (i < na) batch[k++] = (sp_batch_token){a[i], i, 0, true, false, true};
+        if (i < nb) batch[k++] = (sp_batch_token){b[i], i, 1, true, false, true};
     }
     CHECK(sp_forward(&ctx, batch, k, together) == SPROUT_OK);
     double worst = 0;
@@ -129,11 +129,11 @@ static void test_batching(void) {
     k = 0;
     for (int i = 0; i < na || i < nb; i++) {
         if (i < na) {
-            batch[k++] = (sp_batch_token){a[i], i, 0, i == 2 || i == na - 1, false};
+            batch[k++] = (sp_batch_token){a[i], i, 0, i == 2 || i == na - 1, false, true};
             if (batch[k - 1].logits) want[n_want++] = alone_a + (size_t)i * V;
         }
         if (i < nb) {
-            batch[k++] = (sp_batch_token){b[i], i, 1, i == 4, false};
+            batch[k++] = (sp_batch_token){b[i], i, 1, i == 4, false, true};
             if (batch[k - 1].logits) want[n_want++] = alone_b + (size_t)i * V;
         }
     }
@@ -144,9 +144,9 @@ static void test_batching(void) {
     /* a prompt that wants no logits still fills the cache for the next token */
     sp_kv_clear(&ctx.kv, 0);
     sp_kv_clear(&ctx.kv, 1);
-    for (int i = 0; i < na - 1; i++) batch[i] = (sp_batch_token){a[i], i, 0, false, false};
+    for (int i = 0; i < na - 1; i++) batch[i] = (sp_batch_token){a[i], i, 0, false, false, true};
     CHECK(sp_forward(&ctx, batch, na - 1, NULL) == SPROUT_OK);
-    batch[0] = (sp_batch_token){a[na - 1], na - 1, 0, true, false};
+    batch[0] = (sp_batch_token){a[na - 1], na - 1, 0, true, false, true};
     CHECK(sp_forward(&ctx, batch, 1, stepwise) == SPROUT_OK);
     CHECK_MSG(max_diff(stepwise, alone_a + (size_t)(na - 1) * V, V) <= 1e-5, "after a prompt without logits the next token differs");
     /* the same prompt token by token */
@@ -154,27 +154,101 @@ static void test_batching(void) {
     sp_kv_clear(&ctx.kv, 1);
     worst = 0;
     for (int i = 0; i < na; i++) {
-        sp_batch_token t = {a[i], i, 0, true, false};
+        sp_batch_token t = {a[i], i, 0, true, false, true};
         CHECK(sp_forward(&ctx, &t, 1, stepwise) == SPROUT_OK);
         worst = fmax(worst, max_diff(stepwise, alone_a + (size_t)i * V, V));
     }
     CHECK_MSG(worst <= 1e-5, "token by token differs from one batch by %g", worst);
     /* a rolled-back sequence computes the same again */
     sp_kv_truncate(&ctx.kv, 0, 3);
-    for (int i = 3; i < na; i++) batch[i - 3] = (sp_batch_token){a[i], i, 0, i == na - 1, false};
+    for (int i = 3; i < na; i++) batch[i - 3] = (sp_batch_token){a[i], i, 0, i == na - 1, false, true};
     CHECK(sp_forward(&ctx, batch, na - 3, stepwise) == SPROUT_OK);
     CHECK(max_diff(stepwise, alone_a + (size_t)(na - 1) * V, V) <= 1e-5);
     /* bad batches are refused, and leave the cache as it was */
     int32_t before = ctx.kv.seqs[0].n;
-    sp_batch_token bad = {9999, 100, 0, true, false};
+    sp_batch_token bad = {9999, 100, 0, true, false, true};
     CHECK(sp_forward(&ctx, &bad, 1, stepwise) == SPROUT_ERR_INVALID_ARGUMENT);
-    bad = (sp_batch_token){5, 2, 0, true, false}; /* a position behind the sequence's end */
+    bad = (sp_batch_token){5, 2, 0, true, false, true}; /* a position behind the sequence's end */
     CHECK(sp_forward(&ctx, &bad, 1, stepwise) == SPROUT_ERR_INVALID_ARGUMENT);
-    bad = (sp_batch_token){5, 50, 7, true, false};
+    bad = (sp_batch_token){5, 50, 7, true, false, true};
     CHECK(sp_forward(&ctx, &bad, 1, stepwise) == SPROUT_ERR_INVALID_ARGUMENT);
     CHECK(ctx.kv.seqs[0].n == before);
     sp_context_free(&ctx);
     sprout_model_free(m);
+}
+
+/* Prompt tokens and generated ones may take different kernels (kernels.h:
+ * F16 and BF16 weights at the amx level): each kind must give a token the
+ * same bits in one batch, in chunks, token by token or beside another
+ * sequence, and the two kinds must agree but for float rounding. On
+ * ../shared/arch's F16 and BF16 llamas, at whatever level runs. */
+static void test_token_kinds(void) {
+    static const char *const files[] = {"llama-F16", "llama-BF16"};
+    enum { N = 20, V = 512 };
+    for (size_t fi = 0; fi < sizeof files / sizeof files[0]; fi++) {
+        char path[1024];
+        /* the kinds may differ as much as two float implementations: llama.cpp's reference's tolerance */
+        snprintf(path, sizeof path, "%s/arch/%s.json", test_shared_dir(), files[fi]);
+        json_t *ref = json_load_file(path, 0, NULL);
+        const double tolerance = json_number_value(json_object_get(json_object_get(ref, "tolerance"), "max_abs"));
+        json_decref(ref);
+        CHECK_MSG(tolerance > 0, "%s: no tolerance", path);
+        snprintf(path, sizeof path, "%s/arch/%s.gguf", test_shared_dir(), files[fi]);
+        sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 2, .n_ctx = 128, .kv_type = SPROUT_KV_F32};
+        sprout_model *m = NULL;
+        CHECK_MSG(sprout_model_load(path, &mp, &m) == SPROUT_OK, "%s", sprout_last_error());
+        if (!m) continue;
+        sp_context ctx;
+        CHECK(sp_context_init(&ctx, m, 256, 2 * N, 2, 2, SP_KV_F32) == SPROUT_OK);
+        int32_t ids[N];
+        for (int i = 0; i < N; i++) ids[i] = 1 + (i * 37) % (V - 1);
+        static float whole[N * V], other[N * V], generated[N * V];
+        sp_batch_token batch[2 * N];
+        for (int i = 0; i < N; i++) batch[i] = (sp_batch_token){ids[i], i, 0, true, false, true};
+        CHECK(sp_forward(&ctx, batch, N, whole) == SPROUT_OK);
+        /* the prompt in chunks of 1, 7 and 12 */
+        sp_kv_clear(&ctx.kv, 0);
+        for (int from = 0, size = 1; from < N; from += size, size = size == 1 ? 7 : N - from) {
+            for (int i = 0; i < size; i++) batch[i] = (sp_batch_token){ids[from + i], from + i, 0, true, false, true};
+            CHECK(sp_forward(&ctx, batch, size, other + (size_t)from * V) == SPROUT_OK);
+        }
+        CHECK_MSG(!memcmp(whole, other, sizeof whole), "%s: a prompt in chunks differs from the prompt whole", files[fi]);
+        /* beside another sequence's prompt in one batch (sequence 0 takes the even rows) */
+        sp_kv_clear(&ctx.kv, 0);
+        for (int i = 0; i < N; i++) {
+            batch[2 * i] = (sp_batch_token){ids[i], i, 0, true, false, true};
+            batch[2 * i + 1] = (sp_batch_token){ids[N - 1 - i], i, 1, true, false, true};
+        }
+        static float both[2 * N * V];
+        CHECK(sp_forward(&ctx, batch, 2 * N, both) == SPROUT_OK);
+        bool same = true;
+        for (int i = 0; i < N; i++) same &= !memcmp(both + (size_t)(2 * i) * V, whole + (size_t)i * V, V * sizeof(float));
+        CHECK_MSG(same, "%s: a prompt beside another differs from the prompt alone", files[fi]);
+        /* the same tokens as generated ones, one at a time, and two
+         * sequences' generated tokens in one batch */
+        sp_kv_clear(&ctx.kv, 0);
+        sp_kv_clear(&ctx.kv, 1);
+        for (int i = 0; i < N; i++) {
+            sp_batch_token t = {ids[i], i, 0, true, false, false};
+            CHECK(sp_forward(&ctx, &t, 1, generated + (size_t)i * V) == SPROUT_OK);
+        }
+        sp_kv_clear(&ctx.kv, 0);
+        same = true;
+        for (int i = 0; i < N; i++) {
+            const sp_batch_token pair[2] = {{ids[i], i, 0, true, false, false}, {ids[N - 1 - i], i, 1, true, false, false}};
+            float out[2 * V];
+            CHECK(sp_forward(&ctx, pair, 2, out) == SPROUT_OK);
+            same &= !memcmp(out, generated + (size_t)i * V, V * sizeof(float));
+        }
+        CHECK_MSG(same, "%s: generated tokens beside another sequence's differ from alone", files[fi]);
+        const double apart = max_diff(whole, generated, N * V);
+        CHECK_MSG(apart <= tolerance, "%s: generated tokens differ from prompt tokens by %g", files[fi], apart);
+        printf("  %s (%s): prompt and generated tokens %s, %.2g apart\n", files[fi], sprout_kernels_name(),
+               sp_context_kinds_differ(&ctx) ? "computed apart" : "computed alike", apart);
+        if (!sp_context_kinds_differ(&ctx)) CHECK_MSG(apart == 0, "%s: kinds computed alike yet %g apart", files[fi], apart);
+        sp_context_free(&ctx);
+        sprout_model_free(m);
+    }
 }
 
 /* --- chat ------------------------------------------------------------------------------------------ */
@@ -496,6 +570,7 @@ int main(void) {
     test_reference(SPROUT_KV_F32, 2);
     test_reference(SPROUT_KV_F16, 2);
     test_batching();
+    test_token_kinds();
     test_chat();
     test_stops_and_limits();
     test_fim_prompt();

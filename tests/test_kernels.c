@@ -23,6 +23,25 @@ static const sprout_type all_types[] = {SPROUT_TYPE_F32,  SPROUT_TYPE_F16,  SPRO
                                         SPROUT_TYPE_Q4_K, SPROUT_TYPE_Q5_K, SPROUT_TYPE_Q6_K, SPROUT_TYPE_IQ4_NL, SPROUT_TYPE_IQ4_XS};
 #define N_TYPES (sizeof all_types / sizeof all_types[0])
 
+/* The table a check names: a level's, or "amx-prompt", the amx level with
+ * its matmul for prompt tokens (kernels.h) in the matmul's place, checked
+ * for the types it computes apart (the rest are the amx matmul's). */
+static const sp_kernels *kernels_for(const char *level) {
+    if (strcmp(level, "amx-prompt")) return sp_kernels_for_level(level);
+    const sp_kernels *amx = sp_kernels_for_level("amx");
+    if (!amx || !amx->matmul_prompt) return NULL;
+    static sp_kernels prompt;
+    prompt = *amx;
+    prompt.matmul = amx->matmul_prompt;
+    return &prompt;
+}
+
+/* Whether a check of level passes over type: "amx-prompt" only where its
+ * matmul is not the amx level's. */
+static bool level_covers(const char *level, sprout_type type) {
+    return strcmp(level, "amx-prompt") || sp_prompt_path_differs(sp_kernels_for_level("amx"), type);
+}
+
 /* SPROUT_TEST_QUICK=1 (set under the sanitizers) or =emulated (under an
  * emulator, 70x slower than native) drops the longest rows and contexts:
  * every code path is still walked (spans of rows, tails, group sizes, AMX's
@@ -50,7 +69,7 @@ static double bound_for(sprout_type type) {
 }
 
 static void check_level(const char *level) {
-    const sp_kernels *k = sp_kernels_for_level(level), *ref = sp_kernels_portable();
+    const sp_kernels *k = kernels_for(level), *ref = sp_kernels_portable();
     if (!k) {
         printf("  %-8s skipped: not supported by this CPU or build\n", level);
         return;
@@ -66,9 +85,10 @@ static void check_level(const char *level) {
     int cases = 0;
     for (size_t ti = 0; ti < N_TYPES; ti++) {
         const sprout_type type = all_types[ti];
+        if (!level_covers(level, type)) continue;
         for (size_t li = 0; li < n_lengths; li++) {
             /* only the x86 int8 path has blocks of rows; the others (and qemu's time) are spared */
-            const bool amx = !strcmp(level, "amx");
+            const bool amx = !strncmp(level, "amx", 3);
             const bool row_blocks = li + 1 == n_lengths && (!strncmp(level, "avx", 3) || amx) && bound_for(type) > 1e-4;
             /* amx: a tile of 32 rows, most lengths one of 16 as well, and rows left over */
             const int64_t n_in = lengths[li], n_out = row_blocks ? 300 : 7 + (int64_t)li * 2 + (amx ? 40 : 0);
@@ -376,7 +396,7 @@ static void check_activation_level(const char *level) {
  * output it gets alone. Nor on whether the level's quantize ran in the
  * call or before it. Bit for bit, at every level, for every type. */
 static void check_batch_invariance(const char *level) {
-    const sp_kernels *k = sp_kernels_for_level(level);
+    const sp_kernels *k = kernels_for(level);
     if (!k) return;
     /* 17: float types, a vector and a tail; 1280 (amx, its K-quants):
      * rows whose lanes take their blocks in several chunks; 2336: rows in
@@ -384,10 +404,11 @@ static void check_batch_invariance(const char *level) {
     static const int64_t lengths[] = {17, 96, 256, 352, 768, 1280, 2336};
     /* 17 and 33: AMX tiles, whole and partial; 400 (amx, the longest rows only): tokens in several blocks */
     static const int64_t batches[] = {2, 5, 9, 17, 33, 400};
-    const bool amx = !strcmp(level, "amx");
+    const bool amx = !strncmp(level, "amx", 3);
     int cases = 0, differing = 0;
     for (size_t ti = 0; ti < N_TYPES; ti++) {
         const sprout_type type = all_types[ti];
+        if (!level_covers(level, type)) continue;
         for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
             /* amx: a tile of 32 rows, one of 16 and rows left over */
             const int64_t n_in = lengths[li], n_out = amx ? 55 : 19;
@@ -509,7 +530,7 @@ static void check_extreme_sums(const char *level) {
  * the exact dot with the rounded activations far more closely than the one
  * with the raw ones. */
 static void check_rounded_activations(const char *level, sprout_type type) {
-    const sp_kernels *k = sp_kernels_for_level(level);
+    const sp_kernels *k = kernels_for(level);
     if (!k) return;
     const bool f16 = type == SPROUT_TYPE_F16;
     static const int64_t lengths[] = {17, 256, 2336};
@@ -558,6 +579,7 @@ int main(void) {
     check_level("avx512");
     check_level("avx512bf16");
     check_level("amx");
+    check_level("amx-prompt");
     check_level("neon");
     check_level("i8mm");
     /* the portable reference is checked natively; emulated, only where it is the active level */
@@ -576,9 +598,10 @@ int main(void) {
     check_batch_invariance("avx512");
     check_batch_invariance("avx512bf16");
     check_batch_invariance("amx");
+    check_batch_invariance("amx-prompt");
     check_batch_invariance("neon");
     check_batch_invariance("i8mm"); /* smmla's pairs against sdot's single tokens */
-    static const char *const levels[] = {"generic", "avx2", "avx512", "avx512bf16", "amx", "neon", "i8mm"};
+    static const char *const levels[] = {"generic", "avx2", "avx512", "avx512bf16", "amx", "amx-prompt", "neon", "i8mm"};
     for (size_t i = 0; i < sizeof levels / sizeof *levels; i++) {
         check_extreme_sums(levels[i]);
         check_rounded_activations(levels[i], SPROUT_TYPE_F16);

@@ -52,6 +52,7 @@ static const sp_kernels avx512bf16 = {
 static const sp_kernels amx = {
     .name = "amx",
     .matmul = sp_matmul_amx,
+    .matmul_prompt = sp_matmul_amx_prompt,
     .quantize = sp_quantize_avx512vnni,
     .attention = sp_attention_avx512,
     .activation = sp_activation_avx2,

@@ -114,8 +114,13 @@ static inline int64_t sp_decode_row(int64_t o0, int64_t o1, int64_t stretch, int
  * fill (each level's kernel asserts its tile fits). */
 #define SP_TILE_FLOATS_PER_ELEMENT 23
 
+/* Room for the AMX-BF16 kernel's staged prompt tokens (8 MiB a thread,
+ * matmul_amx_float.c): reserved for every model and level, its pages
+ * touched only by that kernel. */
+#define SP_AMX_FLOAT_BLOCK_FLOATS ((int64_t)2 << 20)
+
 static inline int64_t sp_matmul_scratch_floats(int64_t n_in) {
-    return SP_TILE_FLOATS_PER_ELEMENT * n_in + 13 * 32 * 8 + 64 + SP_ROUNDED_BLOCK_FLOATS + SP_ROW_STATE_FLOATS;
+    return SP_TILE_FLOATS_PER_ELEMENT * n_in + 13 * 32 * 8 + 64 + SP_ROUNDED_BLOCK_FLOATS + SP_ROW_STATE_FLOATS + SP_AMX_FLOAT_BLOCK_FLOATS;
 }
 
 /* The K-quants with a scale per 16 elements: the int8 kernels keep their
@@ -161,6 +166,16 @@ typedef struct sp_kernels {
      * then read instead of quantizing x again in every call and thread. */
     void (*matmul)(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                    int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
+    /* The same for prompt tokens, where a level computes them another way
+     * (NULL: matmul): the amx level's F16 and BF16 rows through AMX-BF16
+     * tiles, whose sums differ from matmul's by float rounding (a tile
+     * unit's order of additions that no vector code replays, and one token
+     * through the tiles would convert every weight each time). Each entry
+     * alone gives a token the same bits whatever its batch; the forward
+     * pass chooses by what a token is (sp_batch_token.prompt), never by
+     * the batch, so a request's output does not depend on what else runs. */
+    void (*matmul_prompt)(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
+                          int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
     /* The 8-bit blocks the int8 matmuls dot against, from n (a multiple of
      * 32) floats: done once per token where the activations are made (a
      * norm, the FFN's activation, attention) and shared by every matmul
@@ -171,6 +186,13 @@ typedef struct sp_kernels {
      * be x. GELU is the tanh form. */
     void (*activation)(sp_activation kind, const float *x, const float *up, float *out, int64_t n);
 } sp_kernels;
+
+/* Whether k computes prompt tokens of a weight type apart from generated
+ * ones: the amx level's prompt entry takes F16 and BF16 rows to its own
+ * tiles and hands every other type to its matmul. */
+static inline bool sp_prompt_path_differs(const sp_kernels *k, sprout_type type) {
+    return k->matmul_prompt && (type == SPROUT_TYPE_F16 || type == SPROUT_TYPE_BF16);
+}
 
 const sp_kernels *sp_kernels_get(void);
 /* The portable table, for tests that compare against it. */
@@ -206,9 +228,14 @@ void sp_quantize_avx512vnni(const float *x, int64_t n, void *out);
 /* ... and AVX-512 BF16 as well, for BF16 weights (matmul_bf16.c). */
 void sp_matmul_avx512bf16(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                           int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
-/* ... and AMX-INT8 as well, for batches of Q4_0, Q8_0 and IQ4_NL weights (matmul_amx.c). */
+/* ... and AMX-INT8 and AMX-BF16 as well: batches of Q4_0, Q8_0, IQ4_NL, Q4_K and Q6_K weights in int8 tiles
+ * (matmul_amx.c); its prompt matmul sends F16 and BF16 weights to bfloat16 tiles at every batch size (matmul_amx_float.c). */
 void sp_matmul_amx(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y, int64_t y_stride,
                    int64_t o0, int64_t o1, float *scratch);
+void sp_matmul_amx_prompt(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
+                          int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
+void sp_matmul_amx_float(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride, int64_t o0,
+                         int64_t o1, float *scratch);
 /* The table for a level ("generic", "avx2", "avx512", "avx512bf16", "amx", "neon", "i8mm"), or NULL where this CPU or
  * build has none: for tests that compare every level present. */
 const sp_kernels *sp_kernels_for_level(const char *level);

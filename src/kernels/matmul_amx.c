@@ -22,6 +22,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/x86_act.h"
+#include "kernels/x86_amx.h"
 #include "quant/blocks.h"
 
 /* Fewer tokens than a tile's 16 rows leave it mostly idle: the VNNI
@@ -50,33 +51,18 @@
  * operands: 4 measured best, 8 slower). */
 #define STEP_CHUNK 4
 
-typedef struct tile_config {
-    uint8_t palette, start_row;
-    uint8_t reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tile_config;
+__thread int sp_amx_tiles_key;
 
-/* The tile shapes are per thread: set when a thread first needs them, and
- * again only where a call wants the other depth (elements per A row: 32
- * for blocks, 16 for Q6_K's halves). */
-static __thread int tiles_depth;
-
+/* The tile shapes, per thread (x86_amx.h): elements per A row, 32 for
+ * blocks or 16 for Q6_K's halves. */
 static void configure_tiles(int depth) {
-    if (tiles_depth == depth) return;
-    tile_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int c = 0; c < 4; c++) cfg.rows[c] = 16, cfg.colsb[c] = 64;
-    cfg.rows[4] = cfg.rows[5] = 16;
-    cfg.colsb[4] = cfg.colsb[5] = (uint16_t)depth;
-    cfg.rows[6] = cfg.rows[7] = (uint8_t)(depth / 4);
-    cfg.colsb[6] = cfg.colsb[7] = 64;
-    /* GCC 12's _tile_loadconfig tells the compiler it reads 8 bytes, so
-     * the stores of the shapes could be dropped: the whole struct is named
-     * as the operand here */
-    __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
-    tiles_depth = depth;
+    sp_amx_tile_shapes shapes = {.key = depth};
+    for (int c = 0; c < 4; c++) shapes.rows[c] = 16, shapes.colsb[c] = 64;
+    shapes.rows[4] = shapes.rows[5] = 16;
+    shapes.colsb[4] = shapes.colsb[5] = (uint16_t)depth;
+    shapes.rows[6] = shapes.rows[7] = (uint8_t)(depth / 4);
+    shapes.colsb[6] = shapes.colsb[7] = 64;
+    sp_amx_configure(&shapes);
 }
 
 static bool amx_type(sprout_type type) {
@@ -581,4 +567,13 @@ void sp_matmul_amx(const sp_weight *w, const float *x, int64_t x_stride, const v
         }
     }
     if (o0 + amx_rows < o1) sp_matmul_avx512bf16(w, x, x_stride, xq, n_tokens, y, y_stride, o0 + amx_rows, o1, scratch);
+}
+
+/* The types sp_prompt_path_differs names (kernels.h) to the AMX-BF16
+ * tiles, the rest as any other token. */
+void sp_matmul_amx_prompt(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
+                          int64_t y_stride, int64_t o0, int64_t o1, float *scratch) {
+    if (w->type == SPROUT_TYPE_F16 || w->type == SPROUT_TYPE_BF16)
+        sp_matmul_amx_float(w, x, x_stride, n_tokens, y, y_stride, o0, o1, scratch);
+    else sp_matmul_amx(w, x, x_stride, xq, n_tokens, y, y_stride, o0, o1, scratch);
 }

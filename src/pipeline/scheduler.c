@@ -75,6 +75,11 @@ struct sprout_scheduler {
     sp_batch_token *batch;
     uint64_t clock;
     int32_t prefill_turn; /* round-robin start among prefilling slots */
+    /* a cached generated token may differ from the same token computed as
+     * prompt (sp_context_kinds_differ): a new request then reuses only the
+     * prompt part of a slot's cache, so its numbers never depend on what
+     * ran before */
+    bool reuse_prompt_only;
     pthread_t engine;
     bool engine_started;
     /* under mu */
@@ -230,7 +235,7 @@ static slot *choose_slot(sprout_scheduler *s, const sprout_request *req, int32_t
     for (int32_t i = 0; i < s->n_slots; i++) {
         slot *sl = &s->slots[i];
         if (sl->req) continue;
-        int32_t len = common_prefix(sl->cached, sl->n_cached, req->prompt, (int32_t)req->n_prompt);
+        int32_t len = common_prefix(sl->cached, s->reuse_prompt_only ? sl->n_fed_prompt : sl->n_cached, req->prompt, (int32_t)req->n_prompt);
         if (len > best_len || (len == best_len && sl->last_used < best->last_used)) {
             best = sl;
             best_len = len;
@@ -360,8 +365,8 @@ static void admit(sprout_scheduler *s) {
     }
 }
 
-static void add_token(sprout_scheduler *s, int32_t *n, slot *sl, int32_t token, bool logits, bool embd) {
-    s->batch[*n] = (sp_batch_token){token, sl->n_cached + sl->n_step_tokens, (int32_t)(sl - s->slots), logits, embd};
+static void add_token(sprout_scheduler *s, int32_t *n, slot *sl, int32_t token, bool logits, bool embd, bool prompt) {
+    s->batch[*n] = (sp_batch_token){token, sl->n_cached + sl->n_step_tokens, (int32_t)(sl - s->slots), logits, embd, prompt};
     sl->n_step_tokens++;
     (*n)++;
 }
@@ -385,7 +390,7 @@ static void step(sprout_scheduler *s) {
         }
         if (sl->pending >= 0) {
             sl->logits_row = n_rows++;
-            add_token(s, &n, sl, sl->pending, true, false);
+            add_token(s, &n, sl, sl->pending, true, false, false);
         }
     }
     /* prompt chunks in the room left, taking turns so no prompt starves */
@@ -406,7 +411,7 @@ static void step(sprout_scheduler *s) {
             const bool logits = !sl->req->embed && at == n_prompt - 1;
             if (logits) sl->logits_row = n_rows++;
             n_embd_rows += embd;
-            add_token(s, &n, sl, sl->req->prompt[at], logits, embd);
+            add_token(s, &n, sl, sl->req->prompt[at], logits, embd, true);
         }
     }
     s->prefill_turn = (s->prefill_turn + 1) % s->n_slots;
@@ -531,6 +536,7 @@ sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_sc
     pthread_cond_init(&s->work, NULL);
     sprout_status st =
         sp_context_init(&s->ctx, model, n_slots * n_ctx, n_batch, n_slots, n_threads, kv == SPROUT_KV_F32 ? SP_KV_F32 : SP_KV_F16);
+    s->reuse_prompt_only = st == SPROUT_OK && sp_context_kinds_differ(&s->ctx);
     s->slots = calloc((size_t)n_slots, sizeof *s->slots);
     s->logits = malloc((size_t)n_slots * (size_t)model->hp.n_vocab * sizeof *s->logits);
     s->batch = malloc((size_t)n_batch * sizeof *s->batch);

@@ -94,18 +94,43 @@ typedef struct matmul_job {
 
 static void matmul_worker(void *p, int ith, int nth) {
     const matmul_job *j = p;
+    const sp_kernels *k = j->ctx->kernels;
     int64_t o0, o1;
     sp_split_range(j->w->n_out, ith, nth, &o0, &o1);
-    if (o0 < o1)
-        j->ctx->kernels->matmul(j->w, j->x, j->x_stride, j->xq, j->n_tokens, j->y, j->y_stride, o0, o1,
-                                j->ctx->scratch + (int64_t)ith * j->ctx->scratch_stride);
+    if (o0 >= o1) return;
+    float *scratch = j->ctx->scratch + (int64_t)ith * j->ctx->scratch_stride;
+    if (!sp_prompt_path_differs(k, j->w->type)) {
+        k->matmul(j->w, j->x, j->x_stride, j->xq, j->n_tokens, j->y, j->y_stride, o0, o1, scratch);
+        return;
+    }
+    /* runs of prompt tokens and of generated ones, each through its own entry */
+    const bool *prompt = j->ctx->row_prompt;
+    const size_t xq_row = (size_t)(j->w->n_in / 32) * SP_ACT_BLOCK_BYTES;
+    for (int64_t t0 = 0, t1; t0 < j->n_tokens; t0 = t1) {
+        for (t1 = t0 + 1; t1 < j->n_tokens && prompt[t1] == prompt[t0];) t1++;
+        (prompt[t0] ? k->matmul_prompt : k->matmul)(j->w, j->x + t0 * j->x_stride, j->x_stride,
+                                                     j->xq ? (const char *)j->xq + (size_t)t0 * xq_row : NULL, t1 - t0,
+                                                     j->y + t0 * j->y_stride, j->y_stride, o0, o1, scratch);
+    }
 }
 
 /* Below this many multiply-adds a job is done on the calling thread:
  * handing it out would cost more than it saves. */
 enum { PARALLEL_MIN_WORK = 1 << 15 };
 
-/* y[t][0..n_out) = W x[t] for n tokens; xq: x quantized (or NULL). */
+bool sp_context_kinds_differ(const sp_context *ctx) {
+    const sprout_model *m = ctx->model;
+    bool differ = m->output.data && sp_prompt_path_differs(ctx->kernels, m->output.type);
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const sp_layer *ly = &m->layers[il];
+        const sp_weight *const ws[] = {&ly->wq, &ly->wk, &ly->wv, &ly->wqkv, &ly->wo, &ly->w_gate, &ly->w_up, &ly->w_down};
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) differ |= ws[i]->data && sp_prompt_path_differs(ctx->kernels, ws[i]->type);
+    }
+    return differ;
+}
+
+/* y[t][0..n_out) = W x[t] for n tokens; xq: x quantized (or NULL); row t
+ * a prompt token's where ctx->row_prompt[t]. */
 static void matmul(const sp_context *ctx, const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n,
                    float *y, int64_t y_stride) {
     matmul_job j = {ctx, w, x, x_stride, xq, n, y, y_stride};
@@ -491,6 +516,7 @@ sprout_status sp_forward_out(sp_context *ctx, const sp_batch_token *batch, int32
     }
 
     const sp_batch_token *layer_batch = batch;
+    for (int32_t t = 0; t < n; t++) ctx->row_prompt[t] = batch[t].prompt;
     for (int il = 0; il < hp->n_layer; il++) {
         layer_step step = {&m->layers[il], layer_batch, il};
         for_each_token(ctx, n, 2 * e, attn_norm_stage, &step);
@@ -499,6 +525,7 @@ sprout_status sp_forward_out(sp_context *ctx, const sp_batch_token *batch, int32
             n = keep_output_rows(ctx, batch, n, logits != NULL, embd != NULL);
             if (n == 0) return SPROUT_OK;
             step.batch = layer_batch = ctx->kept;
+            for (int32_t t = 0; t < n; t++) ctx->row_prompt[t] = layer_batch[t].prompt;
         }
         attention_job aj = {ctx, layer_batch, n, il};
         const int64_t attn_work = (int64_t)n * hp->n_head * hp->head_dim_k * (ctx->kv.n_cells - ctx->kv.n_free);
@@ -522,7 +549,10 @@ sprout_status sp_forward_out(sp_context *ctx, const sp_batch_token *batch, int32
     /* logits for the tokens that want them: gather, norm, project */
     int32_t n_out = 0;
     for (int32_t t = 0; t < n && logits; t++)
-        if (layer_batch[t].logits) norm_into_h(ctx, n_out++, ctx->x + t * e, m->output_norm, m->output_norm_b);
+        if (layer_batch[t].logits) {
+            ctx->row_prompt[n_out] = layer_batch[t].prompt;
+            norm_into_h(ctx, n_out++, ctx->x + t * e, m->output_norm, m->output_norm_b);
+        }
     if (n_out > 0 && logits) {
         matmul(ctx, &m->output, ctx->h, e, ctx->hq, n_out, logits, hp->n_vocab);
         add_bias(logits, m->output_b, n_out, hp->n_vocab, hp->n_vocab);
@@ -573,6 +603,7 @@ sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_
     ctx->ff_b = alloc_lines((size_t)(nb * 2 * f) * sizeof(float));
     ctx->cells = alloc_lines((size_t)nb * sizeof(int32_t));
     ctx->kept = alloc_lines((size_t)nb * sizeof *ctx->kept);
+    ctx->row_prompt = alloc_lines((size_t)nb * sizeof *ctx->row_prompt);
     bool quantized_ok = true;
     if (ctx->kernels->quantize) {
         /* a row of width w is w / 32 blocks; attention quantizes each run of heads, so a head must be whole blocks */
@@ -587,7 +618,7 @@ sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_
     ctx->scratch_stride = (sp_matmul_scratch_floats(widest) + 15) / 16 * 16; /* each thread's on a line */
     ctx->scratch = alloc_lines((size_t)(ctx->scratch_stride * sp_threadpool_size(ctx->pool)) * sizeof(float));
     if (!ctx->x || !ctx->h || !ctx->o || !ctx->ff_out || !ctx->q || !ctx->k || !ctx->v || !ctx->qkv || !ctx->attn || !ctx->ff_a ||
-        !ctx->ff_b || !ctx->cells || !ctx->kept || !ctx->scratch || !quantized_ok) {
+        !ctx->ff_b || !ctx->cells || !ctx->kept || !ctx->row_prompt || !ctx->scratch || !quantized_ok) {
         sp_context_free(ctx);
         return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory for activations (batch of %d)", n_batch);
     }
@@ -602,6 +633,7 @@ void sp_context_free(sp_context *ctx) {
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(ctx->cells);
     free(ctx->kept);
+    free(ctx->row_prompt);
     free(ctx->hq);
     free(ctx->attnq);
     free(ctx->ff_aq);

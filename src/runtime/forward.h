@@ -17,6 +17,10 @@ typedef struct sp_batch_token {
     int32_t token, pos, seq;
     bool logits;
     bool embd; /* its hidden state after the final norm is wanted (embeddings) */
+    /* a prompt's token, not one the model generated: a level may compute
+     * the two kinds apart (kernels.h, matmul_prompt), each the same in any
+     * batch */
+    bool prompt;
 } sp_batch_token;
 
 typedef struct sp_context {
@@ -35,12 +39,19 @@ typedef struct sp_context {
     float *scratch;          /* per thread: one decoded weight row */
     int64_t scratch_stride;
     int32_t *cells;          /* the cell of each batch token */
+    bool *row_prompt;        /* per row of the matmul at hand: a prompt token's (sp_batch_token.prompt) */
     sp_batch_token *kept;    /* the last layer's tokens: those whose logits or hidden states are wanted */
 } sp_context;
 
 sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_t n_ctx, int32_t n_batch, int32_t n_seq,
                               int n_threads, sp_kv_type kv_type);
 void sp_context_free(sp_context *ctx);
+
+/* Whether a token's numbers here depend on its kind (sp_batch_token.prompt):
+ * some matmul weight of the model takes the level's prompt entry. Caches
+ * that must give every request the same numbers then reuse only what was
+ * computed as prompt. */
+bool sp_context_kinds_differ(const sp_context *ctx);
 
 /* Runs the batch; logits of the tokens that want them go to `logits`, one
  * row of n_vocab per such token, in batch order. On error the KV cache is

@@ -1,0 +1,280 @@
+/* F16 and BF16 weights through AMX-BF16 tiles (tdpbf16ps), for prompt
+ * tokens at the amx level, any number of them (compiled with AMX here
+ * only; sp_matmul_amx_prompt sends them here).
+ *
+ * The tile multiply takes bfloat16 pairs and adds their exact products
+ * to float sums. F16 weights and F16-rounded activations (kernels.h)
+ * carry 11 significant bits, bfloat16 8, so each is split into two
+ * bfloat16 values that add up to it exactly: w = w_hi + w_lo (w_hi: w's
+ * float cut to its top 16 bits; w_lo the rest, 3 bits) and x = x_hi +
+ * x_lo (x_hi: x rounded to nearest even; x_lo the rest). Each 32-element
+ * chunk adds w_hi.x_hi, w_hi.x_lo, w_lo.x_lo and w_lo.x_hi: every product
+ * exact, as in the FMA tiles. BF16 weights meet BF16-rounded activations
+ * in one product.
+ *
+ * Not bit for bit the FMA tiles' sums: the tile unit adds in an order no
+ * AVX-512 sequence replays (measured: in-order fmas match 21% of its
+ * outputs). Generated tokens stay on the FMA tiles: one token through
+ * these would convert every weight for itself, ~4 times slower (measured).
+ * So at the amx level an F16 or BF16 model's prompt tokens and generated
+ * tokens differ by float rounding (test_kernels bounds it), while within
+ * the tiles an output depends only on its row and its token (a one-column
+ * tile gives the bits of a 16-column one): a prompt token's output is the
+ * same alone, in any batch or chunk.
+ *
+ * Layout: weights are A (16 rows a tile, a row's 32 elements of a chunk
+ * in its 64 bytes, converted into scratch); tokens are B (16 pairs of
+ * elements a tile, the 16 tokens' pairs side by side); C holds 16 rows by
+ * 16 tokens of sums. */
+#include <immintrin.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "kernels/x86_amx.h"
+
+#define CHUNK 32
+/* bytes of one tile: 16 rows of 64 */
+#define TILE_BYTES 1024
+/* Chunks whose converted weights (2 row tiles, 2 parts: 32 KiB) stay in
+ * L1 while every token tile of the block passes over them. */
+#define SUPER_CHUNK 8
+/* The tokens' tiles of a block (4 bytes per element a token, both parts):
+ * up to 8 MiB, so that a 512-token prompt of 2048-wide rows is one block
+ * (the rows are read and converted once per block; TinyLlama F16 pp512,
+ * 2 threads: 1 MiB blocks 76-81 t/s, 8 MiB 88-100, 16 MiB 86-118, against
+ * the FMA tiles' 59-91 in the same runs). */
+#define TOKEN_BLOCK_BYTES ((int64_t)8 << 20)
+
+/* Tiles 0-3: C for (row tile, token tile) (0, 0), (0, 1), (1, 0), (1, 1);
+ * 4, 5: A for row tiles 0, 1; 6, 7: B for token tiles 0, 1. A token
+ * tile is `columns` tokens wide (16, or fewer where a call has fewer). */
+static void configure_tiles(int columns) {
+    sp_amx_tile_shapes shapes = {.key = SP_AMX_FLOAT_KEY + columns};
+    for (int t = 0; t < 8; t++) shapes.rows[t] = 16;
+    for (int t = 0; t < 4; t++) shapes.colsb[t] = (uint16_t)(4 * columns);
+    shapes.colsb[4] = shapes.colsb[5] = 64;
+    shapes.colsb[6] = shapes.colsb[7] = (uint16_t)(4 * columns);
+    sp_amx_configure(&shapes);
+}
+
+/* Tokens [0, n) of x as B tiles (token tile k, chunk c, part p at bt +
+ * ((k * nch + c) * parts + p) * TILE_BYTES / 2, the pair of elements 2i,
+ * 2i + 1 of column m at dword 16 i + m); columns past n in the last tile
+ * are zero. SPLIT: x rounded to F16, then its two parts (above); else x
+ * rounded to BF16. */
+static void stage_tokens(const bool SPLIT, const float *x, int64_t x_stride, int64_t n_in, int64_t n, int columns, uint16_t *bt) {
+    const int64_t nch = (n_in + CHUNK - 1) / CHUNK, parts = SPLIT ? 2 : 1;
+    const int64_t tiles = (n + columns - 1) / columns;
+    if (n % columns) memset(bt + (tiles - 1) * nch * parts * TILE_BYTES / 2, 0, (size_t)(nch * parts * TILE_BYTES));
+    for (int64_t t = 0; t < n; t++) {
+        const float *xt = x + t * x_stride;
+        uint32_t *column = (uint32_t *)(bt + (t / columns) * nch * parts * TILE_BYTES / 2) + t % columns;
+        for (int64_t c = 0; c < nch; c++) {
+            uint32_t pairs[2][16];
+            for (int half = 0; half < 2; half++) {
+                const int64_t at = c * CHUNK + 16 * half;
+                const __mmask16 valid = at >= n_in ? 0 : n_in - at >= 16 ? 0xFFFF : (__mmask16)((1u << (n_in - at)) - 1);
+                const __m512 v = _mm512_maskz_loadu_ps(valid, xt + at);
+                __m256bh hi, lo;
+                if (SPLIT) {
+                    const __m512 rounded = _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+                    hi = _mm512_cvtneps_pbh(rounded);
+                    lo = _mm512_cvtneps_pbh(_mm512_sub_ps(rounded, _mm512_cvtpbh_ps(hi)));
+                } else {
+                    hi = _mm512_cvtneps_pbh(v);
+                    lo = hi;
+                }
+                _mm256_storeu_si256((__m256i *)pairs[0] + half, (__m256i)hi);
+                _mm256_storeu_si256((__m256i *)pairs[1] + half, (__m256i)lo);
+            }
+            for (int p = 0; p < parts; p++) {
+                uint32_t *tile = column + (c * parts + p) * TILE_BYTES / 4;
+                for (int i = 0; i < 16; i++) tile[16 * i] = pairs[p][i];
+            }
+        }
+    }
+}
+
+/* Rows [o, o + 16 * RH) (those at or past o1 as zeros), chunks [c0, c0 +
+ * nc), as A tiles: chunk c's part p of row tile r at panel + (((c - c0) *
+ * parts + p) * RH + r) * TILE_BYTES / 2. SPLIT: F16 rows in their two
+ * parts; else BF16 rows as they are. */
+/* An F16 weight's two parts by way of its float: w_hi is the float's top
+ * 16 bits, which are a bfloat16 (the mantissa cut to 7 bits); w_lo =
+ * w - w_hi (at most 3 significant bits), whose float's top 16 bits are
+ * its bfloat16 too. Exact for every F16 value; split_f16 takes this way
+ * only for vectors holding a zero, subnormal, infinity or nan. */
+static inline __attribute__((always_inline)) void split_f16_float(__m512i h, uint16_t *hi, uint16_t *lo) {
+    const __m512i top = _mm512_set1_epi32((int)0xFFFF0000u);
+    const __m512i high_words = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29, 27, 25, 23, 21, 19, 17,
+                                                15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512 a = _mm512_cvtph_ps(_mm512_castsi512_si256(h)), b = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1));
+    const __m512 a_lo = _mm512_sub_ps(a, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), top)));
+    const __m512 b_lo = _mm512_sub_ps(b, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(b), top)));
+    _mm512_store_si512(hi, _mm512_permutex2var_epi16(_mm512_castps_si512(a), high_words, _mm512_castps_si512(b)));
+    _mm512_store_si512(lo, _mm512_permutex2var_epi16(_mm512_castps_si512(a_lo), high_words, _mm512_castps_si512(b_lo)));
+}
+/* The same parts in 16-bit integer ops, for normal F16 values (exponent
+ * field E of 1..30, mantissa m): w = (1024 + m) 2^(E - 25); w_hi keeps m's
+ * top 7 bits, a bfloat16 of exponent field E + 112; w_lo = v 2^(E - 25)
+ * with v = m & 7, its bfloat16 looked up for v (exponent field 102 +
+ * floor(log2 v), then raised by E) and zero for v = 0. The same bits as
+ * split_f16_float (all 65536 F16 values checked against it). */
+/* bf16 bits of v 2^-25 by the index's low 3 bits v (vpermw reads 5) */
+static const uint16_t lo_table[32] __attribute__((aligned(64))) = {
+#define LO(v) (uint16_t)((v) == 0 ? 0 : (((v) >= 4 ? 2 : (v) >= 2 ? 1 : 0) + 102) << 7 | (((v) << (7 - ((v) >= 4 ? 2 : (v) >= 2 ? 1 : 0))) & 0x7F))
+    LO(0), LO(1), LO(2), LO(3), LO(4), LO(5), LO(6), LO(7), LO(0), LO(1), LO(2), LO(3), LO(4), LO(5), LO(6), LO(7),
+    LO(0), LO(1), LO(2), LO(3), LO(4), LO(5), LO(6), LO(7), LO(0), LO(1), LO(2), LO(3), LO(4), LO(5), LO(6), LO(7)};
+static inline __attribute__((always_inline)) void split_f16(__m512i h, uint16_t *hi, uint16_t *lo) {
+    const __m512i sign = _mm512_set1_epi16((short)0x8000);
+    const __mmask32 special = _mm512_testn_epi16_mask(h, _mm512_set1_epi16(0x7C00)) | _mm512_cmpeq_epi16_mask(_mm512_and_si512(h, _mm512_set1_epi16(0x7C00)), _mm512_set1_epi16(0x7C00));
+    if (__builtin_expect(special != 0, 0)) { split_f16_float(h, hi, lo); return; }
+    const __m512i t = _mm512_srli_epi16(h, 3);
+    const __m512i hv = _mm512_add_epi16(_mm512_and_si512(t, _mm512_set1_epi16(0x0FFF)), _mm512_set1_epi16(0x3800));
+    _mm512_store_si512(hi, _mm512_ternarylogic_epi32(hv, h, sign, 0xF8)); /* hv | (h & sign) */
+    const __m512i e7 = _mm512_and_si512(t, _mm512_set1_epi16(0x0F80));
+    const __m512i lut = _mm512_permutexvar_epi16(h, _mm512_load_si512(lo_table));
+    _mm512_store_si512(lo, _mm512_maskz_add_epi16(_mm512_test_epi16_mask(h, _mm512_set1_epi16(7)), _mm512_ternarylogic_epi32(lut, h, sign, 0xF8), e7));
+}
+
+static void convert_rows(const bool SPLIT, const sp_weight *w, int64_t o, int64_t o1, int RH, int64_t c0, int64_t nc, uint16_t *panel) {
+    const int64_t parts = SPLIT ? 2 : 1, n_in = w->n_in;
+    const int64_t full = (n_in / CHUNK < c0 + nc ? n_in / CHUNK : c0 + nc); /* chunks below it are whole */
+    for (int r = 0; r < RH; r++)
+        for (int m = 0; m < 16; m++) {
+            const int64_t row = o + 16 * r + m;
+            uint16_t *dst = panel + r * TILE_BYTES / 2 + 32 * m;
+            const ptrdiff_t chunk_step = parts * RH * TILE_BYTES / 2, part_step = RH * TILE_BYTES / 2;
+            if (row >= o1) {
+                for (int64_t c = c0; c < c0 + nc; c++)
+                    for (int64_t p = 0; p < parts; p++) _mm512_store_si512(dst + (c - c0) * chunk_step + p * part_step, _mm512_setzero_si512());
+                continue;
+            }
+            const uint16_t *src = (const uint16_t *)(w->data + (size_t)row * w->row_bytes);
+            int64_t c = c0;
+            for (; c < full; c++) {
+                const __m512i h = _mm512_loadu_si512(src + c * CHUNK);
+                if (SPLIT) split_f16(h, dst + (c - c0) * chunk_step, dst + (c - c0) * chunk_step + part_step);
+                else _mm512_store_si512(dst + (c - c0) * chunk_step, h);
+            }
+            for (; c < c0 + nc; c++) { /* the last, partial chunk */
+                const __m512i h = _mm512_maskz_loadu_epi16((__mmask32)((1u << (n_in - c * CHUNK)) - 1), src + c * CHUNK);
+                if (SPLIT) split_f16(h, dst + (c - c0) * chunk_step, dst + (c - c0) * chunk_step + part_step);
+                else _mm512_store_si512(dst + (c - c0) * chunk_step, h);
+            }
+        }
+}
+
+/* Chunks [c0, c0 + nc) of TT token tiles (from bt) by RH row tiles (from
+ * the panel), into their C tiles kept at cs (tile (r, t) at cs + (2 * t +
+ * r) * 256; loaded first unless the first chunk is chunk 0). */
+static inline __attribute__((always_inline)) void tile_pass(const int TT, const int RH, const bool SPLIT, const uint16_t *panel,
+                                                           const uint16_t *bt, int64_t nch, int64_t c0, int64_t nc, float *cs) {
+    const int64_t parts = SPLIT ? 2 : 1;
+    const int64_t b_stride = nch * parts * TILE_BYTES / 2; /* between token tiles */
+    if (c0 == 0) {
+        _tile_zero(0);
+        if (TT == 2) _tile_zero(1);
+        if (RH == 2) _tile_zero(2);
+        if (TT == 2 && RH == 2) _tile_zero(3);
+    } else {
+        _tile_loadd(0, cs, 64);
+        if (TT == 2) _tile_loadd(1, cs + 512, 64);
+        if (RH == 2) _tile_loadd(2, cs + 256, 64);
+        if (TT == 2 && RH == 2) _tile_loadd(3, cs + 768, 64);
+    }
+    for (int64_t c = c0; c < c0 + nc; c++) {
+        const uint16_t *a = panel + (c - c0) * parts * RH * TILE_BYTES / 2, *b = bt + c * parts * TILE_BYTES / 2;
+        /* w_hi.x_hi */
+        _tile_loadd(4, a, 64);
+        if (RH == 2) _tile_loadd(5, a + TILE_BYTES / 2, 64);
+        _tile_loadd(6, b, 64);
+        if (TT == 2) _tile_loadd(7, b + b_stride, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        if (TT == 2) _tile_dpbf16ps(1, 4, 7);
+        if (RH == 2) _tile_dpbf16ps(2, 5, 6);
+        if (TT == 2 && RH == 2) _tile_dpbf16ps(3, 5, 7);
+        if (!SPLIT) continue;
+        /* w_hi.x_lo, w_lo.x_lo, w_lo.x_hi: each step changes one operand */
+        _tile_loadd(6, b + TILE_BYTES / 2, 64);
+        if (TT == 2) _tile_loadd(7, b + b_stride + TILE_BYTES / 2, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        if (TT == 2) _tile_dpbf16ps(1, 4, 7);
+        if (RH == 2) _tile_dpbf16ps(2, 5, 6);
+        if (TT == 2 && RH == 2) _tile_dpbf16ps(3, 5, 7);
+        _tile_loadd(4, a + RH * TILE_BYTES / 2, 64);
+        if (RH == 2) _tile_loadd(5, a + (RH + 1) * TILE_BYTES / 2, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        if (TT == 2) _tile_dpbf16ps(1, 4, 7);
+        if (RH == 2) _tile_dpbf16ps(2, 5, 6);
+        if (TT == 2 && RH == 2) _tile_dpbf16ps(3, 5, 7);
+        _tile_loadd(6, b, 64);
+        if (TT == 2) _tile_loadd(7, b + b_stride, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        if (TT == 2) _tile_dpbf16ps(1, 4, 7);
+        if (RH == 2) _tile_dpbf16ps(2, 5, 6);
+        if (TT == 2 && RH == 2) _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(0, cs, 64);
+    if (TT == 2) _tile_stored(1, cs + 512, 64);
+    if (RH == 2) _tile_stored(2, cs + 256, 64);
+    if (TT == 2 && RH == 2) _tile_stored(3, cs + 768, 64);
+}
+
+static void tile_pass_any(int TT, int RH, bool split, const uint16_t *panel, const uint16_t *bt, int64_t nch, int64_t c0, int64_t nc,
+                          float *cs) {
+#define PASS(T, R, S)                                                                                                      \
+    if (TT == (T) && RH == (R) && split == (S)) {                                                                          \
+        tile_pass(T, R, S, panel, bt, nch, c0, nc, cs);                                                                    \
+        return;                                                                                                            \
+    }
+    PASS(2, 2, true) PASS(2, 1, true) PASS(1, 2, true) PASS(1, 1, true)
+    PASS(2, 2, false) PASS(2, 1, false) PASS(1, 2, false) PASS(1, 1, false)
+#undef PASS
+}
+
+static inline void *align64(void *p) { return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
+
+void sp_matmul_amx_float(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride, int64_t o0,
+                         int64_t o1, float *scratch) {
+    const bool split = w->type == SPROUT_TYPE_F16;
+    const int64_t nch = (w->n_in + CHUNK - 1) / CHUNK, parts = split ? 2 : 1;
+    const int columns = n_tokens < 16 ? (int)n_tokens : 16;
+    configure_tiles(columns);
+    /* the scratch (sp_matmul_scratch_floats): the panel of converted rows
+     * (32 KiB), then per token 64 bytes a chunk and part of B tiles and
+     * 128 bytes of C tiles */
+    char *const end = (char *)(scratch + sp_matmul_scratch_floats(w->n_in));
+    uint16_t *panel = align64(scratch);
+    float *cs = align64(panel + SUPER_CHUNK * 2 * 2 * TILE_BYTES / 2);
+    const int64_t token_bytes = nch * parts * 64 + 128;
+    int64_t token_block = (end - (char *)cs - 256) / token_bytes;
+    if (token_block > TOKEN_BLOCK_BYTES / token_bytes) token_block = TOKEN_BLOCK_BYTES / token_bytes;
+    token_block = token_block / 32 * 32;
+    if (token_block < 32) token_block = 32;
+    uint16_t *bt = align64(cs + token_block * 32);
+    for (int64_t tb = 0; tb < n_tokens; tb += token_block) {
+        const int64_t tbn = n_tokens - tb < token_block ? n_tokens - tb : token_block;
+        const int64_t tiles = (tbn + columns - 1) / columns;
+        stage_tokens(split, x + tb * x_stride, x_stride, w->n_in, tbn, columns, bt);
+        for (int64_t o = o0; o < o1; o += 32) {
+            const int RH = o1 - o > 16 ? 2 : 1;
+            for (int64_t c0 = 0; c0 < nch; c0 += SUPER_CHUNK) {
+                const int64_t nc = nch - c0 < SUPER_CHUNK ? nch - c0 : SUPER_CHUNK;
+                convert_rows(split, w, o, o1, RH, c0, nc, panel);
+                for (int64_t k = 0; k < tiles; k += 2)
+                    tile_pass_any(tiles - k >= 2 ? 2 : 1, RH, split, panel, bt + k * nch * parts * TILE_BYTES / 2, nch, c0, nc,
+                                  cs + k * 512);
+            }
+            for (int64_t t = 0; t < tbn; t++)
+                for (int r = 0; r < RH; r++) {
+                    const float *c = cs + (t / columns) * 512 + r * 256 + t % columns;
+                    float *out = y + (tb + t) * y_stride + o + 16 * r;
+                    const int rows = o1 - o - 16 * r < 16 ? (int)(o1 - o - 16 * r) : 16;
+                    for (int m = 0; m < rows; m++) out[m] = c[16 * m];
+                }
+        }
+    }
+}
