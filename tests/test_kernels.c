@@ -89,7 +89,9 @@ static void check_level(const char *level) {
         for (size_t li = 0; li < n_lengths; li++) {
             /* only the x86 int8 path has blocks of rows; the others (and qemu's time) are spared */
             const bool amx = !strncmp(level, "amx", 3);
-            const bool row_blocks = li + 1 == n_lengths && (!strncmp(level, "avx", 3) || amx) && bound_for(type) > 1e-4;
+            /* (and the prompt tiles' groups of 8 panels of 32 rows) */
+            const bool row_blocks =
+                li + 1 == n_lengths && (((!strncmp(level, "avx", 3) || amx) && bound_for(type) > 1e-4) || !strcmp(level, "amx-prompt"));
             /* amx: a tile of 32 rows, most lengths one of 16 as well, and rows left over */
             const int64_t n_in = lengths[li], n_out = row_blocks ? 300 : 7 + (int64_t)li * 2 + (amx ? 40 : 0);
             if (n_in % sprout_type_block_size(type) || (test_quick_run() && n_in > 352 && !row_blocks)) continue;
