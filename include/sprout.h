@@ -776,9 +776,9 @@ sprout_status sprout_model_tokenize_prompt(const sprout_model *model, const char
  * prefilling, so a long prompt never stalls the others. Requests beyond the
  * slots wait in a bounded queue; beyond it, submit fails with SPROUT_ERR_BUSY.
  * A request whose prompt starts with tokens a free slot still caches reuses
- * them (only those computed as prompt where the kinds' numbers differ, as
- * on sprout_generate). Outputs do not depend on what else is running or
- * ran before.
+ * them: all of them, or, where a CPU computes prompt and generated tokens
+ * apart (sprout_generate), only those computed as prompt, so outputs do not
+ * depend on what else is running or ran before.
  *
  * Callbacks run on the engine thread: keep them short, never call the
  * scheduler's blocking functions from them.

@@ -241,8 +241,25 @@ static void test_token_kinds(void) {
             same &= !memcmp(out, generated + (size_t)i * V, V * sizeof(float));
         }
         CHECK_MSG(same, "%s: generated tokens beside another sequence's differ from alone", files[fi]);
+        /* both kinds in one batch, as the scheduler makes them: sequence 0's
+         * next token, generated, after half the prompt; sequence 1's prompt */
+        sp_kv_clear(&ctx.kv, 0);
+        sp_kv_clear(&ctx.kv, 1);
+        static float half_then_one[V], mixed[(N + 1) * V];
+        for (int i = 0; i < N / 2; i++) batch[i] = (sp_batch_token){ids[i], i, 0, false, false, true};
+        CHECK(sp_forward(&ctx, batch, N / 2, NULL) == SPROUT_OK);
+        batch[0] = (sp_batch_token){ids[N / 2], N / 2, 0, true, false, false};
+        CHECK(sp_forward(&ctx, batch, 1, half_then_one) == SPROUT_OK);
+        sp_kv_truncate(&ctx.kv, 0, N / 2);
+        batch[0] = (sp_batch_token){ids[N / 2], N / 2, 0, true, false, false};
+        for (int i = 0; i < N; i++) batch[1 + i] = (sp_batch_token){ids[i], i, 1, true, false, true};
+        CHECK(sp_forward(&ctx, batch, N + 1, mixed) == SPROUT_OK);
+        CHECK_MSG(!memcmp(mixed, half_then_one, sizeof half_then_one) && !memcmp(mixed + V, whole, sizeof whole),
+                  "%s: prompt and generated tokens in one batch differ from each kind alone", files[fi]);
         const double apart = max_diff(whole, generated, N * V);
         CHECK_MSG(apart <= tolerance, "%s: generated tokens differ from prompt tokens by %g", files[fi], apart);
+        /* and where the kinds take different kernels they do differ: each went its own way */
+        if (sp_context_kinds_differ(&ctx)) CHECK_MSG(apart > 0, "%s: the kinds computed apart give the same numbers", files[fi]);
         printf("  %s (%s): prompt and generated tokens %s, %.2g apart\n", files[fi], sprout_kernels_name(),
                sp_context_kinds_differ(&ctx) ? "computed apart" : "computed alike", apart);
         if (!sp_context_kinds_differ(&ctx)) CHECK_MSG(apart == 0, "%s: kinds computed alike yet %g apart", files[fi], apart);

@@ -123,14 +123,15 @@ static bool cpu_has_avx512_bf16(void) {
     return cpu_has_avx512_vnni() && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
 }
 
-/* AMX-TILE and AMX-INT8 (leaf 7 edx bits 24, 25), the OS saving the tile
+/* AMX-TILE, AMX-INT8 and AMX-BF16 (leaf 7 edx bits 24, 25, 22), the OS saving the tile
  * state (XCR0 bits 17, 18), and, on Linux, the process's grant to use the
  * tile data (asked once: ARCH_REQ_XCOMP_PERM for XTILEDATA, feature 18);
  * without the grant the first tile instruction faults. */
 static bool amx_usable(void) {
     if (!cpu_has_avx512_bf16()) return false;
     unsigned a, b, c, d;
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || (d & (3u << 24)) != (3u << 24)) return false;
+    const unsigned tile_int8_bf16 = 3u << 24 | 1u << 22;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || (d & tile_int8_bf16) != tile_int8_bf16) return false;
     uint32_t xcr0_lo, xcr0_hi;
     __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
     if ((xcr0_lo & (3u << 17)) != (3u << 17)) return false;

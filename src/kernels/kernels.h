@@ -114,13 +114,21 @@ static inline int64_t sp_decode_row(int64_t o0, int64_t o1, int64_t stretch, int
  * fill (each level's kernel asserts its tile fits). */
 #define SP_TILE_FLOATS_PER_ELEMENT 23
 
-/* Room for the AMX-BF16 kernel's staged prompt tokens (8 MiB a thread,
- * matmul_amx_float.c): reserved for every model and level, its pages
- * touched only by that kernel. */
+/* The scratch every level's matmul sizes its own parts by (the portable
+ * float rows their block of rounded tokens). */
+static inline int64_t sp_matmul_level_scratch_floats(int64_t n_in) {
+    return SP_TILE_FLOATS_PER_ELEMENT * n_in + 13 * 32 * 8 + 64 + SP_ROUNDED_BLOCK_FLOATS + SP_ROW_STATE_FLOATS;
+}
+
+/* Beyond it, room for the AMX-BF16 kernel's staged prompt tokens
+ * (matmul_amx_float.c): 8 MiB, and 64 more bytes an element, so that its
+ * least block of 32 tokens (128 bytes an element) fits at every width. Its
+ * pages are touched by that kernel alone. */
 #define SP_AMX_FLOAT_BLOCK_FLOATS ((int64_t)2 << 20)
+#define SP_AMX_FLOAT_FLOATS_PER_ELEMENT 16
 
 static inline int64_t sp_matmul_scratch_floats(int64_t n_in) {
-    return SP_TILE_FLOATS_PER_ELEMENT * n_in + 13 * 32 * 8 + 64 + SP_ROUNDED_BLOCK_FLOATS + SP_ROW_STATE_FLOATS + SP_AMX_FLOAT_BLOCK_FLOATS;
+    return sp_matmul_level_scratch_floats(n_in) + SP_AMX_FLOAT_BLOCK_FLOATS + SP_AMX_FLOAT_FLOATS_PER_ELEMENT * n_in;
 }
 
 /* The K-quants with a scale per 16 elements: the int8 kernels keep their

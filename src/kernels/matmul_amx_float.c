@@ -27,6 +27,7 @@
  * elements a tile, the 16 tokens' pairs side by side); C holds 16 rows by
  * 16 tokens of sums. */
 #include <immintrin.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
@@ -37,8 +38,8 @@
 #define CHUNK 32
 /* bytes of one tile: 16 rows of 64 */
 #define TILE_BYTES 1024
-/* Chunks whose converted weights (2 row tiles, 2 parts: 32 KiB) stay in
- * L1 while every token tile of the block passes over them. */
+/* Chunks a panel holds (2 row tiles, 2 parts: 32 KiB), converted once
+ * and kept in cache while every token tile of the block passes over them. */
 #define SUPER_CHUNK 8
 /* Panels of 32 rows converted at once: each pair of token tiles, read from
  * L3 (a block of 512 2048-wide tokens is 4 MiB), then serves 256 rows from
@@ -87,7 +88,9 @@ static void stage_tokens(const bool SPLIT, const float *x, int64_t x_stride, int
                 if (SPLIT) {
                     const __m512 rounded = _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
                     hi = _mm512_cvtneps_pbh(rounded);
-                    lo = _mm512_cvtneps_pbh(_mm512_sub_ps(rounded, _mm512_cvtpbh_ps(hi)));
+                    /* past F16's range x is infinite: no rest (inf - inf would be nan) */
+                    const __mmask16 finite = _mm512_cmp_ps_mask(_mm512_abs_ps(rounded), _mm512_set1_ps(INFINITY), _CMP_LT_OQ);
+                    lo = _mm512_cvtneps_pbh(_mm512_maskz_sub_ps(finite, rounded, _mm512_cvtpbh_ps(hi)));
                 } else {
                     hi = _mm512_cvtneps_pbh(v);
                     lo = hi;
@@ -117,8 +120,11 @@ static inline __attribute__((always_inline)) void split_f16_float(__m512i h, uin
     const __m512i high_words = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29, 27, 25, 23, 21, 19, 17,
                                                 15, 13, 11, 9, 7, 5, 3, 1);
     const __m512 a = _mm512_cvtph_ps(_mm512_castsi512_si256(h)), b = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1));
-    const __m512 a_lo = _mm512_sub_ps(a, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), top)));
-    const __m512 b_lo = _mm512_sub_ps(b, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(b), top)));
+    /* an infinite weight has no rest (inf - inf would be nan) */
+    const __m512 inf = _mm512_set1_ps(INFINITY);
+    const __mmask16 a_finite = _mm512_cmp_ps_mask(_mm512_abs_ps(a), inf, _CMP_LT_OQ), b_finite = _mm512_cmp_ps_mask(_mm512_abs_ps(b), inf, _CMP_LT_OQ);
+    const __m512 a_lo = _mm512_maskz_sub_ps(a_finite, a, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), top)));
+    const __m512 b_lo = _mm512_maskz_sub_ps(b_finite, b, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(b), top)));
     _mm512_store_si512(hi, _mm512_permutex2var_epi16(_mm512_castps_si512(a), high_words, _mm512_castps_si512(b)));
     _mm512_store_si512(lo, _mm512_permutex2var_epi16(_mm512_castps_si512(a_lo), high_words, _mm512_castps_si512(b_lo)));
 }
@@ -260,6 +266,8 @@ void sp_matmul_amx_float(const sp_weight *w, const float *x, int64_t x_stride, i
     int64_t token_block = (end - (char *)cs - 256) / token_bytes;
     if (token_block > TOKEN_BLOCK_BYTES / token_bytes) token_block = TOKEN_BLOCK_BYTES / token_bytes;
     token_block = token_block / 32 * 32;
+    /* never below 32 tokens: the scratch has 8 MiB and 156 bytes an
+     * element (kernels.h), 32 tokens take 128 an element and 292 KiB */
     if (token_block < 32) token_block = 32;
     const int64_t cs_stride = token_block * 32;
     uint16_t *bt = align64(cs + PANELS * cs_stride);

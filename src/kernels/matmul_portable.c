@@ -26,7 +26,7 @@ void sp_matmul_float_rows(const sp_weight *w, const float *x, int64_t x_stride, 
     const sp_type_traits *t = sp_type_traits_of(w->type);
     const bool round_x = w->type == SPROUT_TYPE_F16 || w->type == SPROUT_TYPE_BF16;
     float *const rounded = scratch + w->n_in; /* after the decoded row */
-    const int64_t block = round_x ? (sp_matmul_scratch_floats(w->n_in) - w->n_in) / w->n_in : n_tokens;
+    const int64_t block = round_x ? (sp_matmul_level_scratch_floats(w->n_in) - w->n_in) / w->n_in : n_tokens;
     for (int64_t t0 = 0; t0 < n_tokens; t0 += block) {
         const int64_t tn = n_tokens - t0 < block ? n_tokens - t0 : block;
         const float *xb = x + t0 * x_stride;

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Keys: the int8 kernel's its A depth (16 or 32); the float kernel's this
+/* Keys: the int8 kernel's, its A depth (16 or 32); the float kernel's this
  * plus its token columns (1-16). */
 #define SP_AMX_FLOAT_KEY 1000
 
