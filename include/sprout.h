@@ -683,9 +683,10 @@ const char *sprout_finish_reason_str(sprout_finish_reason reason);
 /* Completes `prompt` (raw text: BOS added as the model wants, special-token
  * text not parsed). Tokens already in the cache from earlier calls that
  * match the new prompt's start are reused, generated ones included: on a
- * CPU with AMX, an F16 or BF16 model computes prompt tokens in other
- * kernels than generated ones, so a conversation continued on its cache
- * can differ by float rounding from the same text prompted afresh.
+ * CPU with AMX, an F16 or BF16 model computes the tokens of a prompt of 32
+ * or more new tokens in other kernels than generated ones (and shorter
+ * prompts), so a conversation continued on its cache can differ by float
+ * rounding from the same text prompted afresh.
  * cfg NULL: the pipeline default. */
 sprout_status sprout_generate(sprout_pipeline *p, const char *prompt, const sprout_generation_config *cfg, sprout_streamer streamer,
                               void *user, sprout_result **out);
@@ -777,8 +778,9 @@ sprout_status sprout_model_tokenize_prompt(const sprout_model *model, const char
  * slots wait in a bounded queue; beyond it, submit fails with SPROUT_ERR_BUSY.
  * A request whose prompt starts with tokens a free slot still caches reuses
  * them: all of them, or, where a CPU computes prompt and generated tokens
- * apart (sprout_generate), only those computed as prompt, so outputs do not
- * depend on what else is running or ran before.
+ * apart (sprout_generate; here by the length of the whole prompt), only
+ * those computed the way the new request would compute them, so outputs do
+ * not depend on what else is running or ran before.
  *
  * Callbacks run on the engine thread: keep them short, never call the
  * scheduler's blocking functions from them.

@@ -180,8 +180,9 @@ typedef struct sp_kernels {
      * unit's order of additions that no vector code replays, and one token
      * through the tiles would convert every weight each time). Each entry
      * alone gives a token the same bits whatever its batch; the forward
-     * pass chooses by what a token is (sp_batch_token.prompt), never by
-     * the batch, so a request's output does not depend on what else runs. */
+     * pass chooses by what a token is (sp_batch_token.prompt: one of a long
+     * enough prompt), never by the batch, so a request's output does not
+     * depend on what else runs. */
     void (*matmul_prompt)(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                           int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
     /* The 8-bit blocks the int8 matmuls dot against, from n (a multiple of

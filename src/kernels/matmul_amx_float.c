@@ -16,8 +16,8 @@
  * AVX-512 sequence replays (measured: in-order fmas match 21% of its
  * outputs). Generated tokens stay on the FMA tiles: one token through
  * these would convert every weight for itself, ~4 times slower (measured).
- * So at the amx level an F16 or BF16 model's prompt tokens and generated
- * tokens differ by float rounding (test_kernels bounds it), while within
+ * (Nor do short prompts: forward.h.) So at the amx level an F16 or BF16
+ * model's prompt tokens and generated tokens differ by float rounding (test_kernels bounds it), while within
  * the tiles an output depends only on its row and its token (a one-column
  * tile gives the bits of a 16-column one): a prompt token's output is the
  * same alone, in any batch or chunk.

@@ -22,11 +22,14 @@ const char *sprout_finish_reason_str(sprout_finish_reason r) {
     return "none";
 }
 
+/* Tokens [from, to) into the cache, as prompt tokens if there are enough of
+ * them (forward.h): a call's numbers depend on what the cache held. */
 static sprout_status prefill(sprout_pipeline *p, const int32_t *tokens, int32_t from, int32_t to) {
     sp_context *ctx = &p->ctx;
+    const bool prompt_path = to - from >= SP_PROMPT_PATH_MIN_TOKENS;
     for (int32_t start = from; start < to; start += ctx->n_batch) {
         int32_t n = to - start < ctx->n_batch ? to - start : ctx->n_batch;
-        for (int32_t i = 0; i < n; i++) p->batch[i] = (sp_batch_token){tokens[start + i], start + i, 0, start + i == to - 1, false, true};
+        for (int32_t i = 0; i < n; i++) p->batch[i] = (sp_batch_token){tokens[start + i], start + i, 0, start + i == to - 1, false, prompt_path};
         sprout_status st = sp_forward(ctx, p->batch, n, p->logits);
         if (st != SPROUT_OK) return st;
         memcpy(p->cached + start, tokens + start, (size_t)n * sizeof *tokens);

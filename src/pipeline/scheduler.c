@@ -53,6 +53,7 @@ typedef struct slot {
     int32_t *cached;      /* the tokens this slot's KV cache holds, in order */
     int32_t n_cached;
     int32_t n_fed_prompt; /* prompt tokens in the cache (== n_prompt once prefilled) */
+    bool prompt_path;     /* whether those went the prompt path (prompt_path_for) */
     int32_t pending;      /* the sampled token to feed next; -1: none */
     int32_t logits_row;   /* this step's row of logits; -1: none */
     int32_t embd_row;     /* an embedding's first row of hidden states this step */
@@ -75,11 +76,11 @@ struct sprout_scheduler {
     sp_batch_token *batch;
     uint64_t clock;
     int32_t prefill_turn; /* round-robin start among prefilling slots */
-    /* a cached generated token may differ from the same token computed as
-     * prompt (sp_context_kinds_differ): a new request then reuses only the
-     * prompt part of a slot's cache, so its numbers never depend on what
-     * ran before */
-    bool reuse_prompt_only;
+    /* a token computed the prompt path may differ from the same token
+     * computed as generated ones are (sp_context_kinds_differ): a new
+     * request then reuses only cached tokens computed the way it would
+     * compute them itself, so its numbers never depend on what ran before */
+    bool kinds_differ;
     pthread_t engine;
     bool engine_started;
     /* under mu */
@@ -227,6 +228,21 @@ static int32_t common_prefix(const int32_t *a, int32_t na, const int32_t *b, int
     return i;
 }
 
+/* Whether a request's prompt tokens go the prompt path: by its prompt's
+ * length (forward.h), never by what a slot caches, so that the same request
+ * computes the same numbers whatever ran before. */
+static bool prompt_path_for(const sprout_request *req) { return req->n_prompt >= SP_PROMPT_PATH_MIN_TOKENS; }
+
+/* How many of a free slot's cached tokens a request may reuse where the
+ * kinds differ: the prompt part if it went the request's own way (a
+ * generated token never goes the prompt path); all, generated ones
+ * included, if neither went it; none otherwise. */
+static int32_t reusable(const sprout_scheduler *s, const slot *sl, const sprout_request *req) {
+    if (!s->kinds_differ) return sl->n_cached;
+    if (sl->prompt_path != prompt_path_for(req)) return 0;
+    return sl->prompt_path ? sl->n_fed_prompt : sl->n_cached;
+}
+
 /* The free slot that caches the longest start of the prompt (least recently
  * used among equals, so that other cached prefixes live longer). */
 static slot *choose_slot(sprout_scheduler *s, const sprout_request *req, int32_t *reuse) {
@@ -235,7 +251,7 @@ static slot *choose_slot(sprout_scheduler *s, const sprout_request *req, int32_t
     for (int32_t i = 0; i < s->n_slots; i++) {
         slot *sl = &s->slots[i];
         if (sl->req) continue;
-        int32_t len = common_prefix(sl->cached, s->reuse_prompt_only ? sl->n_fed_prompt : sl->n_cached, req->prompt, (int32_t)req->n_prompt);
+        int32_t len = common_prefix(sl->cached, reusable(s, sl, req), req->prompt, (int32_t)req->n_prompt);
         if (len > best_len || (len == best_len && sl->last_used < best->last_used)) {
             best = sl;
             best_len = len;
@@ -357,6 +373,7 @@ static void admit(sprout_scheduler *s) {
         sp_kv_truncate(&s->ctx.kv, (int32_t)(sl - s->slots), reuse);
         sl->n_cached = reuse;
         sl->n_fed_prompt = reuse;
+        sl->prompt_path = prompt_path_for(req);
         if (!req->embed) sp_seq_prefill_started(&sl->seq, (int32_t)req->n_prompt - reuse);
         pthread_mutex_lock(&s->mu);
         s->stats.prompt_tokens += req->n_prompt;
@@ -411,7 +428,7 @@ static void step(sprout_scheduler *s) {
             const bool logits = !sl->req->embed && at == n_prompt - 1;
             if (logits) sl->logits_row = n_rows++;
             n_embd_rows += embd;
-            add_token(s, &n, sl, sl->req->prompt[at], logits, embd, true);
+            add_token(s, &n, sl, sl->req->prompt[at], logits, embd, sl->prompt_path);
         }
     }
     s->prefill_turn = (s->prefill_turn + 1) % s->n_slots;
@@ -536,7 +553,7 @@ sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_sc
     pthread_cond_init(&s->work, NULL);
     sprout_status st =
         sp_context_init(&s->ctx, model, n_slots * n_ctx, n_batch, n_slots, n_threads, kv == SPROUT_KV_F32 ? SP_KV_F32 : SP_KV_F16);
-    s->reuse_prompt_only = st == SPROUT_OK && sp_context_kinds_differ(&s->ctx);
+    s->kinds_differ = st == SPROUT_OK && sp_context_kinds_differ(&s->ctx);
     s->slots = calloc((size_t)n_slots, sizeof *s->slots);
     s->logits = malloc((size_t)n_slots * (size_t)model->hp.n_vocab * sizeof *s->logits);
     s->batch = malloc((size_t)n_batch * sizeof *s->batch);

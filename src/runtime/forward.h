@@ -17,11 +17,21 @@ typedef struct sp_batch_token {
     int32_t token, pos, seq;
     bool logits;
     bool embd; /* its hidden state after the final norm is wanted (embeddings) */
-    /* a prompt's token, not one the model generated: a level may compute
-     * the two kinds apart (kernels.h, matmul_prompt), each the same in any
-     * batch */
+    /* computed as a prompt's token (kernels.h, matmul_prompt; a level may
+     * compute them apart from the rest, each kind the same in any batch):
+     * the tokens of a prompt of SP_PROMPT_PATH_MIN_TOKENS or more, never a
+     * generated one */
     bool prompt;
 } sp_batch_token;
+
+/* Fewer prompt tokens than this are computed as generated ones: the
+ * prompt path converts every weight for its batch (the amx level's F16 and
+ * BF16 tiles: ~4 decode steps' time), which a few tokens do not repay.
+ * TinyLlama F16 on Sapphire Rapids, 2 threads, a 5-token prompt: the first
+ * token 0.61-0.70 s from the start through the tiles, 0.13-0.18 s as
+ * generated tokens; 32 tokens are ~0.35 s in the FMA tiles, about the
+ * tiles' conversion of every weight. */
+#define SP_PROMPT_PATH_MIN_TOKENS 32
 
 typedef struct sp_context {
     const sprout_model *model;
