@@ -179,6 +179,14 @@ static void convert_rows(const bool SPLIT, const sp_weight *w, int64_t o, int64_
         }
 }
 
+/* C(r, t) += A(r) . B(t) for the TT token tiles and RH row tiles loaded. */
+static inline __attribute__((always_inline)) void tile_products(const int TT, const int RH) {
+    _tile_dpbf16ps(0, 4, 6);
+    if (TT == 2) _tile_dpbf16ps(1, 4, 7);
+    if (RH == 2) _tile_dpbf16ps(2, 5, 6);
+    if (TT == 2 && RH == 2) _tile_dpbf16ps(3, 5, 7);
+}
+
 /* Chunks [c0, c0 + nc) of TT token tiles (from bt) by RH row tiles (from
  * the panel), into their C tiles kept at cs (tile (r, t) at cs + (2 * t +
  * r) * 256; loaded first unless the first chunk is chunk 0). */
@@ -204,30 +212,18 @@ static inline __attribute__((always_inline)) void tile_pass(const int TT, const 
         if (RH == 2) _tile_loadd(5, a + TILE_BYTES / 2, 64);
         _tile_loadd(6, b, 64);
         if (TT == 2) _tile_loadd(7, b + b_stride, 64);
-        _tile_dpbf16ps(0, 4, 6);
-        if (TT == 2) _tile_dpbf16ps(1, 4, 7);
-        if (RH == 2) _tile_dpbf16ps(2, 5, 6);
-        if (TT == 2 && RH == 2) _tile_dpbf16ps(3, 5, 7);
+        tile_products(TT, RH);
         if (!SPLIT) continue;
         /* w_hi.x_lo, w_lo.x_lo, w_lo.x_hi: each step changes one operand */
         _tile_loadd(6, b + TILE_BYTES / 2, 64);
         if (TT == 2) _tile_loadd(7, b + b_stride + TILE_BYTES / 2, 64);
-        _tile_dpbf16ps(0, 4, 6);
-        if (TT == 2) _tile_dpbf16ps(1, 4, 7);
-        if (RH == 2) _tile_dpbf16ps(2, 5, 6);
-        if (TT == 2 && RH == 2) _tile_dpbf16ps(3, 5, 7);
+        tile_products(TT, RH);
         _tile_loadd(4, a + RH * TILE_BYTES / 2, 64);
         if (RH == 2) _tile_loadd(5, a + (RH + 1) * TILE_BYTES / 2, 64);
-        _tile_dpbf16ps(0, 4, 6);
-        if (TT == 2) _tile_dpbf16ps(1, 4, 7);
-        if (RH == 2) _tile_dpbf16ps(2, 5, 6);
-        if (TT == 2 && RH == 2) _tile_dpbf16ps(3, 5, 7);
+        tile_products(TT, RH);
         _tile_loadd(6, b, 64);
         if (TT == 2) _tile_loadd(7, b + b_stride, 64);
-        _tile_dpbf16ps(0, 4, 6);
-        if (TT == 2) _tile_dpbf16ps(1, 4, 7);
-        if (RH == 2) _tile_dpbf16ps(2, 5, 6);
-        if (TT == 2 && RH == 2) _tile_dpbf16ps(3, 5, 7);
+        tile_products(TT, RH);
     }
     _tile_stored(0, cs, 64);
     if (TT == 2) _tile_stored(1, cs + 512, 64);
