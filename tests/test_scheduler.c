@@ -387,6 +387,14 @@ static void test_reuse_of_generated(void) {
         CHECK_MSG(r && fresh && same_tokens(r, fresh) && same_logprobs(r, fresh), "step %zu: on the slot's cache (%d tokens reused) unlike fresh",
                   k, reused);
         CHECK_MSG(reused == steps[k].reused, "step %zu: %d prompt tokens reused, not %d", k, reused, steps[k].reused);
+        /* a fresh pipeline computes them the same way (it decides by the tokens it computes, here all) */
+        sprout_pipeline *p = NULL;
+        sprout_result *piped = NULL;
+        CHECK(sprout_pipeline_create(m, NULL, &p) == SPROUT_OK);
+        CHECK(p && sprout_generate_tokens(p, turn, steps[k].n, &cfg, NULL, NULL, &piped) == SPROUT_OK);
+        CHECK_MSG(piped && fresh && same_tokens(piped, fresh) && same_logprobs(piped, fresh), "step %zu: a fresh pipeline differs", k);
+        sprout_result_free(piped);
+        sprout_pipeline_free(p);
         printf("  F16 (%s): a prompt of %zu tokens reuses %d cached ones, the same as fresh\n", sprout_kernels_name(), steps[k].n, reused);
         sprout_result_free(r);
         sprout_result_free(fresh);
