@@ -395,7 +395,7 @@ static void test_reuse_of_generated(void) {
         CHECK_MSG(piped && fresh && same_tokens(piped, fresh) && same_logprobs(piped, fresh), "step %zu: a fresh pipeline differs", k);
         sprout_result_free(piped);
         sprout_pipeline_free(p);
-        printf("  F16 (%s): a prompt of %zu tokens reuses %d cached ones, the same as fresh\n", sprout_kernels_name(), steps[k].n, reused);
+        printf("  F16 (%s): a prompt of %zu tokens reuses %d cached ones\n", sprout_kernels_name(), steps[k].n, reused);
         sprout_result_free(r);
         sprout_result_free(fresh);
     }

@@ -196,11 +196,15 @@ typedef struct sp_kernels {
     void (*activation)(sp_activation kind, const float *x, const float *up, float *out, int64_t n);
 } sp_kernels;
 
+/* The weight types a prompt entry computes its own way (the amx level's:
+ * F16 and BF16 rows in AMX-BF16 tiles); it hands every other type to its
+ * level's matmul. */
+static inline bool sp_prompt_entry_type(sprout_type type) { return type == SPROUT_TYPE_F16 || type == SPROUT_TYPE_BF16; }
+
 /* Whether k computes prompt tokens of a weight type apart from generated
- * ones: the amx level's prompt entry takes F16 and BF16 rows to its own
- * tiles and hands every other type to its matmul. */
+ * ones. */
 static inline bool sp_prompt_path_differs(const sp_kernels *k, sprout_type type) {
-    return k->matmul_prompt && (type == SPROUT_TYPE_F16 || type == SPROUT_TYPE_BF16);
+    return k->matmul_prompt && sp_prompt_entry_type(type);
 }
 
 const sp_kernels *sp_kernels_get(void);

@@ -569,11 +569,11 @@ void sp_matmul_amx(const sp_weight *w, const float *x, int64_t x_stride, const v
     if (o0 + amx_rows < o1) sp_matmul_avx512bf16(w, x, x_stride, xq, n_tokens, y, y_stride, o0 + amx_rows, o1, scratch);
 }
 
-/* The types sp_prompt_path_differs names (kernels.h) to the AMX-BF16
+/* The types sp_prompt_entry_type names (kernels.h) to the AMX-BF16
  * tiles, the rest as any other token. */
 void sp_matmul_amx_prompt(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                           int64_t y_stride, int64_t o0, int64_t o1, float *scratch) {
-    if (w->type == SPROUT_TYPE_F16 || w->type == SPROUT_TYPE_BF16)
+    if (sp_prompt_entry_type(w->type))
         sp_matmul_amx_float(w, x, x_stride, n_tokens, y, y_stride, o0, o1, scratch);
     else sp_matmul_amx(w, x, x_stride, xq, n_tokens, y, y_stride, o0, o1, scratch);
 }

@@ -50,8 +50,10 @@
 /* The tokens' tiles of a block (4 bytes per element a token, both parts):
  * up to 8 MiB, so that a 512-token prompt of 2048-wide rows is one block
  * (the rows are read and converted once per block; TinyLlama F16 pp512,
- * 2 threads: 1 MiB blocks 76-81 t/s, 8 MiB 88-100, 16 MiB 86-118, against
- * the FMA tiles' 59-91 in the same runs). */
+ * 2 threads, one panel at a time (session 23): 1 MiB blocks 76-81 t/s, 8
+ * MiB 88-100, 16 MiB 86-118, against the FMA tiles' 59-91 in the same
+ * runs; with four panels, 2 MiB blocks lost the panels' gain: 1.00x
+ * against one 8 MiB panel, where 8 MiB gave 1.13-1.48x). */
 #define TOKEN_BLOCK_BYTES ((int64_t)8 << 20)
 
 /* Tiles 0-3: C for (row tile, token tile) (0, 0), (0, 1), (1, 0), (1, 1);
@@ -106,10 +108,6 @@ static void stage_tokens(const bool SPLIT, const float *x, int64_t x_stride, int
     }
 }
 
-/* Rows [o, o + 16 * RH) (those at or past o1 as zeros), chunks [c0, c0 +
- * nc), as A tiles: chunk c's part p of row tile r at panel + (((c - c0) *
- * parts + p) * RH + r) * TILE_BYTES / 2. SPLIT: F16 rows in their two
- * parts; else BF16 rows as they are. */
 /* An F16 weight's two parts by way of its float: w_hi is the float's top
  * 16 bits, which are a bfloat16 (the mantissa cut to 7 bits); w_lo =
  * w - w_hi (at most 3 significant bits), whose float's top 16 bits are
@@ -151,6 +149,10 @@ static inline __attribute__((always_inline)) void split_f16(__m512i h, uint16_t 
     _mm512_store_si512(lo, _mm512_maskz_add_epi16(_mm512_test_epi16_mask(h, _mm512_set1_epi16(7)), _mm512_ternarylogic_epi32(lut, h, sign, 0xF8), e7));
 }
 
+/* Rows [o, o + 16 * RH) (those at or past o1 as zeros), chunks [c0, c0 +
+ * nc), as A tiles: chunk c's part p of row tile r at panel + (((c - c0) *
+ * parts + p) * RH + r) * TILE_BYTES / 2. SPLIT: F16 rows in their two
+ * parts; else BF16 rows as they are. */
 static void convert_rows(const bool SPLIT, const sp_weight *w, int64_t o, int64_t o1, int RH, int64_t c0, int64_t nc, uint16_t *panel) {
     const int64_t parts = SPLIT ? 2 : 1, n_in = w->n_in;
     const int64_t full = (n_in / CHUNK < c0 + nc ? n_in / CHUNK : c0 + nc); /* chunks below it are whole */

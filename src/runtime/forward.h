@@ -26,11 +26,11 @@ typedef struct sp_batch_token {
 
 /* Fewer prompt tokens than this are computed as generated ones: the
  * prompt path converts every weight for its batch (the amx level's F16 and
- * BF16 tiles: ~4 decode steps' time), which a few tokens do not repay.
- * TinyLlama F16 on Sapphire Rapids, 2 threads, a 5-token prompt: the first
- * token 0.61-0.70 s from the start through the tiles, 0.13-0.18 s as
- * generated tokens; 32 tokens are ~0.35 s in the FMA tiles, about the
- * tiles' conversion of every weight. */
+ * BF16 tiles), which a few tokens do not repay. TinyLlama F16 on Sapphire
+ * Rapids, 2 threads: a 5-token prompt's first token 0.61-0.70 s from the
+ * start through the tiles, 0.13-0.18 s the FMA way; prefill of 31 tokens
+ * the FMA way 0.58-0.91 s, of 32 through the tiles 0.76-0.87 s (about
+ * even; 64 tokens through the tiles 1.08-1.29 s). */
 #define SP_PROMPT_PATH_MIN_TOKENS 32
 
 typedef struct sp_context {
