@@ -44,8 +44,8 @@
 /* Panels of 32 rows converted at once: each pair of token tiles, read from
  * L3 (a block of 512 2048-wide tokens is 4 MiB), then serves 256 rows from
  * L1 and L2 instead of 32. One thread, 512 tokens, in-process pairs against
- * one panel: 2048 x 5632 1.26-1.79x, 5632 x 2048 1.37-1.70x (4 panels
- * 1.13-1.48x, 16 about 1.0x). */
+ * one panel (medians of 12, three runs): 2048 x 5632 1.26-1.79x, 5632 x
+ * 2048 1.37-2.12x (4 panels 1.13-1.48x and 1.17-1.30x, 16 0.96-1.28x). */
 #define PANELS 8
 /* The tokens' tiles of a block (4 bytes per element a token, both parts):
  * up to 8 MiB, so that a 512-token prompt of 2048-wide rows is one block
