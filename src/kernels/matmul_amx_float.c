@@ -254,6 +254,26 @@ static void tile_pass_any(int TT, int RH, bool split, const uint16_t *panel, con
 #undef PASS
 }
 
+/* Rows [o, o1) of chunks [c0, c0 + nc): the next super-chunk, fetched
+ * into L2 a few rows at a time between the tile passes of the one before.
+ * Unfetched, convert_rows waited on memory for each row's few lines (each
+ * row in a page of its own: no stream for the hardware prefetcher to
+ * follow); the tile passes leave the memory bus idle meanwhile. */
+typedef struct next_rows {
+    const sp_weight *w;
+    int64_t o, o1, c0, nc;
+} next_rows;
+
+static void prefetch_rows(next_rows *next, int64_t n_rows) {
+    const int64_t end = next->o + n_rows < next->o1 ? next->o + n_rows : next->o1;
+    for (; next->o < end; next->o++) {
+        const char *row = (const char *)next->w->data + (size_t)next->o * next->w->row_bytes;
+        const uintptr_t first = (uintptr_t)(row + next->c0 * 2 * CHUNK) & ~(uintptr_t)63;
+        const uintptr_t last = (uintptr_t)(row + (next->c0 + next->nc) * 2 * CHUNK - 1);
+        for (uintptr_t line = first; line <= last; line += 64) _mm_prefetch((const char *)line, _MM_HINT_T1);
+    }
+}
+
 static inline void *align64(void *p) { return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
 
 void sp_matmul_amx_float(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride, int64_t o0,
@@ -284,17 +304,24 @@ void sp_matmul_amx_float(const sp_weight *w, const float *x, int64_t x_stride, i
         stage_tokens(split, x + tb * x_stride, x_stride, w->n_in, tbn, columns, bt);
         for (int64_t og = o0; og < o1; og += 32 * PANELS) {
             const int np = (int)((o1 - og + 31) / 32 < PANELS ? (o1 - og + 31) / 32 : PANELS); /* panels in use */
+            const int64_t og_end = og + 32 * PANELS < o1 ? og + 32 * PANELS : o1;
             for (int64_t c0 = 0; c0 < nch; c0 += SUPER_CHUNK) {
                 const int64_t nc = nch - c0 < SUPER_CHUNK ? nch - c0 : SUPER_CHUNK;
                 for (int pi = 0; pi < np; pi++) {
                     const int64_t o = og + 32 * pi;
                     convert_rows(split, w, o, o1, o1 - o > 16 ? 2 : 1, c0, nc, panels + pi * panel_elems);
                 }
+                /* the next super-chunk: this group's, or the next group's first */
+                next_rows next = {w, og, og_end, c0 + SUPER_CHUNK, SUPER_CHUNK};
+                if (next.c0 >= nch) next = (next_rows){w, og_end, og_end + 32 * PANELS < o1 ? og_end + 32 * PANELS : o1, 0, SUPER_CHUNK};
+                if (next.c0 + next.nc > nch) next.nc = nch - next.c0;
+                const int64_t passes = (tiles + 1) / 2 * np, rows_per_pass = (next.o1 - next.o + passes - 1) / passes;
                 for (int64_t k = 0; k < tiles; k += 2)
                     for (int pi = 0; pi < np; pi++) {
                         const int64_t o = og + 32 * pi;
                         tile_pass_any(tiles - k >= 2 ? 2 : 1, o1 - o > 16 ? 2 : 1, split, panels + pi * panel_elems,
                                       bt + k * nch * parts * TILE_BYTES / 2, nch, c0, nc, cs + pi * cs_stride + k * 512);
+                        prefetch_rows(&next, rows_per_pass);
                     }
             }
             for (int pi = 0; pi < np; pi++) {
