@@ -4,6 +4,7 @@
 #include "runtime/forward.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,14 +91,15 @@ typedef struct matmul_job {
     int64_t n_tokens;
     float *y;
     int64_t y_stride;
+    /* 0: an even share of the rows each; else each thread's first
+     * first_rows rows, then the rest in pieces of piece_rows as they go */
+    int64_t first_rows, piece_rows;
+    atomic_int_fast64_t next_piece;
 } matmul_job;
 
-static void matmul_worker(void *p, int ith, int nth) {
-    const matmul_job *j = p;
+/* Rows [o0, o1) of the job, on thread ith's scratch. */
+static void matmul_rows(const matmul_job *j, int ith, int64_t o0, int64_t o1) {
     const sp_kernels *k = j->ctx->kernels;
-    int64_t o0, o1;
-    sp_split_range(j->w->n_out, ith, nth, &o0, &o1);
-    if (o0 >= o1) return;
     float *scratch = j->ctx->scratch + (int64_t)ith * j->ctx->scratch_stride;
     if (!sp_prompt_path_differs(k, j->w->type)) {
         k->matmul(j->w, j->x, j->x_stride, j->xq, j->n_tokens, j->y, j->y_stride, o0, o1, scratch);
@@ -111,6 +113,23 @@ static void matmul_worker(void *p, int ith, int nth) {
         (prompt[t0] ? k->matmul_prompt : k->matmul)(j->w, j->x + t0 * j->x_stride, j->x_stride,
                                                      j->xq ? (const char *)j->xq + (size_t)t0 * xq_row : NULL, t1 - t0,
                                                      j->y + t0 * j->y_stride, j->y_stride, o0, o1, scratch);
+    }
+}
+
+static void matmul_worker(void *p, int ith, int nth) {
+    matmul_job *j = p;
+    const int64_t n_out = j->w->n_out;
+    if (!j->first_rows) {
+        int64_t o0, o1;
+        sp_split_range(n_out, ith, nth, &o0, &o1);
+        if (o0 < o1) matmul_rows(j, ith, o0, o1);
+        return;
+    }
+    matmul_rows(j, ith, ith * j->first_rows, (ith + 1) * j->first_rows);
+    const int64_t rest = nth * j->first_rows;
+    for (int64_t k; (k = atomic_fetch_add_explicit(&j->next_piece, 1, memory_order_relaxed)) * j->piece_rows + rest < n_out;) {
+        const int64_t o0 = rest + k * j->piece_rows;
+        matmul_rows(j, ith, o0, o0 + j->piece_rows < n_out ? o0 + j->piece_rows : n_out);
     }
 }
 
@@ -133,9 +152,30 @@ bool sp_context_kinds_differ(const sp_context *ctx) {
  * a prompt token's where ctx->row_prompt[t]. */
 static void matmul(const sp_context *ctx, const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n,
                    float *y, int64_t y_stride) {
-    matmul_job j = {ctx, w, x, x_stride, xq, n, y, y_stride};
-    if (w->n_out * w->n_in * n < PARALLEL_MIN_WORK) matmul_worker(&j, 0, 1);
-    else sp_threadpool_run(ctx->pool, matmul_worker, &j);
+    matmul_job j = {ctx, w, x, x_stride, xq, n, y, y_stride, 0, 0, 0};
+    if (w->n_out * w->n_in * n < PARALLEL_MIN_WORK) {
+        matmul_worker(&j, 0, 1);
+        return;
+    }
+    /* A few tokens' rows stream from memory, and one thread's stream can
+     * run slower than another's for a whole matmul (TinyLlama Q8_0 tg128,
+     * even shares: the calling thread 46.8% of the samples in the kernel,
+     * the other 42.6%, then waiting 6.0-6.5%), so a quarter of the rows goes
+     * in pieces to whoever is free. Few pieces: each call starts its streams
+     * cold and prepares its activations again (one-token calls of 64 rows
+     * cost 8-18% more than one call, of 256 rows 1.5-7%). A prompt keeps
+     * even shares: each call stages all its tokens. Whoever computes a row,
+     * its arithmetic is the same. */
+    const int nth = sp_threadpool_size(ctx->pool);
+    if (n < SP_PROMPT_PATH_MIN_TOKENS && nth > 1) {
+        j.first_rows = w->n_out * 3 / 4 / nth / 32 * 32;
+        if (j.first_rows > 0) {
+            j.piece_rows = ((w->n_out - nth * j.first_rows) / (2 * nth) + 31) / 32 * 32;
+            if (j.piece_rows < 32) j.piece_rows = 32;
+            atomic_init(&j.next_piece, 0);
+        }
+    }
+    sp_threadpool_run(ctx->pool, matmul_worker, &j);
 }
 
 /* Where element `at` of row t starts in a buffer of quantized blocks whose
