@@ -219,21 +219,21 @@ static inline __attribute__((always_inline)) void tile_pass(const int TT, const 
     }
     for (int64_t c = c0; c < c0 + nc; c++) {
         const uint16_t *a = panel + (c - c0) * parts * RH * TILE_BYTES / 2, *b = bt + c * parts * TILE_BYTES / 2;
-        /* w_hi.x_hi */
+        /* split: w_hi.x_lo, w_hi.x_hi, w_lo.x_hi, so that each step after
+         * the first loads one operand (8 tile loads for 12 products, not 10) */
         _tile_loadd(4, a, 64);
         if (RH == 2) _tile_loadd(5, a + TILE_BYTES / 2, 64);
+        if (SPLIT) {
+            _tile_loadd(6, b + TILE_BYTES / 2, 64);
+            if (TT == 2) _tile_loadd(7, b + b_stride + TILE_BYTES / 2, 64);
+            tile_products(TT, RH);
+        }
         _tile_loadd(6, b, 64);
         if (TT == 2) _tile_loadd(7, b + b_stride, 64);
         tile_products(TT, RH);
         if (!SPLIT) continue;
-        /* w_hi.x_lo, then w_lo.x_hi */
-        _tile_loadd(6, b + TILE_BYTES / 2, 64);
-        if (TT == 2) _tile_loadd(7, b + b_stride + TILE_BYTES / 2, 64);
-        tile_products(TT, RH);
         _tile_loadd(4, a + RH * TILE_BYTES / 2, 64);
         if (RH == 2) _tile_loadd(5, a + (RH + 1) * TILE_BYTES / 2, 64);
-        _tile_loadd(6, b, 64);
-        if (TT == 2) _tile_loadd(7, b + b_stride, 64);
         tile_products(TT, RH);
     }
     _tile_stored(0, cs, 64);
