@@ -686,7 +686,8 @@ const char *sprout_finish_reason_str(sprout_finish_reason reason);
  * CPU with AMX, an F16 or BF16 model computes the tokens of a prompt of 32
  * or more new tokens in other kernels than generated ones (and shorter
  * prompts), so a conversation continued on its cache can differ by float
- * rounding from the same text prompted afresh.
+ * rounding (and a dropped term under 2^-15 of each product) from the same
+ * text prompted afresh.
  * cfg NULL: the pipeline default. */
 sprout_status sprout_generate(sprout_pipeline *p, const char *prompt, const sprout_generation_config *cfg, sprout_streamer streamer,
                               void *user, sprout_result **out);

@@ -176,7 +176,8 @@ typedef struct sp_kernels {
                    int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
     /* The same for prompt tokens, where a level computes them another way
      * (NULL: matmul): the amx level's F16 and BF16 rows through AMX-BF16
-     * tiles, whose sums differ from matmul's by float rounding (a tile
+     * tiles, whose sums differ from matmul's by float rounding and a
+     * product left out, under 2^-15 of each term (matmul_amx_float.c; a tile
      * unit's order of additions that no vector code replays, and one token
      * through the tiles would convert every weight each time). Each entry
      * alone gives a token the same bits whatever its batch; the forward

@@ -8,8 +8,8 @@
  * bfloat16 values that add up to it exactly: w = w_hi + w_lo (w_hi: w's
  * float cut to its top 16 bits; w_lo the rest, 3 bits) and x = x_hi +
  * x_lo (x_hi: x rounded to nearest even; x_lo the rest). Each 32-element
- * chunk adds w_hi.x_hi, w_hi.x_lo and w_lo.x_hi, each product exact. The
- * fourth, w_lo.x_lo, is left out: |w_lo| < 2^-7 |w| and |x_lo| <= 2^-8
+ * chunk adds w_hi.x_lo, w_hi.x_hi and w_lo.x_hi (tile_pass: in that
+ * order), each product exact. The fourth, w_lo.x_lo, is left out: |w_lo| < 2^-7 |w| and |x_lo| <= 2^-8
  * |x|, so it is under 2^-15 of its term, 16 times less than the F16
  * rounding of x itself (2^-11), and it was a quarter of the tile work
  * (one thread, 512 tokens, in-process pairs, medians of 8: 2048 x 5632
@@ -21,7 +21,8 @@
  * outputs). Generated tokens stay on the FMA tiles: one token through
  * these would convert every weight for itself, ~4 times slower (measured).
  * (Nor do short prompts: forward.h.) So at the amx level an F16 or BF16
- * model's prompt tokens and generated tokens differ by float rounding (test_kernels bounds it), while within
+ * model's prompt tokens and generated tokens differ by float rounding and
+ * the dropped product (test_kernels bounds both), while within
  * the tiles an output depends only on its row and its token (a one-column
  * tile gives the bits of a 16-column one): a prompt token's output is the
  * same alone, in any batch or chunk.
@@ -103,11 +104,11 @@ static void stage_tokens(const bool SPLIT, const float *x, int64_t x_stride, int
                         const __mmask16 finite = _mm512_cmp_ps_mask(_mm512_abs_ps(rounded), _mm512_set1_ps(INFINITY), _CMP_LT_OQ);
                         lo[half] = _mm512_cvtneps_pbh(_mm512_maskz_sub_ps(finite, rounded, _mm512_cvtpbh_ps(hi[half])));
                     } else {
-                        hi[half] = lo[half] = _mm512_cvtneps_pbh(v);
+                        hi[half] = _mm512_cvtneps_pbh(v);
                     }
                 }
                 pairs[0][m] = _mm512_castsi512_ps(_mm512_inserti64x4(_mm512_castsi256_si512((__m256i)hi[0]), (__m256i)hi[1], 1));
-                pairs[1][m] = _mm512_castsi512_ps(_mm512_inserti64x4(_mm512_castsi256_si512((__m256i)lo[0]), (__m256i)lo[1], 1));
+                if (SPLIT) pairs[1][m] = _mm512_castsi512_ps(_mm512_inserti64x4(_mm512_castsi256_si512((__m256i)lo[0]), (__m256i)lo[1], 1));
             }
             for (int64_t p = 0; p < parts; p++) {
                 transpose16x16_ps(pairs[p]);
@@ -266,10 +267,10 @@ typedef struct next_rows {
 
 static void prefetch_rows(next_rows *next, int64_t n_rows) {
     const int64_t end = next->o + n_rows < next->o1 ? next->o + n_rows : next->o1;
+    const int64_t c_end = (next->c0 + next->nc) * CHUNK < next->w->n_in ? (next->c0 + next->nc) * CHUNK : next->w->n_in;
     for (; next->o < end; next->o++) {
-        const char *row = (const char *)next->w->data + (size_t)next->o * next->w->row_bytes;
-        const uintptr_t first = (uintptr_t)(row + next->c0 * 2 * CHUNK) & ~(uintptr_t)63;
-        const uintptr_t last = (uintptr_t)(row + (next->c0 + next->nc) * 2 * CHUNK - 1);
+        const uintptr_t row = (uintptr_t)next->w->data + (uintptr_t)next->o * next->w->row_bytes; /* two bytes an element */
+        const uintptr_t first = (row + (uintptr_t)next->c0 * 2 * CHUNK) & ~(uintptr_t)63, last = row + (uintptr_t)c_end * 2 - 1;
         for (uintptr_t line = first; line <= last; line += 64) _mm_prefetch((const char *)line, _MM_HINT_T1);
     }
 }

@@ -1,5 +1,5 @@
 /* The 16x16 transpose of 32-bit elements shared by the AVX-512 kernel
- * files (attention's keys, the AMX float kernel's token and sum tiles). */
+ * files (attention's keys, the AMX float kernel's token tiles). */
 #ifndef SPROUT_KERNELS_X86_TRANSPOSE_H
 #define SPROUT_KERNELS_X86_TRANSPOSE_H
 

@@ -125,6 +125,7 @@ static void matmul_worker(void *p, int ith, int nth) {
         if (o0 < o1) matmul_rows(j, ith, o0, o1);
         return;
     }
+    /* (nth: the pool's size, which first_rows was sized for) */
     matmul_rows(j, ith, ith * j->first_rows, (ith + 1) * j->first_rows);
     const int64_t rest = nth * j->first_rows;
     for (int64_t k; (k = atomic_fetch_add_explicit(&j->next_piece, 1, memory_order_relaxed)) * j->piece_rows + rest < n_out;) {
@@ -136,6 +137,10 @@ static void matmul_worker(void *p, int ith, int nth) {
 /* Below this many multiply-adds a job is done on the calling thread:
  * handing it out would cost more than it saves. */
 enum { PARALLEL_MIN_WORK = 1 << 15 };
+
+/* Matmuls of up to this many tokens (the decode kernels' batches) hand
+ * their last rows out in pieces (matmul). */
+enum { MATMUL_PIECES_MAX_TOKENS = 8 };
 
 bool sp_context_kinds_differ(const sp_context *ctx) {
     const sprout_model *m = ctx->model;
@@ -152,7 +157,7 @@ bool sp_context_kinds_differ(const sp_context *ctx) {
  * a prompt token's where ctx->row_prompt[t]. */
 static void matmul(const sp_context *ctx, const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n,
                    float *y, int64_t y_stride) {
-    matmul_job j = {ctx, w, x, x_stride, xq, n, y, y_stride, 0, 0, 0};
+    matmul_job j = {.ctx = ctx, .w = w, .x = x, .x_stride = x_stride, .xq = xq, .n_tokens = n, .y = y, .y_stride = y_stride};
     if (w->n_out * w->n_in * n < PARALLEL_MIN_WORK) {
         matmul_worker(&j, 0, 1);
         return;
@@ -160,14 +165,19 @@ static void matmul(const sp_context *ctx, const sp_weight *w, const float *x, in
     /* A few tokens' rows stream from memory, and one thread's stream can
      * run slower than another's for a whole matmul (TinyLlama Q8_0 tg128,
      * even shares: the calling thread 46.8% of the samples in the kernel,
-     * the other 42.6%, then waiting 6.0-6.5%), so a quarter of the rows goes
-     * in pieces to whoever is free. Few pieces: each call starts its streams
-     * cold and prepares its activations again (one-token calls of 64 rows
-     * cost 8-18% more than one call, of 256 rows 1.5-7%). A prompt keeps
-     * even shares: each call stages all its tokens. Whoever computes a row,
-     * its arithmetic is the same. */
+     * the other 42.6%, then waiting 6.0-6.5%), so the last quarter of the
+     * rows (or a little more: shares are whole 32-row tiles) goes in pieces
+     * to whoever is free. Few pieces: each call starts its streams cold and
+     * prepares its activations again (one-token calls of 64 rows cost 8-18%
+     * more than one call, of 256 rows 1.5-7%). Even shares for more tokens,
+     * and wherever a prompt run goes through the prompt entry: each call
+     * stages all of its tokens. Whoever computes a row, its arithmetic is
+     * the same. */
     const int nth = sp_threadpool_size(ctx->pool);
-    if (n < SP_PROMPT_PATH_MIN_TOKENS && nth > 1) {
+    bool pieces = n <= MATMUL_PIECES_MAX_TOKENS && nth > 1;
+    if (pieces && sp_prompt_path_differs(ctx->kernels, w->type))
+        for (int64_t t = 0; t < n; t++) pieces &= !ctx->row_prompt[t];
+    if (pieces) {
         j.first_rows = w->n_out * 3 / 4 / nth / 32 * 32;
         if (j.first_rows > 0) {
             j.piece_rows = ((w->n_out - nth * j.first_rows) / (2 * nth) + 31) / 32 * 32;
