@@ -436,7 +436,20 @@ static void check_batch_invariance(const char *level) {
                 float *y = malloc((size_t)(n_out * n) * sizeof(float)), *alone = malloc((size_t)n_out * sizeof(float));
                 for (int64_t i = 0; i < n_in * n; i++) x[i] = frand();
                 k->matmul(&w, x, n_in, NULL, n, y, n_out, 0, n_out, scratch);
-                if (k->quantize && n_in % 32 == 0) { /* quantized once by the caller, as the forward pass does */
+                if (prompt_tiles && sp_prompt_entry_type(type)) { /* staged once by the caller, two threads' tiles, as the forward pass does */
+                    void *staged = aligned_alloc(64, (k->prompt_staged_bytes(type, n_in, n) + 63) / 64 * 64);
+                    float *ys = malloc((size_t)(n_out * n) * sizeof(float));
+                    const int64_t tiles = (n + sp_prompt_tile_tokens(n) - 1) / sp_prompt_tile_tokens(n);
+                    k->stage_prompt(&w, x, n_in, n, tiles / 2, tiles, staged);
+                    k->stage_prompt(&w, x, n_in, n, 0, tiles / 2, staged);
+                    k->matmul(&w, x, n_in, staged, n, ys, n_out, 0, n_out, scratch);
+                    const bool same = !memcmp(ys, y, (size_t)(n_out * n) * sizeof(float));
+                    differing += !same;
+                    CHECK_MSG(same, "%s %s n_in %lld, %lld tokens: staged tokens give other outputs", level, sprout_type_name(type),
+                              (long long)n_in, (long long)n);
+                    free(staged);
+                    free(ys);
+                } else if (k->quantize && n_in % 32 == 0) { /* quantized once by the caller, as the forward pass does */
                     char *xq = malloc((size_t)(n * n_in / 32) * SP_ACT_BLOCK_BYTES);
                     float *yq = malloc((size_t)(n_out * n) * sizeof(float));
                     for (int64_t t = 0; t < n; t++) k->quantize(x + t * n_in, n_in, xq + (size_t)(t * n_in / 32) * SP_ACT_BLOCK_BYTES);

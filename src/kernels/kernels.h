@@ -186,6 +186,14 @@ typedef struct sp_kernels {
      * depend on what else runs. */
     void (*matmul_prompt)(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                           int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
+    /* For the types matmul_prompt computes its own way (sp_prompt_entry_type),
+     * its xq is NULL or the tokens staged for it once per matmul, so that
+     * its threads do not each stage all of them: stage_prompt stages token
+     * tiles [k0, k1) (tiles of sp_prompt_tile_tokens(n_tokens)) of x's
+     * n_tokens into `staged` (64-byte aligned, prompt_staged_bytes of it).
+     * NULL where matmul_prompt is. */
+    size_t (*prompt_staged_bytes)(sprout_type type, int64_t n_in, int64_t n_tokens);
+    void (*stage_prompt)(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, int64_t k0, int64_t k1, void *staged);
     /* The 8-bit blocks the int8 matmuls dot against, from n (a multiple of
      * 32) floats: done once per token where the activations are made (a
      * norm, the FFN's activation, attention) and shared by every matmul
@@ -201,6 +209,9 @@ typedef struct sp_kernels {
  * F16 and BF16 rows in AMX-BF16 tiles); it hands every other type to its
  * level's matmul. */
 static inline bool sp_prompt_entry_type(sprout_type type) { return type == SPROUT_TYPE_F16 || type == SPROUT_TYPE_BF16; }
+
+/* Tokens a staged tile of a prompt run of n tokens holds (stage_prompt). */
+static inline int64_t sp_prompt_tile_tokens(int64_t n) { return n < 16 ? n : 16; }
 
 /* Whether k computes prompt tokens of a weight type apart from generated
  * ones. */
@@ -248,8 +259,10 @@ void sp_matmul_amx(const sp_weight *w, const float *x, int64_t x_stride, const v
                    int64_t o0, int64_t o1, float *scratch);
 void sp_matmul_amx_prompt(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                           int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
-void sp_matmul_amx_float(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride, int64_t o0,
-                         int64_t o1, float *scratch);
+void sp_matmul_amx_float(const sp_weight *w, const float *x, int64_t x_stride, const void *staged, int64_t n_tokens, float *y,
+                         int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
+size_t sp_amx_float_staged_bytes(sprout_type type, int64_t n_in, int64_t n_tokens);
+void sp_amx_float_stage(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, int64_t k0, int64_t k1, void *staged);
 /* The table for a level ("generic", "avx2", "avx512", "avx512bf16", "amx", "neon", "i8mm"), or NULL where this CPU or
  * build has none: for tests that compare every level present. */
 const sp_kernels *sp_kernels_for_level(const char *level);

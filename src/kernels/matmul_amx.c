@@ -574,6 +574,6 @@ void sp_matmul_amx(const sp_weight *w, const float *x, int64_t x_stride, const v
 void sp_matmul_amx_prompt(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                           int64_t y_stride, int64_t o0, int64_t o1, float *scratch) {
     if (sp_prompt_entry_type(w->type))
-        sp_matmul_amx_float(w, x, x_stride, n_tokens, y, y_stride, o0, o1, scratch);
+        sp_matmul_amx_float(w, x, x_stride, xq, n_tokens, y, y_stride, o0, o1, scratch);
     else sp_matmul_amx(w, x, x_stride, xq, n_tokens, y, y_stride, o0, o1, scratch);
 }

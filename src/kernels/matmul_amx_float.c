@@ -277,11 +277,30 @@ static void prefetch_rows(next_rows *next, int64_t n_rows) {
 
 static inline void *align64(void *p) { return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
 
-void sp_matmul_amx_float(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride, int64_t o0,
-                         int64_t o1, float *scratch) {
+/* Bytes of one token tile's B tiles, all chunks and parts. */
+static int64_t token_tile_bytes(sprout_type type, int64_t n_in) {
+    return (n_in + CHUNK - 1) / CHUNK * (type == SPROUT_TYPE_F16 ? 2 : 1) * TILE_BYTES;
+}
+
+size_t sp_amx_float_staged_bytes(sprout_type type, int64_t n_in, int64_t n_tokens) {
+    if (!sp_prompt_entry_type(type) || n_tokens < 1) return 0;
+    const int64_t columns = sp_prompt_tile_tokens(n_tokens);
+    return (size_t)((n_tokens + columns - 1) / columns * token_tile_bytes(type, n_in));
+}
+
+void sp_amx_float_stage(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, int64_t k0, int64_t k1, void *staged) {
+    const int64_t columns = sp_prompt_tile_tokens(n_tokens), t0 = k0 * columns, t1 = k1 * columns < n_tokens ? k1 * columns : n_tokens;
+    if (t0 >= t1) return;
+    stage_tokens(w->type == SPROUT_TYPE_F16, x + t0 * x_stride, x_stride, w->n_in, t1 - t0, (int)columns,
+                 (uint16_t *)((char *)staged + k0 * token_tile_bytes(w->type, w->n_in)));
+}
+
+/* staged: NULL, or the n_tokens tokens as sp_amx_float_stage left them. */
+void sp_matmul_amx_float(const sp_weight *w, const float *x, int64_t x_stride, const void *staged, int64_t n_tokens, float *y,
+                         int64_t y_stride, int64_t o0, int64_t o1, float *scratch) {
     const bool split = w->type == SPROUT_TYPE_F16;
     const int64_t nch = (w->n_in + CHUNK - 1) / CHUNK, parts = split ? 2 : 1;
-    const int columns = n_tokens < 16 ? (int)n_tokens : 16;
+    const int columns = (int)sp_prompt_tile_tokens(n_tokens);
     configure_tiles(columns);
     /* the scratch (sp_matmul_scratch_floats): PANELS panels of converted
      * rows (32 KiB each), then per token 64 bytes a chunk and part of B
@@ -298,11 +317,13 @@ void sp_matmul_amx_float(const sp_weight *w, const float *x, int64_t x_stride, i
      * element (kernels.h), 32 tokens take 128 an element and 292 KiB */
     if (token_block < 32) token_block = 32;
     const int64_t cs_stride = token_block * 32;
-    uint16_t *bt = align64(cs + PANELS * cs_stride);
+    uint16_t *own = align64(cs + PANELS * cs_stride);
     for (int64_t tb = 0; tb < n_tokens; tb += token_block) {
         const int64_t tbn = n_tokens - tb < token_block ? n_tokens - tb : token_block;
         const int64_t tiles = (tbn + columns - 1) / columns;
-        stage_tokens(split, x + tb * x_stride, x_stride, w->n_in, tbn, columns, bt);
+        const uint16_t *bt = own;
+        if (staged) bt = (const uint16_t *)((const char *)staged + tb / columns * token_tile_bytes(w->type, w->n_in));
+        else stage_tokens(split, x + tb * x_stride, x_stride, w->n_in, tbn, columns, own);
         for (int64_t og = o0; og < o1; og += 32 * PANELS) {
             const int np = (int)((o1 - og + 31) / 32 < PANELS ? (o1 - og + 31) / 32 : PANELS); /* panels in use */
             const int64_t og_end = og + 32 * PANELS < o1 ? og + 32 * PANELS : o1;

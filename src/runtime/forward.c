@@ -95,6 +95,7 @@ typedef struct matmul_job {
      * first_rows rows, then the rest in pieces of piece_rows as they go */
     int64_t first_rows, piece_rows;
     atomic_int_fast64_t next_piece;
+    const void *staged; /* the prompt runs' tokens staged one after another, or NULL */
 } matmul_job;
 
 /* Rows [o0, o1) of the job, on thread ith's scratch. */
@@ -105,15 +106,52 @@ static void matmul_rows(const matmul_job *j, int ith, int64_t o0, int64_t o1) {
         k->matmul(j->w, j->x, j->x_stride, j->xq, j->n_tokens, j->y, j->y_stride, o0, o1, scratch);
         return;
     }
-    /* runs of prompt tokens and of generated ones, each through its own entry */
+    /* runs of prompt tokens and of generated ones, each through its own
+     * entry; the prompt entry reads its runs staged (or stages them itself) */
     const bool *prompt = j->ctx->row_prompt;
     const size_t xq_row = (size_t)(j->w->n_in / 32) * SP_ACT_BLOCK_BYTES;
+    size_t staged_at = 0;
     for (int64_t t0 = 0, t1; t0 < j->n_tokens; t0 = t1) {
         for (t1 = t0 + 1; t1 < j->n_tokens && prompt[t1] == prompt[t0];) t1++;
-        (prompt[t0] ? k->matmul_prompt : k->matmul)(j->w, j->x + t0 * j->x_stride, j->x_stride,
-                                                     j->xq ? (const char *)j->xq + (size_t)t0 * xq_row : NULL, t1 - t0,
-                                                     j->y + t0 * j->y_stride, j->y_stride, o0, o1, scratch);
+        const float *x = j->x + t0 * j->x_stride;
+        float *y = j->y + t0 * j->y_stride;
+        if (prompt[t0]) {
+            k->matmul_prompt(j->w, x, j->x_stride, j->staged ? (const char *)j->staged + staged_at : NULL, t1 - t0, y, j->y_stride, o0, o1,
+                             scratch);
+            staged_at += k->prompt_staged_bytes(j->w->type, j->w->n_in, t1 - t0);
+        } else {
+            k->matmul(j->w, x, j->x_stride, j->xq ? (const char *)j->xq + (size_t)t0 * xq_row : NULL, t1 - t0, y, j->y_stride, o0, o1,
+                      scratch);
+        }
     }
+}
+
+/* The prompt runs of a matmul's tokens, staged into ctx->staged one after
+ * another, each run's token tiles split among the threads. */
+static void stage_worker(void *p, int ith, int nth) {
+    const matmul_job *j = p;
+    const sp_kernels *k = j->ctx->kernels;
+    const bool *prompt = j->ctx->row_prompt;
+    size_t staged_at = 0;
+    for (int64_t t0 = 0, t1; t0 < j->n_tokens; t0 = t1) {
+        for (t1 = t0 + 1; t1 < j->n_tokens && prompt[t1] == prompt[t0];) t1++;
+        if (!prompt[t0]) continue;
+        const int64_t n = t1 - t0, columns = sp_prompt_tile_tokens(n);
+        int64_t k0, k1;
+        sp_split_range((n + columns - 1) / columns, ith, nth, &k0, &k1);
+        k->stage_prompt(j->w, j->x + t0 * j->x_stride, j->x_stride, n, k0, k1, (char *)j->ctx->staged + staged_at);
+        staged_at += k->prompt_staged_bytes(j->w->type, j->w->n_in, n);
+    }
+}
+
+/* The bytes the prompt runs among n tokens take staged for w. */
+static size_t staged_bytes(const sp_context *ctx, const sp_weight *w, int64_t n) {
+    size_t bytes = 0;
+    for (int64_t t0 = 0, t1; t0 < n; t0 = t1) {
+        for (t1 = t0 + 1; t1 < n && ctx->row_prompt[t1] == ctx->row_prompt[t0];) t1++;
+        if (ctx->row_prompt[t0]) bytes += ctx->kernels->prompt_staged_bytes(w->type, w->n_in, t1 - t0);
+    }
+    return bytes;
 }
 
 static void matmul_worker(void *p, int ith, int nth) {
@@ -139,8 +177,9 @@ static void matmul_worker(void *p, int ith, int nth) {
 enum { PARALLEL_MIN_WORK = 1 << 15 };
 
 /* Matmuls of up to this many tokens (the decode kernels' batches) hand
- * their last rows out in pieces (matmul). */
-enum { MATMUL_PIECES_MAX_TOKENS = 8 };
+ * their last rows out in pieces (matmul); so do prompt runs through the
+ * prompt entry, in pieces of its panel group (matmul_amx_float.c). */
+enum { MATMUL_PIECES_MAX_TOKENS = 8, PROMPT_PIECE_ROWS = 256 };
 
 bool sp_context_kinds_differ(const sp_context *ctx) {
     const sprout_model *m = ctx->model;
@@ -162,29 +201,33 @@ static void matmul(const sp_context *ctx, const sp_weight *w, const float *x, in
         matmul_worker(&j, 0, 1);
         return;
     }
-    /* A few tokens' rows stream from memory, and one thread's stream can
-     * run slower than another's for a whole matmul (TinyLlama Q8_0 tg128,
-     * even shares: the calling thread 46.8% of the samples in the kernel,
-     * the other 42.6%, then waiting 6.0-6.5%), so the last quarter of the
-     * rows (or a little more: shares are whole 32-row tiles) goes in pieces
-     * to whoever is free. Few pieces: each call starts its streams cold and
+    /* A thread can run slower than another for a whole matmul, so part of
+     * the rows goes in pieces to whoever is free. A few tokens' rows stream
+     * from memory (TinyLlama Q8_0 tg128, even shares: the calling thread
+     * 46.8% of the samples in the kernel, the other 42.6%, then waiting
+     * 6.0-6.5%): the last quarter (or a little more: shares are whole 32-row
+     * tiles) in few pieces, for each call starts its streams cold and
      * prepares its activations again (one-token calls of 64 rows cost 8-18%
-     * more than one call, of 256 rows 1.5-7%). Even shares for more tokens,
-     * and wherever a prompt run goes through the prompt entry: each call
-     * stages all of its tokens. Whoever computes a row, its arithmetic is
-     * the same. */
+     * more than one call, of 256 rows 1.5-7%). The prompt tiles (F16, BF16
+     * on AMX) ran 78 GMAC/s on one vCPU here while 175 on the other: with
+     * the prompt runs staged once for all threads, half their rows go in
+     * pieces of a panel group. Other batches keep even shares. Whoever
+     * computes a row, its arithmetic is the same. */
     const int nth = sp_threadpool_size(ctx->pool);
-    bool pieces = n <= MATMUL_PIECES_MAX_TOKENS && nth > 1;
-    if (pieces && sp_prompt_path_differs(ctx->kernels, w->type))
-        for (int64_t t = 0; t < n; t++) pieces &= !ctx->row_prompt[t];
-    if (pieces) {
+    bool prompt_runs = false;
+    if (sp_prompt_path_differs(ctx->kernels, w->type))
+        for (int64_t t = 0; t < n; t++) prompt_runs |= ctx->row_prompt[t];
+    if (nth > 1 && prompt_runs && ctx->staged && staged_bytes(ctx, w, n) <= ctx->staged_capacity) {
+        j.staged = ctx->staged;
+        sp_threadpool_run(ctx->pool, stage_worker, &j);
+        j.first_rows = w->n_out / 2 / nth / PROMPT_PIECE_ROWS * PROMPT_PIECE_ROWS;
+        j.piece_rows = PROMPT_PIECE_ROWS;
+    } else if (nth > 1 && !prompt_runs && n <= MATMUL_PIECES_MAX_TOKENS) {
         j.first_rows = w->n_out * 3 / 4 / nth / 32 * 32;
-        if (j.first_rows > 0) {
-            j.piece_rows = ((w->n_out - nth * j.first_rows) / (2 * nth) + 31) / 32 * 32;
-            if (j.piece_rows < 32) j.piece_rows = 32;
-            atomic_init(&j.next_piece, 0);
-        }
+        j.piece_rows = ((w->n_out - nth * j.first_rows) / (2 * nth) + 31) / 32 * 32;
+        if (j.piece_rows < 32) j.piece_rows = 32;
     }
+    if (j.first_rows > 0) atomic_init(&j.next_piece, 0);
     sp_threadpool_run(ctx->pool, matmul_worker, &j);
 }
 
@@ -667,6 +710,11 @@ sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_
     if (na > widest) widest = na;
     ctx->scratch_stride = (sp_matmul_scratch_floats(widest) + 15) / 16 * 16; /* each thread's on a line */
     ctx->scratch = alloc_lines((size_t)(ctx->scratch_stride * sp_threadpool_size(ctx->pool)) * sizeof(float));
+    /* a batch's prompt tokens staged for the widest F16 rows (BF16's take half); more runs than one may not fit, and stage per call */
+    if (ctx->kernels->stage_prompt && sp_threadpool_size(ctx->pool) > 1 && sp_context_kinds_differ(ctx)) {
+        ctx->staged_capacity = ctx->kernels->prompt_staged_bytes(SPROUT_TYPE_F16, widest, nb);
+        quantized_ok &= (ctx->staged = alloc_lines(ctx->staged_capacity)) != NULL;
+    }
     if (!ctx->x || !ctx->h || !ctx->o || !ctx->ff_out || !ctx->q || !ctx->k || !ctx->v || !ctx->qkv || !ctx->attn || !ctx->ff_a ||
         !ctx->ff_b || !ctx->cells || !ctx->kept || !ctx->row_prompt || !ctx->scratch || !quantized_ok) {
         sp_context_free(ctx);
@@ -684,6 +732,7 @@ void sp_context_free(sp_context *ctx) {
     free(ctx->cells);
     free(ctx->kept);
     free(ctx->row_prompt);
+    free(ctx->staged);
     free(ctx->hq);
     free(ctx->attnq);
     free(ctx->ff_aq);

@@ -50,6 +50,10 @@ typedef struct sp_context {
     int64_t scratch_stride;
     int32_t *cells;          /* the cell of each batch token */
     bool *row_prompt;        /* per row of the matmul at hand: a prompt token's (sp_batch_token.prompt) */
+    /* A matmul's prompt runs staged for the prompt entry once, by all
+     * threads (kernels->stage_prompt); NULL where no weight takes it */
+    void *staged;
+    size_t staged_capacity;
     sp_batch_token *kept;    /* the last layer's tokens: those whose logits or hidden states are wanted */
 } sp_context;
 
