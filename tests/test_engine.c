@@ -256,6 +256,18 @@ static void test_token_kinds(void) {
         CHECK(sp_forward(&ctx, batch, N + 1, mixed) == SPROUT_OK);
         CHECK_MSG(!memcmp(mixed, half_then_one, sizeof half_then_one) && !memcmp(mixed + V, whole, sizeof whole),
                   "%s: prompt and generated tokens in one batch differ from each kind alone", files[fi]);
+        /* the prompt in two runs around that generated token: the second run
+         * staged after the first (forward.c) */
+        sp_kv_truncate(&ctx.kv, 0, N / 2);
+        sp_kv_clear(&ctx.kv, 1);
+        static float two_runs[(N + 1) * V];
+        for (int i = 0; i < N / 2; i++) batch[i] = (sp_batch_token){ids[i], i, 1, true, false, true};
+        batch[N / 2] = (sp_batch_token){ids[N / 2], N / 2, 0, true, false, false};
+        for (int i = N / 2; i < N; i++) batch[1 + i] = (sp_batch_token){ids[i], i, 1, true, false, true};
+        CHECK(sp_forward(&ctx, batch, N + 1, two_runs) == SPROUT_OK);
+        same = !memcmp(two_runs + (size_t)(N / 2) * V, half_then_one, sizeof half_then_one);
+        for (int i = 0; i < N; i++) same &= !memcmp(two_runs + (size_t)(i < N / 2 ? i : i + 1) * V, whole + (size_t)i * V, V * sizeof(float));
+        CHECK_MSG(same, "%s: a prompt in two runs around a generated token differs from each alone", files[fi]);
         const double apart = max_diff(whole, generated, N * V);
         CHECK_MSG(apart <= tolerance, "%s: generated tokens differ from prompt tokens by %g", files[fi], apart);
         /* and where the kinds take different kernels they do differ: each went its own way */

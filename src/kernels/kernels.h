@@ -120,8 +120,9 @@ static inline int64_t sp_matmul_level_scratch_floats(int64_t n_in) {
     return SP_TILE_FLOATS_PER_ELEMENT * n_in + 13 * 32 * 8 + 64 + SP_ROUNDED_BLOCK_FLOATS + SP_ROW_STATE_FLOATS;
 }
 
-/* Beyond it, room for the AMX-BF16 kernel's staged prompt tokens
- * (matmul_amx_float.c): 8 MiB, and 64 more bytes an element, so that its
+/* Beyond it, room for the AMX-BF16 kernel's prompt tokens where it stages
+ * them itself (one thread, a small matmul, runs past the forward pass's
+ * buffer; matmul_amx_float.c): 8 MiB, and 64 more bytes an element, so that its
  * least block of 32 tokens (128 bytes an element) fits at every width. Its
  * pages are touched by that kernel alone. */
 #define SP_AMX_FLOAT_BLOCK_FLOATS ((int64_t)2 << 20)

@@ -178,19 +178,34 @@ enum { PARALLEL_MIN_WORK = 1 << 15 };
 
 /* Matmuls of up to this many tokens (the decode kernels' batches) hand
  * their last rows out in pieces (matmul); so do prompt runs through the
- * prompt entry, in pieces of its panel group (matmul_amx_float.c). */
+ * prompt entry, in pieces of its panel group (PANELS of 32 rows,
+ * matmul_amx_float.c; another size would only cost speed). */
 enum { MATMUL_PIECES_MAX_TOKENS = 8, PROMPT_PIECE_ROWS = 256 };
 
-bool sp_context_kinds_differ(const sp_context *ctx) {
+/* The bytes `tokens` prompt tokens in up to `runs` runs (each may leave a
+ * tile part-filled) take staged for w: 0 where the prompt entry computes
+ * w's type as the other does, 1 where it does not but stages nothing. */
+static size_t staged_bytes_for(const sp_context *ctx, const sp_weight *w, int64_t tokens, int64_t runs) {
+    if (!w->data || !sp_prompt_path_differs(ctx->kernels, w->type)) return 0;
+    return ctx->kernels->prompt_staged_bytes ? ctx->kernels->prompt_staged_bytes(w->type, w->n_in, tokens + 16 * runs) : 1;
+}
+
+/* The most of staged_bytes_for over the model's weights. */
+static size_t most_staged_bytes(const sp_context *ctx, int64_t tokens, int64_t runs) {
     const sprout_model *m = ctx->model;
-    bool differ = m->output.data && sp_prompt_path_differs(ctx->kernels, m->output.type);
+    size_t most = staged_bytes_for(ctx, &m->output, tokens, runs);
     for (int il = 0; il < m->hp.n_layer; il++) {
         const sp_layer *ly = &m->layers[il];
         const sp_weight *const ws[] = {&ly->wq, &ly->wk, &ly->wv, &ly->wqkv, &ly->wo, &ly->w_gate, &ly->w_up, &ly->w_down};
-        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) differ |= ws[i]->data && sp_prompt_path_differs(ctx->kernels, ws[i]->type);
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
+            const size_t bytes = staged_bytes_for(ctx, ws[i], tokens, runs);
+            most = bytes > most ? bytes : most;
+        }
     }
-    return differ;
+    return most;
 }
+
+bool sp_context_kinds_differ(const sp_context *ctx) { return most_staged_bytes(ctx, 1, 0) > 0; }
 
 /* y[t][0..n_out) = W x[t] for n tokens; xq: x quantized (or NULL); row t
  * a prompt token's where ctx->row_prompt[t]. */
@@ -210,8 +225,9 @@ static void matmul(const sp_context *ctx, const sp_weight *w, const float *x, in
      * prepares its activations again (one-token calls of 64 rows cost 8-18%
      * more than one call, of 256 rows 1.5-7%). The prompt tiles (F16, BF16
      * on AMX) ran 78 GMAC/s on one vCPU here while 175 on the other: with
-     * the prompt runs staged once for all threads, half their rows go in
-     * pieces of a panel group. Other batches keep even shares. Whoever
+     * the prompt runs staged once for all threads (where they fit the
+     * buffer), half their rows go in pieces of a panel group (where the
+     * matrix has rows enough). Other batches keep even shares. Whoever
      * computes a row, its arithmetic is the same. */
     const int nth = sp_threadpool_size(ctx->pool);
     bool prompt_runs = false;
@@ -710,9 +726,9 @@ sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_
     if (na > widest) widest = na;
     ctx->scratch_stride = (sp_matmul_scratch_floats(widest) + 15) / 16 * 16; /* each thread's on a line */
     ctx->scratch = alloc_lines((size_t)(ctx->scratch_stride * sp_threadpool_size(ctx->pool)) * sizeof(float));
-    /* a batch's prompt tokens staged for the widest F16 rows (BF16's take half); more runs than one may not fit, and stage per call */
+    /* a batch's prompt tokens staged for the widest rows the prompt entry takes, in a run per sequence */
     if (ctx->kernels->stage_prompt && sp_threadpool_size(ctx->pool) > 1 && sp_context_kinds_differ(ctx)) {
-        ctx->staged_capacity = ctx->kernels->prompt_staged_bytes(SPROUT_TYPE_F16, widest, nb);
+        ctx->staged_capacity = most_staged_bytes(ctx, nb, n_seq);
         quantized_ok &= (ctx->staged = alloc_lines(ctx->staged_capacity)) != NULL;
     }
     if (!ctx->x || !ctx->h || !ctx->o || !ctx->ff_out || !ctx->q || !ctx->k || !ctx->v || !ctx->qkv || !ctx->attn || !ctx->ff_a ||

@@ -51,7 +51,8 @@ typedef struct sp_context {
     int32_t *cells;          /* the cell of each batch token */
     bool *row_prompt;        /* per row of the matmul at hand: a prompt token's (sp_batch_token.prompt) */
     /* A matmul's prompt runs staged for the prompt entry once, by all
-     * threads (kernels->stage_prompt); NULL where no weight takes it */
+     * threads (kernels->stage_prompt); NULL where no weight takes it or
+     * one thread runs */
     void *staged;
     size_t staged_capacity;
     sp_batch_token *kept;    /* the last layer's tokens: those whose logits or hidden states are wanted */
