@@ -211,8 +211,12 @@ typedef struct sp_kernels {
  * level's matmul. */
 static inline bool sp_prompt_entry_type(sprout_type type) { return type == SPROUT_TYPE_F16 || type == SPROUT_TYPE_BF16; }
 
-/* Tokens a staged tile of a prompt run of n tokens holds (stage_prompt). */
-static inline int64_t sp_prompt_tile_tokens(int64_t n) { return n < 16 ? n : 16; }
+/* Tokens a staged tile of a prompt run of n tokens holds (stage_prompt),
+ * and the rows the prompt entry converts at once (its panels): pieces of
+ * rows handed to threads are best whole groups. */
+#define SP_PROMPT_TILE_TOKENS 16
+#define SP_PROMPT_ROW_GROUP 256
+static inline int64_t sp_prompt_tile_tokens(int64_t n) { return n < SP_PROMPT_TILE_TOKENS ? n : SP_PROMPT_TILE_TOKENS; }
 
 /* Whether k computes prompt tokens of a weight type apart from generated
  * ones. */

@@ -98,6 +98,13 @@ typedef struct matmul_job {
     const void *staged; /* the prompt runs' tokens staged one after another, or NULL */
 } matmul_job;
 
+/* The end of the run of tokens of one kind (prompt or not) from t0. */
+static int64_t run_end(const bool *prompt, int64_t n, int64_t t0) {
+    int64_t t1 = t0 + 1;
+    while (t1 < n && prompt[t1] == prompt[t0]) t1++;
+    return t1;
+}
+
 /* Rows [o0, o1) of the job, on thread ith's scratch. */
 static void matmul_rows(const matmul_job *j, int ith, int64_t o0, int64_t o1) {
     const sp_kernels *k = j->ctx->kernels;
@@ -112,7 +119,7 @@ static void matmul_rows(const matmul_job *j, int ith, int64_t o0, int64_t o1) {
     const size_t xq_row = (size_t)(j->w->n_in / 32) * SP_ACT_BLOCK_BYTES;
     size_t staged_at = 0;
     for (int64_t t0 = 0, t1; t0 < j->n_tokens; t0 = t1) {
-        for (t1 = t0 + 1; t1 < j->n_tokens && prompt[t1] == prompt[t0];) t1++;
+        t1 = run_end(prompt, j->n_tokens, t0);
         const float *x = j->x + t0 * j->x_stride;
         float *y = j->y + t0 * j->y_stride;
         if (prompt[t0]) {
@@ -134,7 +141,7 @@ static void stage_worker(void *p, int ith, int nth) {
     const bool *prompt = j->ctx->row_prompt;
     size_t staged_at = 0;
     for (int64_t t0 = 0, t1; t0 < j->n_tokens; t0 = t1) {
-        for (t1 = t0 + 1; t1 < j->n_tokens && prompt[t1] == prompt[t0];) t1++;
+        t1 = run_end(prompt, j->n_tokens, t0);
         if (!prompt[t0]) continue;
         const int64_t n = t1 - t0, columns = sp_prompt_tile_tokens(n);
         int64_t k0, k1;
@@ -148,7 +155,7 @@ static void stage_worker(void *p, int ith, int nth) {
 static size_t staged_bytes(const sp_context *ctx, const sp_weight *w, int64_t n) {
     size_t bytes = 0;
     for (int64_t t0 = 0, t1; t0 < n; t0 = t1) {
-        for (t1 = t0 + 1; t1 < n && ctx->row_prompt[t1] == ctx->row_prompt[t0];) t1++;
+        t1 = run_end(ctx->row_prompt, n, t0);
         if (ctx->row_prompt[t0]) bytes += ctx->kernels->prompt_staged_bytes(w->type, w->n_in, t1 - t0);
     }
     return bytes;
@@ -178,34 +185,41 @@ enum { PARALLEL_MIN_WORK = 1 << 15 };
 
 /* Matmuls of up to this many tokens (the decode kernels' batches) hand
  * their last rows out in pieces (matmul); so do prompt runs through the
- * prompt entry, in pieces of its panel group (PANELS of 32 rows,
- * matmul_amx_float.c; another size would only cost speed). */
-enum { MATMUL_PIECES_MAX_TOKENS = 8, PROMPT_PIECE_ROWS = 256 };
+ * prompt entry, in pieces of its group of panels (kernels.h). */
+enum { MATMUL_PIECES_MAX_TOKENS = 8, PROMPT_PIECE_ROWS = SP_PROMPT_ROW_GROUP };
 
-/* The bytes `tokens` prompt tokens in up to `runs` runs (each may leave a
- * tile part-filled) take staged for w: 0 where the prompt entry computes
- * w's type as the other does, 1 where it does not but stages nothing. */
-static size_t staged_bytes_for(const sp_context *ctx, const sp_weight *w, int64_t tokens, int64_t runs) {
-    if (!w->data || !sp_prompt_path_differs(ctx->kernels, w->type)) return 0;
-    return ctx->kernels->prompt_staged_bytes ? ctx->kernels->prompt_staged_bytes(w->type, w->n_in, tokens + 16 * runs) : 1;
+/* The model's matrices the forward pass multiplies by, one at a time (i
+ * from 0; NULL past the last; absent ones have no data). */
+static const sp_weight *model_weight(const sprout_model *m, int64_t i) {
+    if (i == 0) return &m->output;
+    const int64_t il = (i - 1) / 8;
+    if (il >= m->hp.n_layer) return NULL;
+    const sp_layer *ly = &m->layers[il];
+    const sp_weight *const ws[8] = {&ly->wq, &ly->wk, &ly->wv, &ly->wqkv, &ly->wo, &ly->w_gate, &ly->w_up, &ly->w_down};
+    return ws[(i - 1) % 8];
 }
 
-/* The most of staged_bytes_for over the model's weights. */
+bool sp_context_kinds_differ(const sp_context *ctx) {
+    const sp_weight *w;
+    for (int64_t i = 0; (w = model_weight(ctx->model, i)); i++)
+        if (w->data && sp_prompt_path_differs(ctx->kernels, w->type)) return true;
+    return false;
+}
+
+/* The most bytes `tokens` prompt tokens in up to `runs` runs (each may
+ * leave a tile part-filled) take staged for any weight the prompt entry
+ * computes its own way. */
 static size_t most_staged_bytes(const sp_context *ctx, int64_t tokens, int64_t runs) {
-    const sprout_model *m = ctx->model;
-    size_t most = staged_bytes_for(ctx, &m->output, tokens, runs);
-    for (int il = 0; il < m->hp.n_layer; il++) {
-        const sp_layer *ly = &m->layers[il];
-        const sp_weight *const ws[] = {&ly->wq, &ly->wk, &ly->wv, &ly->wqkv, &ly->wo, &ly->w_gate, &ly->w_up, &ly->w_down};
-        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
-            const size_t bytes = staged_bytes_for(ctx, ws[i], tokens, runs);
-            most = bytes > most ? bytes : most;
-        }
+    size_t most = 0;
+    const sp_weight *w;
+    for (int64_t i = 0; (w = model_weight(ctx->model, i)); i++) {
+        if (!w->data || !sp_prompt_path_differs(ctx->kernels, w->type)) continue;
+        const size_t bytes = ctx->kernels->prompt_staged_bytes(w->type, w->n_in, tokens + SP_PROMPT_TILE_TOKENS * runs);
+        most = bytes > most ? bytes : most;
     }
     return most;
 }
 
-bool sp_context_kinds_differ(const sp_context *ctx) { return most_staged_bytes(ctx, 1, 0) > 0; }
 
 /* y[t][0..n_out) = W x[t] for n tokens; xq: x quantized (or NULL); row t
  * a prompt token's where ctx->row_prompt[t]. */
