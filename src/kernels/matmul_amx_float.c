@@ -52,6 +52,7 @@
  * one panel (medians of 12, three runs): 2048 x 5632 1.26-1.79x, 5632 x
  * 2048 1.37-2.12x (4 panels 1.13-1.48x and 1.17-1.30x, 16 0.96-1.28x). */
 #define PANELS 8
+_Static_assert(32 * PANELS == SP_PROMPT_ROW_GROUP, "kernels.h names the panels' rows");
 /* The tokens' tiles of a block (4 bytes per element a token, both parts):
  * up to 8 MiB, so that a 512-token prompt of 2048-wide rows is one block
  * (the rows are read and converted once per block; TinyLlama F16 pp512,
@@ -71,6 +72,12 @@ static void configure_tiles(int columns) {
     shapes.colsb[4] = shapes.colsb[5] = 64;
     shapes.colsb[6] = shapes.colsb[7] = (uint16_t)(4 * columns);
     sp_amx_configure(&shapes);
+}
+
+/* v - head, or 0 where v is infinite (inf - inf would be nan): the rest
+ * of a value past its bfloat16 head. */
+static inline __attribute__((always_inline)) __m512 finite_rest(__m512 v, __m512 head) {
+    return _mm512_maskz_sub_ps(_mm512_cmp_ps_mask(_mm512_abs_ps(v), _mm512_set1_ps(INFINITY), _CMP_LT_OQ), v, head);
 }
 
 /* Tokens [0, n) of x as B tiles (token tile k, chunk c, part p at bt +
@@ -100,9 +107,8 @@ static void stage_tokens(const bool SPLIT, const float *x, int64_t x_stride, int
                     if (SPLIT) {
                         const __m512 rounded = _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
                         hi[half] = _mm512_cvtneps_pbh(rounded);
-                        /* past F16's range x is infinite: no rest (inf - inf would be nan) */
-                        const __mmask16 finite = _mm512_cmp_ps_mask(_mm512_abs_ps(rounded), _mm512_set1_ps(INFINITY), _CMP_LT_OQ);
-                        lo[half] = _mm512_cvtneps_pbh(_mm512_maskz_sub_ps(finite, rounded, _mm512_cvtpbh_ps(hi[half])));
+                        /* past F16's range x is infinite, with no rest */
+                        lo[half] = _mm512_cvtneps_pbh(finite_rest(rounded, _mm512_cvtpbh_ps(hi[half])));
                     } else {
                         hi[half] = _mm512_cvtneps_pbh(v);
                     }
@@ -130,10 +136,8 @@ static inline __attribute__((always_inline)) void split_f16_float(__m512i h, uin
                                                 15, 13, 11, 9, 7, 5, 3, 1);
     const __m512 a = _mm512_cvtph_ps(_mm512_castsi512_si256(h)), b = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1));
     /* an infinite weight has no rest (inf - inf would be nan) */
-    const __m512 inf = _mm512_set1_ps(INFINITY);
-    const __mmask16 a_finite = _mm512_cmp_ps_mask(_mm512_abs_ps(a), inf, _CMP_LT_OQ), b_finite = _mm512_cmp_ps_mask(_mm512_abs_ps(b), inf, _CMP_LT_OQ);
-    const __m512 a_lo = _mm512_maskz_sub_ps(a_finite, a, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), top)));
-    const __m512 b_lo = _mm512_maskz_sub_ps(b_finite, b, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(b), top)));
+    const __m512 a_lo = finite_rest(a, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), top)));
+    const __m512 b_lo = finite_rest(b, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(b), top)));
     _mm512_store_si512(hi, _mm512_permutex2var_epi16(_mm512_castps_si512(a), high_words, _mm512_castps_si512(b)));
     _mm512_store_si512(lo, _mm512_permutex2var_epi16(_mm512_castps_si512(a_lo), high_words, _mm512_castps_si512(b_lo)));
 }
