@@ -76,8 +76,8 @@ static inline sp_cell_range sp_attention_range(const sp_attention_args *a, int64
 #define SP_DECODE_AHEAD 2048
 
 /* And a thread's rows for one token are read as SP_DECODE_STREAMS streams
- * at once: its range cut into that many stretches, taken a row from each
- * in turn. A core keeps more lines in flight over several streams (the
+ * at once: its range cut into that many stretches, a row from each at a
+ * time. A core keeps more lines in flight over several streams (the
  * L2 streamer follows each, within its 4 KiB pages) than over one: a plain
  * read loop over a mapped 2 GiB file, 2 threads, 1 stream each 26-27
  * GB/s, 4 streams with lines asked for 2 KiB ahead 38-42 (Sapphire Rapids
@@ -86,7 +86,9 @@ static inline sp_cell_range sp_attention_range(const sp_attention_args *a, int64
  * run 8 streams or 1 KiB ahead were no better for Q4_0, Q8_0, Q4_K, Q5_K or
  * Q6_K, and 4 KiB no better but for Q4_K (26.4 against 20.4, within this
  * host's noise; not repeated). Each row's
- * arithmetic is unchanged, only the order of the rows. */
+ * arithmetic is unchanged, only the order of the rows. Whole rows go side
+ * by side, a chunk from each stretch in turn (matmul_avx2.c's
+ * rows_side_by_side), so that all the streams are read at once. */
 #define SP_DECODE_STREAMS 4
 
 /* Rows per stretch for rows [o0, o1), and the k-th row to take (k from 0

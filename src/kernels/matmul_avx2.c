@@ -246,24 +246,6 @@ static inline __attribute__((always_inline)) void decode_prefetch(const uint8_t 
  * (22 KiB), or one token's of 16384. */
 #define SPAN_TOKEN_CHUNKS 64
 
-#define SPAN_BEGIN(sp, acc, macc, G, with_mins)                                                           \
-    UNROLL_GROUP                                                                                          \
-    for (int k = 0; k < (G); k++) {                                                                       \
-        acc[k] = (sp)->first ? _mm256_setzero_ps() : (sp)->state[k];                                      \
-        macc[k] = (sp)->first || !(with_mins) ? _mm256_setzero_ps() : (sp)->state[TOKEN_GROUP + k];       \
-    }
-
-/* At the span's end: the outputs (acc + mins_sign * macc, summed across
- * lanes), or the accumulators kept for the next span. */
-#define SPAN_END(sp, acc, macc, G, out, with_mins, mins_sign)                                             \
-    UNROLL_GROUP                                                                                          \
-    for (int k = 0; k < (G); k++) {                                                                       \
-        if (!(sp)->last) {                                                                                \
-            (sp)->state[k] = acc[k];                                                                      \
-            if (with_mins) (sp)->state[TOKEN_GROUP + k] = macc[k];                                         \
-        } else (out)[k] = (with_mins) ? hsum256(acc[k]) + (mins_sign) * hsum256(macc[k]) : hsum256(acc[k]); \
-    }
-
 /* Blocks [b, b + nv) of a row (nv <= 8), levels transposed into v[0..8)
  * (zero past nv; Q8_0 may leave them as they are), and their eight scales. Shuffles are the scarce
  * resource here: Q4_0's packed halves are transposed before the nibbles
@@ -539,43 +521,38 @@ static inline __attribute__((always_inline)) __m256 q8_0_chunk_scales(const uint
 }
 #endif
 
-/* One row against G tokens from t0 (G constant in each copy, so the
- * accumulators stay in registers). */
-static inline __attribute__((always_inline)) void blocks8_group(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
-                                                                const int G, const k_span *sp, float *out) {
-    __m256 acc[TOKEN_GROUP], macc[TOKEN_GROUP];
-    SPAN_BEGIN(sp, acc, macc, G, layout_of(type).m >= 0)
-    const int64_t nb = at->nb, b_end = 8 * sp->c1 < nb ? 8 * sp->c1 : nb;
+/* Chunk c (blocks 8c to 8c + 7) of one row against G tokens from t0 (G
+ * constant in each copy, so the accumulators stay in registers). */
+static inline __attribute__((always_inline)) void blocks8_chunk(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
+                                                                const int G, int64_t c, __m256 acc[], __m256 macc[]) {
+    const int64_t nb = at->nb, b = 8 * c;
     /* for one or two tokens the transposes cost more shuffles than they
      * save, except Q4_0's, whose is cheap (the block sums are the same
      * integers either way) */
     const bool transpose = type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL || G > 2;
-    __m256i v[8];
-    for (int64_t b = 8 * sp->c0; b < b_end; b += 8) {
-        if (G == 1) decode_prefetch(row + (size_t)b * layout_of(type).bytes, 8 * layout_of(type).bytes);
+    if (G == 1) decode_prefetch(row + (size_t)b * layout_of(type).bytes, 8 * layout_of(type).bytes);
 #ifdef SP_MATMUL_VNNI
-        if (G == 1 && (type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL) && nb - b >= 8) {
-            const uint8_t *chunk = row + (size_t)b * layout_of(type).bytes;
-            const act_chunk *c = act_chunk_of(at, t0, b);
-            const __m256i sums = packed_chunk_sums(type, chunk, c);
-            acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(block_scales8(type, row, b, 8), _mm256_loadu_ps(c->d)), acc[0]);
-            continue;
-        }
-        if (G == 1 && type == SPROUT_TYPE_Q8_0 && at->paired && nb - b >= 8) {
-            const uint8_t *chunk = row + (size_t)b * layout_of(type).bytes;
-            const act_chunk *c = act_chunk_of(at, t0, b);
-            const __m256i sums = q8_0_chunk_sums(chunk, c);
-            acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(q8_0_chunk_scales(chunk), _mm256_loadu_ps(c->d)), acc[0]);
-            continue;
-        }
-#endif
-        __m256 mw = _mm256_setzero_ps();
-        /* whole chunks with a constant count, so that its per-block checks fold away */
-        const __m256 dw = nb - b >= 8 ? load_blocks8(type, row, b, 8, transpose, v, &mw) : load_blocks8(type, row, b, (int)(nb - b), transpose, v, &mw);
-        UNROLL_GROUP
-        for (int k = 0; k < G; k++) acc[k] = accumulate_blocks8(type, v, dw, mw, at, t0 + k, b, transpose, acc[k], &macc[k]);
+    if (G == 1 && (type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL) && nb - b >= 8) {
+        const uint8_t *chunk = row + (size_t)b * layout_of(type).bytes;
+        const act_chunk *ac = act_chunk_of(at, t0, b);
+        const __m256i sums = packed_chunk_sums(type, chunk, ac);
+        acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(block_scales8(type, row, b, 8), _mm256_loadu_ps(ac->d)), acc[0]);
+        return;
     }
-    SPAN_END(sp, acc, macc, G, out, layout_of(type).m >= 0, 1.f)
+    if (G == 1 && type == SPROUT_TYPE_Q8_0 && at->paired && nb - b >= 8) {
+        const uint8_t *chunk = row + (size_t)b * layout_of(type).bytes;
+        const act_chunk *ac = act_chunk_of(at, t0, b);
+        const __m256i sums = q8_0_chunk_sums(chunk, ac);
+        acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(q8_0_chunk_scales(chunk), _mm256_loadu_ps(ac->d)), acc[0]);
+        return;
+    }
+#endif
+    __m256i v[8];
+    __m256 mw = _mm256_setzero_ps();
+    /* whole chunks with a constant count, so that its per-block checks fold away */
+    const __m256 dw = nb - b >= 8 ? load_blocks8(type, row, b, 8, transpose, v, &mw) : load_blocks8(type, row, b, (int)(nb - b), transpose, v, &mw);
+    UNROLL_GROUP
+    for (int k = 0; k < G; k++) acc[k] = accumulate_blocks8(type, v, dw, mw, at, t0 + k, b, transpose, acc[k], &macc[k]);
 }
 
 /* Token t's activations in the transposed layout, with its scales and
@@ -644,54 +621,49 @@ static inline __m128i k_scales_mins(const uint8_t *scales) {
  * the levels (one token: horizontal sums instead), eight vpdpbusd give
  * every sub-block's sum; scales and mins
  * then apply as vectors: sum(x*a) = d*sc*ad*sum(q*qa) - dmin*m*ad*sum(qa). */
-static inline __attribute__((always_inline)) void affine_k_group(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
-                                                                 const int G, const k_span *sp, float *out) {
-    __m256 acc[TOKEN_GROUP], macc[TOKEN_GROUP];
-    SPAN_BEGIN(sp, acc, macc, G, true)
+static inline __attribute__((always_inline)) void affine_k_chunk(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
+                                                                 const int G, int64_t b, __m256 acc[], __m256 macc[]) {
     const __m256i low4 = _mm256_set1_epi8(0x0F);
-    for (int64_t b = sp->c0; b < sp->c1; b++) {
-        const size_t block_bytes = type == SPROUT_TYPE_Q5_K ? sizeof(sp_block_q5_K) : sizeof(sp_block_q4_K);
-        if (G == 1) decode_prefetch(row + (size_t)b * block_bytes, block_bytes);
-        const sp_affine_k_block blk = sp_affine_k_block_at(type == SPROUT_TYPE_Q5_K, row, b);
-        const uint16_t d16 = blk.d, dmin16 = blk.dmin;
-        const uint8_t *scales = blk.scales, *qs = blk.qs, *qh = blk.qh;
-        __m256i lv[8], v[8];
-        const __m256i hb = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
-        for (int i = 0; i < 4; i++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * i));
-            lv[2 * i] = _mm256_and_si256(q, low4);
-            lv[2 * i + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-            if (qh) /* sub-block j's bit (bit j of hb) to bit 4: one 16-bit shift and a per-byte mask */
-                for (int h = 0; h < 2; h++) lv[2 * i + h] = _mm256_or_si256(lv[2 * i + h], bit_to(hb, 2 * i + h, 4));
-        }
-        /* one token: the sub-blocks in element order and their sums by one
-         * horizontal tree, fewer shuffles than the transpose for the same
-         * exact integers */
-        const bool transposed = G > 1;
-        if (transposed) transpose8x8_epi32(lv, v);
-        const __m128i sm = k_scales_mins(scales);
-        const __m256 dsc = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(d16)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm)));
-        const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(dmin16)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8))));
-        UNROLL_GROUP
-        for (int k = 0; k < G; k++) {
-            const act_chunk *c = act_chunk_of(at, t0 + k, 8 * b);
-            __m256i sums;
-            if (transposed) {
-                const __m256i *y = c->qs_t;
-                __m256i part[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-                for (int j = 0; j < 8; j++) part[j & 1] = dot_u8_i8_acc(part[j & 1], v[j], _mm256_loadu_si256(y + j));
-                sums = _mm256_add_epi32(part[0], part[1]);
-            } else {
-                __m256i p[8];
-                super_block_dots(lv, at, t0 + k, b, p);
-                sums = sum_lanes8(p, 2);
-            }
-            const __m256 ad = _mm256_loadu_ps(c->d);
-            acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dsc, ad), acc[k]);
-            macc[k] = _mm256_fmadd_ps(dm, _mm256_loadu_ps(c->dsum), macc[k]);
-        }
+    const size_t block_bytes = type == SPROUT_TYPE_Q5_K ? sizeof(sp_block_q5_K) : sizeof(sp_block_q4_K);
+    if (G == 1) decode_prefetch(row + (size_t)b * block_bytes, block_bytes);
+    const sp_affine_k_block blk = sp_affine_k_block_at(type == SPROUT_TYPE_Q5_K, row, b);
+    const uint16_t d16 = blk.d, dmin16 = blk.dmin;
+    const uint8_t *scales = blk.scales, *qs = blk.qs, *qh = blk.qh;
+    __m256i lv[8], v[8];
+    const __m256i hb = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
+    for (int i = 0; i < 4; i++) {
+        const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * i));
+        lv[2 * i] = _mm256_and_si256(q, low4);
+        lv[2 * i + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+        if (qh) /* sub-block j's bit (bit j of hb) to bit 4: one 16-bit shift and a per-byte mask */
+            for (int h = 0; h < 2; h++) lv[2 * i + h] = _mm256_or_si256(lv[2 * i + h], bit_to(hb, 2 * i + h, 4));
     }
-    SPAN_END(sp, acc, macc, G, out, true, -1.f)
+    /* one token: the sub-blocks in element order and their sums by one
+     * horizontal tree, fewer shuffles than the transpose for the same
+     * exact integers */
+    const bool transposed = G > 1;
+    if (transposed) transpose8x8_epi32(lv, v);
+    const __m128i sm = k_scales_mins(scales);
+    const __m256 dsc = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(d16)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm)));
+    const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(dmin16)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8))));
+    UNROLL_GROUP
+    for (int k = 0; k < G; k++) {
+        const act_chunk *c = act_chunk_of(at, t0 + k, 8 * b);
+        __m256i sums;
+        if (transposed) {
+            const __m256i *y = c->qs_t;
+            __m256i part[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+            for (int j = 0; j < 8; j++) part[j & 1] = dot_u8_i8_acc(part[j & 1], v[j], _mm256_loadu_si256(y + j));
+            sums = _mm256_add_epi32(part[0], part[1]);
+        } else {
+            __m256i p[8];
+            super_block_dots(lv, at, t0 + k, b, p);
+            sums = sum_lanes8(p, 2);
+        }
+        const __m256 ad = _mm256_loadu_ps(c->d);
+        acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dsc, ad), acc[k]);
+        macc[k] = _mm256_fmadd_ps(dm, _mm256_loadu_ps(c->dsum), macc[k]);
+    }
 }
 
 /* An IQ4_XS block's eight sub-block scales (ls - 32, as sp_iq4_xs_scale
@@ -714,44 +686,39 @@ static inline __m256i iq4_xs_scales(const sp_block_iq4_xs *blk) {
  * adds in 32 bits (8-bit levels' sums do not fit 16-bit pairs). Where VNNI multiplies unsigned
  * levels (plus 128) the offset starts each sum through the activations'
  * block sums; without, the signs move onto the activations (as Q8_0's). */
-static inline __attribute__((always_inline)) void iq4_xs_group(const uint8_t *row, const act_tile *at, int64_t t0, const int G,
-                                                               const k_span *sp, float *out) {
-    __m256 acc[TOKEN_GROUP], macc[TOKEN_GROUP];
-    SPAN_BEGIN(sp, acc, macc, G, false)
+static inline __attribute__((always_inline)) void iq4_xs_chunk(const uint8_t *row, const act_tile *at, int64_t t0, const int G, int64_t b,
+                                                               __m256 acc[]) {
     const __m256i low4 = _mm256_set1_epi8(0x0F), levels = iq4_levels();
-    for (int64_t b = sp->c0; b < sp->c1; b++) {
-        if (G == 1) decode_prefetch(row + (size_t)b * sizeof(sp_block_iq4_xs), sizeof(sp_block_iq4_xs));
-        const sp_block_iq4_xs *blk = (const sp_block_iq4_xs *)row + b;
-        __m256i lv[8], v[8];
-        for (int j = 0; j < 8; j++) {
-            const __m128i q = _mm_loadu_si128((const __m128i *)(blk->qs + 16 * j));
-            const __m256i nibbles = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), low4);
-            lv[j] = _mm256_shuffle_epi8(levels, nibbles);
-        }
-        const bool transposed = G > 1;
-        if (transposed) transpose8x8_epi32(lv, v);
-        const __m256 dsc = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(blk->d)), _mm256_cvtepi32_ps(iq4_xs_scales(blk)));
-        UNROLL_GROUP
-        for (int k = 0; k < G; k++) {
-            const act_chunk *c = act_chunk_of(at, t0 + k, 8 * b);
-            const __m256i offset = Q8_0_UNSIGNED ? _mm256_loadu_si256((const __m256i *)c->sum) : _mm256_setzero_si256();
-            __m256i sums;
-            if (transposed) {
-                const __m256i *y = c->qs_t;
-                __m256i part[2] = {offset, _mm256_setzero_si256()};
-                for (int m = 0; m < 8; m++) part[m & 1] = byte_level_dot_acc(part[m & 1], v[m], _mm256_loadu_si256(y + m));
-                sums = _mm256_add_epi32(part[0], part[1]);
-            } else {
-                const act_block *a = at->blocks + (t0 + k) * at->nb + 8 * b;
-                __m256i p[8];
-                for (int j = 0; j < 8; j++) p[j] = byte_level_dot_acc(_mm256_setzero_si256(), lv[j], _mm256_loadu_si256((const __m256i *)a[j].qs));
-                sums = _mm256_add_epi32(sum_lanes8(p, 0), offset);
-            }
-            const __m256 ad = _mm256_loadu_ps(c->d);
-            acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dsc, ad), acc[k]);
-        }
+    if (G == 1) decode_prefetch(row + (size_t)b * sizeof(sp_block_iq4_xs), sizeof(sp_block_iq4_xs));
+    const sp_block_iq4_xs *blk = (const sp_block_iq4_xs *)row + b;
+    __m256i lv[8], v[8];
+    for (int j = 0; j < 8; j++) {
+        const __m128i q = _mm_loadu_si128((const __m128i *)(blk->qs + 16 * j));
+        const __m256i nibbles = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), low4);
+        lv[j] = _mm256_shuffle_epi8(levels, nibbles);
     }
-    SPAN_END(sp, acc, macc, G, out, false, 0.f)
+    const bool transposed = G > 1;
+    if (transposed) transpose8x8_epi32(lv, v);
+    const __m256 dsc = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(blk->d)), _mm256_cvtepi32_ps(iq4_xs_scales(blk)));
+    UNROLL_GROUP
+    for (int k = 0; k < G; k++) {
+        const act_chunk *c = act_chunk_of(at, t0 + k, 8 * b);
+        const __m256i offset = Q8_0_UNSIGNED ? _mm256_loadu_si256((const __m256i *)c->sum) : _mm256_setzero_si256();
+        __m256i sums;
+        if (transposed) {
+            const __m256i *y = c->qs_t;
+            __m256i part[2] = {offset, _mm256_setzero_si256()};
+            for (int m = 0; m < 8; m++) part[m & 1] = byte_level_dot_acc(part[m & 1], v[m], _mm256_loadu_si256(y + m));
+            sums = _mm256_add_epi32(part[0], part[1]);
+        } else {
+            const act_block *a = at->blocks + (t0 + k) * at->nb + 8 * b;
+            __m256i p[8];
+            for (int j = 0; j < 8; j++) p[j] = byte_level_dot_acc(_mm256_setzero_si256(), lv[j], _mm256_loadu_si256((const __m256i *)a[j].qs));
+            sums = _mm256_add_epi32(sum_lanes8(p, 0), offset);
+        }
+        const __m256 ad = _mm256_loadu_ps(c->d);
+        acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dsc, ad), acc[k]);
+    }
 }
 
 
@@ -820,54 +787,49 @@ static inline __attribute__((always_inline)) void split_k_unpack(sprout_type typ
  * offset (Q6_K -32, Q3_K -4) taken off through the activations' half sums:
  * sum(x*a) = d*ad*sum(sc*(q-offset)*qa); Q2_K's mins meet those half sums
  * in integer too: - dmin*ad*sum(m*sum(qa)). */
-static inline __attribute__((always_inline)) void split_k_group(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
-                                                                const int G, const k_span *sp, float *out) {
+static inline __attribute__((always_inline)) void split_k_chunk(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
+                                                                const int G, int64_t b, __m256 acc[], __m256 macc[]) {
     const bool with_mins = type == SPROUT_TYPE_Q2_K;
-    __m256 acc[TOKEN_GROUP], macc[TOKEN_GROUP];
-    SPAN_BEGIN(sp, acc, macc, G, with_mins)
-    for (int64_t b = sp->c0; b < sp->c1; b++) {
-        const size_t block_bytes = type == SPROUT_TYPE_Q6_K   ? sizeof(sp_block_q6_K)
-                                   : type == SPROUT_TYPE_Q3_K ? sizeof(sp_block_q3_K)
-                                                              : sizeof(sp_block_q2_K);
-        if (G == 1) decode_prefetch(row + (size_t)b * block_bytes, block_bytes);
-        split_k_block k;
-        split_k_unpack(type, row, b, &k);
-        __m256i v[8];
-        const bool transposed = G > 1; /* one token: horizontal sums instead, as in affine_k_group */
-        if (transposed) transpose8x8_epi32(k.lv, v);
-        UNROLL_GROUP
-        for (int t = 0; t < G; t++) {
-            const act_chunk *c = act_chunk_of(at, t0 + t, 8 * b);
-            const __m256i *y = c->qs_t;
-            /* the offset, times the halves' sums, starts each sum (Q2_K has none: its sums are the plain ones) */
-            const __m256i half_sum = _mm256_loadu_si256((const __m256i *)c->sum), half_sum_hi = _mm256_loadu_si256((const __m256i *)c->sum_hi);
-            __m256i lo = with_mins ? _mm256_setzero_si256() : half_sum, hi = with_mins ? _mm256_setzero_si256() : half_sum_hi;
-            if (transposed) {
-                for (int m = 0; m < 4; m++) {
-                    lo = dot_u8_i8_acc(lo, v[m], _mm256_loadu_si256(y + m));
-                    hi = dot_u8_i8_acc(hi, v[m + 4], _mm256_loadu_si256(y + m + 4));
-                }
-            } else {
-                /* lanes 0-3 of block j's dot hold its first 16 elements, 4-7 its last:
-                 * two levels of pairwise adds leave [first halves | last halves] of
-                 * four blocks per vector */
-                __m256i p[8];
-                super_block_dots(k.lv, at, t0 + t, b, p);
-                const __m256i h0 = _mm256_hadd_epi32(pair_sums(p[0], p[1], true), pair_sums(p[2], p[3], true));
-                const __m256i h1 = _mm256_hadd_epi32(pair_sums(p[4], p[5], true), pair_sums(p[6], p[7], true));
-                lo = _mm256_add_epi32(lo, _mm256_permute2x128_si256(h0, h1, 0x20));
-                hi = _mm256_add_epi32(hi, _mm256_permute2x128_si256(h0, h1, 0x31));
+    const size_t block_bytes = type == SPROUT_TYPE_Q6_K   ? sizeof(sp_block_q6_K)
+                               : type == SPROUT_TYPE_Q3_K ? sizeof(sp_block_q3_K)
+                                                          : sizeof(sp_block_q2_K);
+    if (G == 1) decode_prefetch(row + (size_t)b * block_bytes, block_bytes);
+    split_k_block k;
+    split_k_unpack(type, row, b, &k);
+    __m256i v[8];
+    const bool transposed = G > 1; /* one token: horizontal sums instead, as in affine_k_group */
+    if (transposed) transpose8x8_epi32(k.lv, v);
+    UNROLL_GROUP
+    for (int t = 0; t < G; t++) {
+        const act_chunk *c = act_chunk_of(at, t0 + t, 8 * b);
+        const __m256i *y = c->qs_t;
+        /* the offset, times the halves' sums, starts each sum (Q2_K has none: its sums are the plain ones) */
+        const __m256i half_sum = _mm256_loadu_si256((const __m256i *)c->sum), half_sum_hi = _mm256_loadu_si256((const __m256i *)c->sum_hi);
+        __m256i lo = with_mins ? _mm256_setzero_si256() : half_sum, hi = with_mins ? _mm256_setzero_si256() : half_sum_hi;
+        if (transposed) {
+            for (int m = 0; m < 4; m++) {
+                lo = dot_u8_i8_acc(lo, v[m], _mm256_loadu_si256(y + m));
+                hi = dot_u8_i8_acc(hi, v[m + 4], _mm256_loadu_si256(y + m + 4));
             }
-            const __m256i sums = _mm256_add_epi32(_mm256_mullo_epi32(lo, k.sc_lo), _mm256_mullo_epi32(hi, k.sc_hi));
-            const __m256 ad = _mm256_loadu_ps(c->d);
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(k.d, ad), acc[t]);
-            if (with_mins) {
-                const __m256i mins = _mm256_add_epi32(_mm256_mullo_epi32(half_sum, k.min_lo), _mm256_mullo_epi32(half_sum_hi, k.min_hi));
-                macc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(k.dmin, ad), macc[t]);
-            }
+        } else {
+            /* lanes 0-3 of block j's dot hold its first 16 elements, 4-7 its last:
+             * two levels of pairwise adds leave [first halves | last halves] of
+             * four blocks per vector */
+            __m256i p[8];
+            super_block_dots(k.lv, at, t0 + t, b, p);
+            const __m256i h0 = _mm256_hadd_epi32(pair_sums(p[0], p[1], true), pair_sums(p[2], p[3], true));
+            const __m256i h1 = _mm256_hadd_epi32(pair_sums(p[4], p[5], true), pair_sums(p[6], p[7], true));
+            lo = _mm256_add_epi32(lo, _mm256_permute2x128_si256(h0, h1, 0x20));
+            hi = _mm256_add_epi32(hi, _mm256_permute2x128_si256(h0, h1, 0x31));
+        }
+        const __m256i sums = _mm256_add_epi32(_mm256_mullo_epi32(lo, k.sc_lo), _mm256_mullo_epi32(hi, k.sc_hi));
+        const __m256 ad = _mm256_loadu_ps(c->d);
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(k.d, ad), acc[t]);
+        if (with_mins) {
+            const __m256i mins = _mm256_add_epi32(_mm256_mullo_epi32(half_sum, k.min_lo), _mm256_mullo_epi32(half_sum_hi, k.min_hi));
+            macc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(k.dmin, ad), macc[t]);
         }
     }
-    SPAN_END(sp, acc, macc, G, out, with_mins, -1.f)
 }
 
 
@@ -909,11 +871,112 @@ typedef struct row_span {
     int64_t y_stride;
 } row_span;
 
+/* Chunk c of a row (eight blocks, or one K-quant super-block) against G
+ * tokens from t0: the scales' terms into acc, the mins' into macc. */
+static inline __attribute__((always_inline)) void type_chunk(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
+                                                             const int G, int64_t c, __m256 acc[], __m256 macc[]) {
+    switch (type) {
+    case SPROUT_TYPE_Q4_K:
+    case SPROUT_TYPE_Q5_K: affine_k_chunk(type, row, at, t0, G, c, acc, macc); break;
+    case SPROUT_TYPE_IQ4_XS: iq4_xs_chunk(row, at, t0, G, c, acc); break;
+    case SPROUT_TYPE_Q6_K:
+    case SPROUT_TYPE_Q3_K:
+    case SPROUT_TYPE_Q2_K: split_k_chunk(type, row, at, t0, G, c, acc, macc); break;
+    default: blocks8_chunk(type, row, at, t0, G, c, acc, macc); break;
+    }
+}
+
+/* Whether a type's chunks add mins' terms, and their sign in the output:
+ * the K-quants subtract theirs (x = d*sc*q - dmin*m), Q4_1 and Q5_1 add. */
+static inline bool type_has_mins(sprout_type type) {
+    switch (type) {
+    case SPROUT_TYPE_Q4_K:
+    case SPROUT_TYPE_Q5_K:
+    case SPROUT_TYPE_Q2_K: return true;
+    case SPROUT_TYPE_IQ4_XS:
+    case SPROUT_TYPE_Q6_K:
+    case SPROUT_TYPE_Q3_K: return false;
+    default: return layout_of(type).m >= 0;
+    }
+}
+
+static inline float type_mins_sign(sprout_type type) { return type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K || type == SPROUT_TYPE_Q2_K ? -1.f : 1.f; }
+
+/* A row's output from its accumulators: the lanes summed, the mins' after. */
+static inline __attribute__((always_inline)) float row_output(sprout_type type, __m256 acc, __m256 macc) {
+    return type_has_mins(type) ? hsum256(acc) + type_mins_sign(type) * hsum256(macc) : hsum256(acc);
+}
+
+/* One row's span sp against G tokens (G constant in each copy, so the
+ * accumulators stay in registers). */
+static inline __attribute__((always_inline)) void span_group(sprout_type type, const uint8_t *row, const act_tile *at, const int G,
+                                                             const k_span *sp, float *out) {
+    const bool with_mins = type_has_mins(type);
+    __m256 acc[TOKEN_GROUP], macc[TOKEN_GROUP];
+    UNROLL_GROUP
+    for (int k = 0; k < G; k++) {
+        acc[k] = sp->first ? _mm256_setzero_ps() : sp->state[k];
+        macc[k] = sp->first || !with_mins ? _mm256_setzero_ps() : sp->state[TOKEN_GROUP + k];
+    }
+    for (int64_t c = sp->c0; c < sp->c1; c++) type_chunk(type, row, at, 0, G, c, acc, macc);
+    UNROLL_GROUP
+    for (int k = 0; k < G; k++) {
+        if (!sp->last) {
+            sp->state[k] = acc[k];
+            if (with_mins) sp->state[TOKEN_GROUP + k] = macc[k];
+        } else out[k] = row_output(type, acc[k], macc[k]);
+    }
+}
+
+/* One token against R whole rows side by side, a chunk of each in turn:
+ * R streams of weights in flight at once (the hardware prefetcher and
+ * decode_prefetch follow each), where one row at a time left the core
+ * waiting on the next row's first lines. Each row's arithmetic is
+ * span_group's for one token in one span, so its output is the same
+ * bits. TinyLlama tg64, 2 threads, alternating: Q4_0 32.3 -> 36.6 t/s,
+ * Q8_0 20.0 -> 24.7; one thread Q4_0 19.6 -> 23.7. */
+static inline __attribute__((always_inline)) void rows_side_by_side(sprout_type type, const uint8_t *const rows[], const int R,
+                                                                    const act_tile *at, float *out) {
+    __m256 acc[SP_DECODE_STREAMS], macc[SP_DECODE_STREAMS];
+    for (int r = 0; r < R; r++) acc[r] = macc[r] = _mm256_setzero_ps();
+    for (int64_t c = 0; c < at->nb8 / 8; c++)
+        for (int r = 0; r < R; r++) type_chunk(type, rows[r], at, 0, 1, c, acc + r, macc + r);
+    for (int r = 0; r < R; r++) out[r] = row_output(type, acc[r], macc[r]);
+}
+
+/* Where rows side by side pay: not for Q4_K and Q5_K (and IQ4_XS, in
+ * their lanes), whose one-token chunks are the longest per byte
+ * (TinyLlama Q4_K_M tg128, 2 threads, alternating: 30.4 -> 28.1 t/s with
+ * them side by side, 5 rounds of 6 lost). */
+static inline bool rows_go_side_by_side(sprout_type type) {
+    return type != SPROUT_TYPE_Q4_K && type != SPROUT_TYPE_Q5_K && type != SPROUT_TYPE_IQ4_XS;
+}
+
 /* The rows of rs against G tokens of at (G and type constant in each copy,
- * so the group kernel inlines and its accumulators stay in registers). */
+ * so the chunk kernels inline and their accumulators stay in registers). */
 static inline __attribute__((always_inline)) void group_rows(sprout_type type, const act_tile *at, const int G, const row_span *rs) {
     const sp_weight *w = rs->w;
-    /* one token: the rows in SP_DECODE_STREAMS streams (kernels.h) */
+    if (G == 1 && rs->c0 == 0 && rs->c1 == rs->n_chunks && rows_go_side_by_side(type)) {
+        /* one token, whole rows: SP_DECODE_STREAMS stretches of rows
+         * (kernels.h), a row of each side by side */
+        const int64_t stretch = sp_decode_stretch(rs->o0, rs->o1);
+        for (int64_t i = 0; i < stretch; i++) {
+            const uint8_t *rows[SP_DECODE_STREAMS];
+            int64_t os[SP_DECODE_STREAMS];
+            int n = 0;
+            for (int k = 0; k < SP_DECODE_STREAMS; k++) {
+                const int64_t o = sp_decode_row(rs->o0, rs->o1, stretch, i * SP_DECODE_STREAMS + k);
+                if (o >= 0) os[n] = o, rows[n++] = w->data + (size_t)o * w->row_bytes;
+            }
+            float dots[SP_DECODE_STREAMS];
+            if (n == SP_DECODE_STREAMS) rows_side_by_side(type, rows, SP_DECODE_STREAMS, at, dots);
+            else
+                for (int k = 0; k < n; k++) rows_side_by_side(type, rows + k, 1, at, dots + k);
+            for (int k = 0; k < n; k++) rs->y[os[k]] = dots[k];
+        }
+        return;
+    }
+    /* one token in spans of rows wider than SPAN_TOKEN_CHUNKS chunks: a row at a time, from each stretch in turn */
     const int64_t stretch = G == 1 ? sp_decode_stretch(rs->o0, rs->o1) : rs->o1 - rs->o0;
     const int64_t visits = G == 1 ? stretch * SP_DECODE_STREAMS : stretch;
     for (int64_t k = 0; k < visits; k++) {
@@ -923,15 +986,7 @@ static inline __attribute__((always_inline)) void group_rows(sprout_type type, c
         if (rs->prefetch && o + 2 < rs->o_end) prefetch_span(row + 2 * w->row_bytes, rs->c0, rs->c1, rs->chunk_bytes, w->row_bytes);
         const k_span sp = {rs->c0, rs->c1, rs->c0 == 0, rs->c1 == rs->n_chunks, rs->state ? rs->state[o - rs->o0] : NULL};
         float dots[TOKEN_GROUP];
-        switch (type) {
-        case SPROUT_TYPE_Q4_K:
-        case SPROUT_TYPE_Q5_K: affine_k_group(type, row, at, 0, G, &sp, dots); break;
-        case SPROUT_TYPE_IQ4_XS: iq4_xs_group(row, at, 0, G, &sp, dots); break;
-        case SPROUT_TYPE_Q6_K:
-        case SPROUT_TYPE_Q3_K:
-        case SPROUT_TYPE_Q2_K: split_k_group(type, row, at, 0, G, &sp, dots); break;
-        default: blocks8_group(type, row, at, 0, G, &sp, dots); break;
-        }
+        span_group(type, row, at, G, &sp, dots);
         if (sp.last)
             for (int t = 0; t < G; t++) rs->y[t * rs->y_stride + o] = dots[t];
     }
