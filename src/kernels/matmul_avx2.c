@@ -976,7 +976,8 @@ static inline __attribute__((always_inline)) void group_rows(sprout_type type, c
         }
         return;
     }
-    /* one token in spans of rows wider than SPAN_TOKEN_CHUNKS chunks: a row at a time, from each stretch in turn */
+    /* a row at a time; one token's (rows in spans, or of the types above)
+     * from each stretch in turn */
     const int64_t stretch = G == 1 ? sp_decode_stretch(rs->o0, rs->o1) : rs->o1 - rs->o0;
     const int64_t visits = G == 1 ? stretch * SP_DECODE_STREAMS : stretch;
     for (int64_t k = 0; k < visits; k++) {
