@@ -938,9 +938,13 @@ static inline __attribute__((always_inline)) void span_group(sprout_type type, c
 static inline __attribute__((always_inline)) void rows_side_by_side(sprout_type type, const uint8_t *const rows[], const int R,
                                                                     const act_tile *at, float *out) {
     __m256 acc[SP_DECODE_STREAMS], macc[SP_DECODE_STREAMS];
+    UNROLL_GROUP
     for (int r = 0; r < R; r++) acc[r] = macc[r] = _mm256_setzero_ps();
-    for (int64_t c = 0; c < at->nb8 / 8; c++)
+    for (int64_t c = 0; c < at->nb8 / 8; c++) {
+        UNROLL_GROUP
         for (int r = 0; r < R; r++) type_chunk(type, rows[r], at, 0, 1, c, acc + r, macc + r);
+    }
+    UNROLL_GROUP
     for (int r = 0; r < R; r++) out[r] = row_output(type, acc[r], macc[r]);
 }
 
