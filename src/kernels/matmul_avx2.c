@@ -532,18 +532,14 @@ static inline __attribute__((always_inline)) void blocks8_chunk(sprout_type type
     const bool transpose = type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL || G > 2;
     if (G == 1) decode_prefetch(row + (size_t)b * layout_of(type).bytes, 8 * layout_of(type).bytes);
 #ifdef SP_MATMUL_VNNI
-    if (G == 1 && (type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL) && nb - b >= 8) {
+    /* one token, a whole chunk: the 512-bit kernels of Q4_0 (IQ4_NL) and of Q8_0 (paired activations) */
+    const bool packed = type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL, paired_q8_0 = type == SPROUT_TYPE_Q8_0 && at->paired;
+    if (G == 1 && (packed || paired_q8_0) && nb - b >= 8) {
         const uint8_t *chunk = row + (size_t)b * layout_of(type).bytes;
         const act_chunk *ac = act_chunk_of(at, t0, b);
-        const __m256i sums = packed_chunk_sums(type, chunk, ac);
-        acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(block_scales8(type, row, b, 8), _mm256_loadu_ps(ac->d)), acc[0]);
-        return;
-    }
-    if (G == 1 && type == SPROUT_TYPE_Q8_0 && at->paired && nb - b >= 8) {
-        const uint8_t *chunk = row + (size_t)b * layout_of(type).bytes;
-        const act_chunk *ac = act_chunk_of(at, t0, b);
-        const __m256i sums = q8_0_chunk_sums(chunk, ac);
-        acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(q8_0_chunk_scales(chunk), _mm256_loadu_ps(ac->d)), acc[0]);
+        const __m256i sums = packed ? packed_chunk_sums(type, chunk, ac) : q8_0_chunk_sums(chunk, ac);
+        const __m256 scales = packed ? block_scales8(type, row, b, 8) : q8_0_chunk_scales(chunk);
+        acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(scales, _mm256_loadu_ps(ac->d)), acc[0]);
         return;
     }
 #endif
@@ -797,7 +793,7 @@ static inline __attribute__((always_inline)) void split_k_chunk(sprout_type type
     split_k_block k;
     split_k_unpack(type, row, b, &k);
     __m256i v[8];
-    const bool transposed = G > 1; /* one token: horizontal sums instead, as in affine_k_group */
+    const bool transposed = G > 1; /* one token: horizontal sums instead, as in affine_k_chunk */
     if (transposed) transpose8x8_epi32(k.lv, v);
     UNROLL_GROUP
     for (int t = 0; t < G; t++) {
@@ -886,32 +882,31 @@ static inline __attribute__((always_inline)) void type_chunk(sprout_type type, c
     }
 }
 
-/* Whether a type's chunks add mins' terms, and their sign in the output:
- * the K-quants subtract theirs (x = d*sc*q - dmin*m), Q4_1 and Q5_1 add. */
-static inline bool type_has_mins(sprout_type type) {
+/* How a type's mins' terms (macc) enter a row's output: subtracted for
+ * the K-quants with mins (x = d*sc*q - dmin*m), added for Q4_1 and Q5_1
+ * (x = d*q + m), none for the rest. */
+static inline float type_mins_sign(sprout_type type) {
     switch (type) {
     case SPROUT_TYPE_Q4_K:
     case SPROUT_TYPE_Q5_K:
-    case SPROUT_TYPE_Q2_K: return true;
+    case SPROUT_TYPE_Q2_K: return -1.f;
     case SPROUT_TYPE_IQ4_XS:
     case SPROUT_TYPE_Q6_K:
-    case SPROUT_TYPE_Q3_K: return false;
-    default: return layout_of(type).m >= 0;
+    case SPROUT_TYPE_Q3_K: return 0.f;
+    default: return layout_of(type).m >= 0 ? 1.f : 0.f;
     }
 }
 
-static inline float type_mins_sign(sprout_type type) { return type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K || type == SPROUT_TYPE_Q2_K ? -1.f : 1.f; }
-
 /* A row's output from its accumulators: the lanes summed, the mins' after. */
 static inline __attribute__((always_inline)) float row_output(sprout_type type, __m256 acc, __m256 macc) {
-    return type_has_mins(type) ? hsum256(acc) + type_mins_sign(type) * hsum256(macc) : hsum256(acc);
+    return type_mins_sign(type) != 0.f ? hsum256(acc) + type_mins_sign(type) * hsum256(macc) : hsum256(acc);
 }
 
 /* One row's span sp against G tokens (G constant in each copy, so the
  * accumulators stay in registers). */
 static inline __attribute__((always_inline)) void span_group(sprout_type type, const uint8_t *row, const act_tile *at, const int G,
                                                              const k_span *sp, float *out) {
-    const bool with_mins = type_has_mins(type);
+    const bool with_mins = type_mins_sign(type) != 0.f;
     __m256 acc[TOKEN_GROUP], macc[TOKEN_GROUP];
     UNROLL_GROUP
     for (int k = 0; k < G; k++) {
