@@ -205,6 +205,22 @@ typedef struct act_chunk {
 } act_chunk;
 _Static_assert(sizeof(act_chunk) % 64 == 0, "chunks start on cache lines");
 
+/* How a chunk's qs_t holds its eight blocks' levels: transposed (vector m
+ * holds bytes 4m..4m+3 of every block); for one token with VNNI, Q8_0's
+ * blocks j and j + 4 side by side (q8_0_chunk_sums); for the one-token
+ * paths that take whole blocks in element order, block j in vector j. */
+typedef enum act_order { ACT_TRANSPOSED, ACT_PAIRED, ACT_IN_ORDER } act_order;
+
+/* How a lone token's chunks hold its levels: as its type's one-token
+ * path reads them (blocks8_chunk transposes Q4_0's and IQ4_NL's). Token
+ * groups of one are lone tokens (matmul_int8), so that the order is a
+ * constant in each kernel's copy. */
+static inline act_order one_token_order(sprout_type type) {
+    if (type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL) return ACT_TRANSPOSED;
+    if (Q8_0_UNSIGNED && (type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K)) return ACT_TRANSPOSED; /* affine_k_lane_sums */
+    return type == SPROUT_TYPE_Q8_0 && Q8_0_UNSIGNED ? ACT_PAIRED : ACT_IN_ORDER;
+}
+
 /* A tile's activations: the blocks, and their chunks (nb rounded up to 8,
  * the padding zero) chunk-major, so that the tokens of a group sit at
  * constant distances from one pointer (kept in registers, not in memory). */
@@ -212,9 +228,7 @@ typedef struct act_tile {
     const act_block *blocks; /* token t's at t * nb */
     act_chunk *chunks; /* chunk c of token t at c * CHUNK_ROW + t */
     int64_t nb, nb8;
-    /* Q8_0 for one token with VNNI: qs_t holds the levels of blocks j and
-     * j + 4 side by side (q8_0_chunk_sums), not transposed */
-    bool paired;
+    act_order order;
 } act_tile;
 
 /* A row of chunks holds the tile's tokens and one chunk of padding: rows a
@@ -223,6 +237,21 @@ typedef struct act_tile {
 #define CHUNK_ROW (TOKEN_TILE + 1)
 
 static inline const act_chunk *act_chunk_of(const act_tile *at, int64_t t, int64_t b) { return at->chunks + (b / 8) * CHUNK_ROW + t; }
+
+/* The levels of block b + j (b a multiple of 8) of token t in element
+ * order, for a kernel's copy for G tokens: a lone token's from its chunk
+ * (one_token_order: in order, or Q8_0's pairs), at constant offsets on
+ * cache lines (a block's 32 bytes at its 40-byte stride straddle two
+ * lines every other time, and such a load costs two); else from the
+ * blocks. */
+static inline __attribute__((always_inline)) __m256i block_levels(sprout_type type, const int G, const act_tile *at, int64_t t, int64_t b,
+                                                                  int j) {
+    if (G == 1 && one_token_order(type) != ACT_TRANSPOSED) {
+        const int v = one_token_order(type) == ACT_PAIRED ? (j < 4 ? 2 * j : 2 * (j - 4) + 1) : j;
+        return _mm256_load_si256(act_chunk_of(at, t, b)->qs_t + v);
+    }
+    return _mm256_loadu_si256((const __m256i *)at->blocks[t * at->nb + b + j].qs);
+}
 
 /* The chunks [c0, c1) of a row that one call covers: rows wider than
  * SPAN_CHUNKS chunks are done in spans, so that a token group's
@@ -394,12 +423,11 @@ static inline __attribute__((always_inline)) __m256 load_blocks8(sprout_type typ
  * The block sums come from transposed levels, or (transposed false) from
  * whole blocks and horizontal adds: fewer shuffles for a single token. The
  * sums are exact integers either way, so the result is the same. */
-static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_type type, const __m256i v[8], __m256 dw, __m256 mw,
+static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_type type, const int G, const __m256i v[8], __m256 dw, __m256 mw,
                                                                        const act_tile *at, int64_t t, int64_t b, bool transposed,
                                                                        __m256 acc, __m256 *macc) {
     const act_chunk *c = act_chunk_of(at, t, b);
     const __m256i *y = c->qs_t;
-    const act_block *a = at->blocks + t * at->nb + b;
     const bool byte_levels = type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_IQ4_NL; /* 8-bit: signed without VNNI */
     const bool has_min = layout_of(type).m >= 0, has_offset = !has_min && (!byte_levels || Q8_0_UNSIGNED);
     /* with an offset, c->sum is minus the offset times the activations' sums: the correction starts the sum */
@@ -416,7 +444,7 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
         __m256i p[8];
         for (int j = 0; j < 8; j++) {
             /* padding blocks have zero levels; their activations may be anything but are finite */
-            const __m256i yj = b + j < at->nb ? _mm256_loadu_si256((const __m256i *)a[j].qs) : _mm256_setzero_si256();
+            const __m256i yj = b + j < at->nb ? block_levels(type, G, at, t, b, j) : _mm256_setzero_si256();
             p[j] = byte_levels ? byte_level_dot_acc(_mm256_setzero_si256(), v[j], yj) : dot_u8_i8(v[j], yj);
         }
         sums = sum_lanes8(p, byte_levels ? 0 : 2);
@@ -485,7 +513,7 @@ static inline __attribute__((always_inline)) __m256i packed_chunk_sums(sprout_ty
 #ifdef SP_MATMUL_VNNI
 /* One token against a whole chunk of eight Q8_0 blocks in 512-bit
  * registers: block j's levels (made unsigned) beside block j + 4's meet
- * the paired activations (act_tile.paired) in one vpdpbusd, and shuffles
+ * the paired activations (ACT_PAIRED) in one vpdpbusd, and shuffles
  * and adds within 128-bit lanes gather each block's eight partial sums
  * into lane j: the exact sums accumulate_blocks8 forms (the offset's sum
  * added last), in about 50 instructions a chunk instead of about 80
@@ -533,7 +561,7 @@ static inline __attribute__((always_inline)) void blocks8_chunk(sprout_type type
     if (G == 1) decode_prefetch(row + (size_t)b * layout_of(type).bytes, 8 * layout_of(type).bytes);
 #ifdef SP_MATMUL_VNNI
     /* one token, a whole chunk: the 512-bit kernels of Q4_0 (IQ4_NL) and of Q8_0 (paired activations) */
-    const bool packed = type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL, paired_q8_0 = type == SPROUT_TYPE_Q8_0 && at->paired;
+    const bool packed = type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL, paired_q8_0 = type == SPROUT_TYPE_Q8_0 && at->order == ACT_PAIRED;
     if (G == 1 && (packed || paired_q8_0) && nb - b >= 8) {
         const uint8_t *chunk = row + (size_t)b * layout_of(type).bytes;
         const act_chunk *ac = act_chunk_of(at, t0, b);
@@ -548,7 +576,7 @@ static inline __attribute__((always_inline)) void blocks8_chunk(sprout_type type
     /* whole chunks with a constant count, so that its per-block checks fold away */
     const __m256 dw = nb - b >= 8 ? load_blocks8(type, row, b, 8, transpose, v, &mw) : load_blocks8(type, row, b, (int)(nb - b), transpose, v, &mw);
     UNROLL_GROUP
-    for (int k = 0; k < G; k++) acc[k] = accumulate_blocks8(type, v, dw, mw, at, t0 + k, b, transpose, acc[k], &macc[k]);
+    for (int k = 0; k < G; k++) acc[k] = accumulate_blocks8(type, G, v, dw, mw, at, t0 + k, b, transpose, acc[k], &macc[k]);
 }
 
 /* Token t's activations in the transposed layout, with its scales and
@@ -560,8 +588,10 @@ static void prepare_act_tile(act_tile *at, int64_t t, int sum_factor, bool split
         for (int j = 0; j < 8; j++)
             q[j] = b + j < at->nb ? _mm256_loadu_si256((const __m256i *)blocks[b + j].qs) : _mm256_setzero_si256();
         __m256i v[8];
-        if (at->paired)
+        if (at->order == ACT_PAIRED)
             for (int j = 0; j < 4; j++) v[2 * j] = q[j], v[2 * j + 1] = q[j + 4];
+        else if (at->order == ACT_IN_ORDER)
+            for (int j = 0; j < 8; j++) v[j] = q[j];
         else transpose8x8_epi32(q, v);
         act_chunk *c = at->chunks + (b / 8) * CHUNK_ROW + t;
         for (int m = 0; m < 8; m++) _mm256_storeu_si256(c->qs_t + m, v[m]);
@@ -581,10 +611,9 @@ static void prepare_act_tile(act_tile *at, int64_t t, int sum_factor, bool split
 /* One token against a K-quant super-block's eight runs of 32 levels in
  * element order (lv): p[j] holds run j's products summed in fours, for a
  * horizontal sum to finish (the one-token path, without the transposes). */
-static inline __attribute__((always_inline)) void super_block_dots(const __m256i lv[8], const act_tile *at, int64_t t, int64_t b,
+static inline __attribute__((always_inline)) void super_block_dots(sprout_type type, const __m256i lv[8], const act_tile *at, int64_t t, int64_t b,
                                                                    __m256i p[8]) {
-    const act_block *a = at->blocks + t * at->nb + 8 * b;
-    for (int j = 0; j < 8; j++) p[j] = dot_u8_i8(lv[j], _mm256_loadu_si256((const __m256i *)a[j].qs));
+    for (int j = 0; j < 8; j++) p[j] = dot_u8_i8(lv[j], block_levels(type, 1, at, t, 8 * b, j));
 }
 
 /* Bit `from` of every byte of v, moved to bit `to` (the rest zero): a
@@ -611,6 +640,43 @@ static inline __m128i k_scales_mins(const uint8_t *scales) {
 }
 
 
+#ifdef SP_MATMUL_VNNI
+/* One token against a Q4_K (Q5_K) super-block in 512-bit registers, its
+ * sub-blocks in lanes against the transposed activations, as
+ * packed_chunk_sums does Q4_0: dword permutes gather dword m of every
+ * sub-block's levels into lane j (lanes 8-15: dword m + 1), sub-block j's
+ * being nibble j % 2 of qs dword 8 (j / 2) + m, which a per-lane shift
+ * takes to the low nibble; Q5_K's fifth bit of byte k is bit j of qh
+ * byte k, a dword rotate by 4 - j (modulo 32, as 32 is a multiple of 8)
+ * takes it to bit 4. The eight exact sums in lane j, without horizontal
+ * adds. */
+static inline __attribute__((always_inline)) __m256i affine_k_lane_sums(const uint8_t *qs, const uint8_t *qh, const act_chunk *c) {
+#define PAIRS(m) (m), (m), 8 + (m), 8 + (m), 16 + (m), 16 + (m), 24 + (m), 24 + (m)
+    static const int32_t gather[4][16] __attribute__((aligned(64))) = {
+        {PAIRS(0), PAIRS(1)}, {PAIRS(2), PAIRS(3)}, {PAIRS(4), PAIRS(5)}, {PAIRS(6), PAIRS(7)}};
+#undef PAIRS
+    const __m512i nibble_shift = _mm512_set_epi32(4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0);
+    const __m512i fifth_bit_turn = _mm512_set_epi32(29, 30, 31, 0, 1, 2, 3, 4, 29, 30, 31, 0, 1, 2, 3, 4);
+    const __m512i low4 = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
+    const __m512i lo = _mm512_loadu_si512(qs), hi = _mm512_loadu_si512(qs + 64);
+    const __m512i hb = qh ? _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)qh)) : _mm512_setzero_si512();
+    __m512i part[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+    for (int h = 0; h < 4; h++) {
+        const __m512i dwords = _mm512_permutex2var_epi32(lo, _mm512_load_si512(gather[h]), hi);
+        __m512i levels = _mm512_and_si512(_mm512_srlv_epi32(dwords, nibble_shift), low4);
+        if (qh) { /* lanes 0-7: qh dword 2h, 8-15: 2h + 1; levels | (turned & bit4) */
+            const __m512i bits = _mm512_permutexvar_epi32(_mm512_set_epi32(2 * h + 1, 2 * h + 1, 2 * h + 1, 2 * h + 1, 2 * h + 1, 2 * h + 1,
+                                                                           2 * h + 1, 2 * h + 1, 2 * h, 2 * h, 2 * h, 2 * h, 2 * h, 2 * h, 2 * h, 2 * h),
+                                                          hb);
+            levels = _mm512_ternarylogic_epi32(levels, _mm512_rolv_epi32(bits, fifth_bit_turn), bit4, 0xF8);
+        }
+        part[h & 1] = _mm512_dpbusd_epi32(part[h & 1], levels, _mm512_load_si512(c->qs_t + 2 * h));
+    }
+    const __m512i both = _mm512_add_epi32(part[0], part[1]);
+    return _mm256_add_epi32(_mm512_castsi512_si256(both), _mm512_extracti64x4_epi64(both, 1));
+}
+#endif
+
 /* Q4_K and Q5_K in the same layout: a super-block's eight sub-blocks of 32
  * are the eight lanes (sub-block 2i is the low nibbles of qs[32i..], 2i+1
  * the high ones, Q5_K's fifth bits from qh), so after one 8x8 transpose of
@@ -625,6 +691,20 @@ static inline __attribute__((always_inline)) void affine_k_chunk(sprout_type typ
     const sp_affine_k_block blk = sp_affine_k_block_at(type == SPROUT_TYPE_Q5_K, row, b);
     const uint16_t d16 = blk.d, dmin16 = blk.dmin;
     const uint8_t *scales = blk.scales, *qs = blk.qs, *qh = blk.qh;
+    const __m128i sm = k_scales_mins(scales);
+    /* d and dmin side by side, widened once: [d, dmin] in every pair of lanes */
+    const __m256 d_dmin = _mm256_cvtph_ps(_mm_set1_epi32((int)((uint32_t)d16 | (uint32_t)dmin16 << 16)));
+    const __m256 dsc = _mm256_mul_ps(_mm256_moveldup_ps(d_dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm)));
+    const __m256 dm = _mm256_mul_ps(_mm256_movehdup_ps(d_dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8))));
+#ifdef SP_MATMUL_VNNI
+    if (G == 1) {
+        const act_chunk *c = act_chunk_of(at, t0, 8 * b);
+        const __m256i sums = affine_k_lane_sums(qs, qh, c);
+        acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dsc, _mm256_loadu_ps(c->d)), acc[0]);
+        macc[0] = _mm256_fmadd_ps(dm, _mm256_loadu_ps(c->dsum), macc[0]);
+        return;
+    }
+#endif
     __m256i lv[8], v[8];
     const __m256i hb = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
     for (int i = 0; i < 4; i++) {
@@ -639,9 +719,6 @@ static inline __attribute__((always_inline)) void affine_k_chunk(sprout_type typ
      * exact integers */
     const bool transposed = G > 1;
     if (transposed) transpose8x8_epi32(lv, v);
-    const __m128i sm = k_scales_mins(scales);
-    const __m256 dsc = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(d16)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm)));
-    const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(dmin16)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8))));
     UNROLL_GROUP
     for (int k = 0; k < G; k++) {
         const act_chunk *c = act_chunk_of(at, t0 + k, 8 * b);
@@ -653,7 +730,7 @@ static inline __attribute__((always_inline)) void affine_k_chunk(sprout_type typ
             sums = _mm256_add_epi32(part[0], part[1]);
         } else {
             __m256i p[8];
-            super_block_dots(lv, at, t0 + k, b, p);
+            super_block_dots(type, lv, at, t0 + k, b, p);
             sums = sum_lanes8(p, 2);
         }
         const __m256 ad = _mm256_loadu_ps(c->d);
@@ -707,9 +784,8 @@ static inline __attribute__((always_inline)) void iq4_xs_chunk(const uint8_t *ro
             for (int m = 0; m < 8; m++) part[m & 1] = byte_level_dot_acc(part[m & 1], v[m], _mm256_loadu_si256(y + m));
             sums = _mm256_add_epi32(part[0], part[1]);
         } else {
-            const act_block *a = at->blocks + (t0 + k) * at->nb + 8 * b;
             __m256i p[8];
-            for (int j = 0; j < 8; j++) p[j] = byte_level_dot_acc(_mm256_setzero_si256(), lv[j], _mm256_loadu_si256((const __m256i *)a[j].qs));
+            for (int j = 0; j < 8; j++) p[j] = byte_level_dot_acc(_mm256_setzero_si256(), lv[j], block_levels(SPROUT_TYPE_IQ4_XS, 1, at, t0 + k, 8 * b, j));
             sums = _mm256_add_epi32(sum_lanes8(p, 0), offset);
         }
         const __m256 ad = _mm256_loadu_ps(c->d);
@@ -812,7 +888,7 @@ static inline __attribute__((always_inline)) void split_k_chunk(sprout_type type
              * two levels of pairwise adds leave [first halves | last halves] of
              * four blocks per vector */
             __m256i p[8];
-            super_block_dots(k.lv, at, t0 + t, b, p);
+            super_block_dots(type, k.lv, at, t0 + t, b, p);
             const __m256i h0 = _mm256_hadd_epi32(pair_sums(p[0], p[1], true), pair_sums(p[2], p[3], true));
             const __m256i h1 = _mm256_hadd_epi32(pair_sums(p[4], p[5], true), pair_sums(p[6], p[7], true));
             lo = _mm256_add_epi32(lo, _mm256_permute2x128_si256(h0, h1, 0x20));
@@ -1046,7 +1122,7 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, co
     for (int64_t t0 = 0; t0 < n_tokens; t0 += TOKEN_TILE) {
         const int64_t tn = n_tokens - t0 < TOKEN_TILE ? n_tokens - t0 : TOKEN_TILE;
         at.blocks = xq ? xq + t0 * nb : own_blocks;
-        at.paired = Q8_0_UNSIGNED && type == SPROUT_TYPE_Q8_0 && tn == 1;
+        at.order = tn > 1 ? ACT_TRANSPOSED : one_token_order(type);
         for (int64_t t = 0; t < tn; t++) {
             if (!xq) quantize_activations(x + (t0 + t) * x_stride, w->n_in, own_blocks + t * nb);
             /* a scale per 16 elements wants the sums of each half */
@@ -1062,8 +1138,10 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, co
                                                                 : budget_rows;
         for (int64_t ob = o0; ob < o1; ob += row_block) {
             const int64_t oe = o1 - ob < row_block ? o1 : ob + row_block;
-            for (int64_t tg = 0; tg < tn; tg += TOKEN_GROUP) {
-                const int64_t gn = tn - tg < TOKEN_GROUP ? tn - tg : TOKEN_GROUP;
+            /* groups of near-equal size: one token alone is a lone token (one_token_order) */
+            const int64_t n_groups = (tn + TOKEN_GROUP - 1) / TOKEN_GROUP;
+            for (int64_t g = 0; g < n_groups; g++) {
+                const int64_t tg = g * tn / n_groups, gn = (g + 1) * tn / n_groups - tg;
                 act_tile view = at;
                 view.chunks += tg, view.blocks += tg * nb;
                 const int64_t span_chunks = SPAN_TOKEN_CHUNKS / gn;
