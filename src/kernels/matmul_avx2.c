@@ -217,7 +217,8 @@ typedef enum act_order { ACT_TRANSPOSED, ACT_PAIRED, ACT_IN_ORDER } act_order;
  * constant in each kernel's copy. */
 static inline act_order one_token_order(sprout_type type) {
     if (type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL) return ACT_TRANSPOSED;
-    if (Q8_0_UNSIGNED && (type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K)) return ACT_TRANSPOSED; /* affine_k_lane_sums */
+    if (Q8_0_UNSIGNED && (type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K || type == SPROUT_TYPE_Q6_K))
+        return ACT_TRANSPOSED; /* affine_k_lane_sums, q6_K_lane_sums */
     return type == SPROUT_TYPE_Q8_0 && Q8_0_UNSIGNED ? ACT_PAIRED : ACT_IN_ORDER;
 }
 
@@ -852,6 +853,46 @@ static inline __attribute__((always_inline)) void split_k_unpack(sprout_type typ
     k->sc_lo = _mm256_cvtepi8_epi32(sc), k->sc_hi = _mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8));
 }
 
+#ifdef SP_MATMUL_VNNI
+/* One token against a Q6_K super-block in 512-bit registers, as
+ * affine_k_lane_sums does Q4_K: lane j holds dword m of block j's levels
+ * (lanes 8-15: m + 1). Block j = 4H + r takes nibble r / 2 of ql dword
+ * 16H + 8 (r % 2) + m and bits 2r, 2r + 1 of qh dword 8H + m, which a
+ * dword rotate by 4 - 2r (modulo 32) takes to bits 4 and 5. The sums of
+ * dwords 0-3 (first 16 elements) and 4-7 go apart, each started by the
+ * offset's half sums, and meet their scales in one multiply: the exact
+ * integers of split_k_chunk. */
+static inline __attribute__((always_inline)) __m256i q6_K_lane_sums(const sp_block_q6_K *w, const act_chunk *c) {
+#define QL(m) (m), 8 + (m), (m), 8 + (m), 16 + (m), 24 + (m), 16 + (m), 24 + (m)
+#define QH(m) (m), (m), (m), (m), 8 + (m), 8 + (m), 8 + (m), 8 + (m)
+    static const int32_t ql_gather[4][16] __attribute__((aligned(64))) = {{QL(0), QL(1)}, {QL(2), QL(3)}, {QL(4), QL(5)}, {QL(6), QL(7)}};
+    static const int32_t qh_gather[4][16] __attribute__((aligned(64))) = {{QH(0), QH(1)}, {QH(2), QH(3)}, {QH(4), QH(5)}, {QH(6), QH(7)}};
+#undef QL
+#undef QH
+    const __m512i nibble_shift = _mm512_set_epi32(4, 4, 0, 0, 4, 4, 0, 0, 4, 4, 0, 0, 4, 4, 0, 0);
+    const __m512i high_bits_turn = _mm512_set_epi32(30, 0, 2, 4, 30, 0, 2, 4, 30, 0, 2, 4, 30, 0, 2, 4);
+    const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+    const __m512i ql_lo = _mm512_loadu_si512(w->ql), ql_hi = _mm512_loadu_si512(w->ql + 64), qh = _mm512_loadu_si512(w->qh);
+    /* halves 0 (dwords 0-3) and 1 (4-7), each from the offset's half sums */
+    __m512i part[2] = {_mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)c->sum)),
+                       _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)c->sum_hi))};
+    for (int h = 0; h < 4; h++) {
+        const __m512i low = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(ql_lo, _mm512_load_si512(ql_gather[h]), ql_hi), nibble_shift), low4);
+        const __m512i high = _mm512_rolv_epi32(_mm512_permutexvar_epi32(_mm512_load_si512(qh_gather[h]), qh), high_bits_turn);
+        const __m512i levels = _mm512_ternarylogic_epi32(low, high, bits45, 0xF8); /* low | (high & bits45) */
+        part[h / 2] = _mm512_dpbusd_epi32(part[h / 2], levels, _mm512_load_si512(c->qs_t + 2 * h));
+    }
+    /* [first halves | last halves], each the sum of its part's two dwords' lanes */
+    const __m512i halves = _mm512_add_epi32(_mm512_shuffle_i64x2(part[0], part[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                            _mm512_shuffle_i64x2(part[0], part[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    /* the scales, even (first halves) and odd (last halves) apart */
+    const __m128i split = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    const __m512i scales = _mm512_cvtepi8_epi32(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)w->scales), split));
+    const __m512i scaled = _mm512_mullo_epi32(halves, scales);
+    return _mm256_add_epi32(_mm512_castsi512_si256(scaled), _mm512_extracti64x4_epi64(scaled, 1));
+}
+#endif
+
 /* Q6_K, Q3_K and Q2_K in lanes: the eight activation blocks of a
  * super-block are the lanes; their first and last 16 elements have a scale
  * each, so the level sums are kept per half (vectors 0-3 hold elements
@@ -866,6 +907,15 @@ static inline __attribute__((always_inline)) void split_k_chunk(sprout_type type
                                : type == SPROUT_TYPE_Q3_K ? sizeof(sp_block_q3_K)
                                                           : sizeof(sp_block_q2_K);
     if (G == 1) decode_prefetch(row + (size_t)b * block_bytes, block_bytes);
+#ifdef SP_MATMUL_VNNI
+    if (G == 1 && type == SPROUT_TYPE_Q6_K) {
+        const sp_block_q6_K *w = (const sp_block_q6_K *)row + b;
+        const act_chunk *c = act_chunk_of(at, t0, 8 * b);
+        const __m256i sums = q6_K_lane_sums(w, c);
+        acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(w->d)), _mm256_loadu_ps(c->d)), acc[0]);
+        return;
+    }
+#endif
     split_k_block k;
     split_k_unpack(type, row, b, &k);
     __m256i v[8];
