@@ -1069,13 +1069,13 @@ static inline __attribute__((always_inline)) void rows_side_by_side(sprout_type 
     for (int r = 0; r < R; r++) out[r] = row_output(type, acc[r], macc[r]);
 }
 
-/* Where rows side by side pay: not for Q4_K and Q5_K (and IQ4_XS, in
- * their lanes), whose one-token chunks are the longest per byte
- * (TinyLlama Q4_K_M tg128, 2 threads, alternating: 30.4 -> 28.1 t/s with
- * them side by side, 5 rounds of 6 lost). */
-static inline bool rows_go_side_by_side(sprout_type type) {
-    return type != SPROUT_TYPE_Q4_K && type != SPROUT_TYPE_Q5_K && type != SPROUT_TYPE_IQ4_XS;
-}
+/* Where rows side by side pay: not for IQ4_XS, whose one-token chunks
+ * are the longest per byte. Q4_K and Q5_K lost with their 256-bit chunks
+ * of horizontal sums (TinyLlama Q4_K_M tg128, 2 threads, alternating: 30.4
+ * -> 28.1 t/s, 5 rounds of 6 lost) and win with their lanes
+ * (affine_k_lane_sums; all-Q4_K TinyLlama 30.8 -> 34.3, Q5_K_M 26.5 ->
+ * 28.1, 9 rounds of 10 won). */
+static inline bool rows_go_side_by_side(sprout_type type) { return type != SPROUT_TYPE_IQ4_XS; }
 
 /* The rows of rs against G tokens of at (G and type constant in each copy,
  * so the chunk kernels inline and their accumulators stay in registers). */
