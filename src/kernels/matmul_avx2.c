@@ -562,7 +562,7 @@ static inline __attribute__((always_inline)) void blocks8_chunk(sprout_type type
     if (G == 1) decode_prefetch(row + (size_t)b * layout_of(type).bytes, 8 * layout_of(type).bytes);
 #ifdef SP_MATMUL_VNNI
     /* one token, a whole chunk: the 512-bit kernels of Q4_0 (IQ4_NL) and of Q8_0 (paired activations) */
-    const bool packed = type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL, paired_q8_0 = type == SPROUT_TYPE_Q8_0 && at->order == ACT_PAIRED;
+    const bool packed = type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL, paired_q8_0 = one_token_order(type) == ACT_PAIRED;
     if (G == 1 && (packed || paired_q8_0) && nb - b >= 8) {
         const uint8_t *chunk = row + (size_t)b * layout_of(type).bytes;
         const act_chunk *ac = act_chunk_of(at, t0, b);
@@ -580,7 +580,7 @@ static inline __attribute__((always_inline)) void blocks8_chunk(sprout_type type
     for (int k = 0; k < G; k++) acc[k] = accumulate_blocks8(type, G, v, dw, mw, at, t0 + k, b, transpose, acc[k], &macc[k]);
 }
 
-/* Token t's activations in the transposed layout, with its scales and
+/* Token t's activations in the tile's order (act_order), with its scales and
  * offset-weighted sums (offset: what the weight type adds to its levels). */
 static void prepare_act_tile(act_tile *at, int64_t t, int sum_factor, bool split_sums) {
     const act_block *blocks = at->blocks + t * at->nb;
