@@ -681,8 +681,8 @@ static inline __attribute__((always_inline)) __m256i affine_k_lane_sums(const ui
 /* Q4_K and Q5_K in the same layout: a super-block's eight sub-blocks of 32
  * are the eight lanes (sub-block 2i is the low nibbles of qs[32i..], 2i+1
  * the high ones, Q5_K's fifth bits from qh), so after one 8x8 transpose of
- * the levels (one token: horizontal sums instead), eight vpdpbusd give
- * every sub-block's sum; scales and mins
+ * the levels (one token: affine_k_lane_sums with VNNI, horizontal sums
+ * without), eight vpdpbusd give every sub-block's sum; scales and mins
  * then apply as vectors: sum(x*a) = d*sc*ad*sum(q*qa) - dmin*m*ad*sum(qa). */
 static inline __attribute__((always_inline)) void affine_k_chunk(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
                                                                  const int G, int64_t b, __m256 acc[], __m256 macc[]) {
