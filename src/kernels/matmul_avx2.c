@@ -466,33 +466,29 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
  * three). Masked dword permutes gather the chunk's packed levels
  * already transposed, dwords of four levels from eight blocks side by
  * side: block j's dword m is at byte 18 j + 2 + 4 m, on a 4-byte boundary
- * 2 bytes into the chunk for even j (dword 9 j / 2 + m from there), at its
- * start for odd j (dword (9 j + 1) / 2 + m), and block 7's lie past the
- * first 128 bytes (the loads reach byte 143, the chunk's last). Lanes 0-7
+ * 2 bytes into the chunk for even j (dword 9 j / 2 + m from there), 16
+ * bytes in for odd j (dword (9 j - 7) / 2 + m): two 128-byte windows,
+ * one two-source permute each (the second reaches byte 143, the chunk's
+ * last; a window at the start left block 7 to a third permute). Lanes 0-7
  * hold dword m of each block, lanes 8-15 dword m + 1: the transposed
  * activations of m and m + 1 are one load. */
 static inline __attribute__((always_inline)) __m256i packed_chunk_sums(sprout_type type, const uint8_t *chunk, const act_chunk *c) {
 #define FROM_EVEN(m) (m), 0, 9 + (m), 0, 18 + (m), 0, 27 + (m), 0
-#define FROM_ODD(m) 0, 5 + (m), 0, 14 + (m), 0, 23 + (m), 0, 0
+#define FROM_ODD(m) 0, 1 + (m), 0, 10 + (m), 0, 19 + (m), 0, 28 + (m)
     static const int32_t even01[16] __attribute__((aligned(64))) = {FROM_EVEN(0), FROM_EVEN(1)};
     static const int32_t even23[16] __attribute__((aligned(64))) = {FROM_EVEN(2), FROM_EVEN(3)};
     static const int32_t odd01[16] __attribute__((aligned(64))) = {FROM_ODD(0), FROM_ODD(1)};
     static const int32_t odd23[16] __attribute__((aligned(64))) = {FROM_ODD(2), FROM_ODD(3)};
-    static const int32_t last01[16] __attribute__((aligned(64))) = {[7] = 0, [15] = 1};
-    static const int32_t last23[16] __attribute__((aligned(64))) = {[7] = 2, [15] = 3};
 #undef FROM_EVEN
 #undef FROM_ODD
-    const __mmask16 even = 0x5555, odd = 0x2A2A, last = 0x8080;
-    const __m512i lo_a = _mm512_loadu_si512(chunk), hi_a = _mm512_loadu_si512(chunk + 64);
+    const __mmask16 even = 0x5555, odd = 0xAAAA;
     const __m512i lo_b = _mm512_loadu_si512(chunk + 2), hi_b = _mm512_loadu_si512(chunk + 66);
-    const __m512i tail = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(chunk + 128)));
+    const __m512i lo_c = _mm512_loadu_si512(chunk + 16), hi_c = _mm512_loadu_si512(chunk + 80);
     __m512i packed[2];
     packed[0] = _mm512_or_si512(_mm512_maskz_permutex2var_epi32(even, lo_b, _mm512_load_si512(even01), hi_b),
-                                _mm512_maskz_permutex2var_epi32(odd, lo_a, _mm512_load_si512(odd01), hi_a));
-    packed[0] = _mm512_mask_permutexvar_epi32(packed[0], last, _mm512_load_si512(last01), tail);
+                                _mm512_maskz_permutex2var_epi32(odd, lo_c, _mm512_load_si512(odd01), hi_c));
     packed[1] = _mm512_or_si512(_mm512_maskz_permutex2var_epi32(even, lo_b, _mm512_load_si512(even23), hi_b),
-                                _mm512_maskz_permutex2var_epi32(odd, lo_a, _mm512_load_si512(odd23), hi_a));
-    packed[1] = _mm512_mask_permutexvar_epi32(packed[1], last, _mm512_load_si512(last23), tail);
+                                _mm512_maskz_permutex2var_epi32(odd, lo_c, _mm512_load_si512(odd23), hi_c));
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     __m512i part[2];
     for (int h = 0; h < 2; h++) {
