@@ -229,7 +229,6 @@ typedef struct act_tile {
     const act_block *blocks; /* token t's at t * nb */
     act_chunk *chunks; /* chunk c of token t at c * CHUNK_ROW + t */
     int64_t nb, nb8;
-    act_order order;
 } act_tile;
 
 /* A row of chunks holds the tile's tokens and one chunk of padding: rows a
@@ -458,6 +457,11 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
 }
 
 #ifdef SP_MATMUL_VNNI
+/* v's two 256-bit halves added: lane j, lanes j and j + 8 of v (the
+ * one-token lane kernels' partial sums of dwords m and m + 1, or of a
+ * block's two halves). */
+static inline __m256i add_halves(__m512i v) { return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)); }
+
 /* One token against a whole chunk of eight Q4_0 (IQ4_NL) blocks, in 512-bit
  * registers: the exact block sums, as accumulate_blocks8 forms them
  * (lane j, block j, the offset's sum first), in fewer instructions than
@@ -503,7 +507,7 @@ static inline __attribute__((always_inline)) __m256i packed_chunk_sums(sprout_ty
         part[h] = _mm512_dpbusd_epi32(part[h], hi, _mm512_load_si512(c->qs_t + 4 + 2 * h));
     }
     const __m512i both = _mm512_add_epi32(part[0], part[1]);
-    return _mm256_add_epi32(_mm512_castsi512_si256(both), _mm512_extracti64x4_epi64(both, 1));
+    return add_halves(both);
 }
 #endif
 
@@ -576,18 +580,18 @@ static inline __attribute__((always_inline)) void blocks8_chunk(sprout_type type
     for (int k = 0; k < G; k++) acc[k] = accumulate_blocks8(type, G, v, dw, mw, at, t0 + k, b, transpose, acc[k], &macc[k]);
 }
 
-/* Token t's activations in the tile's order (act_order), with its scales and
+/* Token t's activations in the given order (act_order), with its scales and
  * offset-weighted sums (offset: what the weight type adds to its levels). */
-static void prepare_act_tile(act_tile *at, int64_t t, int sum_factor, bool split_sums) {
+static void prepare_act_tile(act_tile *at, act_order order, int64_t t, int sum_factor, bool split_sums) {
     const act_block *blocks = at->blocks + t * at->nb;
     for (int64_t b = 0; b < at->nb8; b += 8) {
         __m256i q[8];
         for (int j = 0; j < 8; j++)
             q[j] = b + j < at->nb ? _mm256_loadu_si256((const __m256i *)blocks[b + j].qs) : _mm256_setzero_si256();
         __m256i v[8];
-        if (at->order == ACT_PAIRED)
+        if (order == ACT_PAIRED)
             for (int j = 0; j < 4; j++) v[2 * j] = q[j], v[2 * j + 1] = q[j + 4];
-        else if (at->order == ACT_IN_ORDER)
+        else if (order == ACT_IN_ORDER)
             for (int j = 0; j < 8; j++) v[j] = q[j];
         else transpose8x8_epi32(q, v);
         act_chunk *c = at->chunks + (b / 8) * CHUNK_ROW + t;
@@ -670,7 +674,7 @@ static inline __attribute__((always_inline)) __m256i affine_k_lane_sums(const ui
         part[h & 1] = _mm512_dpbusd_epi32(part[h & 1], levels, _mm512_load_si512(c->qs_t + 2 * h));
     }
     const __m512i both = _mm512_add_epi32(part[0], part[1]);
-    return _mm256_add_epi32(_mm512_castsi512_si256(both), _mm512_extracti64x4_epi64(both, 1));
+    return add_halves(both);
 }
 #endif
 
@@ -885,7 +889,7 @@ static inline __attribute__((always_inline)) __m256i q6_K_lane_sums(const sp_blo
     const __m128i split = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
     const __m512i scales = _mm512_cvtepi8_epi32(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)w->scales), split));
     const __m512i scaled = _mm512_mullo_epi32(halves, scales);
-    return _mm256_add_epi32(_mm512_castsi512_si256(scaled), _mm512_extracti64x4_epi64(scaled, 1));
+    return add_halves(scaled);
 }
 #endif
 
@@ -1168,11 +1172,11 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, co
     for (int64_t t0 = 0; t0 < n_tokens; t0 += TOKEN_TILE) {
         const int64_t tn = n_tokens - t0 < TOKEN_TILE ? n_tokens - t0 : TOKEN_TILE;
         at.blocks = xq ? xq + t0 * nb : own_blocks;
-        at.order = tn > 1 ? ACT_TRANSPOSED : one_token_order(type);
+        const act_order order = tn > 1 ? ACT_TRANSPOSED : one_token_order(type);
         for (int64_t t = 0; t < tn; t++) {
             if (!xq) quantize_activations(x + (t0 + t) * x_stride, w->n_in, own_blocks + t * nb);
             /* a scale per 16 elements wants the sums of each half */
-            prepare_act_tile(&at, t, sum_factor, sp_scale_per_16(type));
+            prepare_act_tile(&at, order, t, sum_factor, sp_scale_per_16(type));
         }
         /* rows go in blocks whose weights serve several token groups or
          * spans from cache; one group in one span takes them all at once */

@@ -27,7 +27,7 @@ qemu-aarch64 -cpu max "$out/test_kernels" | tee "$out/max.log"
 grep -q 'neon .* cases' "$out/max.log" || { echo "FAIL: the NEON kernels were not tested"; exit 1; }
 grep -q 'i8mm .* cases' "$out/max.log" || { echo "FAIL: the i8mm kernels were not tested"; exit 1; }
 echo "== aarch64 without dotprod (qemu -cpu cortex-a53)"
-# only the portable kernels here, which the native run checks at full size
+# only the portable kernels here, which the x86-64 run of test_kernels checks at full size
 SPROUT_TEST_QUICK=emulated qemu-aarch64 -cpu cortex-a53 "$out/test_kernels" | tee "$out/a53.log"
 grep -q 'neon .*skipped' "$out/a53.log" || { echo "FAIL: NEON kernels offered on a CPU without dotprod"; exit 1; }
 grep -q 'i8mm .*skipped' "$out/a53.log" || { echo "FAIL: i8mm kernels offered on a CPU without i8mm"; exit 1; }
