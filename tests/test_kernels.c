@@ -53,12 +53,13 @@ static bool emulated_run(void) {
     return v && !strcmp(v, "emulated");
 }
 
-/* The matmul checks' batch sizes: 1-6, 37 and 68 (groups of 8 and their
- * tails); emulated only 1, 2, 6 and 37 (every level's kernels also run
- * natively at every size on the host that has them). */
+/* The matmul checks' batch sizes: 1-6, 13 (a tile split into token groups
+ * of 7 and 6), 37 and 68 (tiles of 32 and their tails); emulated only 1,
+ * 2, 6 and 37 (every level's kernels also run natively at every size on
+ * the host that has them). */
 static int64_t next_token_count(int64_t n) {
     if (emulated_run()) return n == 1 ? 2 : n == 2 ? 6 : n + 31;
-    return n < 6 ? n + 1 : n + 31;
+    return n < 6 ? n + 1 : n == 6 ? 13 : n == 13 ? 37 : n + 31;
 }
 
 /* Relative RMS error allowed against the portable float path: float
