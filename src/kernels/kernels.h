@@ -106,7 +106,7 @@ static inline int64_t sp_decode_row(int64_t o0, int64_t o1, int64_t stretch, int
 
 /* Floats of per-thread scratch a matmul over rows of n_in elements may use:
  * decoded rows, or the 8-bit activations of a tile of 32 tokens (40 bytes
- * per 32 elements each, plus 48 for a transposed copy with its scales and
+ * per 32 elements each, plus 64 for a reordered copy with its scales and
  * sums, padded to a multiple of 8 blocks and a chunk per 256 elements,
  * aligned to a cache line), a block of rounded activations and the
  * accumulators a block of rows keeps between spans of its rows.
@@ -114,7 +114,7 @@ static inline int64_t sp_decode_row(int64_t o0, int64_t o1, int64_t stretch, int
  * the token loop. */
 /* Floats of scratch per input element that a tile of activations may
  * fill (each level's kernel asserts its tile fits). */
-#define SP_TILE_FLOATS_PER_ELEMENT 23
+#define SP_TILE_FLOATS_PER_ELEMENT 27
 
 /* The scratch every level's matmul sizes its own parts by (the portable
  * float rows their block of rounded tokens). */

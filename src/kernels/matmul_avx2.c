@@ -202,6 +202,7 @@ typedef struct act_chunk {
     int32_t sum[8];    /* times type_sum_factor (Q6_K, Q3_K, Q2_K: of the first 16 elements) */
     int32_t sum_hi[8]; /* Q6_K, Q3_K, Q2_K: of the last 16 elements */
     float dsum[8];     /* d times the plain sum: what a min multiplies */
+    int32_t sum8[32];  /* in element order (Q6_K alone): times type_sum_factor, of each run of 8, as q6_K_in_order_sums adds them */
 } act_chunk;
 _Static_assert(sizeof(act_chunk) % 64 == 0, "chunks start on cache lines");
 
@@ -217,8 +218,8 @@ typedef enum act_order { ACT_TRANSPOSED, ACT_PAIRED, ACT_IN_ORDER } act_order;
  * constant in each kernel's copy. */
 static inline act_order one_token_order(sprout_type type) {
     if (type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL) return ACT_TRANSPOSED;
-    if (Q8_0_UNSIGNED && (type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K || type == SPROUT_TYPE_Q6_K))
-        return ACT_TRANSPOSED; /* affine_k_lane_sums, q6_K_lane_sums */
+    if (Q8_0_UNSIGNED && (type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K))
+        return ACT_TRANSPOSED; /* affine_k_lane_sums */
     return type == SPROUT_TYPE_Q8_0 && Q8_0_UNSIGNED ? ACT_PAIRED : ACT_IN_ORDER;
 }
 
@@ -605,6 +606,19 @@ static void prepare_act_tile(act_tile *at, act_order order, int64_t t, int sum_f
             c->dsum[j] = blk->d * (float)(blk->sum[0] + blk->sum[1]);
         }
         for (int j = n_real; j < 8; j++) c->d[j] = c->dsum[j] = 0.f, c->sum[j] = c->sum_hi[j] = 0;
+        if (order == ACT_IN_ORDER && split_sums) {
+            /* the sums of the runs of 8 (unsigned sums of the bytes plus
+             * 128 less 8 * 128), placed where q6_K_in_order_sums's pair sums
+             * of group 2(m + 4a) + p of half h are: 16h + 4m + 2a + p */
+            int64_t run_sums[32];
+            for (int j = 0; j < 8; j++)
+                _mm256_storeu_si256((__m256i *)(run_sums + 4 * j), _mm256_sad_epu8(_mm256_xor_si256(q[j], _mm256_set1_epi8((char)0x80)), _mm256_setzero_si256()));
+            for (int h = 0; h < 2; h++)
+                for (int m = 0; m < 4; m++)
+                    for (int a = 0; a < 2; a++)
+                        for (int p = 0; p < 2; p++)
+                            c->sum8[16 * h + 4 * m + 2 * a + p] = sum_factor * (int32_t)(run_sums[16 * h + 2 * (m + 4 * a) + p] - 8 * 128);
+        }
     }
 }
 
@@ -854,42 +868,47 @@ static inline __attribute__((always_inline)) void split_k_unpack(sprout_type typ
 }
 
 #ifdef SP_MATMUL_VNNI
-/* One token against a Q6_K super-block in 512-bit registers, as
- * affine_k_lane_sums does Q4_K: lane j holds dword m of block j's levels
- * (lanes 8-15: m + 1). Block j = 4H + r takes nibble r / 2 of ql dword
- * 16H + 8 (r % 2) + m and bits 2r, 2r + 1 of qh dword 8H + m, which a
- * dword rotate by 4 - 2r (modulo 32) takes to bits 4 and 5. The sums of
- * dwords 0-3 (first 16 elements) and 4-7 go apart, each started by the
- * offset's half sums, and meet their scales in one multiply: the exact
- * integers of split_k_chunk. */
-static inline __attribute__((always_inline)) __m256i q6_K_lane_sums(const sp_block_q6_K *w, const act_chunk *c) {
-#define QL(m) (m), 8 + (m), (m), 8 + (m), 16 + (m), 24 + (m), 16 + (m), 24 + (m)
-#define QH(m) (m), (m), (m), (m), 8 + (m), 8 + (m), 8 + (m), 8 + (m)
-    static const int32_t ql_gather[4][16] __attribute__((aligned(64))) = {{QL(0), QL(1)}, {QL(2), QL(3)}, {QL(4), QL(5)}, {QL(6), QL(7)}};
-    static const int32_t qh_gather[4][16] __attribute__((aligned(64))) = {{QH(0), QH(1)}, {QH(2), QH(3)}, {QH(4), QH(5)}, {QH(6), QH(7)}};
-#undef QL
-#undef QH
-    const __m512i nibble_shift = _mm512_set_epi32(4, 4, 0, 0, 4, 4, 0, 0, 4, 4, 0, 0, 4, 4, 0, 0);
-    const __m512i high_bits_turn = _mm512_set_epi32(30, 0, 2, 4, 30, 0, 2, 4, 30, 0, 2, 4, 30, 0, 2, 4);
-    const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
-    const __m512i ql_lo = _mm512_loadu_si512(w->ql), ql_hi = _mm512_loadu_si512(w->ql + 64), qh = _mm512_loadu_si512(w->qh);
-    /* halves 0 (dwords 0-3) and 1 (4-7), each from the offset's half sums */
-    __m512i part[2] = {_mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)c->sum)),
-                       _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)c->sum_hi))};
-    for (int h = 0; h < 4; h++) {
-        const __m512i low = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(ql_lo, _mm512_load_si512(ql_gather[h]), ql_hi), nibble_shift), low4);
-        const __m512i high = _mm512_rolv_epi32(_mm512_permutexvar_epi32(_mm512_load_si512(qh_gather[h]), qh), high_bits_turn);
-        const __m512i levels = _mm512_ternarylogic_epi32(low, high, bits45, 0xF8); /* low | (high & bits45) */
-        part[h / 2] = _mm512_dpbusd_epi32(part[h / 2], levels, _mm512_load_si512(c->qs_t + 2 * h));
+/* One token against a Q6_K super-block in 512-bit registers, the levels in
+ * element order: ql's 64 bytes of a 128-element half hold elements 0-63 in
+ * their low nibbles and 64-127 in their high ones, and qh (its 32 bytes in
+ * both 256-bit halves) gives their top two bits by a shift per half, so
+ * nothing is permuted before the dot products (the activations come in
+ * element order, ACT_IN_ORDER). Each dword of a dot product sums four
+ * elements, so the lanes are summed after: the exact sums fit 16 bits two
+ * levels deep (four products of levels under 64 by activations of at
+ * most 127 in magnitude, then pairs of those, less the offset), so signed
+ * packs and vpmaddwd do the adds, the second vpmaddwd taking each group of
+ * 16's scale; two dword permutes pair the groups of each block. The exact
+ * integers of split_k_chunk, lane j block j. */
+static inline __attribute__((always_inline)) __m256i q6_K_in_order_sums(const sp_block_q6_K *w, const act_chunk *c) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30), ones = _mm512_set1_epi16(1);
+    /* bits 0-1 (2-3) of qh to bits 4-5 for elements 0-31 (32-63) of a half; bits 4-5 (6-7) for 64-95 (96-127) */
+    const __m512i low_turn = _mm512_set_epi64(2, 2, 2, 2, 4, 4, 4, 4), high_turn = _mm512_set_epi64(2, 2, 2, 2, 0, 0, 0, 0);
+    __m512i pairs[2];
+    for (int h = 0; h < 2; h++) {
+        const __m512i ql = _mm512_loadu_si512(w->ql + 64 * h);
+        const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(w->qh + 32 * h)));
+        const __m512i low_top = _mm512_and_si512(_mm512_sllv_epi64(qh, low_turn), bits45);
+        const __m512i high_top = _mm512_and_si512(_mm512_srlv_epi64(qh, high_turn), bits45);
+        const __m512i low = _mm512_ternarylogic_epi32(ql, low4, low_top, 0xEA); /* (ql & low4) | low_top */
+        const __m512i high = _mm512_ternarylogic_epi32(_mm512_srli_epi16(ql, 4), low4, high_top, 0xEA);
+        const __m512i dot_low = _mm512_dpbusd_epi32(_mm512_setzero_si512(), low, _mm512_load_si512(c->qs_t + 4 * h));
+        const __m512i dot_high = _mm512_dpbusd_epi32(_mm512_setzero_si512(), high, _mm512_load_si512(c->qs_t + 4 * h + 2));
+        /* 128-bit lane m: pairs of group m of each, the offset's share taken off */
+        pairs[h] = _mm512_add_epi32(_mm512_madd_epi16(_mm512_packs_epi32(dot_low, dot_high), ones), _mm512_load_si512(c->sum8 + 16 * h));
     }
-    /* [first halves | last halves], each the sum of its part's two dwords' lanes */
-    const __m512i halves = _mm512_add_epi32(_mm512_shuffle_i64x2(part[0], part[1], _MM_SHUFFLE(1, 0, 1, 0)),
-                                            _mm512_shuffle_i64x2(part[0], part[1], _MM_SHUFFLE(3, 2, 3, 2)));
-    /* the scales, even (first halves) and odd (last halves) apart */
-    const __m128i split = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
-    const __m512i scales = _mm512_cvtepi8_epi32(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)w->scales), split));
-    const __m512i scaled = _mm512_mullo_epi32(halves, scales);
-    return add_halves(scaled);
+    /* lane m, dword 4m + k: group 4k + m, times its scale (the byte in the top of each word, shifted down with its sign) */
+    const __m512i scale_words = _mm512_srai_epi16(
+        _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)w->scales)),
+                            _mm512_set_epi8(15, -1, 15, -1, 11, -1, 11, -1, 7, -1, 7, -1, 3, -1, 3, -1, 14, -1, 14, -1, 10, -1, 10, -1, 6, -1, 6, -1, 2,
+                                            -1, 2, -1, 13, -1, 13, -1, 9, -1, 9, -1, 5, -1, 5, -1, 1, -1, 1, -1, 12, -1, 12, -1, 8, -1, 8, -1, 4, -1, 4,
+                                            -1, 0, -1, 0, -1)),
+        8);
+    const __m512i groups = _mm512_madd_epi16(_mm512_packs_epi32(pairs[0], pairs[1]), scale_words);
+    /* block j: groups 2j and 2j + 1 */
+    const __m512i first = _mm512_permutexvar_epi32(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 11, 3, 10, 2, 9, 1, 8, 0), groups);
+    const __m512i second = _mm512_permutexvar_epi32(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 15, 7, 14, 6, 13, 5, 12, 4), groups);
+    return _mm256_add_epi32(_mm512_castsi512_si256(first), _mm512_castsi512_si256(second));
 }
 #endif
 
@@ -911,7 +930,7 @@ static inline __attribute__((always_inline)) void split_k_chunk(sprout_type type
     if (G == 1 && type == SPROUT_TYPE_Q6_K) {
         const sp_block_q6_K *w = (const sp_block_q6_K *)row + b;
         const act_chunk *c = act_chunk_of(at, t0, 8 * b);
-        const __m256i sums = q6_K_lane_sums(w, c);
+        const __m256i sums = q6_K_in_order_sums(w, c);
         acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(w->d)), _mm256_loadu_ps(c->d)), acc[0]);
         return;
     }
