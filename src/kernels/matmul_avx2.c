@@ -219,7 +219,7 @@ typedef enum act_order { ACT_TRANSPOSED, ACT_PAIRED, ACT_IN_ORDER } act_order;
 static inline act_order one_token_order(sprout_type type) {
     if (type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL) return ACT_TRANSPOSED;
     if (Q8_0_UNSIGNED && (type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K))
-        return ACT_TRANSPOSED; /* affine_k_lane_sums */
+        return ACT_TRANSPOSED; /* affine_k_lane_parts */
     return type == SPROUT_TYPE_Q8_0 && Q8_0_UNSIGNED ? ACT_PAIRED : ACT_IN_ORDER;
 }
 
@@ -640,18 +640,23 @@ static inline __attribute__((always_inline)) __m256i bit_to(__m256i v, const int
 
 /* The eight 6-bit scales (bytes 0-7) and mins (bytes 8-15) of a K-quant
  * super-block's 12 packed bytes, as sp_q4k_scale_min unpacks them one by
- * one: two byte shuffles place the low parts and the top two bits. The
- * 16-byte load reads 4 bytes past the scales, still inside the block. */
-static inline __m128i k_scales_mins(const uint8_t *scales) {
-    const __m128i x = _mm_loadu_si128((const __m128i *)scales);
+ * one: two byte shuffles place the low parts and the top two bits; two
+ * super-blocks at once, one per 128-bit lane. The 16-byte load reads 4
+ * bytes past the scales, still inside the block. */
+static inline __m256i k_scales_mins2(__m256i x) {
     /* scales 0-3: b0-3 & 63; 4-7: b8-11 & 15; mins 0-3: b4-7 & 63; 4-7: b8-11 >> 4 */
-    const __m128i lo_src = _mm_shuffle_epi8(x, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
-    const __m128i lo_mask = _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0);
-    const __m128i upper_nibbles = _mm_and_si128(_mm_srli_epi16(lo_src, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
-    const __m128i low = _mm_or_si128(_mm_and_si128(lo_src, lo_mask), upper_nibbles);
+    const __m256i lo_src = _mm256_shuffle_epi8(x, _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11)));
+    const __m256i lo_mask = _mm256_broadcastsi128_si256(_mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
+    const __m256i upper_nibbles =
+        _mm256_and_si256(_mm256_srli_epi16(lo_src, 4), _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
+    const __m256i low = _mm256_or_si256(_mm256_and_si256(lo_src, lo_mask), upper_nibbles);
     /* scales 4-7 take b0-3's top two bits as bits 4-5, mins 4-7 b4-7's */
-    const __m128i hi_src = _mm_shuffle_epi8(x, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
-    return _mm_or_si128(low, _mm_srli_epi16(_mm_and_si128(hi_src, _mm_set1_epi8((char)0xC0)), 2));
+    const __m256i hi_src = _mm256_shuffle_epi8(x, _mm256_broadcastsi128_si256(_mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7)));
+    return _mm256_or_si256(low, _mm256_srli_epi16(_mm256_and_si256(hi_src, _mm256_set1_epi8((char)0xC0)), 2));
+}
+
+static inline __m128i k_scales_mins(const uint8_t *scales) {
+    return _mm256_castsi256_si128(k_scales_mins2(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)scales))));
 }
 
 
@@ -663,9 +668,10 @@ static inline __m128i k_scales_mins(const uint8_t *scales) {
  * being nibble j % 2 of qs dword 8 (j / 2) + m, which a per-lane shift
  * takes to the low nibble; Q5_K's fifth bit of byte k is bit j of qh
  * byte k, a dword rotate by 4 - j (modulo 32, as 32 is a multiple of 8)
- * takes it to bit 4. The eight exact sums in lane j, without horizontal
- * adds. */
-static inline __attribute__((always_inline)) __m256i affine_k_lane_sums(const uint8_t *qs, const uint8_t *qh, const act_chunk *c) {
+ * takes it to bit 4. Sub-block j's exact sum is lane j plus lane j + 8
+ * (add_halves; affine_k_row_pair adds two rows' at once), without
+ * horizontal adds. */
+static inline __attribute__((always_inline)) __m512i affine_k_lane_parts(const uint8_t *qs, const uint8_t *qh, const act_chunk *c) {
 #define PAIRS(m) (m), (m), 8 + (m), 8 + (m), 16 + (m), 16 + (m), 24 + (m), 24 + (m)
     static const int32_t gather[4][16] __attribute__((aligned(64))) = {
         {PAIRS(0), PAIRS(1)}, {PAIRS(2), PAIRS(3)}, {PAIRS(4), PAIRS(5)}, {PAIRS(6), PAIRS(7)}};
@@ -687,15 +693,14 @@ static inline __attribute__((always_inline)) __m256i affine_k_lane_sums(const ui
         }
         part[h & 1] = _mm512_dpbusd_epi32(part[h & 1], levels, _mm512_load_si512(c->qs_t + 2 * h));
     }
-    const __m512i both = _mm512_add_epi32(part[0], part[1]);
-    return add_halves(both);
+    return _mm512_add_epi32(part[0], part[1]);
 }
 #endif
 
 /* Q4_K and Q5_K in the same layout: a super-block's eight sub-blocks of 32
  * are the eight lanes (sub-block 2i is the low nibbles of qs[32i..], 2i+1
  * the high ones, Q5_K's fifth bits from qh), so after one 8x8 transpose of
- * the levels (one token: affine_k_lane_sums with VNNI, horizontal sums
+ * the levels (one token: affine_k_lane_parts with VNNI, horizontal sums
  * without), eight vpdpbusd give every sub-block's sum; scales and mins
  * then apply as vectors: sum(x*a) = d*sc*ad*sum(q*qa) - dmin*m*ad*sum(qa). */
 static inline __attribute__((always_inline)) void affine_k_chunk(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
@@ -714,7 +719,7 @@ static inline __attribute__((always_inline)) void affine_k_chunk(sprout_type typ
 #ifdef SP_MATMUL_VNNI
     if (G == 1) {
         const act_chunk *c = act_chunk_of(at, t0, 8 * b);
-        const __m256i sums = affine_k_lane_sums(qs, qh, c);
+        const __m256i sums = add_halves(affine_k_lane_parts(qs, qh, c));
         acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dsc, _mm256_loadu_ps(c->d)), acc[0]);
         macc[0] = _mm256_fmadd_ps(dm, _mm256_loadu_ps(c->dsum), macc[0]);
         return;
@@ -753,6 +758,38 @@ static inline __attribute__((always_inline)) void affine_k_chunk(sprout_type typ
         macc[k] = _mm256_fmadd_ps(dm, _mm256_loadu_ps(c->dsum), macc[k]);
     }
 }
+
+#ifdef SP_MATMUL_VNNI
+/* One token against super-block b of two Q4_K (Q5_K) rows, each row's
+ * lanes affine_k_chunk's for G == 1 with the same float operations, the
+ * two rows in the halves of 512-bit vectors: a row's scales and mins, its
+ * d and dmin, the products and accumulators take half the instructions
+ * they took one row at a time, and were as many as the lane sums'. */
+static inline __attribute__((always_inline)) void affine_k_row_pair(sprout_type type, const uint8_t *row_a, const uint8_t *row_b,
+                                                                    const act_tile *at, int64_t b, __m512 *acc, __m512 *macc) {
+    const bool q5 = type == SPROUT_TYPE_Q5_K;
+    const size_t block_bytes = q5 ? sizeof(sp_block_q5_K) : sizeof(sp_block_q4_K);
+    decode_prefetch(row_a + (size_t)b * block_bytes, block_bytes);
+    decode_prefetch(row_b + (size_t)b * block_bytes, block_bytes);
+    const sp_affine_k_block ka = sp_affine_k_block_at(q5, row_a, b), kb = sp_affine_k_block_at(q5, row_b, b);
+    const act_chunk *c = act_chunk_of(at, 0, 8 * b);
+    const __m512i parts_a = affine_k_lane_parts(ka.qs, ka.qh, c), parts_b = affine_k_lane_parts(kb.qs, kb.qh, c);
+    /* [a's halves added | b's] */
+    const __m512i sums = _mm512_add_epi32(_mm512_shuffle_i64x2(parts_a, parts_b, _MM_SHUFFLE(1, 0, 1, 0)),
+                                          _mm512_shuffle_i64x2(parts_a, parts_b, _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m256i sm = k_scales_mins2(_mm256_setr_m128i(_mm_loadu_si128((const __m128i *)ka.scales), _mm_loadu_si128((const __m128i *)kb.scales)));
+    /* [a's scales, b's scales, a's mins, b's mins] */
+    const __m256i by_kind = _mm256_permute4x64_epi64(sm, _MM_SHUFFLE(3, 1, 2, 0));
+    const __m512 d_dmin = _mm512_cvtph_ps(_mm256_setr_m128i(_mm_set1_epi32((int)((uint32_t)ka.d | (uint32_t)ka.dmin << 16)),
+                                                            _mm_set1_epi32((int)((uint32_t)kb.d | (uint32_t)kb.dmin << 16))));
+    const __m512 dsc = _mm512_mul_ps(_mm512_moveldup_ps(d_dmin), _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_castsi256_si128(by_kind))));
+    const __m512 dm = _mm512_mul_ps(_mm512_movehdup_ps(d_dmin), _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_extracti128_si256(by_kind, 1))));
+    const __m512 ad = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(c->d))));
+    const __m512 dsum = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(c->dsum))));
+    *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(dsc, ad), *acc);
+    *macc = _mm512_fmadd_ps(dm, dsum, *macc);
+}
+#endif
 
 /* An IQ4_XS block's eight sub-block scales (ls - 32, as sp_iq4_xs_scale
  * unpacks them one by one), lane j sub-block j: the low nibbles by a byte
@@ -1042,6 +1079,13 @@ static inline float type_mins_sign(sprout_type type) {
     }
 }
 
+#ifdef SP_MATMUL_VNNI
+/* Half h of a 16-lane vector (no AVX512DQ for an 8-float extract). */
+static inline __m256 half_of(__m512 v, int h) {
+    return h ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)) : _mm512_castps512_ps256(v);
+}
+#endif
+
 /* A row's output from its accumulators: the lanes summed, the mins' after. */
 static inline __attribute__((always_inline)) float row_output(sprout_type type, __m256 acc, __m256 macc) {
     return type_mins_sign(type) != 0.f ? hsum256(acc) + type_mins_sign(type) * hsum256(macc) : hsum256(acc);
@@ -1077,6 +1121,22 @@ static inline __attribute__((always_inline)) void span_group(sprout_type type, c
  * Q8_0 20.0 -> 24.7; one thread Q4_0 19.6 -> 23.7. */
 static inline __attribute__((always_inline)) void rows_side_by_side(sprout_type type, const uint8_t *const rows[], const int R,
                                                                     const act_tile *at, float *out) {
+#ifdef SP_MATMUL_VNNI
+    if ((type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K) && R % 2 == 0) {
+        __m512 acc2[SP_DECODE_STREAMS / 2], macc2[SP_DECODE_STREAMS / 2];
+        UNROLL_GROUP
+        for (int p = 0; p < R / 2; p++) acc2[p] = macc2[p] = _mm512_setzero_ps();
+        for (int64_t c = 0; c < at->nb8 / 8; c++) {
+            UNROLL_GROUP
+            for (int p = 0; p < R / 2; p++) affine_k_row_pair(type, rows[2 * p], rows[2 * p + 1], at, c, acc2 + p, macc2 + p);
+        }
+        UNROLL_GROUP
+        for (int p = 0; p < R / 2; p++)
+            for (int h = 0; h < 2; h++)
+                out[2 * p + h] = row_output(type, half_of(acc2[p], h), half_of(macc2[p], h));
+        return;
+    }
+#endif
     __m256 acc[SP_DECODE_STREAMS], macc[SP_DECODE_STREAMS];
     UNROLL_GROUP
     for (int r = 0; r < R; r++) acc[r] = macc[r] = _mm256_setzero_ps();
@@ -1092,7 +1152,7 @@ static inline __attribute__((always_inline)) void rows_side_by_side(sprout_type 
  * are the longest per byte. Q4_K and Q5_K lost with their 256-bit chunks
  * of horizontal sums (TinyLlama Q4_K_M tg128, 2 threads, alternating: 30.4
  * -> 28.1 t/s, 5 rounds of 6 lost) and win with their lanes
- * (affine_k_lane_sums; all-Q4_K TinyLlama 30.8 -> 34.3, Q5_K_M 26.5 ->
+ * (affine_k_lane_parts; all-Q4_K TinyLlama 30.8 -> 34.3, Q5_K_M 26.5 ->
  * 28.1, 9 rounds of 10 won). */
 static inline bool rows_go_side_by_side(sprout_type type) { return type != SPROUT_TYPE_IQ4_XS; }
 
