@@ -485,14 +485,17 @@ static void check_batch_invariance(const char *level) {
     printf("  %-8s batch invariance: %d tokens, %d differ from alone\n", level, cases, differing);
 }
 
-/* Every level of a row at the top of its range, with unit scales and no
- * mins (Q8_0: +127), written as raw blocks. */
-static void fill_extreme_row(sprout_type type, uint8_t *row, int64_t n_in) {
+/* Every level of a row at the top of its range (bottom: at the bottom,
+ * where an offset makes the largest negative ones), with unit scales and
+ * no mins (Q8_0: +127 or -128), written as raw blocks. At the bottom the
+ * packed scales of Q4_K, Q5_K and Q2_K are zero too (their rows sum to
+ * zero); Q6_K's are set to 1. */
+static void fill_extreme_row(sprout_type type, uint8_t *row, int64_t n_in, bool bottom) {
     const int64_t nb = n_in / sprout_type_block_size(type);
-    memset(row, 0xFF, (size_t)(nb * (int64_t)sprout_type_block_bytes(type)));
+    memset(row, bottom ? 0x00 : 0xFF, (size_t)(nb * (int64_t)sprout_type_block_bytes(type)));
     const uint16_t one = sp_fp32_to_fp16(1.f);
     for (int64_t b = 0; b < nb; b++) switch (type) {
-        case SPROUT_TYPE_Q8_0: ((sp_block_q8_0 *)row)[b].d = one, memset(((sp_block_q8_0 *)row)[b].qs, 127, 32); break;
+        case SPROUT_TYPE_Q8_0: ((sp_block_q8_0 *)row)[b].d = one, memset(((sp_block_q8_0 *)row)[b].qs, bottom ? 0x80 : 127, 32); break;
         case SPROUT_TYPE_Q4_0: ((sp_block_q4_0 *)row)[b].d = one; break;
         case SPROUT_TYPE_IQ4_NL: ((sp_block_iq4_nl *)row)[b].d = one; break; /* nibbles 15: level 113 */
         case SPROUT_TYPE_IQ4_XS: ((sp_block_iq4_xs *)row)[b].d = one; break; /* and scales 63: 31 times */
@@ -503,14 +506,17 @@ static void fill_extreme_row(sprout_type type, uint8_t *row, int64_t n_in) {
         case SPROUT_TYPE_Q5_K: ((sp_block_q5_K *)row)[b].d = one, ((sp_block_q5_K *)row)[b].dmin = 0; break;
         case SPROUT_TYPE_Q2_K: ((sp_block_q2_K *)row)[b].d = one, ((sp_block_q2_K *)row)[b].dmin = 0; break;
         case SPROUT_TYPE_Q3_K: ((sp_block_q3_K *)row)[b].d = one; break;
-        default: ((sp_block_q6_K *)row)[b].d = one; break;
+        default:
+            ((sp_block_q6_K *)row)[b].d = one;
+            if (bottom) memset(((sp_block_q6_K *)row)[b].scales, 1, sizeof ((sp_block_q6_K *)row)[b].scales);
+            break;
         }
 }
 
-/* The largest sums the int8 paths can meet: every level at the top of its
- * range against activations all at +127, so that partial sums kept in 16
- * bits anywhere they do not fit would overflow. One token and several,
- * against the portable float path. */
+/* The largest sums the int8 paths can meet: every level at the top or the
+ * bottom of its range against activations all at +127 or all at -127, so
+ * that partial sums kept in 16 bits anywhere they do not fit would
+ * overflow. One token and several, against the portable float path. */
 static void check_extreme_sums(const char *level) {
     const sp_kernels *k = sp_kernels_for_level(level), *ref = sp_kernels_portable();
     if (!k) return;
@@ -525,13 +531,17 @@ static void check_extreme_sums(const char *level) {
         float *x = malloc((size_t)(n_in * n_tokens) * sizeof(float));
         float *y = malloc((size_t)(n_out * n_tokens) * sizeof(float)), *y_ref = malloc((size_t)(n_out * n_tokens) * sizeof(float));
         float *scratch = malloc((size_t)sp_matmul_scratch_floats(n_in) * sizeof(float));
-        for (int64_t o = 0; o < n_out; o++) fill_extreme_row(type, wdata + (size_t)o * row_bytes, n_in);
-        for (int64_t i = 0; i < n_in * n_tokens; i++) x[i] = 1.f;
-        const sp_weight w = {wdata, type, n_in, n_out, (size_t)row_bytes};
-        for (int64_t n = 1; n <= n_tokens; n += n_tokens - 1) {
-            ref->matmul(&w, x, n_in, NULL, n, y_ref, n_out, 0, n_out, scratch);
-            k->matmul(&w, x, n_in, NULL, n, y, n_out, 0, n_out, scratch);
-            for (int64_t i = 0; i < n * n_out; i++) worst = fmax(worst, fabs(y[i] - y_ref[i]) / fabs(y_ref[i]));
+        for (int corner = 0; corner < 4; corner++) {
+            const bool bottom = corner & 1;
+            for (int64_t o = 0; o < n_out; o++) fill_extreme_row(type, wdata + (size_t)o * row_bytes, n_in, bottom);
+            for (int64_t i = 0; i < n_in * n_tokens; i++) x[i] = corner & 2 ? -1.f : 1.f;
+            const sp_weight w = {wdata, type, n_in, n_out, (size_t)row_bytes};
+            for (int64_t n = 1; n <= n_tokens; n += n_tokens - 1) {
+                ref->matmul(&w, x, n_in, NULL, n, y_ref, n_out, 0, n_out, scratch);
+                k->matmul(&w, x, n_in, NULL, n, y, n_out, 0, n_out, scratch);
+                for (int64_t i = 0; i < n * n_out; i++) /* rows that sum to zero must be zero */
+                    worst = fmax(worst, y_ref[i] == 0.f ? fabs(y[i]) : fabs(y[i] - y_ref[i]) / fabs(y_ref[i]));
+            }
         }
         free(wdata);
         free(x);

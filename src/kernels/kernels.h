@@ -113,13 +113,15 @@ static inline int64_t sp_decode_row(int64_t o0, int64_t o1, int64_t stretch, int
  * Callers size their scratch with it once, so no kernel allocates inside
  * the token loop. */
 /* Floats of scratch per input element that a tile of activations may
- * fill (each level's kernel asserts its tile fits). */
+ * fill, and beyond them for a row's padding to whole chunks (each level's
+ * kernel asserts its tile fits). */
 #define SP_TILE_FLOATS_PER_ELEMENT 27
+#define SP_TILE_PADDING_FLOATS (17 * 32 * 8)
 
 /* The scratch every level's matmul sizes its own parts by (the portable
  * float rows their block of rounded tokens). */
 static inline int64_t sp_matmul_level_scratch_floats(int64_t n_in) {
-    return SP_TILE_FLOATS_PER_ELEMENT * n_in + 13 * 32 * 8 + 64 + SP_ROUNDED_BLOCK_FLOATS + SP_ROW_STATE_FLOATS;
+    return SP_TILE_FLOATS_PER_ELEMENT * n_in + SP_TILE_PADDING_FLOATS + 64 + SP_ROUNDED_BLOCK_FLOATS + SP_ROW_STATE_FLOATS;
 }
 
 /* Beyond it, room for the AMX-BF16 kernel's prompt tokens where it stages

@@ -528,7 +528,7 @@ void sp_matmul_amx(const sp_weight *w, const float *x, int64_t x_stride, const v
     const bool q6 = w->type == SPROUT_TYPE_Q6_K;
     configure_tiles(q6 ? 16 : 32);
     const int64_t nb = w->n_in / 32;
-    /* the scratch: sp_matmul_scratch_floats, over 92 bytes per input
+    /* the scratch: sp_matmul_scratch_floats, over 108 bytes per input
      * element and 590 KiB more; here 40 bytes per element for the rows' panel
      * (levels, scales, mins), 1.25 for one token's blocks, 80 KiB of
      * accumulators and C tiles, and the rest, up to TOKEN_BLOCK_BYTES, for

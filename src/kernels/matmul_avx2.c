@@ -78,6 +78,10 @@ static void quantize_activations(const float *x, int64_t n, act_block *q) {
         __m256i i16a = _mm256_packs_epi32(i32[0], i32[1]), i16b = _mm256_packs_epi32(i32[2], i32[3]);
         __m256i i8 = _mm256_packs_epi16(i16a, i16b);
         i8 = _mm256_permutevar8x32_epi32(i8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        /* finite values land in -127..127; a NaN converts to INT_MIN and
+         * would pack to -128, past the bounds the 16-bit partial sums rely
+         * on (pair_sums, q6_K_group_sums) */
+        i8 = _mm256_max_epi8(i8, _mm256_set1_epi8(-127));
         _mm256_storeu_si256((__m256i *)q[b].qs, i8);
         /* the halves' sums: sums of absolute differences from -128 per 8
          * bytes (each level shifted to 0..255), less 8 * 128 */
@@ -141,11 +145,11 @@ static inline void unpack_q6_K_half(const uint8_t *ql, const uint8_t *qh, __m256
  * tree of pairwise sums. Its first int16_levels levels (0 to 2) may go in
  * int16 pairs (packs, then madd with ones: fewer shuffles than vphaddd, the
  * same lanes and the same exact sums) where what they pack fits: a lane
- * holds four products of a level and an activation (-128..127), at most
- * 4 * 31 * 128 = 15872 for levels up to 5 bits, so lanes and pairs of lanes
- * fit (two levels); 6-bit levels reach 32256, lanes only (one level); Q8_0's
- * unsigned ones none. check_extreme_sums in test_kernels.c fails where a
- * level would overflow. */
+ * holds four products of a level and an activation (-127..127,
+ * quantize_activations), at most 4 * 31 * 127 = 15748 for levels up to 5
+ * bits, so lanes and pairs of lanes fit (two levels); 6-bit levels reach
+ * 32004, lanes only (one level); Q8_0's unsigned ones none.
+ * check_extreme_sums in test_kernels.c fails where a level would overflow. */
 static inline __attribute__((always_inline)) __m256i pair_sums(__m256i a, __m256i b, bool in_int16) {
     return in_int16 ? _mm256_madd_epi16(_mm256_packs_epi32(a, b), _mm256_set1_epi16(1)) : _mm256_hadd_epi32(a, b);
 }
@@ -202,7 +206,7 @@ typedef struct act_chunk {
     int32_t sum[8];    /* times type_sum_factor (Q6_K, Q3_K, Q2_K: of the first 16 elements) */
     int32_t sum_hi[8]; /* Q6_K, Q3_K, Q2_K: of the last 16 elements */
     float dsum[8];     /* d times the plain sum: what a min multiplies */
-    int32_t sum8[32];  /* in element order (Q6_K alone): times type_sum_factor, of each run of 8, as q6_K_in_order_sums adds them */
+    int32_t sum8[32];  /* Q6_K alone (wants_run_sums): times type_sum_factor, of each run of 8, where q6_K_in_order_sums adds them */
 } act_chunk;
 _Static_assert(sizeof(act_chunk) % 64 == 0, "chunks start on cache lines");
 
@@ -222,6 +226,9 @@ static inline act_order one_token_order(sprout_type type) {
         return ACT_TRANSPOSED; /* affine_k_lane_parts */
     return type == SPROUT_TYPE_Q8_0 && Q8_0_UNSIGNED ? ACT_PAIRED : ACT_IN_ORDER;
 }
+
+/* Whether a lone token's chunks carry the sums of runs of 8 (act_chunk.sum8). */
+static inline bool wants_run_sums(sprout_type type) { return Q8_0_UNSIGNED && type == SPROUT_TYPE_Q6_K; }
 
 /* A tile's activations: the blocks, and their chunks (nb rounded up to 8,
  * the padding zero) chunk-major, so that the tokens of a group sit at
@@ -273,7 +280,7 @@ static inline __attribute__((always_inline)) void decode_prefetch(const uint8_t 
 }
 
 /* Chunks of one token a span may hold: 8 tokens' chunks of 2048 elements
- * (22 KiB), or one token's of 16384. */
+ * (32 KiB), or one token's of 16384. */
 #define SPAN_TOKEN_CHUNKS 64
 
 /* Blocks [b, b + nv) of a row (nv <= 8), levels transposed into v[0..8)
@@ -582,8 +589,9 @@ static inline __attribute__((always_inline)) void blocks8_chunk(sprout_type type
 }
 
 /* Token t's activations in the given order (act_order), with its scales and
- * offset-weighted sums (offset: what the weight type adds to its levels). */
-static void prepare_act_tile(act_tile *at, act_order order, int64_t t, int sum_factor, bool split_sums) {
+ * offset-weighted sums (offset: what the weight type adds to its levels),
+ * of halves of blocks (split_sums) and of runs of 8 (run_sums8). */
+static void prepare_act_tile(act_tile *at, act_order order, int64_t t, int sum_factor, bool split_sums, bool run_sums8) {
     const act_block *blocks = at->blocks + t * at->nb;
     for (int64_t b = 0; b < at->nb8; b += 8) {
         __m256i q[8];
@@ -606,10 +614,11 @@ static void prepare_act_tile(act_tile *at, act_order order, int64_t t, int sum_f
             c->dsum[j] = blk->d * (float)(blk->sum[0] + blk->sum[1]);
         }
         for (int j = n_real; j < 8; j++) c->d[j] = c->dsum[j] = 0.f, c->sum[j] = c->sum_hi[j] = 0;
-        if (order == ACT_IN_ORDER && split_sums) {
+        if (run_sums8) {
             /* the sums of the runs of 8 (unsigned sums of the bytes plus
-             * 128 less 8 * 128), placed where q6_K_in_order_sums's pair sums
-             * of group 2(m + 4a) + p of half h are: 16h + 4m + 2a + p */
+             * 128 less 8 * 128), run 2(m + 4a) + p of half h (elements 128h +
+             * 64a + 16m + 8p on) where q6_K_in_order_sums has its pair sum
+             * of it: dword 16h + 4m + 2a + p */
             int64_t run_sums[32];
             for (int j = 0; j < 8; j++)
                 _mm256_storeu_si256((__m256i *)(run_sums + 4 * j), _mm256_sad_epu8(_mm256_xor_si256(q[j], _mm256_set1_epi8((char)0x80)), _mm256_setzero_si256()));
@@ -641,8 +650,8 @@ static inline __attribute__((always_inline)) __m256i bit_to(__m256i v, const int
 /* The eight 6-bit scales (bytes 0-7) and mins (bytes 8-15) of a K-quant
  * super-block's 12 packed bytes, as sp_q4k_scale_min unpacks them one by
  * one: two byte shuffles place the low parts and the top two bits; two
- * super-blocks at once, one per 128-bit lane. The 16-byte load reads 4
- * bytes past the scales, still inside the block. */
+ * super-blocks at once, one per 128-bit lane (callers load 16 bytes, 4
+ * past the scales, still inside the block). */
 static inline __m256i k_scales_mins2(__m256i x) {
     /* scales 0-3: b0-3 & 63; 4-7: b8-11 & 15; mins 0-3: b4-7 & 63; 4-7: b8-11 >> 4 */
     const __m256i lo_src = _mm256_shuffle_epi8(x, _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11)));
@@ -934,13 +943,13 @@ static inline __attribute__((always_inline)) __m256i q6_K_in_order_sums(const sp
         /* 128-bit lane m: pairs of group m of each, the offset's share taken off */
         pairs[h] = _mm512_add_epi32(_mm512_madd_epi16(_mm512_packs_epi32(dot_low, dot_high), ones), _mm512_load_si512(c->sum8 + 16 * h));
     }
-    /* lane m, dword 4m + k: group 4k + m, times its scale (the byte in the top of each word, shifted down with its sign) */
-    const __m512i scale_words = _mm512_srai_epi16(
-        _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)w->scales)),
-                            _mm512_set_epi8(15, -1, 15, -1, 11, -1, 11, -1, 7, -1, 7, -1, 3, -1, 3, -1, 14, -1, 14, -1, 10, -1, 10, -1, 6, -1, 6, -1, 2,
-                                            -1, 2, -1, 13, -1, 13, -1, 9, -1, 9, -1, 5, -1, 5, -1, 1, -1, 1, -1, 12, -1, 12, -1, 8, -1, 8, -1, 4, -1, 4,
-                                            -1, 0, -1, 0, -1)),
-        8);
+    /* lane m, dword 4m + k: group 4k + m, times its scale: scale 4k + m in
+     * the top byte of words 2k and 2k + 1 of lane m, shifted down with its sign */
+#define SCALE_WORDS(m) -1, (m), -1, (m), -1, 4 + (m), -1, 4 + (m), -1, 8 + (m), -1, 8 + (m), -1, 12 + (m), -1, 12 + (m)
+    static const int8_t scale_bytes[64] __attribute__((aligned(64))) = {SCALE_WORDS(0), SCALE_WORDS(1), SCALE_WORDS(2), SCALE_WORDS(3)};
+#undef SCALE_WORDS
+    const __m512i scale_words =
+        _mm512_srai_epi16(_mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)w->scales)), _mm512_load_si512(scale_bytes)), 8);
     const __m512i groups = _mm512_madd_epi16(_mm512_packs_epi32(pairs[0], pairs[1]), scale_words);
     /* block j: groups 2j and 2j + 1 */
     const __m512i first = _mm512_permutexvar_epi32(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 11, 3, 10, 2, 9, 1, 8, 0), groups);
@@ -1237,6 +1246,7 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, co
     /* per 256 elements: a row of chunks and the tile's blocks (sp_matmul_scratch_floats) */
     _Static_assert(CHUNK_ROW * sizeof(act_chunk) + 8 * TOKEN_TILE * sizeof(act_block) <= SP_TILE_FLOATS_PER_ELEMENT * 256 * sizeof(float),
                    "a tile fits the scratch");
+    _Static_assert(CHUNK_ROW * sizeof(act_chunk) <= SP_TILE_PADDING_FLOATS * sizeof(float), "and so does a row's padding to a chunk");
     const int64_t nb = w->n_in / 32, nb8 = (nb + 7) & ~(int64_t)7;
     /* 32-byte loads that straddle cache lines cost a quarter of the speed:
      * the chunks start on a line (the scratch has room to spare) */
@@ -1255,7 +1265,7 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, co
         for (int64_t t = 0; t < tn; t++) {
             if (!xq) quantize_activations(x + (t0 + t) * x_stride, w->n_in, own_blocks + t * nb);
             /* a scale per 16 elements wants the sums of each half */
-            prepare_act_tile(&at, order, t, sum_factor, sp_scale_per_16(type));
+            prepare_act_tile(&at, order, t, sum_factor, sp_scale_per_16(type), order == ACT_IN_ORDER && wants_run_sums(type));
         }
         /* rows go in blocks whose weights serve several token groups or
          * spans from cache; one group in one span takes them all at once */
