@@ -688,12 +688,17 @@ static inline __attribute__((always_inline)) __m512i affine_k_lane_parts(const u
     const __m512i nibble_shift = _mm512_set_epi32(4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0);
     const __m512i fifth_bit_turn = _mm512_set_epi32(29, 30, 31, 0, 1, 2, 3, 4, 29, 30, 31, 0, 1, 2, 3, 4);
     const __m512i low4 = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
+    const __m512i nibble_mask = _mm512_sllv_epi32(low4, nibble_shift); /* each lane's nibbles where they lie */
     const __m512i lo = _mm512_loadu_si512(qs), hi = _mm512_loadu_si512(qs + 64);
     const __m512i hb = qh ? _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)qh)) : _mm512_setzero_si512();
     __m512i part[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
     for (int h = 0; h < 4; h++) {
         const __m512i dwords = _mm512_permutex2var_epi32(lo, _mm512_load_si512(gather[h]), hi);
-        __m512i levels = _mm512_and_si512(_mm512_srlv_epi32(dwords, nibble_shift), low4);
+        /* Q4_K: the high nibbles stay in place, sixteen times their level
+         * (at most 240 by 127, four to a dword: no overflow), and their
+         * exact sums come down by a shift after; Q5_K's fifth bit would not
+         * fit above them */
+        __m512i levels = qh ? _mm512_and_si512(_mm512_srlv_epi32(dwords, nibble_shift), low4) : _mm512_and_si512(dwords, nibble_mask);
         if (qh) { /* lanes 0-7: qh dword 2h, 8-15: 2h + 1; levels | (turned & bit4) */
             const __m512i bits = _mm512_permutexvar_epi32(_mm512_set_epi32(2 * h + 1, 2 * h + 1, 2 * h + 1, 2 * h + 1, 2 * h + 1, 2 * h + 1,
                                                                            2 * h + 1, 2 * h + 1, 2 * h, 2 * h, 2 * h, 2 * h, 2 * h, 2 * h, 2 * h, 2 * h),
@@ -702,7 +707,8 @@ static inline __attribute__((always_inline)) __m512i affine_k_lane_parts(const u
         }
         part[h & 1] = _mm512_dpbusd_epi32(part[h & 1], levels, _mm512_load_si512(c->qs_t + 2 * h));
     }
-    return _mm512_add_epi32(part[0], part[1]);
+    const __m512i both = _mm512_add_epi32(part[0], part[1]);
+    return qh ? both : _mm512_srav_epi32(both, nibble_shift);
 }
 #endif
 
