@@ -616,17 +616,16 @@ static void prepare_act_tile(act_tile *at, act_order order, int64_t t, int sum_f
         for (int j = n_real; j < 8; j++) c->d[j] = c->dsum[j] = 0.f, c->sum[j] = c->sum_hi[j] = 0;
         if (run_sums8) {
             /* the sums of the runs of 8 (unsigned sums of the bytes plus
-             * 128 less 8 * 128), run 2(m + 4a) + p of half h (elements 128h +
-             * 64a + 16m + 8p on) where q6_K_in_order_sums has its pair sum
-             * of it: dword 16h + 4m + 2a + p */
+             * 128 less 8 * 128), each where q6_K_in_order_sums has its pair
+             * sum: dword 16h + 4m + 2a + p holds run 16h + 8a + 2m + p
+             * (elements 128h + 64a + 16m + 8p on) */
             int64_t run_sums[32];
             for (int j = 0; j < 8; j++)
                 _mm256_storeu_si256((__m256i *)(run_sums + 4 * j), _mm256_sad_epu8(_mm256_xor_si256(q[j], _mm256_set1_epi8((char)0x80)), _mm256_setzero_si256()));
-            for (int h = 0; h < 2; h++)
-                for (int m = 0; m < 4; m++)
-                    for (int a = 0; a < 2; a++)
-                        for (int p = 0; p < 2; p++)
-                            c->sum8[16 * h + 4 * m + 2 * a + p] = sum_factor * (int32_t)(run_sums[16 * h + 2 * (m + 4 * a) + p] - 8 * 128);
+            for (int i = 0; i < 32; i++) {
+                const int run = (i & 16) | (i & 2) << 2 | (i & 12) >> 1 | (i & 1);
+                c->sum8[i] = sum_factor * (int32_t)(run_sums[run] - 8 * 128);
+            }
         }
     }
 }
@@ -1094,13 +1093,6 @@ static inline float type_mins_sign(sprout_type type) {
     }
 }
 
-#ifdef SP_MATMUL_VNNI
-/* Half h of a 16-lane vector (no AVX512DQ for an 8-float extract). */
-static inline __m256 half_of(__m512 v, int h) {
-    return h ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)) : _mm512_castps512_ps256(v);
-}
-#endif
-
 /* A row's output from its accumulators: the lanes summed, the mins' after. */
 static inline __attribute__((always_inline)) float row_output(sprout_type type, __m256 acc, __m256 macc) {
     return type_mins_sign(type) != 0.f ? hsum256(acc) + type_mins_sign(type) * hsum256(macc) : hsum256(acc);
@@ -1148,7 +1140,7 @@ static inline __attribute__((always_inline)) void rows_side_by_side(sprout_type 
         UNROLL_GROUP
         for (int p = 0; p < R / 2; p++)
             for (int h = 0; h < 2; h++)
-                out[2 * p + h] = row_output(type, half_of(acc2[p], h), half_of(macc2[p], h));
+                out[2 * p + h] = row_output(type, half512_ps(acc2[p], h), half512_ps(macc2[p], h));
         return;
     }
 #endif

@@ -16,10 +16,14 @@ static inline float hsum256(__m256 v) {
 }
 
 #ifdef __AVX512F__
-/* The sum of a 16-lane vector's lanes: its halves added, then hsum256. */
-static inline float hsum512(__m512 v) {
-    return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+/* Half h (0: lanes 0-7) of a 16-lane vector (AVX-512F has no 8-float
+ * extract; AVX512DQ's is not required). */
+static inline __m256 half512_ps(__m512 v, int h) {
+    return h ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)) : _mm512_castps512_ps256(v);
 }
+
+/* The sum of a 16-lane vector's lanes: its halves added, then hsum256. */
+static inline float hsum512(__m512 v) { return hsum256(_mm256_add_ps(half512_ps(v, 0), half512_ps(v, 1))); }
 #endif
 
 #endif
