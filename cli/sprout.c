@@ -31,7 +31,14 @@ static void usage(FILE *out) {
     fprintf(out, "\nsprout COMMAND --help shows the options of a command.\n");
 }
 
+/* The library's messages, on stderr: warnings and errors unless asked for more or none. */
+static void log_to_stderr(sprout_log_level level, const char *message, void *user) {
+    (void)user;
+    fprintf(stderr, "sprout: %s%s\n", level == SPROUT_LOG_ERROR ? "error: " : "", message);
+}
+
 int main(int argc, char **argv) {
+    sprout_log_set(log_to_stderr, NULL);
     if (argc < 2) {
         usage(stderr);
         return 2;

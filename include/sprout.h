@@ -57,6 +57,27 @@ const char *sprout_status_str(sprout_status status);
 /* The message of the last failing call on this thread ("" if none). */
 const char *sprout_last_error(void);
 
+/* ---------------------------------------------------------------------------
+ * Logging. The library never writes to stdout or stderr: what it has to say
+ * (a kernel level that cannot be had, a fallback taken) goes to the callback
+ * set here, and nowhere when none is set (the default). The callback may be
+ * called from any of the library's threads, one message at a time; the
+ * message has no trailing newline.
+ * ------------------------------------------------------------------------- */
+typedef enum sprout_log_level {
+    SPROUT_LOG_ERROR = 0,
+    SPROUT_LOG_WARN = 1,
+    SPROUT_LOG_INFO = 2,
+    SPROUT_LOG_DEBUG = 3
+} sprout_log_level;
+
+typedef void (*sprout_log_fn)(sprout_log_level level, const char *message, void *user);
+
+/* Installs fn (NULL: silence) for every later message of the process. */
+void sprout_log_set(sprout_log_fn fn, void *user);
+/* "error", "warn", "info", "debug"; "?" for other values. */
+const char *sprout_log_level_name(sprout_log_level level);
+
 /* Length of the valid UTF-8 character at s[0..n), or 0 if the bytes there are
  * not one (invalid, overlong, surrogate, past U+10FFFF, or cut short). */
 size_t sprout_utf8_char_len(const char *s, size_t n);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "kernels/kernels.h"
 
 static const sp_kernels portable = {
@@ -173,9 +174,10 @@ static void choose(void) {
     chosen = &portable;
     const char *cap = getenv("SPROUT_CPU");
     if (cap && *cap && !is_known_level(cap)) { /* a typo must not pass for a measured level */
-        fprintf(stderr, "sprout: SPROUT_CPU=%s is not one of", cap);
-        for (size_t i = 0; i < sizeof known_levels / sizeof *known_levels; i++) fprintf(stderr, "%s %s", i ? "," : "", known_levels[i]);
-        fprintf(stderr, ": using the best level this CPU has\n");
+        char names[128] = "";
+        for (size_t i = 0, o = 0; i < sizeof known_levels / sizeof *known_levels && o < sizeof names; i++)
+            o += (size_t)snprintf(names + o, sizeof names - o, "%s %s", i ? "," : "", known_levels[i]);
+        sp_log(SPROUT_LOG_WARN, "SPROUT_CPU=%s is not one of%s: using the best level this CPU has", cap, names);
     }
     if (cap && !strcmp(cap, "generic")) return;
 #ifdef SP_HAVE_NEON_KERNELS
@@ -200,7 +202,7 @@ static void choose_and_tell(void) {
     choose();
     const char *cap = getenv("SPROUT_CPU");
     if (cap && *cap && is_known_level(cap) && sp_kernels_for_level(cap) != chosen)
-        fprintf(stderr, "sprout: SPROUT_CPU=%s: this CPU or build does not have that level; using the %s kernels\n", cap, chosen->name);
+        sp_log(SPROUT_LOG_WARN, "SPROUT_CPU=%s: this CPU or build does not have that level; using the %s kernels", cap, chosen->name);
 }
 
 const sp_kernels *sp_kernels_get(void) {
