@@ -21,24 +21,34 @@ typedef struct arch_traits {
     bool may_be_parallel; /* parallel attention/FFN when the file has no ffn_norm */
     bool embd_scale;      /* embeddings times sqrt(n_embd) */
     bool always_tied;     /* the output head is the embedding, whatever else the file holds */
-    int swa_pattern;      /* 0: none; n: layer il is local when il % n < n - 1 (from the file for gemma3) */
+    int swa_pattern;      /* 0: none; n: layer il is local when il % n < n - 1 */
+    bool swa_pattern_in_file; /* attention.sliding_window_pattern may say otherwise */
     bool swa_all_layers;  /* the window (if any) applies to every layer */
+    bool swa_own_rope;    /* local layers: rope.freq_base_swa, and no frequency scaling */
     bool encoder;         /* the BERT family: bidirectional, post-norm, no output head (embeddings only) */
 } arch_traits;
 
 static const arch_traits archs[] = {
-    {"llama", SP_ARCH_LLAMA, SP_ROPE_NORM, SP_NORM_RMS, SP_FFN_SWIGLU, false, false, false, 0, false, false},
-    {"qwen2", SP_ARCH_QWEN2, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_SWIGLU, false, false, false, 0, false, false},
-    {"qwen3", SP_ARCH_QWEN3, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_SWIGLU, false, false, false, 0, false, false},
-    {"phi3", SP_ARCH_PHI3, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_SWIGLU, false, false, false, 0, true, false},
-    {"gemma", SP_ARCH_GEMMA, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_GEGLU, false, true, true, 0, false, false},
-    {"gemma2", SP_ARCH_GEMMA2, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_GEGLU, false, true, true, 2, false, false},
-    {"gemma3", SP_ARCH_GEMMA3, SP_ROPE_NEOX, SP_NORM_RMS, SP_FFN_GEGLU, false, true, true, 6, false, false},
-    {"phi2", SP_ARCH_PHI2, SP_ROPE_NEOX, SP_NORM_LAYER, SP_FFN_GELU, true, false, false, 0, false, false},
-    {"stablelm", SP_ARCH_STABLELM, SP_ROPE_NEOX, SP_NORM_LAYER, SP_FFN_SWIGLU, true, false, false, 0, false, false},
-    {"falcon", SP_ARCH_FALCON, SP_ROPE_NEOX, SP_NORM_LAYER, SP_FFN_GELU, true, false, false, 0, false, false},
-    {"bert", SP_ARCH_BERT, SP_ROPE_NONE, SP_NORM_LAYER, SP_FFN_GELU, false, false, false, 0, false, true},
-    {"nomic-bert", SP_ARCH_NOMIC_BERT, SP_ROPE_NEOX, SP_NORM_LAYER, SP_FFN_SWIGLU, false, false, false, 0, false, true},
+    {.name = "llama", .arch = SP_ARCH_LLAMA, .rope = SP_ROPE_NORM, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU},
+    {.name = "qwen2", .arch = SP_ARCH_QWEN2, .rope = SP_ROPE_NEOX, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU},
+    {.name = "qwen3", .arch = SP_ARCH_QWEN3, .rope = SP_ROPE_NEOX, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU},
+    {.name = "phi3", .arch = SP_ARCH_PHI3, .rope = SP_ROPE_NEOX, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU,
+      .swa_all_layers = true},
+    {.name = "gemma", .arch = SP_ARCH_GEMMA, .rope = SP_ROPE_NEOX, .norm = SP_NORM_RMS, .ffn = SP_FFN_GEGLU,
+      .embd_scale = true, .always_tied = true},
+    {.name = "gemma2", .arch = SP_ARCH_GEMMA2, .rope = SP_ROPE_NEOX, .norm = SP_NORM_RMS, .ffn = SP_FFN_GEGLU,
+      .embd_scale = true, .always_tied = true, .swa_pattern = 2},
+    {.name = "gemma3", .arch = SP_ARCH_GEMMA3, .rope = SP_ROPE_NEOX, .norm = SP_NORM_RMS, .ffn = SP_FFN_GEGLU,
+      .embd_scale = true, .always_tied = true, .swa_pattern = 6, .swa_pattern_in_file = true, .swa_own_rope = true},
+    {.name = "phi2", .arch = SP_ARCH_PHI2, .rope = SP_ROPE_NEOX, .norm = SP_NORM_LAYER, .ffn = SP_FFN_GELU,
+      .may_be_parallel = true},
+    {.name = "stablelm", .arch = SP_ARCH_STABLELM, .rope = SP_ROPE_NEOX, .norm = SP_NORM_LAYER, .ffn = SP_FFN_SWIGLU,
+      .may_be_parallel = true},
+    {.name = "falcon", .arch = SP_ARCH_FALCON, .rope = SP_ROPE_NEOX, .norm = SP_NORM_LAYER, .ffn = SP_FFN_GELU,
+      .may_be_parallel = true},
+    {.name = "bert", .arch = SP_ARCH_BERT, .rope = SP_ROPE_NONE, .norm = SP_NORM_LAYER, .ffn = SP_FFN_GELU, .encoder = true},
+    {.name = "nomic-bert", .arch = SP_ARCH_NOMIC_BERT, .rope = SP_ROPE_NEOX, .norm = SP_NORM_LAYER, .ffn = SP_FFN_SWIGLU,
+      .encoder = true},
 };
 
 /* --- metadata ------------------------------------------------------------------------ */
@@ -362,7 +372,7 @@ sprout_status sp_model_build(sprout_gguf *g, const sprout_model_params *params, 
     if ((st = bind_vec(&L, factors, hp->n_rot / 2, false, &m->rope_factors)) != SPROUT_OK) goto fail;
 
     int swa_pattern = at->swa_pattern;
-    if (at->arch == SP_ARCH_GEMMA3) {
+    if (at->swa_pattern_in_file) {
         int64_t pattern;
         if ((st = get_int(&L, "attention.sliding_window_pattern", false, 6, &pattern)) != SPROUT_OK) goto fail;
         swa_pattern = (int)pattern;
@@ -372,7 +382,9 @@ sprout_status sp_model_build(sprout_gguf *g, const sprout_model_params *params, 
         if ((st = bind_layer(&L, il, ly)) != SPROUT_OK) goto fail;
         ly->sliding = hp->sliding_window > 0 &&
                       (at->swa_all_layers || (swa_pattern > 0 && il % swa_pattern < swa_pattern - 1));
-        ly->rope_base = at->arch == SP_ARCH_GEMMA3 && ly->sliding ? hp->rope_base_swa : hp->rope_base;
+        const bool own_rope = at->swa_own_rope && ly->sliding;
+        ly->rope_base = own_rope ? hp->rope_base_swa : hp->rope_base;
+        ly->rope_freq_scale = own_rope ? 1.f : hp->rope_freq_scale;
     }
     m->gguf = g;
     *out = m;

@@ -51,7 +51,7 @@ typedef struct sp_layer {
     /* post-norm blocks (BERT): x = norm(x + attention), then x = norm(x + FFN) */
     sp_vec attn_out_norm, attn_out_norm_b, out_norm, out_norm_b;
     bool sliding;               /* sliding-window attention on this layer */
-    float rope_base;
+    float rope_base, rope_freq_scale; /* this layer's RoPE (gemma3's local layers keep their own, unscaled) */
 } sp_layer;
 
 typedef struct sp_hparams {

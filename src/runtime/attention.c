@@ -1,0 +1,105 @@
+#include "runtime/attention.h"
+
+#include <string.h>
+
+#include "quant/fp16.h"
+#include "runtime/parallel.h"
+
+/* Token t's k and v into its cache cell. */
+void sp_attention_store_kv(sp_context *ctx, int il, int32_t t) {
+    const sp_kv_cache *kv = &ctx->kv;
+    const float *k = ctx->k + (int64_t)t * kv->k_row, *v = ctx->v + (int64_t)t * kv->v_row;
+    const int64_t cell = ctx->cells[t];
+    if (kv->type == SP_KV_F32) {
+        memcpy((float *)kv->k[il] + cell * kv->k_row, k, (size_t)kv->k_row * sizeof(float));
+        memcpy((float *)kv->v[il] + cell * kv->v_row, v, (size_t)kv->v_row * sizeof(float));
+    } else {
+        uint16_t *kd = (uint16_t *)kv->k[il] + cell * kv->k_row, *vd = (uint16_t *)kv->v[il] + cell * kv->v_row;
+        for (int64_t i = 0; i < kv->k_row; i++) kd[i] = sp_fp32_to_fp16(k[i]);
+        for (int64_t i = 0; i < kv->v_row; i++) vd[i] = sp_fp32_to_fp16(v[i]);
+    }
+}
+
+typedef struct attention_job {
+    const sp_context *ctx;
+    const sp_batch_token *batch;
+    int32_t n;
+    int il;
+} attention_job;
+
+/* Tokens per attention job at most: the kernel reads each cache cell once
+ * for all of a job's tokens of one sequence (and all its query heads). */
+enum { ATTENTION_WINDOW = 32 };
+
+static void attention_worker(void *p, int ith, int nth) {
+    const attention_job *j = p;
+    const sp_context *ctx = j->ctx;
+    const sp_hparams *hp = &ctx->model->hp;
+    const sp_layer *ly = &ctx->model->layers[j->il];
+    const sp_kv_cache *kv = &ctx->kv;
+    /* a job is a window of tokens, a KV head and a run of its query heads
+     * (which read each cell once together); windows hold as many tokens as
+     * fill the kernel's blocks of rows, and runs are split only when there
+     * are too few jobs to keep every thread busy (one token of a
+     * multi-query model) */
+    const int64_t group = hp->n_head / hp->n_head_kv;
+    const int64_t window = ATTENTION_WINDOW / (group < 8 ? group : 8); /* the kernel takes up to 8 heads a block */
+    const int64_t n_windows = (j->n + window - 1) / window, pairs = n_windows * hp->n_head_kv;
+    int64_t runs = pairs >= 2 * nth ? 1 : (2 * nth + pairs - 1) / pairs;
+    if (runs > group) runs = group;
+    const int64_t per_run = (group + runs - 1) / runs, n_jobs = pairs * runs;
+    const size_t elem = kv->type == SP_KV_F32 ? 4 : 2;
+    const int64_t q_row = (int64_t)hp->n_head * hp->head_dim_k, out_row = (int64_t)hp->n_head * hp->head_dim_v;
+    /* dealt out in turn: a prompt's later tokens see more cells, so halves
+     * of the job list would leave the first thread idle half the time */
+    for (int64_t ji = ith; ji < n_jobs; ji += nth) {
+        const int64_t pi = ji / runs, run = ji % runs;
+        const int64_t w = pi / hp->n_head_kv, kvh = pi % hp->n_head_kv, head = kvh * group + run * per_run;
+        const int64_t n_heads = group - run * per_run < per_run ? group - run * per_run : per_run;
+        if (n_heads <= 0) continue;
+        const int32_t w_end = (int32_t)((w + 1) * window < j->n ? (w + 1) * window : j->n);
+        for (int32_t t0 = (int32_t)(w * window), t1; t0 < w_end; t0 = t1) {
+            /* the window's next run of tokens of one sequence */
+            const int32_t seq = j->batch[t0].seq;
+            sp_cell_range ranges[ATTENTION_WINDOW];
+            for (t1 = t0; t1 < w_end && j->batch[t1].seq == seq; t1++) {
+                const sp_batch_token *tok = &j->batch[t1];
+                /* bidirectional (BERT): every cell of the text, all of it in this batch */
+                ranges[t1 - t0] = (sp_cell_range){ly->sliding ? sp_kv_window_start(kv, seq, tok->pos, hp->sliding_window) : 0,
+                                                  hp->causal ? sp_kv_visible(kv, seq, tok->pos) : kv->seqs[seq].n};
+            }
+            sp_attention_args a = {
+                .q = ctx->q + t0 * q_row + head * hp->head_dim_k,
+                .keys = (const char *)kv->k[j->il] + (size_t)(kvh * hp->head_dim_k) * elem,
+                .values = (const char *)kv->v[j->il] + (size_t)(kvh * hp->head_dim_v) * elem,
+                .kv_type = kv->type,
+                .stride = kv->k_row,
+                .cells = kv->seqs[seq].cells,
+                .head_dim_k = hp->head_dim_k,
+                .head_dim_v = hp->head_dim_v,
+                .scale = hp->attn_scale,
+                .softcap = hp->attn_softcap,
+                .out = ctx->attn.f32 + t0 * out_row + head * hp->head_dim_v,
+                .n_q_heads = n_heads,
+                .n_tokens = t1 - t0,
+                .q_stride = q_row,
+                .out_stride = out_row,
+                .ranges = ranges,
+            };
+            ctx->kernels->attention(&a);
+            if (ctx->attn.blocks) /* heads of whole blocks (checked at setup): this run's are its own blocks */
+                for (int32_t t = t0; t < t1; t++)
+                    ctx->kernels->quantize(ctx->attn.f32 + t * out_row + head * hp->head_dim_v, n_heads * hp->head_dim_v,
+                                           sp_rows_block_at(ctx->attn.blocks, out_row, t, head * hp->head_dim_v));
+        }
+    }
+}
+
+
+void sp_attention(sp_context *ctx, int il, const sp_batch_token *batch, int32_t n) {
+    const sp_hparams *hp = &ctx->model->hp;
+    attention_job aj = {ctx, batch, n, il};
+    const int64_t work = (int64_t)n * hp->n_head * hp->head_dim_k * (ctx->kv.n_cells - ctx->kv.n_free);
+    if (work < SP_PARALLEL_MIN_WORK) attention_worker(&aj, 0, 1);
+    else sp_threadpool_run(ctx->pool, attention_worker, &aj);
+}

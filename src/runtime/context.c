@@ -1,0 +1,118 @@
+#include "runtime/context.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+/* The model's matrices the forward pass multiplies by, one at a time (i
+ * from 0; NULL past the last; absent ones have no data). */
+static const sp_weight *model_weight(const sprout_model *m, int64_t i) {
+    if (i == 0) return &m->output;
+    const int64_t il = (i - 1) / 8;
+    if (il >= m->hp.n_layer) return NULL;
+    const sp_layer *ly = &m->layers[il];
+    const sp_weight *const ws[8] = {&ly->wq, &ly->wk, &ly->wv, &ly->wqkv, &ly->wo, &ly->w_gate, &ly->w_up, &ly->w_down};
+    return ws[(i - 1) % 8];
+}
+
+bool sp_context_kinds_differ(const sp_context *ctx) {
+    const sp_weight *w;
+    for (int64_t i = 0; (w = model_weight(ctx->model, i)); i++)
+        if (w->data && sp_prompt_path_differs(ctx->kernels, w->type)) return true;
+    return false;
+}
+
+/* The most bytes `tokens` prompt tokens in up to `runs` runs (each may
+ * leave a tile part-filled) take staged for any weight the prompt entry
+ * computes its own way. */
+static size_t most_staged_bytes(const sp_context *ctx, int64_t tokens, int64_t runs) {
+    size_t most = 0;
+    const sp_weight *w;
+    for (int64_t i = 0; (w = model_weight(ctx->model, i)); i++) {
+        if (!w->data || !sp_prompt_path_differs(ctx->kernels, w->type)) continue;
+        const size_t bytes = ctx->kernels->prompt_staged_bytes(w->type, w->n_in, tokens + SP_PROMPT_TILE_TOKENS * runs);
+        most = bytes > most ? bytes : most;
+    }
+    return most;
+}
+
+/* Activation buffers start on a cache line: a vector load that straddles
+ * two lines costs two. */
+static void *alloc_lines(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
+
+sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_t n_ctx, int32_t n_batch, int32_t n_seq,
+                              int n_threads, sp_kv_type kv_type) {
+    memset(ctx, 0, sizeof *ctx);
+    const sp_hparams *hp = &model->hp;
+    ctx->model = model;
+    ctx->kernels = sp_kernels_get();
+    ctx->n_batch = n_batch;
+    sprout_status st = sp_threadpool_create(n_threads, &ctx->pool);
+    if (st != SPROUT_OK) return st;
+    const int64_t kv_k = (int64_t)hp->n_head_kv * hp->head_dim_k, kv_v = (int64_t)hp->n_head_kv * hp->head_dim_v;
+    if (kv_k != kv_v) {
+        sp_threadpool_free(ctx->pool);
+        return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s: key and value head sizes differ (%d, %d)", hp->arch_name, hp->head_dim_k, hp->head_dim_v);
+    }
+    if ((st = sp_kv_init(&ctx->kv, kv_type, n_ctx, hp->n_layer, n_seq, kv_k, kv_v)) != SPROUT_OK) {
+        sp_threadpool_free(ctx->pool);
+        return st;
+    }
+    const int64_t nb = n_batch, e = hp->n_embd, f = hp->n_ff;
+    const int64_t nq = (int64_t)hp->n_head * hp->head_dim_k, na = (int64_t)hp->n_head * hp->head_dim_v;
+    ctx->x = alloc_lines((size_t)(nb * e) * sizeof(float));
+    ctx->h.f32 = alloc_lines((size_t)(nb * e) * sizeof(float));
+    ctx->o = alloc_lines((size_t)(nb * e) * sizeof(float));
+    ctx->ff_out = alloc_lines((size_t)(nb * e) * sizeof(float));
+    ctx->q = alloc_lines((size_t)(nb * nq) * sizeof(float));
+    ctx->k = alloc_lines((size_t)(nb * kv_k) * sizeof(float));
+    ctx->v = alloc_lines((size_t)(nb * kv_v) * sizeof(float));
+    ctx->qkv = alloc_lines((size_t)(nb * (nq + kv_k + kv_v)) * sizeof(float));
+    ctx->attn.f32 = alloc_lines((size_t)(nb * na) * sizeof(float));
+    ctx->ff_a.f32 = alloc_lines((size_t)(nb * f) * sizeof(float));
+    ctx->ff_b = alloc_lines((size_t)(nb * 2 * f) * sizeof(float));
+    ctx->cells = alloc_lines((size_t)nb * sizeof(int32_t));
+    ctx->kept = alloc_lines((size_t)nb * sizeof *ctx->kept);
+    ctx->row_prompt = alloc_lines((size_t)nb * sizeof *ctx->row_prompt);
+    bool quantized_ok = true;
+    if (ctx->kernels->quantize) {
+        /* a row of width w is w / 32 blocks; attention quantizes each run of heads, so a head must be whole blocks */
+#define BLOCKS_BYTES(width) ((size_t)nb * (size_t)((width) / 32) * SP_ACT_BLOCK_BYTES)
+        if (e % 32 == 0) quantized_ok &= (ctx->h.blocks = alloc_lines(BLOCKS_BYTES(e))) != NULL;
+        if (hp->head_dim_v % 32 == 0) quantized_ok &= (ctx->attn.blocks = alloc_lines(BLOCKS_BYTES(na))) != NULL;
+        if (f % 32 == 0) quantized_ok &= (ctx->ff_a.blocks = alloc_lines(BLOCKS_BYTES(f))) != NULL;
+#undef BLOCKS_BYTES
+    }
+    int64_t widest = e > f ? e : f;
+    if (na > widest) widest = na;
+    ctx->scratch_stride = (sp_matmul_scratch_floats(widest) + 15) / 16 * 16; /* each thread's on a line */
+    ctx->scratch = alloc_lines((size_t)(ctx->scratch_stride * sp_threadpool_size(ctx->pool)) * sizeof(float));
+    /* a batch's prompt tokens staged for the widest rows the prompt entry takes, in a run per sequence */
+    if (ctx->kernels->stage_prompt && sp_threadpool_size(ctx->pool) > 1 && sp_context_kinds_differ(ctx)) {
+        ctx->staged_capacity = most_staged_bytes(ctx, nb, n_seq);
+        quantized_ok &= (ctx->staged = alloc_lines(ctx->staged_capacity)) != NULL;
+    }
+    if (!ctx->x || !ctx->h.f32 || !ctx->o || !ctx->ff_out || !ctx->q || !ctx->k || !ctx->v || !ctx->qkv || !ctx->attn.f32 || !ctx->ff_a.f32 ||
+        !ctx->ff_b || !ctx->cells || !ctx->kept || !ctx->row_prompt || !ctx->scratch || !quantized_ok) {
+        sp_context_free(ctx);
+        return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory for activations (batch of %d)", n_batch);
+    }
+    return SPROUT_OK;
+}
+
+void sp_context_free(sp_context *ctx) {
+    if (!ctx) return;
+    sp_threadpool_free(ctx->pool);
+    sp_kv_free(&ctx->kv);
+    float *bufs[] = {ctx->x, ctx->h.f32, ctx->o, ctx->ff_out, ctx->q, ctx->k, ctx->v, ctx->qkv, ctx->attn.f32, ctx->ff_a.f32, ctx->ff_b, ctx->scratch};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    free(ctx->cells);
+    free(ctx->kept);
+    free(ctx->row_prompt);
+    free(ctx->staged);
+    free(ctx->h.blocks);
+    free(ctx->attn.blocks);
+    free(ctx->ff_a.blocks);
+    memset(ctx, 0, sizeof *ctx);
+}

@@ -1,0 +1,87 @@
+/* What one forward pass works in: the model, the kernels of this CPU, the
+ * thread pool, the KV cache and every activation buffer, sized once for a
+ * batch of n_batch tokens so that a pass allocates nothing. */
+#ifndef SPROUT_RUNTIME_CONTEXT_H
+#define SPROUT_RUNTIME_CONTEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/kernels.h"
+#include "model/model.h"
+#include "runtime/kv_cache.h"
+#include "runtime/threadpool.h"
+
+typedef struct sp_batch_token {
+    int32_t token, pos, seq;
+    bool logits;
+    bool embd; /* its hidden state after the final norm is wanted (embeddings) */
+    /* computed as a prompt's token (kernels.h, matmul_prompt; a level may
+     * compute them apart from the rest, each kind the same in any batch):
+     * the tokens of a prompt of SP_PROMPT_PATH_MIN_TOKENS or more, never a
+     * generated one */
+    bool prompt;
+} sp_batch_token;
+
+/* Fewer prompt tokens than this are computed as generated ones: the prompt
+ * path converts every weight for its batch (the amx level's F16 and BF16
+ * tiles), which a few tokens do not repay (bench/RESULTS.md has the
+ * measurements that set it). */
+#define SP_PROMPT_PATH_MIN_TOKENS 32
+
+/* A projection's input: n_batch rows of floats, and the same rows as the
+ * level's quantized blocks for its int8 kernels, made once per token where
+ * the activation is computed instead of in every matmul and thread (NULL
+ * where the level has no quantize or the width does not divide into its
+ * blocks). */
+typedef struct sp_rows {
+    float *f32;
+    void *blocks;
+} sp_rows;
+
+/* Where element `at` of row t starts in a buffer of quantized blocks whose
+ * rows are `width` elements (at a multiple of 32). */
+static inline char *sp_rows_block_at(void *blocks, int64_t width, int64_t t, int64_t at) {
+    return (char *)blocks + (size_t)((t * width + at) / 32) * SP_ACT_BLOCK_BYTES;
+}
+
+typedef struct sp_context {
+    const sprout_model *model;
+    const sp_kernels *kernels;
+    sp_threadpool *pool;
+    sp_kv_cache kv;
+    int32_t n_batch;
+    /* activations, n_batch rows each (shapes: e = n_embd, f = n_ff, nq/nk/nv
+     * = query/key/value heads times head size) */
+    float *x;       /* [n][e] the residual stream */
+    sp_rows h;      /* [n][e] the normed input of a block, and of the output head */
+    float *q, *k, *v, *qkv; /* [n][nq], [n][nk], [n][nv]; qkv [n][nq+nk+nv] from a fused projection */
+    sp_rows attn;   /* [n][n_head * head_dim_v] attention's output */
+    float *o;       /* [n][e] the output projection's */
+    sp_rows ff_a;   /* [n][f] the down projection's input */
+    float *ff_b;    /* [n][2f] up (and gate, fused) */
+    float *ff_out;  /* [n][e] the FFN's output */
+    float *scratch; /* per thread: one decoded weight row */
+    int64_t scratch_stride;
+    int32_t *cells;   /* the cell of each batch token */
+    bool *row_prompt; /* per row of the matmul at hand: a prompt token's (sp_batch_token.prompt) */
+    /* A matmul's prompt runs staged for the prompt entry once, by all
+     * threads (kernels->stage_prompt); NULL where no weight takes it or
+     * one thread runs */
+    void *staged;
+    size_t staged_capacity;
+    sp_batch_token *kept; /* the last layer's tokens: those whose logits or hidden states are wanted */
+} sp_context;
+
+sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_t n_ctx, int32_t n_batch, int32_t n_seq,
+                              int n_threads, sp_kv_type kv_type);
+void sp_context_free(sp_context *ctx);
+
+/* Whether a token's numbers here depend on its kind (sp_batch_token.prompt):
+ * some matmul weight of the model takes the level's prompt entry. Caches
+ * that must give every request the same numbers then reuse only what was
+ * computed as prompt. */
+bool sp_context_kinds_differ(const sp_context *ctx);
+
+#endif

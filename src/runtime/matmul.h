@@ -1,0 +1,19 @@
+/* The one call every projection of the forward pass makes: y = W x for a
+ * batch's rows. Behind it: the split of the weight's rows among the
+ * threads, the prompt runs staged for the level's prompt entry, and the
+ * choice of kernel entry per run of tokens. What a projection adds to W x
+ * (an adapter's low-rank term) belongs here, once. */
+#ifndef SPROUT_RUNTIME_MATMUL_H
+#define SPROUT_RUNTIME_MATMUL_H
+
+#include "runtime/context.h"
+
+/* y[t][0..w->n_out) = W x[t] for tokens t in [0, n): x's rows are w->n_in
+ * wide, y's w->n_out; row t is a prompt token's where ctx->row_prompt[t]. */
+void sp_matmul(const sp_context *ctx, const sp_weight *w, const sp_rows *x, float *y, int32_t n);
+
+/* Row t of rows.f32 (width elements) into its quantized blocks, where the
+ * activation is made, while it is in cache. Nothing where rows has none. */
+void sp_rows_quantize(const sp_context *ctx, const sp_rows *rows, int64_t width, int32_t t);
+
+#endif
