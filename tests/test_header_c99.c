@@ -15,6 +15,9 @@ int main(void) {
     sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 1};
     sprout_model *m = NULL;
     total++, failed += sprout_model_load("/nonexistent.gguf", &mp, &m) != SPROUT_ERR_NOT_FOUND || m != NULL;
+    char version[32];
+    snprintf(version, sizeof version, "%d.%d.%d", SPROUT_VERSION_MAJOR, SPROUT_VERSION_MINOR, SPROUT_VERSION_PATCH);
+    total++, failed += strcmp(sprout_version(), version) != 0;
     sprout_chat_message msgs[] = {{"system", "Be brief."}, {"user", "Hi"}};
     total++, failed += sizeof msgs / sizeof msgs[0] != 2;
     printf("%d passed, %d failed\n", total - failed, failed);
