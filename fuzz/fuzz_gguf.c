@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "gguf/gguf_internal.h"
+#include "gguf/gguf_reader.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -4,6 +4,7 @@
  * the errors a user can provoke. */
 #include <jansson.h>
 #include <math.h>
+#include <stddef.h>
 #include <unistd.h>
 
 #include "gguf/gguf_writer.h"
@@ -579,6 +580,129 @@ static void test_hostile_numbers(void) {
     unlink(path);
 }
 
+/* --- what a model and a pipeline say about themselves, their configs ----------------------------------- */
+
+static void test_accessors_and_config(void) {
+    sprout_model *m = load(SPROUT_KV_F32, 2);
+    if (!m) return;
+    uint32_t ctx_train = 0;
+    CHECK(sprout_gguf_get_u32(sprout_model_gguf(m), "llama.context_length", &ctx_train) == SPROUT_OK);
+    CHECK_MSG(sprout_model_n_ctx_train(m) == (int32_t)ctx_train && ctx_train > 0, "n_ctx_train %d, file %u", sprout_model_n_ctx_train(m),
+              ctx_train);
+    CHECK(sprout_model_generates(m)); /* stories260K has its output head */
+    CHECK(!sprout_model_generates(NULL) && sprout_model_n_ctx_train(NULL) == 0 && sprout_model_load_ms(NULL) == 0);
+    CHECK_MSG(sprout_model_load_ms(m) > 0 && sprout_model_load_ms(m) < 60000, "load took %.3f ms", sprout_model_load_ms(m));
+
+    /* the pipeline takes the model's defaults (n_ctx 512 and 2 threads, see load()) unless given its own */
+    sprout_pipeline *p = NULL, *q = NULL;
+    CHECK(sprout_pipeline_create(m, NULL, &p) == SPROUT_OK);
+    CHECK(sprout_pipeline_n_ctx(p) == 512 && sprout_pipeline_n_threads(p) == 2);
+    sprout_pipeline_params pp = {.struct_size = sizeof pp, .n_ctx = 128, .n_threads = 3};
+    CHECK(sprout_pipeline_create(m, &pp, &q) == SPROUT_OK);
+    CHECK(sprout_pipeline_n_ctx(q) == 128 && sprout_pipeline_n_threads(q) == 3);
+    CHECK(sprout_pipeline_n_ctx(NULL) == 0 && sprout_pipeline_n_threads(NULL) == 0);
+
+    /* a new pipeline's config is the defaults */
+    sprout_generation_config defaults, c;
+    sprout_generation_config_init(&defaults);
+    c.struct_size = sizeof c;
+    CHECK(sprout_pipeline_get_config(p, &c) == SPROUT_OK);
+    CHECK(c.struct_size == sizeof c && c.max_new_tokens == defaults.max_new_tokens && c.temperature == defaults.temperature &&
+          c.top_k == defaults.top_k && c.seed == defaults.seed);
+    /* set: the calls without a config of their own use it; the caller's pointers are not kept */
+    sprout_generation_config set = greedy(5);
+    const char *stops[] = {"never appears"};
+    set.stop_strings = stops;
+    set.n_stop_strings = 1;
+    CHECK(sprout_pipeline_set_config(p, &set) == SPROUT_OK);
+    CHECK(sprout_pipeline_get_config(p, &c) == SPROUT_OK);
+    CHECK(c.max_new_tokens == 5 && c.temperature == 0 && c.stop_strings == NULL && c.n_stop_strings == 0);
+    sprout_result *by_pipeline = NULL, *by_call = NULL;
+    CHECK(sprout_generate(p, "Once upon a time", NULL, NULL, NULL, &by_pipeline) == SPROUT_OK);
+    sprout_generation_config explicit_cfg = greedy(5);
+    CHECK(sprout_generate(q, "Once upon a time", &explicit_cfg, NULL, NULL, &by_call) == SPROUT_OK);
+    size_t n1, n2;
+    const sprout_token *t1 = sprout_result_tokens(by_pipeline, &n1), *t2 = sprout_result_tokens(by_call, &n2);
+    CHECK_MSG(n1 == 5 && n2 == 5 && !memcmp(t1, t2, n1 * sizeof *t1), "the pipeline's config gave %zu tokens, the call's %zu", n1, n2);
+    CHECK(sprout_result_finish_reason(by_pipeline) == SPROUT_FINISH_LENGTH);
+    CHECK(!strcmp(sprout_finish_reason_str(sprout_result_finish_reason(by_pipeline)), "length"));
+    sprout_result_free(by_pipeline);
+    sprout_result_free(by_call);
+    /* an older, shorter struct gets only its own fields */
+    sprout_generation_config old;
+    memset(&old, 0xAB, sizeof old);
+    old.struct_size = offsetof(sprout_generation_config, top_k);
+    CHECK(sprout_pipeline_get_config(p, &old) == SPROUT_OK);
+    CHECK(old.struct_size == offsetof(sprout_generation_config, top_k) && old.max_new_tokens == 5 && old.top_k != defaults.top_k);
+    CHECK(sprout_pipeline_get_config(NULL, &c) == SPROUT_ERR_INVALID_ARGUMENT);
+    CHECK(sprout_pipeline_set_config(p, NULL) == SPROUT_ERR_INVALID_ARGUMENT);
+
+    /* every finish reason's word */
+    static const struct {
+        sprout_finish_reason r;
+        const char *word;
+    } words[] = {{SPROUT_FINISH_NONE, "none"},       {SPROUT_FINISH_EOS, "eos"},         {SPROUT_FINISH_STOP_STRING, "stop"},
+                 {SPROUT_FINISH_STOP_TOKEN, "stop"}, {SPROUT_FINISH_LENGTH, "length"},   {SPROUT_FINISH_STOPPED, "stopped"},
+                 {SPROUT_FINISH_CANCELLED, "cancelled"}};
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+        CHECK_MSG(!strcmp(sprout_finish_reason_str(words[i].r), words[i].word), "%d: %s", (int)words[i].r,
+                  sprout_finish_reason_str(words[i].r));
+    CHECK(!strcmp(sprout_finish_reason_str((sprout_finish_reason)99), "none"));
+    sprout_pipeline_free(q);
+    sprout_pipeline_free(p);
+    sprout_model_free(m);
+}
+
+/* A chat with a chosen template renders its turns with that template; a
+ * template that does not parse is refused and the chosen one kept. The
+ * model-level builder takes extra variables for the template. */
+static void test_chat_template_choice(void) {
+    sprout_model *m = load(SPROUT_KV_F32, 1);
+    if (!m) return;
+    sprout_pipeline *p = NULL;
+    CHECK(sprout_pipeline_create(m, NULL, &p) == SPROUT_OK);
+    const char *source = "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}[assistant]";
+    CHECK(sprout_chat_set_template(p, source) == SPROUT_OK);
+    CHECK(sprout_chat_set_template(p, "{% for %}") == SPROUT_ERR_FORMAT);
+    CHECK(sprout_chat_set_template(NULL, "chatml") == SPROUT_ERR_INVALID_ARGUMENT);
+    CHECK(sprout_chat_start(p, "You tell stories.") == SPROUT_OK);
+    sprout_generation_config cfg = greedy(4);
+    sprout_result *r = NULL;
+    CHECK_MSG(sprout_chat_generate(p, "Once upon a time", &cfg, NULL, NULL, &r) == SPROUT_OK, "%s", sprout_last_error());
+    const char *messages = "[{\"role\":\"system\",\"content\":\"You tell stories.\"},{\"role\":\"user\",\"content\":\"Once upon a time\"}]";
+    char *text = NULL;
+    size_t text_len = 0, n_want = 0, n_got = 0;
+    sprout_token *want = NULL;
+    CHECK(sprout_model_chat_prompt(m, source, messages, true, &text, &text_len, &want, &n_want) == SPROUT_OK);
+    CHECK_MSG(text && !strcmp(text, "[system] You tell stories.\n[user] Once upon a time\n[assistant]"), "rendered [%s]", text ? text : "");
+    const sprout_token *got = sprout_result_prompt_tokens(r, &n_got);
+    CHECK_MSG(n_got == n_want && n_want > 0 && !memcmp(got, want, n_want * sizeof *got),
+              "the chat's prompt (%zu ids) is not its template's (%zu)", n_got, n_want);
+    sprout_free(text);
+    sprout_free(want);
+    sprout_result_free(r);
+
+    /* extra variables reach the template; the ids are the rendered text's */
+    const char *greeting = "{{ greeting }}{% for m in messages %}{{ m.content }}{% endfor %}";
+    text = NULL;
+    want = NULL;
+    const char *dog = "[{\"role\":\"user\",\"content\":\"a dog\"}]";
+    CHECK(sprout_model_chat_prompt_vars(m, greeting, dog, "{\"greeting\":\"Tell me about \"}", false, &text, &text_len, &want, &n_want) ==
+          SPROUT_OK);
+    CHECK_MSG(text && !strcmp(text, "Tell me about a dog") && text_len == strlen("Tell me about a dog"), "rendered [%s]", text ? text : "");
+    sprout_token *plain = NULL;
+    size_t n_plain = 0;
+    CHECK(sprout_model_tokenize_prompt(m, "Tell me about a dog", strlen("Tell me about a dog"), true, &plain, &n_plain) == SPROUT_OK);
+    CHECK(n_plain == n_want && n_want > 0 && !memcmp(plain, want, n_want * sizeof *want));
+    sprout_free(plain);
+    sprout_free(text);
+    sprout_free(want);
+    CHECK(sprout_model_chat_prompt_vars(m, greeting, "[]", "not json", false, &text, &text_len, NULL, NULL) != SPROUT_OK);
+    CHECK(sprout_model_chat_prompt_vars(NULL, greeting, "[]", NULL, false, &text, &text_len, NULL, NULL) == SPROUT_ERR_INVALID_ARGUMENT);
+    sprout_pipeline_free(p);
+    sprout_model_free(m);
+}
+
 /* A model whose vocabulary has no FIM tokens cannot fill a middle; bad
  * arguments are refused. (With the tokens: test_server_fim.) */
 static void test_fim_prompt(void) {
@@ -603,5 +727,7 @@ int main(void) {
     test_chat();
     test_stops_and_limits();
     test_fim_prompt();
+    test_accessors_and_config();
+    test_chat_template_choice();
     TEST_MAIN_END();
 }

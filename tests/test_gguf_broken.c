@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#include "gguf/gguf_internal.h"
+#include "gguf/gguf_reader.h"
 #include "gguf_bytes.h"
 #include "test_util.h"
 

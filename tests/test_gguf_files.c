@@ -231,10 +231,34 @@ static void test_every_file_opens(void) {
     CHECK(opened >= 40);
 }
 
+/* The value types' short names, as the CLI's info prints them. */
+static void test_type_names(void) {
+    static const struct {
+        sprout_gguf_type type;
+        const char *name;
+    } names[] = {{SPROUT_GGUF_UINT8, "u8"},   {SPROUT_GGUF_INT8, "i8"},       {SPROUT_GGUF_UINT16, "u16"},  {SPROUT_GGUF_INT16, "i16"},
+                 {SPROUT_GGUF_UINT32, "u32"}, {SPROUT_GGUF_INT32, "i32"},     {SPROUT_GGUF_FLOAT32, "f32"}, {SPROUT_GGUF_BOOL, "bool"},
+                 {SPROUT_GGUF_STRING, "string"}, {SPROUT_GGUF_ARRAY, "array"}, {SPROUT_GGUF_UINT64, "u64"}, {SPROUT_GGUF_INT64, "i64"},
+                 {SPROUT_GGUF_FLOAT64, "f64"}};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        CHECK_MSG(!strcmp(sprout_gguf_type_name(names[i].type), names[i].name), "type %d: %s", (int)names[i].type,
+                  sprout_gguf_type_name(names[i].type));
+    CHECK(!strcmp(sprout_gguf_type_name((sprout_gguf_type)13), "?"));
+    /* a real file's values carry those types: stories260K's context length is a u32 */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/models/stories260K.gguf", test_shared_dir());
+    sprout_gguf *g = NULL;
+    CHECK(sprout_gguf_open(path, &g) == SPROUT_OK);
+    const sprout_gguf_value *v = sprout_gguf_find(g, "llama.context_length");
+    CHECK(v && !strcmp(sprout_gguf_type_name(sprout_gguf_value_type(v)), "u32"));
+    sprout_gguf_close(g);
+}
+
 int main(void) {
     test_stories260k();
     test_tokenizer_vocabs();
     test_arch_files();
     test_every_file_opens();
+    test_type_names();
     TEST_MAIN_END();
 }

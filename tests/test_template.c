@@ -313,6 +313,45 @@ static void test_errors(void) {
     sprout_template_free(NULL);
 }
 
+/* Where a template fails, for parse and render errors alike; messages given
+ * as role/content pairs render as their JSON form does. */
+static void test_error_column_and_pairs(void) {
+    sprout_template *t = NULL;
+    const char *bad = "hello\n  {{ 1 + }}";
+    CHECK(sprout_template_parse(bad, strlen(bad), &t) == SPROUT_ERR_FORMAT && t == NULL);
+    CHECK_MSG(sprout_template_error_line() == 2 && sprout_template_error_column() == 12, "line %d, column %d",
+              sprout_template_error_line(), sprout_template_error_column());
+    CHECK(!strncmp(sprout_last_error(), "line 2, column 12: ", 19));
+    const char *undefined = "ab{{ x.y }}";
+    CHECK(sprout_template_parse(undefined, strlen(undefined), &t) == SPROUT_OK);
+    sprout_template_options opt = {.struct_size = sizeof opt, .add_generation_prompt = true};
+    char *out = NULL;
+    size_t len = 0;
+    CHECK(sprout_template_render(t, NULL, 0, &opt, &out, &len) == SPROUT_ERR_FORMAT && out == NULL);
+    CHECK_MSG(sprout_template_error_line() == 1 && sprout_template_error_column() == 7, "line %d, column %d",
+              sprout_template_error_line(), sprout_template_error_column());
+    sprout_template_free(t);
+
+    const char *src = sprout_template_builtin("chatml");
+    t = NULL;
+    CHECK(src && sprout_template_parse(src, strlen(src), &t) == SPROUT_OK);
+    const sprout_chat_message msgs[] = {{"system", "S"}, {"user", "say \"hi\"\n"}};
+    CHECK(sprout_template_render(t, msgs, 2, &opt, &out, &len) == SPROUT_OK);
+    const char *want = "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nsay \"hi\"\n<|im_end|>\n<|im_start|>assistant\n";
+    CHECK_MSG(out && !strcmp(out, want) && len == strlen(want), "got [%s]", out ? out : "(null)");
+    char *from_json = NULL;
+    size_t json_len = 0;
+    const char *json = "[{\"role\":\"system\",\"content\":\"S\"},{\"role\":\"user\",\"content\":\"say \\\"hi\\\"\\n\"}]";
+    CHECK(sprout_template_render_json(t, json, &opt, &from_json, &json_len) == SPROUT_OK);
+    CHECK(out && from_json && json_len == len && !memcmp(out, from_json, len));
+    sprout_free(out);
+    sprout_free(from_json);
+    out = NULL;
+    CHECK(sprout_template_render(t, msgs, 2, &opt, NULL, &len) == SPROUT_ERR_INVALID_ARGUMENT);
+    CHECK(sprout_template_render(t, NULL, 1, &opt, &out, &len) == SPROUT_ERR_INVALID_ARGUMENT && out == NULL);
+    sprout_template_free(t);
+}
+
 /* The built-in templates parse and render a conversation; ChatML renders
  * exactly what the real ChatML template in ../shared renders. */
 static void test_builtins(void) {
@@ -380,5 +419,6 @@ int main(void) {
     test_errors();
     test_builtins();
     test_model_templates();
+    test_error_column_and_pairs();
     TEST_MAIN_END();
 }

@@ -3,7 +3,9 @@
  * tokenizer/NAME.gguf or models/NAME.gguf), round trips, every token id, and
  * the streaming detokenizer. */
 #include <dirent.h>
+#include <unistd.h>
 
+#include "gguf/gguf_writer.h"
 #include "test_util.h"
 
 static const char SEP[] = "\n__ggml_vocab_test__\n";
@@ -451,11 +453,46 @@ static void test_streaming(void) {
     }
 }
 
+/* A BPE vocabulary whose pre-tokenizer sprout does not know still loads, with
+ * the default pre-tokenizer, and says so; a known one says nothing. */
+static void test_unknown_pre_warning(void) {
+    char src_path[1024], path[1024];
+    snprintf(src_path, sizeof src_path, "%s/tokenizer/ggml-vocab-llama-bpe.gguf", test_shared_dir());
+    snprintf(path, sizeof path, "%s/unknown-pre.gguf", test_temp_dir());
+    vocab_file vf;
+    if (!open_vocab(src_path, &vf)) return;
+    CHECK_MSG(!strcmp(sprout_tokenizer_warning(vf.tok), ""), "a known pre-tokenizer warned: %s", sprout_tokenizer_warning(vf.tok));
+    CHECK(!strcmp(sprout_tokenizer_warning(NULL), ""));
+    sp_gguf_writer *w = sp_gguf_writer_new();
+    CHECK(w && sp_gguf_writer_copy_metadata(w, vf.gguf) == SPROUT_OK);
+    CHECK(sp_gguf_writer_set_str(w, "tokenizer.ggml.pre", "no-such-pre", strlen("no-such-pre")) == SPROUT_OK);
+    CHECK_MSG(sp_gguf_writer_write(w, path, NULL, NULL) == SPROUT_OK, "%s", sprout_last_error());
+    sp_gguf_writer_free(w);
+    vocab_file odd;
+    if (open_vocab(path, &odd)) {
+        const char *warning = sprout_tokenizer_warning(odd.tok);
+        CHECK_MSG(strstr(warning, "unknown pre-tokenizer 'no-such-pre': using the default one") != NULL, "warning [%s]", warning);
+        sprout_token *ids = NULL;
+        const char *text = "Hello world";
+        size_t n = tokenize(odd.tok, text, strlen(text), 0, &ids);
+        size_t len = 0;
+        char *back = detokenize(odd.tok, ids, n, 0, &len);
+        CHECK(n > 0 && back && len == strlen(text) && !memcmp(back, text, len));
+        free(back);
+        free(ids);
+        close_vocab(&odd);
+    }
+    close_vocab(&vf);
+    unlink(path);
+    rmdir(test_temp_dir());
+}
+
 int main(void) {
     test_all_vectors();
     test_special_tokens();
     test_fim_tokens();
     test_streaming();
     test_every_vocab();
+    test_unknown_pre_warning();
     TEST_MAIN_END();
 }

@@ -11,27 +11,18 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "gguf/gguf_internal.h"
+#include "core/strmap.h"
+#include "gguf/gguf_reader.h"
 
-
-const char *sprout_gguf_type_name(sprout_gguf_type type) {
-    switch (type) {
-    case SPROUT_GGUF_UINT8: return "u8";
-    case SPROUT_GGUF_INT8: return "i8";
-    case SPROUT_GGUF_UINT16: return "u16";
-    case SPROUT_GGUF_INT16: return "i16";
-    case SPROUT_GGUF_UINT32: return "u32";
-    case SPROUT_GGUF_INT32: return "i32";
-    case SPROUT_GGUF_FLOAT32: return "f32";
-    case SPROUT_GGUF_BOOL: return "bool";
-    case SPROUT_GGUF_STRING: return "string";
-    case SPROUT_GGUF_ARRAY: return "array";
-    case SPROUT_GGUF_UINT64: return "u64";
-    case SPROUT_GGUF_INT64: return "i64";
-    case SPROUT_GGUF_FLOAT64: return "f64";
-    }
-    return "?";
-}
+/* The whole model: the first part's metadata, every part's tensors. */
+struct sprout_gguf {
+    uint32_t n_parts;
+    sp_gguf_part *parts;
+    int64_t n_tensors;
+    sp_gguf_tensor *tensors; /* copies of the parts' entries, in order */
+    sp_strmap tensor_index;
+    sp_strmap key_index; /* keys of parts[0] */
+};
 
 /* --- value accessors ---------------------------------------------------------- */
 

@@ -16,7 +16,8 @@
 
 #include "core/checked.h"
 #include "core/error.h"
-#include "gguf/gguf_internal.h"
+#include "core/strmap.h"
+#include "gguf/gguf_reader.h"
 #include "quant/quant.h"
 
 typedef struct reader {
@@ -32,6 +33,25 @@ static uint64_t min_encoded_size(sprout_gguf_type type) {
     if (type == SPROUT_GGUF_STRING) return 8;              /* u64 length */
     if (type == SPROUT_GGUF_ARRAY) return 4 + 8;           /* type + count */
     return sp_gguf_type_size(type);
+}
+
+const char *sprout_gguf_type_name(sprout_gguf_type type) {
+    switch (type) {
+    case SPROUT_GGUF_UINT8: return "u8";
+    case SPROUT_GGUF_INT8: return "i8";
+    case SPROUT_GGUF_UINT16: return "u16";
+    case SPROUT_GGUF_INT16: return "i16";
+    case SPROUT_GGUF_UINT32: return "u32";
+    case SPROUT_GGUF_INT32: return "i32";
+    case SPROUT_GGUF_FLOAT32: return "f32";
+    case SPROUT_GGUF_BOOL: return "bool";
+    case SPROUT_GGUF_STRING: return "string";
+    case SPROUT_GGUF_ARRAY: return "array";
+    case SPROUT_GGUF_UINT64: return "u64";
+    case SPROUT_GGUF_INT64: return "i64";
+    case SPROUT_GGUF_FLOAT64: return "f64";
+    }
+    return "?";
 }
 
 uint64_t sp_gguf_type_size(sprout_gguf_type type) {

@@ -10,7 +10,7 @@
 
 #include "core/checked.h"
 #include "core/error.h"
-#include "gguf/gguf_internal.h"
+#include "gguf/gguf_reader.h"
 #include "quant/quant.h"
 
 /* --- a growable byte buffer holding little-endian encodings -------------------- */

@@ -6,10 +6,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/cpu.h"
 #include "core/error.h"
 #include "core/versioned.h"
 #include "quant/quant.h"
-#include "runtime/threadpool.h"
 
 /* What each architecture does that the tensors alone do not say. */
 typedef struct arch_traits {
@@ -423,7 +423,7 @@ sprout_status sprout_model_load(const char *path, const sprout_model_params *par
     }
     sprout_model_params defaults = {.struct_size = sizeof defaults};
     if (params) memcpy(&defaults, params, sp_versioned_bytes(params->struct_size, sizeof defaults));
-    if (defaults.n_threads <= 0) defaults.n_threads = sp_threadpool_default_size();
+    if (defaults.n_threads <= 0) defaults.n_threads = sp_cpu_count();
     if (defaults.n_ctx <= 0) defaults.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
     m->params = defaults;
     m->load_ms = now_ms() - t0;

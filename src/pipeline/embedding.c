@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "model/model.h"
-#include "pipeline/pipeline_internal.h"
+#include "pipeline/result.h"
 
 sprout_pooling sprout_model_pooling(const sprout_model *m) {
     /* llama.cpp's numbers: 1 mean, 2 cls, 3 last; load kept only those */

@@ -1,26 +1,14 @@
 /* The pipeline's generation loop: reuse the cached prefix, prefill the
  * rest in batches, then let the sequence state machine sample while each
- * chosen token is fed back one at a time. */
+ * chosen token is fed back one at a time; and its entry points, on raw
+ * text or token ids. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
-#include "core/versioned.h"
+
 #include "pipeline/pipeline_internal.h"
 #include "pipeline/sequence.h"
-
-const char *sprout_finish_reason_str(sprout_finish_reason r) {
-    switch (r) {
-    case SPROUT_FINISH_EOS: return "eos";
-    case SPROUT_FINISH_STOP_STRING:
-    case SPROUT_FINISH_STOP_TOKEN: return "stop";
-    case SPROUT_FINISH_LENGTH: return "length";
-    case SPROUT_FINISH_STOPPED: return "stopped";
-    case SPROUT_FINISH_CANCELLED: return "cancelled";
-    case SPROUT_FINISH_NONE: break;
-    }
-    return "none";
-}
 
 /* Tokens [from, to) into the cache, as prompt tokens if there are enough of
  * them (forward.h): a call's numbers depend on what the cache held. */
@@ -71,57 +59,29 @@ sprout_status sp_generate(sprout_pipeline *p, const int32_t *prompt, size_t n_pr
     return st;
 }
 
-/* --- results ------------------------------------------------------------------------------------ */
-
-const char *sprout_result_text(const sprout_result *r, size_t *len) {
-    if (len) *len = r ? r->text_len : 0;
-    return r && r->text ? r->text : "";
+sprout_status sprout_generate_tokens(sprout_pipeline *p, const sprout_token *prompt, size_t n_prompt,
+                                     const sprout_generation_config *cfg, sprout_streamer streamer, void *user,
+                                     sprout_result **out) {
+    if (!p || !out || (!prompt && n_prompt)) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL pipeline, prompt or output");
+    *out = NULL;
+    sprout_generation_config c;
+    sp_config_copy(&c, cfg ? cfg : &p->config);
+    return sp_generate(p, prompt, n_prompt, NULL, 0, 0, &c, streamer, user, out);
 }
 
-const sprout_token *sprout_result_tokens(const sprout_result *r, size_t *n) {
-    if (n) *n = r ? r->n_tokens : 0;
-    return r ? r->tokens : NULL;
-}
-
-const sprout_token *sprout_result_prompt_tokens(const sprout_result *r, size_t *n) {
-    if (n) *n = r ? r->n_prompt_tokens : 0;
-    return r ? r->prompt_tokens : NULL;
-}
-
-const float *sprout_result_embedding(const sprout_result *r, size_t *n) {
-    if (n) *n = r ? r->n_embedding : 0;
-    return r ? r->embedding : NULL;
-}
-
-sprout_finish_reason sprout_result_finish_reason(const sprout_result *r) { return r ? r->finish : SPROUT_FINISH_NONE; }
-
-sprout_status sprout_result_logprob(const sprout_result *r, size_t i, float *logprob, const sprout_token **top_ids,
-                                    const float **top_logprobs, size_t *k) {
-    if (!r || !r->logprob) return sp_fail(SPROUT_ERR_NOT_FOUND, "no log-probabilities were asked for");
-    if (i >= r->n_tokens) return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "token %zu of %zu", i, r->n_tokens);
-    if (logprob) *logprob = r->logprob[i];
-    if (top_ids) *top_ids = r->top_ids ? r->top_ids + i * (size_t)r->top_k : NULL;
-    if (top_logprobs) *top_logprobs = r->top_logprobs ? r->top_logprobs + i * (size_t)r->top_k : NULL;
-    if (k) *k = r->top_k > 0 ? (size_t)r->top_k : 0;
-    return SPROUT_OK;
-}
-
-sprout_status sprout_result_metrics(const sprout_result *r, sprout_perf_metrics *out) {
-    if (!r || !out) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL result or output");
-    size_t n = sp_versioned_bytes(out->struct_size, sizeof *out);
-    memcpy(out, &r->metrics, n);
-    out->struct_size = n;
-    return SPROUT_OK;
-}
-
-void sprout_result_free(sprout_result *r) {
-    if (!r) return;
-    free(r->text);
-    free(r->tokens);
-    free(r->prompt_tokens);
-    free(r->logprob);
-    free(r->top_ids);
-    free(r->top_logprobs);
-    free(r->embedding);
-    free(r);
+sprout_status sprout_generate(sprout_pipeline *p, const char *prompt, const sprout_generation_config *cfg, sprout_streamer streamer,
+                              void *user, sprout_result **out) {
+    if (!p || !out || !prompt) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL pipeline, prompt or output");
+    *out = NULL;
+    if (!p->model->tokenizer) return sp_fail(SPROUT_ERR_UNSUPPORTED, "the model has no vocabulary: give the prompt as token ids");
+    const size_t len = strlen(prompt);
+    sprout_generation_config c;
+    sp_config_copy(&c, cfg ? cfg : &p->config);
+    const double t0 = sp_now_ms();
+    sprout_token *ids = NULL;
+    size_t n = 0;
+    sprout_status st = sprout_model_tokenize_prompt(p->model, prompt, len, false, &ids, &n);
+    if (st == SPROUT_OK) st = sp_generate(p, ids, n, prompt, len, sp_now_ms() - t0, &c, streamer, user, out);
+    free(ids);
+    return st;
 }

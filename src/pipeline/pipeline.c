@@ -1,4 +1,4 @@
-/* Pipelines: creation, configuration, and the raw-text entry points. */
+/* Pipelines: creation and configuration. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -7,8 +7,6 @@
 #include "core/versioned.h"
 #include "core/utf8.h"
 #include "pipeline/pipeline_internal.h"
-#include "pipeline/sequence.h"
-#include "tokenizer/tokenizer_internal.h"
 
 void sprout_generation_config_init(sprout_generation_config *c) {
     if (!c) return;
@@ -113,31 +111,4 @@ sprout_status sprout_pipeline_set_config(sprout_pipeline *p, const sprout_genera
     p->config.logit_bias = NULL;
     p->config.n_logit_bias = 0;
     return SPROUT_OK;
-}
-
-sprout_status sprout_generate_tokens(sprout_pipeline *p, const sprout_token *prompt, size_t n_prompt,
-                                     const sprout_generation_config *cfg, sprout_streamer streamer, void *user,
-                                     sprout_result **out) {
-    if (!p || !out || (!prompt && n_prompt)) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL pipeline, prompt or output");
-    *out = NULL;
-    sprout_generation_config c;
-    sp_config_copy(&c, cfg ? cfg : &p->config);
-    return sp_generate(p, prompt, n_prompt, NULL, 0, 0, &c, streamer, user, out);
-}
-
-sprout_status sprout_generate(sprout_pipeline *p, const char *prompt, const sprout_generation_config *cfg, sprout_streamer streamer,
-                              void *user, sprout_result **out) {
-    if (!p || !out || !prompt) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL pipeline, prompt or output");
-    *out = NULL;
-    if (!p->model->tokenizer) return sp_fail(SPROUT_ERR_UNSUPPORTED, "the model has no vocabulary: give the prompt as token ids");
-    const size_t len = strlen(prompt);
-    sprout_generation_config c;
-    sp_config_copy(&c, cfg ? cfg : &p->config);
-    const double t0 = sp_now_ms();
-    sprout_token *ids = NULL;
-    size_t n = 0;
-    sprout_status st = sprout_model_tokenize_prompt(p->model, prompt, len, false, &ids, &n);
-    if (st == SPROUT_OK) st = sp_generate(p, ids, n, prompt, len, sp_now_ms() - t0, &c, streamer, user, out);
-    free(ids);
-    return st;
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "model/model.h"
+#include "pipeline/result.h"
 #include "runtime/forward.h"
 #include "sampler/sampler.h"
 #include "sprout.h"
@@ -32,23 +33,6 @@ struct sprout_pipeline {
     size_t n_messages, cap_messages;
     sprout_template *chat_template;
     char *bos_text, *eos_text;
-};
-
-struct sprout_result {
-    char *text;
-    size_t text_len;
-    int32_t *tokens;
-    size_t n_tokens;
-    int32_t *prompt_tokens;
-    size_t n_prompt_tokens;
-    sprout_finish_reason finish;
-    int32_t top_k;          /* logprobs per token */
-    float *logprob;         /* n_tokens */
-    int32_t *top_ids;       /* n_tokens * top_k */
-    float *top_logprobs;
-    float *embedding;       /* embedding requests: n_embedding floats */
-    size_t n_embedding;
-    sprout_perf_metrics metrics;
 };
 
 /* Copies a caller's config, which may be an older, shorter struct (NULL:

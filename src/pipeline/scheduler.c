@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cpu.h"
 #include "core/error.h"
 #include "core/versioned.h"
 #include "pipeline/embedding.h"
@@ -515,7 +516,7 @@ static void *engine_main(void *arg) {
  * costs far less than one step per request, up to what the cores can
  * compute), 2 to 8, then fewer while their KV cache would pass ~2 GiB. */
 static int32_t default_slots(const sprout_model *m, int32_t n_ctx, sprout_kv_type kv) {
-    int32_t n = 2 * sp_threadpool_default_size();
+    int32_t n = 2 * sp_cpu_count();
     if (n < 2) n = 2;
     if (n > 8) n = 8;
     const double cell_bytes = (double)m->hp.n_layer * 2.0 * m->hp.n_head_kv * m->hp.head_dim_k * (kv == SPROUT_KV_F32 ? 4 : 2);

@@ -11,8 +11,9 @@
 
 #include "core/error.h"
 #include "core/text_stream.h"
-#include "pipeline/pipeline_internal.h"
-#include "tokenizer/tokenizer_internal.h"
+#include "model/model.h"
+#include "pipeline/result.h"
+#include "tokenizer/tokenizer.h"
 
 double sp_now_ms(void) {
     struct timespec ts;
@@ -164,11 +165,9 @@ sprout_status sp_seq_begin(sp_seq *s, const sprout_model *model, sp_sampler *sam
                                 .frequency_penalty = cfg->frequency_penalty,
                                 .bias = cfg->logit_bias,
                                 .n_bias = cfg->logit_bias ? cfg->n_logit_bias : 0};
-    /* end-of-generation tokens, masked under ignore_eos and before min_new_tokens */
-    if (tok) { /* the vocabulary's own list: it lives as long as the model */
-        s->eog = tok->vocab.eog;
-        s->n_eog = (size_t)tok->vocab.n_eog;
-    }
+    /* end-of-generation tokens, masked under ignore_eos and before min_new_tokens: the
+     * vocabulary's own list, which lives as long as the model */
+    s->eog = sp_tokenizer_eog(tok, &s->n_eog);
     sp_sampler_seed(sampler, cfg->seed);
     if (cfg->echo && prompt_text) {
         s->oom = !sp_buf_put(&s->text, prompt_text, prompt_len);

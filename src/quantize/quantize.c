@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "core/cpu.h"
 #include "core/error.h"
 #include "gguf/gguf_writer.h"
 #include "quant/quant.h"
@@ -243,7 +244,7 @@ sprout_status sprout_quantize_model(const char *in_path, const char *out_path, c
     quantize_job job = {.in = in, .params = params, .n_tensors = n};
     sp_gguf_writer *w = sp_gguf_writer_new();
     job.plan = calloc(n > 0 ? (size_t)n : 1, sizeof *job.plan);
-    const int n_threads = params->n_threads > 0 ? params->n_threads : sp_threadpool_default_size();
+    const int n_threads = params->n_threads > 0 ? params->n_threads : sp_cpu_count();
     if (!w || !job.plan) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "quantize: out of memory");
     if (st == SPROUT_OK) st = plan_tensors(in, params, job.plan, report);
     if (st == SPROUT_OK) st = build_writer(in, params, job.plan, w);

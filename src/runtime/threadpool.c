@@ -7,7 +7,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "core/error.h"
 
@@ -133,9 +132,4 @@ void sp_threadpool_run(sp_threadpool *pool, sp_parallel_fn fn, void *ctx) {
         while (atomic_load(&pool->pending) > 0) pthread_cond_wait(&pool->done, &pool->lock);
         pthread_mutex_unlock(&pool->lock);
     }
-}
-
-int sp_threadpool_default_size(void) {
-    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    return cpus > 0 && cpus < 4096 ? (int)cpus : 1;
 }

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "json/json_util.h"
+#include "server/response_parts.h"
 #include "server/server_internal.h"
 
 /* RFC 3339 with nanoseconds, as Ollama writes times. */

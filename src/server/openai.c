@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "json/json_util.h"
+#include "server/response_parts.h"
 #include "server/server_internal.h"
 
 static json_t *usage_json(const sprout_result *r) {

@@ -36,6 +36,11 @@ const char *sprout_tokenizer_pre(const sprout_tokenizer *t) { return t ? t->voca
 bool sprout_tokenizer_adds_bos(const sprout_tokenizer *t) { return t && t->vocab.add_bos; }
 bool sprout_tokenizer_adds_eos(const sprout_tokenizer *t) { return t && t->vocab.add_eos; }
 
+const int32_t *sp_tokenizer_eog(const sprout_tokenizer *t, size_t *n) {
+    *n = t ? (size_t)t->vocab.n_eog : 0;
+    return t ? t->vocab.eog : NULL;
+}
+
 sprout_token sprout_tokenizer_special(const sprout_tokenizer *t, sprout_special which) {
     if (!t || (int)which < 0 || which >= SPROUT_SPECIAL_COUNT) return SPROUT_TOKEN_NONE;
     return t->vocab.special[which];

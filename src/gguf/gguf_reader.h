@@ -1,15 +1,15 @@
-/* The parsed form of a GGUF file, shared by the reader (one part), the
- * split-model assembly and the public accessors. Nothing here is copied from
- * the file except names: values and tensor data point into the mapping. */
-#ifndef SPROUT_GGUF_INTERNAL_H
-#define SPROUT_GGUF_INTERNAL_H
+/* The format's limits and the parsed form of one GGUF file: what the reader
+ * makes, the split-model assembly and the public accessors read, and the
+ * writer encodes. Nothing here is copied from the file except names: values
+ * and tensor data point into the mapping. */
+#ifndef SPROUT_GGUF_READER_H
+#define SPROUT_GGUF_READER_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "core/arena.h"
 #include "core/mapped_file.h"
-#include "core/strmap.h"
 #include "sprout.h"
 
 #define SP_GGUF_MAGIC "GGUF"
@@ -85,16 +85,6 @@ void sp_gguf_part_free(sp_gguf_part *part);
 
 /* The value of `key` in one part, or NULL. */
 const sprout_gguf_value *sp_gguf_part_find(const sp_gguf_part *part, const char *key);
-
-/* The whole model: the first part's metadata, every part's tensors. */
-struct sprout_gguf {
-    uint32_t n_parts;
-    sp_gguf_part *parts;
-    int64_t n_tensors;
-    sp_gguf_tensor *tensors; /* copies of the parts' entries, in order */
-    sp_strmap tensor_index;
-    sp_strmap key_index; /* keys of parts[0] */
-};
 
 /* Decodes one little-endian scalar of `type` at p into *v. */
 void sp_gguf_decode_scalar(sprout_gguf_type type, const uint8_t *p, sprout_gguf_value *v);

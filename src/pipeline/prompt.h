@@ -1,0 +1,21 @@
+/* What the chat sessions share with the model-level prompt builders
+ * (prompt.c): the special tokens' text and a rendered template's ids. */
+#ifndef SPROUT_PIPELINE_PROMPT_H
+#define SPROUT_PIPELINE_PROMPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sprout.h"
+
+/* A NUL-terminated copy of s[0..n); NULL when out of memory. */
+char *sp_text_dup(const char *s, size_t n);
+
+/* The text of a special token (malloc'd), or NULL if the vocabulary has none. */
+char *sp_special_text(const sprout_tokenizer *tok, sprout_special which);
+
+/* A rendered template to ids: the template writes special tokens as text;
+ * BOS is added only if the model wants one and the template did not write it. */
+sprout_status sp_templated_tokens(const sprout_tokenizer *tok, const char *text, size_t len, int32_t **ids, size_t *n);
+
+#endif

@@ -1,0 +1,28 @@
+#!/bin/sh
+# scripts/check_api_tested.sh on a tiny tree: it fails naming the declared
+# function that no test calls (function-pointer typedefs and comments are
+# not functions), and passes once a test calls it.
+# usage: tests/test_check_api_tested.sh SOURCE_ROOT
+script=$1/scripts/check_api_tested.sh
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/include" "$tmp/tests"
+cat >"$tmp/include/sprout.h" <<'H'
+/* sprout_in_a_comment(void) is no function */
+typedef enum sprout_status { SPROUT_OK } sprout_status;
+typedef sprout_status (*sprout_callback)(void *user);
+const char *sprout_name(void);
+sprout_status sprout_run(int a,
+                         int b); // sprout_also_a_comment(x)
+H
+printf 'int main(void) { return sprout_name() == 0; }\n' >"$tmp/tests/test_a.c"
+failed=0
+out=$(sh "$script" "$tmp" 2>&1)
+if [ $? -ne 1 ] || [ "$(printf '%s\n' "$out" | grep -c 'is called by no test')" -ne 1 ] ||
+    ! printf '%s\n' "$out" | grep -q '^include/sprout.h: sprout_run is called by no test in tests/$'; then
+    echo "FAIL: an untested function"; printf '%s\n' "$out"; failed=1
+fi
+printf 'void f(void) { sprout_run (1, 2); }\n' >"$tmp/tests/test_b.c"
+out=$(sh "$script" "$tmp" 2>&1) || { echo "FAIL: every function tested"; printf '%s\n' "$out"; failed=1; }
+[ $failed -eq 0 ] && echo "2 passed, 0 failed" || echo "failed"
+exit $failed
