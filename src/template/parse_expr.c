@@ -224,18 +224,22 @@ static node *parse_test(parser *p, node *operand) {
     return t;
 }
 
+/* callee(args...), the '(' at t; NULL (the parse failed) when out of memory */
+static node *parse_call(parser *p, node *callee, const token *t) {
+    node *call = parser_new_node(p, N_CALL, t);
+    if (!call) return NULL;
+    call->u.call.callee = callee;
+    parse_call_args(p, call);
+    return call;
+}
+
 static node *parse_filter_expr(parser *p, node *n) {
     while (!p->failed && n) {
         token *t = peek(p);
         if (is_op(t, "|")) n = parse_filter(p, n);
         else if (is_name(t, "is")) n = parse_test(p, n);
-        else if (is_op(t, "(")) {
-            node *call = parser_new_node(p, N_CALL, t);
-            if (!call) return NULL;
-            call->u.call.callee = n;
-            parse_call_args(p, call);
-            n = call;
-        } else break;
+        else if (is_op(t, "(")) n = parse_call(p, n, t);
+        else break;
     }
     return n;
 }
@@ -299,11 +303,7 @@ static node *parse_postfix(parser *p, node *n) {
         } else if (is_op(t, "[")) {
             n = parse_subscript(p, n);
         } else if (is_op(t, "(")) {
-            node *call = parser_new_node(p, N_CALL, t);
-            if (!call) return NULL;
-            call->u.call.callee = n;
-            parse_call_args(p, call);
-            n = call;
+            n = parse_call(p, n, t);
         } else break;
     }
     return n;
