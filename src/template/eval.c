@@ -2,7 +2,6 @@
  * with jinja2's scoping (a for loop or macro body is a scope; if is not) and
  * its Undefined rules. Every step counts against the limits. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,5 @@
 /* The parser's statements ({% if %}, {% for %}, {% macro %}...) and the
  * template body they nest in; tpl_parse runs the lexer, then this. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
