@@ -200,6 +200,25 @@ static const lang_case lang_cases[] = {
      "1 Byte|999 Bytes|1.0 kB|123.5 MB|117.7 MiB|1000000.0 YB|2.0 kB|-5 Bytes|1 Bytes"},
     {"{{ 'a b/c?d=é&x~_.-'|urlencode }}|{{ {'a b': 'c/d', 'k': 1}|urlencode }}|{{ [('x', 'y z')]|urlencode }}|{{ 42|urlencode }}",
      "a%20b/c%3Fd%3D%C3%A9%26x~_.-|a+b=c%2Fd&k=1|x=y+z|42"},
+    /* the filters, str methods, tests and globals no other case uses */
+    {"{{ [1, 2]|count }} {{ x|d('z') }} {{ '<a>'|safe|forceescape }} {{ [1, 2, 3]|last }} {{ [3, 1, 2]|min }} {{ {'a': [1, "
+     "'b']}|pprint }} {{ 'aXbXc'|replace('X', '-', 1) }} {{ [1, 2, 3]|reverse|list }} {{ 'abc'|reverse }} {{ [1, 2.5, 3]|sum }} {{ "
+     "[{'n': 1}, {'n': 2}]|sum(attribute='n', start=10) }}",
+     "2 z &lt;a&gt; 3 1 {'a': [1, 'b']} a-bXc [3, 2, 1] cba 6.5 13"},
+    {"{{ 'hello world'.capitalize() }}|{{ 'hello world'.title() }}|{{ 'banana'.count('an') }}{{ 'ab'.count('') }}{{ [1, 2, "
+     "1].count(1) }}|{{ 'abc'.find('c') }}{{ 'abc'.find('z') }}|{{ 'ab'.isalpha() }}{{ 'a1'.isalpha() }}{{ '12'.isdigit() }}{{ ' "
+     "\\t'.isspace() }}{{ ''.isspace() }}|{{ '-'.join(['a', 'b']) }}|{{ 'xx  '.rstrip() }}.|{{ {'a': 1, 'b': 2}.values()|list }}|{{ "
+     "[5, 6].index(6) }}",
+     "Hello world|Hello World|232|2-1|TrueFalseTrueTrueFalse|a-b|xx.|[1, 2]|1"},
+    {"{{ true is boolean }}{{ range is callable }}{{ 1 is eq 1 }}{{ 'x' is escaped }}{{ 1.5 is float }}{{ 3 is ge 3 }}{{ 3 is "
+     "greaterthan 2 }}{{ 3 is gt 3 }}{{ 'b' is in 'abc' }}{{ 2 is in [1, 2] }}{{ 1 is integer }}{{ 1.0 is integer }}{{ 2 is le 1 }}{{ "
+     "1 is lessthan 2 }}{{ 'ab' is lower }}{{ 'Ab' is lower }}{{ 1 is lt 2 }}{{ 1 is ne 1 }}{{ 3 is odd }}{{ none is sameas none }}{{ "
+     "'ab' is sequence }}{{ 3 is sequence }}{{ true is true }}{{ 1 is true }}{{ y is undefined }}{{ 'AB' is upper }}{{ 5 is upper }}",
+     "TrueTrueTrueFalseTrueTrueTrueFalseTrueTrueTrueFalseFalseTrueTrueFalseTrueFalseTrueTrueTrueFalseTrueFalseTrueTrueFalse"},
+    {"{{ [1, 2, 3]|select('>', 1)|list }}{{ [1, 2, 3]|select('<=', 2)|list }}{{ [1, 2, 3]|select('==', 2)|list }}{{ [1, 2, "
+     "3]|select('!=', 2)|list }}{{ [1, 2, 3]|select('>=', 3)|list }}{{ [1, 2, 3]|select('<', 2)|list }}{{ [1, 2, "
+     "3]|reject('odd')|list }} {{ dict(a=1, b='x') }} {{ dict(a=1).a }}",
+     "[2, 3][1, 2][2][1, 3][3][1][2] {'a': 1, 'b': 'x'} 1"},
     {"{{ tools }}|{{ documents }}|{{ add_generation_prompt }}", "None|None|True"},
     {"{{ enable_thinking }}{{ extra.n + 1 }}", "False3"},
 };

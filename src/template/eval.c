@@ -2,40 +2,19 @@
  * with jinja2's scoping (a for loop or macro body is a scope; if is not) and
  * its Undefined rules. Every step counts against the limits. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/utf8.h"
-#include "template/eval_internal.h"
+#include "template/builtins_internal.h"
+#include "template/text_internal.h"
+
+struct scope {
+    scope *parent;
+    jdict *vars;
+};
 
 typedef enum flow { FLOW_NORMAL, FLOW_BREAK, FLOW_CONTINUE, FLOW_ERROR } flow;
-
-bool rt_error(interp *in, const node *at, const char *fmt, ...) {
-    if (!in->failed) {
-        in->failed = true;
-        in->err->status = SPROUT_ERR_FORMAT;
-        in->err->line = at ? at->line : 0;
-        in->err->column = at ? at->column : 0;
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(in->err->message, sizeof in->err->message, fmt, ap);
-        va_end(ap);
-    }
-    return false;
-}
-
-bool rt_undefined(interp *in, const node *at, jv u) {
-    return rt_error(in, at, "%s", u.u.undefined_hint ? u.u.undefined_hint : "value is undefined");
-}
-
-const jv *call_arg(const call_args *a, size_t i, const char *name) {
-    if (i < a->n_pos) return &a->pos[i];
-    for (size_t k = 0; name && k < a->n_kw; k++)
-        if (!strcmp(a->kw_names[k], name)) return &a->kw[k];
-    return NULL;
-}
 
 static bool step(interp *in, const node *at) {
     if (in->failed) return false;
@@ -45,8 +24,6 @@ static bool step(interp *in, const node *at) {
     if (in->heap->exhausted) return rt_error(in, at, "template needs more than %zu bytes of memory", in->limits->max_heap);
     return true;
 }
-
-static bool oom(interp *in, const node *at) { return rt_error(in, at, "template needs too much memory"); }
 
 /* --- variables ----------------------------------------------------------------------- */
 
@@ -88,7 +65,7 @@ static bool assign(interp *in, const node *at, scope *s, const char *name, jv v)
         return true;
     }
     jv key = jv_cstr(in->heap, name);
-    if (key.type != JV_STR || !jv_dict_set(in->heap, s->vars, key, v)) return oom(in, at);
+    if (key.type != JV_STR || !jv_dict_set(in->heap, s->vars, key, v)) return rt_oom(in, at);
     return true;
 }
 
@@ -98,7 +75,7 @@ static bool eval(interp *in, scope *s, const node *n, jv *out);
 
 static bool eval_list(interp *in, scope *s, const node_list *l, jv *out, bool tuple) {
     jv v = jv_list(in->heap, NULL, l->n, tuple);
-    if (v.type == JV_UNDEFINED) return oom(in, NULL);
+    if (v.type == JV_UNDEFINED) return rt_oom(in, NULL);
     jlist *items = (jlist *)v.u.l;
     for (size_t i = 0; i < l->n; i++)
         if (!eval(in, s, l->items[i], &items->items[i])) return false;
@@ -164,7 +141,7 @@ static bool eval_slice(interp *in, scope *s, const node *n, jv *out) {
     if (obj.type == JV_LIST || obj.type == JV_TUPLE || obj.type == JV_STR) {
         size_t n_items = 0, *off = NULL;
         if (obj.type == JV_STR) {
-            if (!(off = char_offsets(in, obj.u.s, &n_items))) return oom(in, n);
+            if (!(off = char_offsets(in, obj.u.s, &n_items))) return rt_oom(in, n);
         } else n_items = obj.u.l->n;
         int64_t b, e;
         slice_indices((int64_t)n_items, &parts[0], &parts[1], stepv, &b, &e);
@@ -175,49 +152,16 @@ static bool eval_slice(interp *in, scope *s, const node *n, jv *out) {
             for (int64_t i = b; stepv > 0 ? i < e : i > e; i += stepv) jbuf_put(&buf, obj.u.s->data + off[i], off[i + 1] - off[i]);
             *out = jv_str(in->heap, buf.data, buf.len);
             jbuf_free(&buf);
-            return out->type == JV_STR || oom(in, n);
+            return out->type == JV_STR || rt_oom(in, n);
         }
         jv r = jv_list(in->heap, NULL, count, obj.type == JV_TUPLE);
-        if (r.type == JV_UNDEFINED) return oom(in, n);
+        if (r.type == JV_UNDEFINED) return rt_oom(in, n);
         size_t k = 0;
         for (int64_t i = b; stepv > 0 ? i < e : i > e; i += stepv) ((jlist *)r.u.l)->items[k++] = obj.u.l->items[i];
         *out = r;
         return true;
     }
     return rt_error(in, n, "'%s' object is not subscriptable", jv_type_name(obj));
-}
-
-bool jv_less(interp *in, const node *at, jv a, jv b, bool *out) {
-    bool an = a.type == JV_INT || a.type == JV_FLOAT || a.type == JV_BOOL;
-    bool bn = b.type == JV_INT || b.type == JV_FLOAT || b.type == JV_BOOL;
-    if (an && bn) {
-        if (a.type != JV_FLOAT && b.type != JV_FLOAT) {
-            int64_t x = a.type == JV_INT ? a.u.i : a.u.b, y = b.type == JV_INT ? b.u.i : b.u.b;
-            *out = x < y;
-        } else {
-            double x = a.type == JV_FLOAT ? a.u.f : a.type == JV_INT ? (double)a.u.i : a.u.b;
-            double y = b.type == JV_FLOAT ? b.u.f : b.type == JV_INT ? (double)b.u.i : b.u.b;
-            *out = x < y;
-        }
-        return true;
-    }
-    if (a.type == JV_STR && b.type == JV_STR) {
-        size_t m = a.u.s->len < b.u.s->len ? a.u.s->len : b.u.s->len;
-        int c = memcmp(a.u.s->data, b.u.s->data, m);
-        *out = c < 0 || (c == 0 && a.u.s->len < b.u.s->len);
-        return true;
-    }
-    if ((a.type == JV_LIST && b.type == JV_LIST) || (a.type == JV_TUPLE && b.type == JV_TUPLE)) {
-        for (size_t i = 0; i < a.u.l->n && i < b.u.l->n; i++) {
-            if (jv_equal(a.u.l->items[i], b.u.l->items[i])) continue;
-            return jv_less(in, at, a.u.l->items[i], b.u.l->items[i], out);
-        }
-        *out = a.u.l->n < b.u.l->n;
-        return true;
-    }
-    if (a.type == JV_UNDEFINED) return rt_undefined(in, at, a);
-    if (b.type == JV_UNDEFINED) return rt_undefined(in, at, b);
-    return rt_error(in, at, "'<' not supported between instances of '%s' and '%s'", jv_type_name(a), jv_type_name(b));
 }
 
 static bool contains(interp *in, const node *at, jv needle, jv hay, bool *out) {
@@ -241,7 +185,7 @@ static bool contains(interp *in, const node *at, jv needle, jv hay, bool *out) {
 
 static bool concat_lists(interp *in, const node *at, jv a, jv b, jv *out) {
     jv r = jv_list(in->heap, NULL, a.u.l->n + b.u.l->n, a.type == JV_TUPLE);
-    if (r.type == JV_UNDEFINED) return oom(in, at);
+    if (r.type == JV_UNDEFINED) return rt_oom(in, at);
     memcpy(((jlist *)r.u.l)->items, a.u.l->items, a.u.l->n * sizeof(jv));
     memcpy(((jlist *)r.u.l)->items + a.u.l->n, b.u.l->items, b.u.l->n * sizeof(jv));
     *out = r;
@@ -250,7 +194,7 @@ static bool concat_lists(interp *in, const node *at, jv a, jv b, jv *out) {
 
 static bool concat_strings(interp *in, const node *at, const jstr *a, const jstr *b, jv *out) {
     jstr *s = jv_alloc(in->heap, sizeof *s + a->len + b->len + 1);
-    if (!s) return oom(in, at);
+    if (!s) return rt_oom(in, at);
     s->len = a->len + b->len;
     memcpy(s->data, a->data, a->len);
     memcpy(s->data + a->len, b->data, b->len);
@@ -268,10 +212,10 @@ static bool repeat(interp *in, const node *at, jv seq, int64_t times, jv *out) {
         for (int64_t i = 0; i < times; i++) jbuf_put(&b, seq.u.s->data, unit);
         *out = jv_str(in->heap, b.data, b.len);
         jbuf_free(&b);
-        return out->type == JV_STR || oom(in, at);
+        return out->type == JV_STR || rt_oom(in, at);
     }
     jv r = jv_list(in->heap, NULL, unit * (size_t)times, seq.type == JV_TUPLE);
-    if (r.type == JV_UNDEFINED) return oom(in, at);
+    if (r.type == JV_UNDEFINED) return rt_oom(in, at);
     for (int64_t i = 0; i < times; i++) memcpy(((jlist *)r.u.l)->items + (size_t)i * unit, seq.u.l->items, unit * sizeof(jv));
     *out = r;
     return true;
@@ -280,7 +224,7 @@ static bool repeat(interp *in, const node *at, jv seq, int64_t times, jv *out) {
 static bool arith(interp *in, const node *at, int op, jv a, jv b, jv *out) {
     if (op == '~') {
         jv sa, sb;
-        if (!jv_to_str(in->heap, a, &sa) || !jv_to_str(in->heap, b, &sb)) return oom(in, at);
+        if (!jv_to_str(in->heap, a, &sa) || !jv_to_str(in->heap, b, &sb)) return rt_oom(in, at);
         return concat_strings(in, at, sa.u.s, sb.u.s, out);
     }
     if (a.type == JV_UNDEFINED) return rt_undefined(in, at, a);
@@ -401,7 +345,7 @@ static bool eval_args(interp *in, scope *s, const node *n, call_args *args) {
     const size_t np = n->u.call.args.n, nk = n->u.call.kwargs.n;
     jv *pos = np ? jv_alloc(in->heap, np * sizeof *pos) : NULL;
     jv *kw = nk ? jv_alloc(in->heap, nk * sizeof *kw) : NULL;
-    if ((np && !pos) || (nk && !kw)) return oom(in, n);
+    if ((np && !pos) || (nk && !kw)) return rt_oom(in, n);
     for (size_t i = 0; i < np; i++)
         if (!eval(in, s, n->u.call.args.items[i], &pos[i])) return false;
     for (size_t i = 0; i < nk; i++)
@@ -423,14 +367,14 @@ static bool call_macro(interp *in, const node *at, const macro_obj *m, const cal
         return rt_error(in, at, "macro calls nested more than %d deep (unbounded recursion?)", TPL_MAX_CALL_DEPTH);
     scope *ms = new_scope(in, m->closure);
     jv kwargs = jv_dict(in->heap, args->n_kw + 1);
-    if (!ms || kwargs.type != JV_DICT) return oom(in, at);
+    if (!ms || kwargs.type != JV_DICT) return rt_oom(in, at);
     for (size_t k = 0; k < args->n_kw; k++) {
         bool known = false;
         for (size_t i = 0; i < def->u.macro.n_params; i++) known |= !strcmp(def->u.macro.params[i], args->kw_names[k]);
         if (known) continue;
         if (!def->u.macro.catch_kwargs) return rt_error(in, at, "macro '%s' takes no keyword argument '%s'", name, args->kw_names[k]);
         jv key = jv_cstr(in->heap, args->kw_names[k]);
-        if (key.type != JV_STR || !jv_dict_set(in->heap, kwargs.u.d, key, args->kw[k])) return oom(in, at);
+        if (key.type != JV_STR || !jv_dict_set(in->heap, kwargs.u.d, key, args->kw[k])) return rt_oom(in, at);
     }
     for (size_t i = 0; i < def->u.macro.n_params; i++) {
         const jv *given = call_arg(args, i, def->u.macro.params[i]);
@@ -448,7 +392,7 @@ static bool call_macro(interp *in, const node *at, const macro_obj *m, const cal
     if (def->u.macro.catch_varargs) {
         const size_t extra = args->n_pos > def->u.macro.n_params ? args->n_pos - def->u.macro.n_params : 0;
         jv varargs = jv_list(in->heap, extra ? args->pos + def->u.macro.n_params : NULL, extra, true);
-        if (varargs.type != JV_TUPLE || !assign(in, at, ms, "varargs", varargs)) return oom(in, at);
+        if (varargs.type != JV_TUPLE || !assign(in, at, ms, "varargs", varargs)) return rt_oom(in, at);
     }
     if (def->u.macro.catch_kwargs && !assign(in, at, ms, "kwargs", kwargs)) return false;
     if (caller && !assign(in, at, ms, "caller", *caller)) return false;
@@ -460,11 +404,11 @@ static bool call_macro(interp *in, const node *at, const macro_obj *m, const cal
     in->out = saved;
     if (f == FLOW_ERROR || capture.oom) {
         jbuf_free(&capture);
-        return capture.oom ? oom(in, at) : false;
+        return capture.oom ? rt_oom(in, at) : false;
     }
     *out = jv_str(in->heap, capture.data, capture.len);
     jbuf_free(&capture);
-    return out->type == JV_STR || oom(in, at);
+    return out->type == JV_STR || rt_oom(in, at);
 }
 
 static bool eval_call(interp *in, scope *s, const node *n, jv *out) {
@@ -486,13 +430,13 @@ static bool eval(interp *in, scope *s, const node *n, jv *out) {
     case N_TUPLE: return eval_list(in, s, &n->u.items, out, true);
     case N_DICT: {
         jv d = jv_dict(in->heap, n->u.dict.keys.n + 1);
-        if (d.type != JV_DICT) return oom(in, n);
+        if (d.type != JV_DICT) return rt_oom(in, n);
         for (size_t i = 0; i < n->u.dict.keys.n; i++) {
             jv k, v;
             if (!eval(in, s, n->u.dict.keys.items[i], &k) || !eval(in, s, n->u.dict.values.items[i], &v)) return false;
             if (k.type == JV_LIST || k.type == JV_DICT || k.type == JV_NAMESPACE)
                 return rt_error(in, n, "unhashable type: '%s'", jv_type_name(k));
-            if (!jv_dict_set(in->heap, d.u.d, k, v)) return oom(in, n);
+            if (!jv_dict_set(in->heap, d.u.d, k, v)) return rt_oom(in, n);
         }
         *out = d;
         return true;
@@ -571,7 +515,7 @@ static bool eval(interp *in, scope *s, const node *n, jv *out) {
 
 static bool write_out(interp *in, const node *at, const char *data, size_t len) {
     jbuf_put(in->out, data, len);
-    if (in->out->oom) return oom(in, at);
+    if (in->out->oom) return rt_oom(in, at);
     if (in->out->len > in->limits->max_output)
         return rt_error(in, at, "template output exceeds %zu bytes", in->limits->max_output);
     return true;
@@ -604,15 +548,15 @@ static const char *const loop_fields[LOOP_FIELDS] = {"index", "index0", "revinde
 
 static bool new_loop_object(interp *in, const node *at, jv *out) {
     jv loop = jv_dict(in->heap, LOOP_FIELDS);
-    if (loop.type != JV_DICT) return oom(in, at);
+    if (loop.type != JV_DICT) return rt_oom(in, at);
     for (int k = 0; k < LOOP_FIELDS; k++) {
         jv key = jv_cstr(in->heap, loop_fields[k]);
-        if (key.type != JV_STR || !jv_dict_set(in->heap, loop.u.d, key, jv_none())) return oom(in, at);
+        if (key.type != JV_STR || !jv_dict_set(in->heap, loop.u.d, key, jv_none())) return rt_oom(in, at);
     }
     jv *self = jv_alloc(in->heap, sizeof *self), key = jv_cstr(in->heap, "cycle");
-    if (!self || key.type != JV_STR) return oom(in, at);
+    if (!self || key.type != JV_STR) return rt_oom(in, at);
     *self = loop;
-    if (!jv_dict_set(in->heap, loop.u.d, key, (jv){.type = JV_BUILTIN, .u.fn = {B_LOOP_CYCLE, self}})) return oom(in, at);
+    if (!jv_dict_set(in->heap, loop.u.d, key, (jv){.type = JV_BUILTIN, .u.fn = {B_LOOP_CYCLE, self}})) return rt_oom(in, at);
     *out = loop;
     return true;
 }
@@ -637,12 +581,12 @@ static flow exec_for(interp *in, scope *s, const node *n) {
     jv seq, items;
     if (!eval(in, s, n->u.for_.iter, &seq) || !jv_iterate(in, n, seq, &items)) return FLOW_ERROR;
     scope *ls = new_scope(in, s);
-    if (!ls) return oom(in, n), FLOW_ERROR;
+    if (!ls) return rt_oom(in, n), FLOW_ERROR;
     const char *const *targets = n->u.for_.targets;
     const size_t n_targets = n->u.for_.n_targets;
     if (n->u.for_.filter) { /* "for x in y if cond": filter first, so loop.* counts what remains */
         jv kept = jv_list(in->heap, NULL, items.u.l->n, false);
-        if (kept.type == JV_UNDEFINED) return oom(in, n), FLOW_ERROR;
+        if (kept.type == JV_UNDEFINED) return rt_oom(in, n), FLOW_ERROR;
         size_t k = 0;
         for (size_t i = 0; i < items.u.l->n; i++) {
             jv c;
@@ -675,7 +619,7 @@ static flow exec_set(interp *in, scope *s, const node *n) {
         if (f != FLOW_ERROR) v = jv_str(in->heap, capture.data, capture.len);
         jbuf_free(&capture);
         if (f == FLOW_ERROR) return f;
-        if (v.type != JV_STR) return oom(in, n), FLOW_ERROR;
+        if (v.type != JV_STR) return rt_oom(in, n), FLOW_ERROR;
     } else if (!eval(in, s, n->u.set.value, &v)) {
         return FLOW_ERROR;
     }
@@ -684,7 +628,7 @@ static flow exec_set(interp *in, scope *s, const node *n) {
         if (!lookup(in, s, n->u.set.targets[0], &ns)) return FLOW_ERROR;
         if (ns.type != JV_NAMESPACE) return rt_error(in, n, "cannot assign attribute on non-namespace object"), FLOW_ERROR;
         jv key = jv_cstr(in->heap, n->u.set.attr);
-        if (key.type != JV_STR || !jv_dict_set(in->heap, ns.u.d, key, v)) return oom(in, n), FLOW_ERROR;
+        if (key.type != JV_STR || !jv_dict_set(in->heap, ns.u.d, key, v)) return rt_oom(in, n), FLOW_ERROR;
         return FLOW_NORMAL;
     }
     return unpack(in, n, s, n->u.set.targets, n->u.set.n_targets, v) ? FLOW_NORMAL : FLOW_ERROR;
@@ -704,7 +648,7 @@ static flow exec(interp *in, scope *s, const node *n) {
     case S_OUTPUT: {
         jv v, str;
         if (!eval(in, s, n->u.output, &v)) return FLOW_ERROR;
-        if (!jv_to_str(in->heap, v, &str)) return oom(in, n), FLOW_ERROR;
+        if (!jv_to_str(in->heap, v, &str)) return rt_oom(in, n), FLOW_ERROR;
         return write_out(in, n, str.u.s->data, str.u.s->len) ? FLOW_NORMAL : FLOW_ERROR;
     }
     case S_IF:
@@ -719,14 +663,14 @@ static flow exec(interp *in, scope *s, const node *n) {
     case S_SET_BLOCK: return exec_set(in, s, n);
     case S_MACRO: {
         macro_obj *m = jv_alloc(in->heap, sizeof *m);
-        if (!m) return oom(in, n), FLOW_ERROR;
+        if (!m) return rt_oom(in, n), FLOW_ERROR;
         m->def = n;
         m->closure = s;
         return assign(in, n, s, n->u.macro.name, (jv){.type = JV_MACRO, .u.macro = m}) ? FLOW_NORMAL : FLOW_ERROR;
     }
     case S_WITH: {
         scope *ws = new_scope(in, s);
-        if (!ws) return oom(in, n), FLOW_ERROR;
+        if (!ws) return rt_oom(in, n), FLOW_ERROR;
         for (size_t i = 0; i < n->u.with.values.n; i++) { /* the values see the outer names only */
             jv v;
             if (!eval(in, s, n->u.with.values.items[i], &v) || !assign(in, n, ws, n->u.with.names[i], v)) return FLOW_ERROR;
@@ -736,7 +680,7 @@ static flow exec(interp *in, scope *s, const node *n) {
     case S_CALL_BLOCK: {
         const node *call = n->u.call_block.call;
         macro_obj *body = jv_alloc(in->heap, sizeof *body);
-        if (!body) return oom(in, n), FLOW_ERROR;
+        if (!body) return rt_oom(in, n), FLOW_ERROR;
         body->def = n->u.call_block.caller;
         body->closure = s;
         const jv caller = {.type = JV_MACRO, .u.macro = body};
@@ -775,10 +719,10 @@ bool tpl_render(const tpl_program *prog, jv context, jv_heap *heap, const struct
     memset(err, 0, sizeof *err);
     interp in = {.heap = heap, .out = out, .err = err, .now = now, .limits = limits};
     scope *root = new_scope(&in, NULL);
-    if (!root || context.type != JV_DICT) return oom(&in, NULL);
+    if (!root || context.type != JV_DICT) return rt_oom(&in, NULL);
     root->vars = context.u.d;
     scope *top = new_scope(&in, root); /* template-level sets do not touch the caller's dict */
-    if (!top) return oom(&in, NULL);
+    if (!top) return rt_oom(&in, NULL);
     flow f = exec(&in, top, prog->root);
     if (f == FLOW_ERROR || in.failed) {
         if (err->status == SPROUT_OK) err->status = SPROUT_ERR_FORMAT;
