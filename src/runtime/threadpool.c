@@ -69,8 +69,9 @@ static void *worker(void *p) {
 
 sprout_status sp_threadpool_create(int n_threads, sp_threadpool **out) {
     *out = NULL;
-    if (n_threads < 1) n_threads = 1;
-    if (n_threads > 256) n_threads = 256;
+    /* refused, not lowered: a caller who asked for 300 threads and silently got 256 would measure the wrong thing */
+    if (n_threads < 1 || n_threads > SPROUT_MAX_THREADS)
+        return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "%d threads: the thread pool holds 1 to %d", n_threads, SPROUT_MAX_THREADS);
     sp_threadpool *pool = calloc(1, sizeof *pool);
     if (!pool) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     pool->n_threads = n_threads;
@@ -136,6 +137,7 @@ void sp_threadpool_run(sp_threadpool *pool, sp_parallel_fn fn, void *ctx) {
 }
 
 int sp_threadpool_default_size(void) {
+    /* a default, not a request: a machine with more cores than the pool holds gets the most it holds */
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    return cpus > 0 && cpus < 4096 ? (int)cpus : 1;
+    return cpus < 1 ? 1 : cpus > SPROUT_MAX_THREADS ? SPROUT_MAX_THREADS : (int)cpus;
 }
