@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/versioned.h"
 #include "core/utf8.h"
 #include "pipeline/pipeline_internal.h"
@@ -72,6 +73,8 @@ sprout_status sprout_pipeline_create(const sprout_model *model, const sprout_pip
         sprout_pipeline_free(p);
         return st;
     }
+    sp_log(SPROUT_LOG_INFO, "pipeline: %d tokens of context, %s KV cache, batches of %d, %d threads, %s kernels", n_ctx,
+           sp_kv_type_name(kv), n_batch, n_threads, sprout_kernels_name());
     *out = p;
     return SPROUT_OK;
 }

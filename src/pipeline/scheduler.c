@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/versioned.h"
 #include "pipeline/embedding.h"
 #include "pipeline/pipeline_internal.h"
@@ -572,6 +573,8 @@ sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_sc
         return st;
     }
     s->engine_started = true;
+    sp_log(SPROUT_LOG_INFO, "scheduler: %d slots of %d tokens, %s KV cache, batches of %d, %d threads, %s kernels", n_slots, n_ctx,
+           sp_kv_type_name(kv), n_batch, n_threads, sprout_kernels_name());
     *out = s;
     return SPROUT_OK;
 }
