@@ -31,6 +31,7 @@ static const cli_option bench_table[] = {
 
 static const cli_command bench_command = {
     .name = "bench",
+    .needs_model = true,
     .usage = "bench -m MODEL.gguf [-p N] [-n N] [-t THREADS] [-r REPS] [--json]",
     .shared = CLI_SHARED_MODEL | CLI_SHARED_THREADS | CLI_SHARED_BATCH | CLI_SHARED_KV,
     CLI_TABLE(bench_table),
@@ -83,7 +84,6 @@ int cmd_bench(int argc, char **argv) {
     if (status != CLI_CONTINUE) return status;
     const char *model_path = o.model;
     const int32_t n_prompt = b.n_prompt, n_gen = b.n_gen, reps = b.reps;
-    if (!model_path) return cli_usage_error(&bench_command, "-m MODEL is required");
     if (n_prompt == 0 && n_gen == 0) return cli_usage_error(&bench_command, "-p 0 and -n 0 leave nothing to measure");
     sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = o.n_threads, .kv_type = o.kv_type, .kv_type_set = o.kv_type_set};
     sprout_model *model = NULL;

@@ -72,6 +72,7 @@ static const cli_option chat_table[] = {
 
 static const cli_command chat_command = {
     .name = "chat",
+    .needs_model = true,
     .usage = "chat -m MODEL.gguf [--system TEXT] [options]",
     .about = "Type a message and Enter. Commands: /reset, /system TEXT, /quit; Ctrl-C stops an answer, twice exits.\n",
     .shared = CLI_SHARED_GENERATION,
@@ -84,7 +85,6 @@ int cmd_chat(int argc, char **argv) {
     const int status = cli_parse(&chat_command, &o, &co, argc, argv);
     if (status != CLI_CONTINUE) return status;
     const char *system_arg = co.system;
-    if (!o.model) return cli_usage_error(&chat_command, "-m MODEL is required");
     sprout_model *model = NULL;
     sprout_pipeline *p = NULL;
     sprout_status st = cli_open_pipeline(&o, &model, &p);

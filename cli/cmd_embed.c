@@ -54,6 +54,7 @@ static const cli_option embed_table[] = {
 
 static const cli_command embed_command = {
     .name = "embed",
+    .needs_model = true,
     .usage = "embed -m MODEL.gguf [-p TEXT ...] [-f FILE] [options]",
     .about = "-c is the longest text in tokens.\n",
     .shared = CLI_SHARED_MODEL | CLI_SHARED_THREADS | CLI_SHARED_CTX | CLI_SHARED_BATCH | CLI_SHARED_KV,
@@ -160,10 +161,6 @@ int cmd_embed(int argc, char **argv) {
     sprout_pooling pooling = SPROUT_POOLING_MODEL;
     if (rc != CLI_CONTINUE) goto done;
     rc = 2;
-    if (!o.model) {
-        rc = cli_usage_error(&embed_command, "-m MODEL is required");
-        goto done;
-    }
     if (e.pooling_name && sprout_pooling_from_name(e.pooling_name, &pooling) != SPROUT_OK) {
         fprintf(stderr, "sprout embed: %s\n", sprout_last_error());
         goto done;

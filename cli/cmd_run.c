@@ -35,6 +35,7 @@ static const cli_option run_table[] = {
 
 static const cli_command run_command = {
     .name = "run",
+    .needs_model = true,
     .usage = "run -m MODEL.gguf (-p PROMPT | -f FILE | --prompt-ids \"ID ...\") [options]",
     .shared = CLI_SHARED_GENERATION,
     CLI_TABLE(run_table),
@@ -124,7 +125,6 @@ int cmd_run(int argc, char **argv) {
     const char *prompt = ro.prompt, *file = ro.file, *ids_text = ro.ids, *system = ro.system;
     const bool chat = ro.chat, echo = ro.echo, as_json = ro.json, metrics = ro.metrics;
     const int32_t logprobs = ro.logprobs;
-    if (!o.model) return cli_usage_error(&run_command, "-m MODEL is required");
     if ((!!prompt + !!file + !!ids_text) != 1) return cli_usage_error(&run_command, "give one of -p, -f and --prompt-ids");
     if (ids_text && chat) return cli_usage_error(&run_command, "--chat takes text, not --prompt-ids");
     char *file_text = NULL;

@@ -35,6 +35,7 @@ static const cli_option serve_table[] = {
 
 static const cli_command serve_command = {
     .name = "serve",
+    .needs_model = true,
     .usage = "serve -m MODEL.gguf [options]",
     .about = "The OpenAI and Ollama HTTP APIs; -c is the context of each request. The listening and ready lines are\n"
              "said on stderr unless --log-disable.\n",
@@ -59,7 +60,6 @@ int cmd_serve(int argc, char **argv) {
     serve_options so = {.host = "127.0.0.1", .port = 8080, .api_key = getenv("SPROUT_API_KEY"), .n_queue = -1 /* not given */};
     const int status = cli_parse(&serve_command, &c, &so, argc, argv);
     if (status != CLI_CONTINUE) return status;
-    if (!c.model) return cli_usage_error(&serve_command, "-m MODEL is required");
     if (so.chat_template_file) {
         if (!(template_text = cli_read_file(so.chat_template_file, NULL))) {
             fprintf(stderr, "sprout serve: cannot read %s\n", so.chat_template_file);

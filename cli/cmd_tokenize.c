@@ -30,6 +30,7 @@ static const cli_option tokenize_table[] = {
 
 static const cli_command tokenize_command = {
     .name = "tokenize",
+    .needs_model = true,
     .usage = "tokenize -m MODEL.gguf [-p TEXT | -f FILE] [--no-bos] [--special] [--ids | --json]",
     .about = "The model is the GGUF whose vocabulary to use.\n",
     .shared = CLI_SHARED_MODEL,
@@ -58,7 +59,6 @@ int cmd_tokenize(int argc, char **argv) {
     if (status != CLI_CONTINUE) return status;
     const char *model = o.model, *prompt = to.prompt, *file = to.file;
     const bool no_bos = to.no_bos, special = to.special, ids_only = to.ids, as_json = to.json;
-    if (!model) return cli_usage_error(&tokenize_command, "-m MODEL is required");
     if (prompt && file) return cli_usage_error(&tokenize_command, "give -p or -f, not both");
     if (ids_only && as_json) return cli_usage_error(&tokenize_command, "give --ids or --json, not both");
 

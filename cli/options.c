@@ -235,6 +235,7 @@ int cli_parse(const cli_command *cmd, cli_common *common, void *own, int argc, c
             return 2;
         }
     }
+    if (cmd->needs_model && !common->model) return cli_usage_error(cmd, "-m MODEL is required");
     common->cfg.stop_strings = common->stops.text;
     common->cfg.n_stop_strings = common->stops.n;
     if (!resolve_kv(cmd, common)) return 2;

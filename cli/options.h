@@ -93,6 +93,7 @@ typedef struct cli_command {
     const cli_option *options;   /* its own, filling the struct cli_parse's `own` points at */
     size_t n_options;
     int max_args;                /* positional arguments it takes */
+    bool needs_model;            /* -m is required: cli_parse says so */
 } cli_command;
 
 /* .options and .n_options of a cli_command from a table (an array). */
