@@ -1,18 +1,17 @@
-/* sprout chat -m MODEL [--system S] [sampling options]
- *
- * An interactive conversation with the model's chat template, streamed as it
+/* sprout chat: an interactive conversation with the model's chat template, streamed as it
  * is generated. Line editing and history come from libedit. Commands:
  * /reset, /system TEXT, /quit. Ctrl-C stops the current answer (it stays in
  * the history); a second Ctrl-C, or Ctrl-C at the prompt, exits. */
 #include <editline/readline.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "commands.h"
-#include "gen_options.h"
+#include "options.h"
 #include "sprout.h"
 
 static volatile sig_atomic_t generating, interrupted;
@@ -63,32 +62,32 @@ static char *read_line(bool tty) {
     return buf;
 }
 
+typedef struct chat_options {
+    const char *system;
+} chat_options;
+
+static const cli_option chat_table[] = {
+    CLI_OPT_STRING("--system", "TEXT", offsetof(chat_options, system), "the system message (/system TEXT changes it)"),
+};
+
+static const cli_command chat_command = {
+    .name = "chat",
+    .needs_model = true,
+    .usage = "chat -m MODEL.gguf [--system TEXT] [options]",
+    .about = "Type a message and Enter. Commands: /reset, /system TEXT, /quit; Ctrl-C stops an answer, twice exits.\n",
+    .shared = CLI_SHARED_GENERATION,
+    CLI_TABLE(chat_table),
+};
+
 int cmd_chat(int argc, char **argv) {
-    gen_options o;
-    gen_options_init(&o);
-    const char *system_arg = NULL;
-    for (int i = 1; i < argc; i++) {
-        int r = gen_options_parse(&o, argc, argv, &i);
-        if (r < 0) return 2;
-        if (r > 0) continue;
-        if (!strcmp(argv[i], "--system") && i + 1 < argc) system_arg = argv[++i];
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: sprout chat -m MODEL.gguf [--system TEXT] [options]\n"
-                   "  commands: /reset, /system TEXT, /quit; Ctrl-C stops an answer, twice exits\n%s",
-                   gen_options_help());
-            return 0;
-        } else {
-            fprintf(stderr, "sprout chat: unexpected argument '%s'\n", argv[i]);
-            return 2;
-        }
-    }
-    if (!o.model) {
-        fprintf(stderr, "usage: sprout chat -m MODEL.gguf [--system TEXT] [options]\n");
-        return 2;
-    }
+    cli_common o;
+    chat_options co = {0};
+    const int status = cli_parse(&chat_command, &o, &co, argc, argv);
+    if (status != CLI_CONTINUE) return status;
+    const char *system_arg = co.system;
     sprout_model *model = NULL;
     sprout_pipeline *p = NULL;
-    sprout_status st = gen_options_open(&o, &model, &p);
+    sprout_status st = cli_open_pipeline(&o, &model, &p);
     char *system = system_arg ? strdup(system_arg) : NULL;
     if (st == SPROUT_OK) st = sprout_chat_start(p, system);
     if (st != SPROUT_OK) {

@@ -1,32 +1,17 @@
-/* sprout embed -m MODEL [-p TEXT ...] [-f FILE] [--pooling mean|cls|last]
- *              [--no-normalize] [--json] [-c CTX] [-t THREADS]
- *
- * Embeddings of texts: each -p is one, or each non-empty line of -f FILE (or
+/* sprout embed: embeddings of texts: each -p is one, or each non-empty line of -f FILE (or
  * of standard input when neither is given). They run together through the
  * library's scheduler, as the server's embedding requests do. Default output:
  * one line of numbers per text, in order. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
 #include "files.h"
-#include "gen_options.h"
 #include "json/json_util.h"
+#include "options.h"
 #include "sprout.h"
-
-static void usage(FILE *out) {
-    fprintf(out,
-            "usage: sprout embed -m MODEL.gguf [-p TEXT ...] [-f FILE] [options]\n"
-            "  -m, --model FILE   the GGUF model\n"
-            "  -p, --prompt TEXT  a text to embed (repeatable)\n"
-            "  -f, --file FILE    embed each non-empty line of FILE (default without -p: standard input)\n"
-            "  --pooling P        mean, cls or last (default: the model's pooling_type, else mean)\n"
-            "  --no-normalize     leave the vectors unscaled (default: unit length)\n"
-            "  --json             print {\"model\":..,\"pooling\":..,\"n_embd\":N,\"data\":[{\"index\":i,\"n_tokens\":n,\"embedding\":[..]}]}\n"
-            "  -c, --ctx-size N   context length, the longest text in tokens (default: the model's, at most 4096)\n"
-            "  -t, --threads N    threads (default: all CPUs)\n");
-}
 
 typedef struct inputs {
     const char **text;
@@ -44,6 +29,37 @@ static bool add_input(inputs *in, const char *text) {
     in->text[in->n++] = text;
     return true;
 }
+
+typedef struct embed_options {
+    inputs texts;
+    const char *file, *pooling_name;
+    bool no_normalize, json;
+} embed_options;
+
+static bool parse_prompt(const char *value, void *dst, char *why, size_t why_size) {
+    if (add_input(dst, value)) return true;
+    snprintf(why, why_size, "out of memory");
+    return false;
+}
+
+#define OWN(field) offsetof(embed_options, field)
+static const cli_option embed_table[] = {
+    CLI_OPT_CUSTOM("-p, --prompt", "TEXT", OWN(texts), parse_prompt, "a text to embed (repeatable)"),
+    CLI_OPT_STRING("-f, --file", "FILE", OWN(file), "embed each non-empty line of FILE (default without -p: standard input)"),
+    CLI_OPT_STRING("--pooling", "P", OWN(pooling_name), "mean, cls or last (default: the model's pooling_type, else mean)"),
+    CLI_OPT_FLAG("--no-normalize", OWN(no_normalize), "leave the vectors unscaled (default: unit length)"),
+    CLI_OPT_FLAG("--json", OWN(json),
+     "print {\"model\":..,\"pooling\":..,\"n_embd\":N,\"data\":[{\"index\":i,\"n_tokens\":n,\"embedding\":[..]}]}"),
+};
+
+static const cli_command embed_command = {
+    .name = "embed",
+    .needs_model = true,
+    .usage = "embed -m MODEL.gguf [-p TEXT ...] [-f FILE] [options]",
+    .about = "-c is the longest text in tokens.\n",
+    .shared = CLI_SHARED_MODEL | CLI_SHARED_THREADS | CLI_SHARED_CTX | CLI_SHARED_BATCH | CLI_SHARED_KV,
+    CLI_TABLE(embed_table),
+};
 
 /* Every non-empty line of buf (modified in place: lines end in NUL). */
 static bool add_lines(inputs *in, char *buf) {
@@ -64,8 +80,7 @@ static void print_plain(const float *v, size_t n) {
 }
 
 /* Runs every input through the scheduler, then prints in order. */
-static int embed_all(sprout_model *model, const inputs *in, int32_t n_ctx, int32_t n_threads, sprout_pooling pooling, bool normalize,
-                     bool as_json, const char *model_path) {
+static int embed_all(sprout_model *model, const inputs *in, const cli_common *o, sprout_pooling pooling, bool normalize, bool as_json) {
     const size_t n = in->n;
     sprout_token **ids = calloc(n, sizeof *ids);
     size_t *n_ids = calloc(n, sizeof *n_ids);
@@ -81,8 +96,9 @@ static int embed_all(sprout_model *model, const inputs *in, int32_t n_ctx, int32
             fprintf(stderr, "sprout embed: text %zu: %s\n", i + 1, sprout_last_error());
             goto done;
         }
-    sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = n < 4 ? (int32_t)n : 4, .n_ctx = n_ctx,
-                                  .n_queue = n > 1 ? (int32_t)n : -1, .n_threads = n_threads};
+    sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = n < 4 ? (int32_t)n : 4, .n_ctx = o->n_ctx, .n_batch = o->n_batch,
+                                  .n_queue = n > 1 ? (int32_t)n : -1, .n_threads = o->n_threads, .kv_type = o->kv_type,
+                                  .kv_type_set = o->kv_type_set};
     if (sprout_scheduler_create(model, &sp, &sched) != SPROUT_OK) {
         fprintf(stderr, "sprout embed: %s\n", sprout_last_error());
         goto done;
@@ -116,7 +132,7 @@ static int embed_all(sprout_model *model, const inputs *in, int32_t n_ctx, int32
     }
     if (data) {
         if (pooling == SPROUT_POOLING_MODEL) pooling = sprout_model_pooling(model);
-        json_t *out = json_pack("{s:s, s:s, s:i, s:b, s:o}", "model", model_path, "pooling", sprout_pooling_name(pooling), "n_embd",
+        json_t *out = json_pack("{s:s, s:s, s:i, s:b, s:o}", "model", o->model, "pooling", sprout_pooling_name(pooling), "n_embd",
                                 (int)sprout_model_n_embd(model), "normalized", normalize, "data", data);
         if (json_dumpf(out, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9)) != 0) {
             json_decref(out);
@@ -137,77 +153,42 @@ done:
 }
 
 int cmd_embed(int argc, char **argv) {
-    const char *model_path = NULL, *file = NULL;
-    int32_t n_ctx = 0, n_threads = 0;
-    sprout_pooling pooling = SPROUT_POOLING_MODEL;
-    bool normalize = true, as_json = false;
-    inputs in = {0};
+    cli_common o;
+    embed_options e = {0};
+    int rc = cli_parse(&embed_command, &o, &e, argc, argv);
+    inputs in = e.texts;
     char *file_text = NULL;
-    int rc = 2;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const bool has_value = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            rc = 0;
-            goto done;
-        } else if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && has_value) model_path = argv[++i];
-        else if ((!strcmp(a, "-p") || !strcmp(a, "--prompt")) && has_value) {
-            if (!add_input(&in, argv[++i])) goto oom;
-        } else if ((!strcmp(a, "-f") || !strcmp(a, "--file")) && has_value) file = argv[++i];
-        else if (!strcmp(a, "--pooling") && has_value) {
-            if (sprout_pooling_from_name(argv[++i], &pooling) != SPROUT_OK) {
-                fprintf(stderr, "sprout embed: %s\n", sprout_last_error());
-                goto done;
-            }
-        } else if (!strcmp(a, "--no-normalize")) normalize = false;
-        else if (!strcmp(a, "--json")) as_json = true;
-        else if ((!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) && has_value) {
-            if (!cli_parse_int(argv[++i], 2, 1 << 24, &n_ctx)) {
-                fprintf(stderr, "sprout embed: bad context length '%s'\n", argv[i]);
-                goto done;
-            }
-        } else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && has_value) {
-            if (!cli_parse_int(argv[++i], 1, 1024, &n_threads)) {
-                fprintf(stderr, "sprout embed: bad thread count '%s'\n", argv[i]);
-                goto done;
-            }
-        } else {
-            fprintf(stderr, "sprout embed: unknown option or missing value: %s\n\n", a);
-            usage(stderr);
-            goto done;
-        }
-    }
-    if (!model_path) {
-        fprintf(stderr, "sprout embed: -m MODEL is required\n\n");
-        usage(stderr);
+    sprout_pooling pooling = SPROUT_POOLING_MODEL;
+    if (rc != CLI_CONTINUE) goto done;
+    rc = 2;
+    if (e.pooling_name && sprout_pooling_from_name(e.pooling_name, &pooling) != SPROUT_OK) {
+        fprintf(stderr, "sprout embed: %s\n", sprout_last_error());
         goto done;
     }
     rc = 1;
-    if (file || in.n == 0) {
-        file_text = file ? cli_read_file(file, NULL) : cli_read_stream(stdin, NULL);
+    if (e.file || in.n == 0) {
+        file_text = e.file ? cli_read_file(e.file, NULL) : cli_read_stream(stdin, NULL);
         if (!file_text) {
-            fprintf(stderr, "sprout embed: cannot read %s\n", file ? file : "standard input");
+            fprintf(stderr, "sprout embed: cannot read %s\n", e.file ? e.file : "standard input");
             goto done;
         }
-        if (!add_lines(&in, file_text)) goto oom;
+        if (!add_lines(&in, file_text)) {
+            fprintf(stderr, "sprout embed: out of memory\n");
+            goto done;
+        }
     }
     if (in.n == 0) {
         fprintf(stderr, "sprout embed: nothing to embed (no -p, and no non-empty line)\n");
         goto done;
     }
-    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = n_threads, .n_ctx = n_ctx};
+    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = o.n_threads, .n_ctx = o.n_ctx};
     sprout_model *model = NULL;
-    if (sprout_model_load(model_path, &mp, &model) != SPROUT_OK) {
+    if (sprout_model_load(o.model, &mp, &model) != SPROUT_OK) {
         fprintf(stderr, "sprout embed: %s\n", sprout_last_error());
         goto done;
     }
-    rc = embed_all(model, &in, n_ctx, n_threads, pooling, normalize, as_json, model_path);
+    rc = embed_all(model, &in, &o, pooling, !e.no_normalize, e.json);
     sprout_model_free(model);
-    goto done;
-oom:
-    fprintf(stderr, "sprout embed: out of memory\n");
-    rc = 1;
 done:
     free(file_text);
     free(in.text);

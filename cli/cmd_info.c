@@ -3,12 +3,15 @@
  * Everything is gathered once into a JSON object; --json prints it, the
  * default prints the same facts for a person. */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
+#include "files.h"
 #include "json/json_util.h"
+#include "options.h"
 #include "sprout.h"
 
 enum { ARRAY_PREVIEW = 16 }; /* elements shown of a long metadata array */
@@ -308,36 +311,33 @@ static void print_text(const json_t *info) {
     }
 }
 
-static void info_usage(FILE *out) {
-    fprintf(out,
-            "usage: sprout info MODEL.gguf [--json] [--tensors] [--metadata]\n"
-            "  --json      print one JSON object\n"
-            "  --tensors   list every tensor (name, type, shape, bytes)\n"
-            "  --metadata  dump every metadata key (long arrays abbreviated)\n");
-}
+typedef struct info_options {
+    bool json, tensors, metadata;
+} info_options;
+
+static const cli_option info_table[] = {
+    CLI_OPT_FLAG("--json", offsetof(info_options, json), "print one JSON object"),
+    CLI_OPT_FLAG("--tensors", offsetof(info_options, tensors), "list every tensor (name, type, shape, bytes)"),
+    CLI_OPT_FLAG("--metadata", offsetof(info_options, metadata), "dump every metadata key (long arrays abbreviated)"),
+};
+
+static const cli_command info_command = {
+    .name = "info",
+    .usage = "info MODEL.gguf [--json] [--tensors] [--metadata]",
+    .about = "The model is the argument or -m MODEL.gguf.\n",
+    .shared = CLI_SHARED_MODEL,
+    CLI_TABLE(info_table),
+    .max_args = 1,
+};
 
 int cmd_info(int argc, char **argv) {
-    const char *path = NULL;
-    bool as_json = false, with_tensors = false, with_metadata = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) as_json = true;
-        else if (!strcmp(argv[i], "--tensors")) with_tensors = true;
-        else if (!strcmp(argv[i], "--metadata")) with_metadata = true;
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            info_usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "-m") && i + 1 < argc && !path) path = argv[++i];
-        else if (argv[i][0] != '-' && !path) path = argv[i];
-        else {
-            fprintf(stderr, "sprout info: unexpected argument '%s'\n", argv[i]);
-            info_usage(stderr);
-            return 2;
-        }
-    }
-    if (!path) {
-        info_usage(stderr);
-        return 2;
-    }
+    cli_common o;
+    info_options io = {0};
+    const int status = cli_parse(&info_command, &o, &io, argc, argv);
+    if (status != CLI_CONTINUE) return status;
+    if (!!o.model + o.n_args != 1) return cli_usage_error(&info_command, "name one model, as the argument or with -m");
+    const char *path = o.model ? o.model : o.args[0];
+    const bool as_json = io.json, with_tensors = io.tensors, with_metadata = io.metadata;
     sprout_gguf *g = NULL;
     sprout_status st = sprout_gguf_open(path, &g);
     if (st != SPROUT_OK) {
@@ -346,7 +346,7 @@ int cmd_info(int argc, char **argv) {
     }
     json_t *info = gather(path, g, with_tensors, with_metadata);
     int rc = 0;
-    if (as_json) rc = json_print(info);
+    if (as_json) rc = cli_print_json(info);
     else print_text(info);
     json_decref(info);
     sprout_gguf_close(g);

@@ -5,6 +5,7 @@
  * Ctrl-C stops cleanly and leaves no output file behind. */
 #include <errno.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "options.h"
 #include "sprout.h"
 
 static volatile sig_atomic_t interrupted;
@@ -21,26 +23,10 @@ static void on_signal(int sig) {
     interrupted = 1;
 }
 
-static void usage(FILE *out) {
-    fprintf(out,
-            "usage: sprout quantize IN.gguf OUT.gguf TYPE [options]\n"
-            "  TYPE: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K_S Q3_K_M Q3_K_L\n"
-            "        Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K IQ4_NL IQ4_XS\n"
-            "        (the _S/_M/_L mixes give the output, attention V and some FFN-down\n"
-            "        layers more bits, as llama-quantize does), or its general.file_type\n"
-            "        number (15 = Q4_K_M)\n"
-            "  --threads N                 worker threads (default: one per core)\n"
-            "  --pure                      use TYPE for every matrix: no mix\n"
-            "  --output-type T             tensor type for output.weight (e.g. Q8_0, F16)\n"
-            "  --token-embedding-type T    tensor type for token_embd.weight\n"
-            "  --leave-output-tensor       copy output.weight unchanged\n"
-            "  --split-max-size SIZE       write parts of at most SIZE bytes (K, M, G suffixes)\n"
-            "  --imatrix FILE              importance matrix (not supported yet)\n"
-            "  --verbose                   list every tensor's type\n");
-}
-
 /* "2G", "500M", "1024": bytes, powers of 1024 as llama.cpp's gguf-split reads them. */
-static bool parse_size(const char *s, uint64_t *out) {
+static bool parse_size(const char *s, void *dst, char *why, size_t why_size) {
+    uint64_t *out = dst;
+    snprintf(why, why_size, "must be a size such as 2G or 500M");
     char *end;
     errno = 0;
     double v = strtod(s, &end);
@@ -58,12 +44,46 @@ static bool parse_size(const char *s, uint64_t *out) {
     return *out > 0;
 }
 
-static bool parse_tensor_type(const char *s, int32_t *out) {
+static bool parse_tensor_type(const char *s, void *dst, char *why, size_t why_size) {
     sprout_type t;
-    if (!sprout_type_from_name(s, &t) || !sprout_type_can_dequantize(t) || t == SPROUT_TYPE_Q8_K) return false;
-    *out = (int32_t)t;
+    if (!sprout_type_from_name(s, &t) || !sprout_type_can_dequantize(t) || t == SPROUT_TYPE_Q8_K) {
+        snprintf(why, why_size, "must be a tensor type sprout can write (F32, F16, BF16, Q4_0 ... Q6_K)");
+        return false;
+    }
+    *(int32_t *)dst = (int32_t)t;
     return true;
 }
+
+static bool refuse_imatrix(const char *s, void *dst, char *why, size_t why_size) {
+    (void)s;
+    (void)dst;
+    snprintf(why, why_size, "an importance matrix is not supported yet; quantize without it "
+                            "(sprout then chooses the same weights as llama-quantize does without an imatrix)");
+    return false;
+}
+
+#define PARAM(field) offsetof(sprout_quantize_params, field)
+static const cli_option quantize_table[] = {
+    CLI_OPT_FLAG("--pure", PARAM(pure), "use TYPE for every matrix: no mix"),
+    CLI_OPT_CUSTOM("--output-type", "T", PARAM(output_type), parse_tensor_type, "tensor type for output.weight (e.g. Q8_0, F16)"),
+    CLI_OPT_CUSTOM("--token-embedding-type", "T", PARAM(token_embedding_type), parse_tensor_type, "tensor type for token_embd.weight"),
+    CLI_OPT_FLAG("--leave-output-tensor", PARAM(leave_output_tensor), "copy output.weight unchanged"),
+    CLI_OPT_CUSTOM("--split-max-size", "SIZE", PARAM(split_max_bytes), parse_size, "write parts of at most SIZE bytes (K, M, G suffixes)"),
+    CLI_OPT_CUSTOM("--imatrix", "FILE", 0, refuse_imatrix, "importance matrix (not supported yet)"),
+};
+
+static const cli_command quantize_command = {
+    .name = "quantize",
+    .usage = "quantize IN.gguf OUT.gguf TYPE [options]",
+    .about = "  TYPE: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K_S Q3_K_M Q3_K_L\n"
+             "        Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K IQ4_NL IQ4_XS\n"
+             "        (the _S/_M/_L mixes give the output, attention V and some FFN-down\n"
+             "        layers more bits, as llama-quantize does), or its general.file_type\n"
+             "        number (15 = Q4_K_M). -v also lists every tensor's type.\n",
+    .shared = CLI_SHARED_THREADS,
+    CLI_TABLE(quantize_table),
+    .max_args = 3,
+};
 
 /* A name ("Q4_K_M", any case) or, as llama-quantize also takes, the
  * general.file_type number ("15"). */
@@ -115,63 +135,13 @@ static bool on_progress(void *user, const sprout_quantize_progress *p) {
 int cmd_quantize(int argc, char **argv) {
     sprout_quantize_params params;
     sprout_quantize_params_default(&params);
-    const char *positional[3] = {0};
-    int n_positional = 0;
-    cli_state state = {.tty = isatty(STDERR_FILENO)};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const bool has_value = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--pure")) {
-            params.pure = true;
-        } else if (!strcmp(a, "--leave-output-tensor")) {
-            params.leave_output_tensor = true;
-        } else if (!strcmp(a, "--verbose")) {
-            state.verbose = true;
-        } else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) {
-            char *end;
-            long n = has_value ? strtol(argv[i + 1], &end, 10) : 0;
-            if (!has_value || *end || n < 1 || n > 1024) {
-                fprintf(stderr, "sprout quantize: --threads needs a number from 1 to 1024\n");
-                return 2;
-            }
-            params.n_threads = (int32_t)n;
-            i++;
-        } else if (!strcmp(a, "--output-type") || !strcmp(a, "--token-embedding-type")) {
-            int32_t *dst = a[2] == 'o' ? &params.output_type : &params.token_embedding_type;
-            if (!has_value || !parse_tensor_type(argv[i + 1], dst)) {
-                fprintf(stderr, "sprout quantize: %s needs a tensor type sprout can write (F32, F16, BF16, Q4_0 ... Q6_K), got '%s'\n",
-                        a, has_value ? argv[i + 1] : "");
-                return 2;
-            }
-            i++;
-        } else if (!strcmp(a, "--split-max-size")) {
-            if (!has_value || !parse_size(argv[i + 1], &params.split_max_bytes)) {
-                fprintf(stderr, "sprout quantize: --split-max-size needs a size such as 2G or 500M\n");
-                return 2;
-            }
-            i++;
-        } else if (!strcmp(a, "--imatrix")) {
-            fprintf(stderr, "sprout quantize: --imatrix is not supported yet; quantize without it "
-                            "(sprout then chooses the same weights as llama-quantize does without an imatrix)\n");
-            return 2;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "sprout quantize: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        } else if (n_positional < 3) {
-            positional[n_positional++] = a;
-        } else {
-            fprintf(stderr, "sprout quantize: unexpected argument '%s'\n", a);
-            return 2;
-        }
-    }
-    if (n_positional < 3) {
-        usage(stderr);
-        return 2;
-    }
+    cli_common o;
+    const int status = cli_parse(&quantize_command, &o, &params, argc, argv);
+    if (status != CLI_CONTINUE) return status;
+    if (o.n_args < 3) return cli_usage_error(&quantize_command, "IN.gguf, OUT.gguf and TYPE are required");
+    const char *const *positional = o.args;
+    params.n_threads = o.n_threads;
+    cli_state state = {.tty = isatty(STDERR_FILENO), .verbose = o.verbose};
     if (!parse_file_type(positional[2], &params.file_type)) {
         fprintf(stderr, "sprout quantize: unknown type '%s' (sprout quantize --help lists them)\n", positional[2]);
         return 2;

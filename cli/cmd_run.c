@@ -1,34 +1,45 @@
-/* sprout run -m MODEL -p PROMPT [-f FILE] [--prompt-ids "ID ..."] [sampling options] [--chat] [--system S]
- *            [--echo] [--logprobs K] [--json] [--metrics]
+/* sprout run: one generation (or one chat turn with --chat).
  *
  * Streams the continuation to stdout as it is generated, or prints one JSON
  * object with --json. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
 #include "files.h"
-#include "gen_options.h"
 #include "json/json_util.h"
+#include "options.h"
 #include "sprout.h"
 
-static void usage(FILE *out) {
-    fprintf(out,
-            "usage: sprout run -m MODEL.gguf (-p PROMPT | -f FILE | --prompt-ids \"ID ...\") [options]\n"
-            "  -p, --prompt TEXT       the prompt (raw completion; BOS added as the model wants)\n"
-            "  -f, --file FILE         read the prompt from a file\n"
-            "  --prompt-ids \"ID ...\"   the prompt as token ids (nothing added)\n"
-            "  --chat                  send the prompt as a user turn, with the model's chat template\n"
-            "  --system TEXT           a system message for --chat\n"
-            "  --echo                  print the prompt before the continuation\n"
-            "  --logprobs K            record log-probabilities of each token and the K best (with --json)\n"
-            "  --json                  print one JSON object instead of streaming\n"
-            "  --metrics               print performance metrics to stderr\n"
-            "%s",
-            gen_options_help());
-}
+typedef struct run_options {
+    const char *prompt, *file, *ids, *system;
+    bool chat, echo, json, metrics;
+    int32_t logprobs;
+} run_options;
+
+#define OWN(field) offsetof(run_options, field)
+static const cli_option run_table[] = {
+    CLI_OPT_STRING("-p, --prompt", "TEXT", OWN(prompt), "the prompt (raw completion; BOS added as the model wants)"),
+    CLI_OPT_STRING("-f, --file", "FILE", OWN(file), "read the prompt from a file"),
+    CLI_OPT_STRING("--prompt-ids", "\"ID ...\"", OWN(ids), "the prompt as token ids (nothing added)"),
+    CLI_OPT_FLAG("--chat", OWN(chat), "send the prompt as a user turn, with the model's chat template"),
+    CLI_OPT_STRING("--system", "TEXT", OWN(system), "a system message for --chat"),
+    CLI_OPT_FLAG("--echo", OWN(echo), "print the prompt before the continuation"),
+    CLI_OPT_INT("--logprobs", "K", OWN(logprobs), 0, 64, "record log-probabilities of each token and the K best (with --json)"),
+    CLI_OPT_FLAG("--json", OWN(json), "print one JSON object instead of streaming"),
+    CLI_OPT_FLAG("--metrics", OWN(metrics), "print performance metrics to stderr"),
+};
+
+static const cli_command run_command = {
+    .name = "run",
+    .needs_model = true,
+    .usage = "run -m MODEL.gguf (-p PROMPT | -f FILE | --prompt-ids \"ID ...\") [options]",
+    .shared = CLI_SHARED_GENERATION,
+    CLI_TABLE(run_table),
+};
 
 static sprout_stream_status print_piece(const char *piece, size_t len, void *user) {
     (void)user;
@@ -107,43 +118,15 @@ static void print_metrics(const sprout_result *r) {
 }
 
 int cmd_run(int argc, char **argv) {
-    gen_options o;
-    gen_options_init(&o);
-    const char *prompt = NULL, *file = NULL, *ids_text = NULL, *system = NULL;
-    bool chat = false, echo = false, as_json = false, metrics = false;
-    int32_t logprobs = 0;
-    for (int i = 1; i < argc; i++) {
-        int r = gen_options_parse(&o, argc, argv, &i);
-        if (r < 0) return 2;
-        if (r > 0) continue;
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if ((!strcmp(a, "-p") || !strcmp(a, "--prompt")) && v) prompt = argv[++i];
-        else if ((!strcmp(a, "-f") || !strcmp(a, "--file")) && v) file = argv[++i];
-        else if (!strcmp(a, "--prompt-ids") && v) ids_text = argv[++i];
-        else if (!strcmp(a, "--system") && v) system = argv[++i];
-        else if (!strcmp(a, "--logprobs") && v) {
-            logprobs = atoi(argv[++i]);
-            if (logprobs < 0 || logprobs > 64) {
-                fprintf(stderr, "sprout run: --logprobs takes 0 to 64\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--chat")) chat = true;
-        else if (!strcmp(a, "--echo")) echo = true;
-        else if (!strcmp(a, "--json")) as_json = true;
-        else if (!strcmp(a, "--metrics")) metrics = true;
-        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "sprout run: unexpected argument '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!o.model || (!!prompt + !!file + !!ids_text) != 1 || (ids_text && chat)) {
-        usage(stderr);
-        return 2;
-    }
+    cli_common o;
+    run_options ro = {0};
+    const int status = cli_parse(&run_command, &o, &ro, argc, argv);
+    if (status != CLI_CONTINUE) return status;
+    const char *prompt = ro.prompt, *file = ro.file, *ids_text = ro.ids, *system = ro.system;
+    const bool chat = ro.chat, echo = ro.echo, as_json = ro.json, metrics = ro.metrics;
+    const int32_t logprobs = ro.logprobs;
+    if ((!!prompt + !!file + !!ids_text) != 1) return cli_usage_error(&run_command, "give one of -p, -f and --prompt-ids");
+    if (ids_text && chat) return cli_usage_error(&run_command, "--chat takes text, not --prompt-ids");
     char *file_text = NULL;
     if (file && !(file_text = cli_read_file(file, NULL))) {
         perror(file);
@@ -163,7 +146,7 @@ int cmd_run(int argc, char **argv) {
     sprout_model *model = NULL;
     sprout_pipeline *p = NULL;
     sprout_result *r = NULL;
-    sprout_status st = gen_options_open(&o, &model, &p);
+    sprout_status st = cli_open_pipeline(&o, &model, &p);
     sprout_streamer streamer = as_json ? NULL : print_piece;
     if (st == SPROUT_OK) {
         if (chat) {
@@ -188,7 +171,7 @@ int cmd_run(int argc, char **argv) {
     } else {
         if (as_json) {
             json_t *j = result_json(r, logprobs);
-            rc = json_print(j);
+            rc = cli_print_json(j);
             json_decref(j);
         } else {
             putchar('\n');

@@ -3,26 +3,41 @@
  *
  * Prints the rendered prompt exactly (no newline added), for debugging a
  * model's prompt format. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
 #include "files.h"
+#include "options.h"
 #include "sprout.h"
 
-static void usage(FILE *out) {
-    fprintf(out,
-            "usage: sprout template [-m MODEL.gguf | --template FILE.jinja | --builtin NAME] [options]\n"
-            "  -m, --model FILE          use the model's chat template and BOS/EOS tokens\n"
-            "  --template FILE           a Jinja template file (overrides the model's)\n"
-            "  --builtin NAME            a built-in template: chatml llama2 llama3 zephyr phi3 gemma mistral\n"
-            "  --messages FILE           a JSON array of {\"role\", \"content\"} (default: one user message \"Hello\")\n"
-            "  --vars FILE               a JSON object of extra variables (tools, enable_thinking, ...)\n"
-            "  --no-generation-prompt    render without the assistant's opening\n"
-            "  --bos TEXT, --eos TEXT    the bos_token / eos_token variables (default: the model's)\n"
-            "  --now YYYY-MM-DDTHH:MM:SS what strftime_now() sees (default: the current local time)\n");
-}
+typedef struct template_options {
+    const char *template_file, *builtin, *messages_file, *vars_file, *bos, *eos, *now;
+    bool no_generation_prompt;
+} template_options;
+
+#define OWN(field) offsetof(template_options, field)
+static const cli_option template_table[] = {
+    CLI_OPT_STRING("--template", "FILE", OWN(template_file), "a Jinja template file (overrides the model's)"),
+    CLI_OPT_STRING("--builtin", "NAME", OWN(builtin), "a built-in template: chatml llama2 llama3 zephyr phi3 gemma mistral"),
+    CLI_OPT_STRING("--messages", "FILE", OWN(messages_file),
+     "a JSON array of {\"role\", \"content\"} (default: one user message \"Hello\")"),
+    CLI_OPT_STRING("--vars", "FILE", OWN(vars_file), "a JSON object of extra variables (tools, enable_thinking, ...)"),
+    CLI_OPT_FLAG("--no-generation-prompt", OWN(no_generation_prompt), "render without the assistant's opening"),
+    CLI_OPT_STRING("--bos", "TEXT", OWN(bos), "the bos_token variable (default: the model's)"),
+    CLI_OPT_STRING("--eos", "TEXT", OWN(eos), "the eos_token variable (default: the model's)"),
+    CLI_OPT_STRING("--now", "YYYY-MM-DDTHH:MM:SS", OWN(now), "what strftime_now() sees (default: the current local time)"),
+};
+
+static const cli_command template_command = {
+    .name = "template",
+    .usage = "template [-m MODEL.gguf | --template FILE.jinja | --builtin NAME] [options]",
+    .about = "With -m, the model's chat template and BOS/EOS tokens.\n",
+    .shared = CLI_SHARED_MODEL,
+    CLI_TABLE(template_table),
+};
 
 /* The text of one of the model's special tokens, malloc'd, or NULL. */
 static char *token_text(const sprout_tokenizer *tok, sprout_special which) {
@@ -39,34 +54,15 @@ static char *token_text(const sprout_tokenizer *tok, sprout_special which) {
 }
 
 int cmd_template(int argc, char **argv) {
-    const char *model = NULL, *template_file = NULL, *builtin = NULL, *messages_file = NULL, *vars_file = NULL;
-    const char *bos = NULL, *eos = NULL, *now = NULL;
-    bool generation_prompt = true;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool v = i + 1 < argc;
-        if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && v) model = argv[++i];
-        else if (!strcmp(a, "--template") && v) template_file = argv[++i];
-        else if (!strcmp(a, "--builtin") && v) builtin = argv[++i];
-        else if (!strcmp(a, "--messages") && v) messages_file = argv[++i];
-        else if (!strcmp(a, "--vars") && v) vars_file = argv[++i];
-        else if (!strcmp(a, "--bos") && v) bos = argv[++i];
-        else if (!strcmp(a, "--eos") && v) eos = argv[++i];
-        else if (!strcmp(a, "--now") && v) now = argv[++i];
-        else if (!strcmp(a, "--no-generation-prompt")) generation_prompt = false;
-        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "sprout template: unexpected argument '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if ((!model && !template_file && !builtin) || (template_file && builtin)) {
-        usage(stderr);
-        return 2;
-    }
+    cli_common o;
+    template_options to = {0};
+    const int status = cli_parse(&template_command, &o, &to, argc, argv);
+    if (status != CLI_CONTINUE) return status;
+    const char *model = o.model, *template_file = to.template_file, *builtin = to.builtin, *messages_file = to.messages_file;
+    const char *vars_file = to.vars_file, *bos = to.bos, *eos = to.eos, *now = to.now;
+    const bool generation_prompt = !to.no_generation_prompt;
+    if (!model && !template_file && !builtin) return cli_usage_error(&template_command, "give -m, --template or --builtin");
+    if (template_file && builtin) return cli_usage_error(&template_command, "give --template or --builtin, not both");
     if (builtin && !sprout_template_builtin(builtin)) {
         fprintf(stderr, "sprout template: no built-in template '%s'\n", builtin);
         return 2;

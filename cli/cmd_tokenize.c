@@ -2,6 +2,7 @@
  *
  * Default output: one "id<TAB>piece" line per token, the piece escaped so
  * that each token stays on one line. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,19 +10,32 @@
 #include "commands.h"
 #include "files.h"
 #include "json/json_util.h"
+#include "options.h"
 #include "sprout.h"
 
-static void usage(FILE *out) {
-    fprintf(out,
-            "usage: sprout tokenize -m MODEL.gguf [-p TEXT | -f FILE] [--no-bos] [--special] [--ids | --json]\n"
-            "  -m, --model FILE   the GGUF whose vocabulary to use\n"
-            "  -p, --prompt TEXT  the text (default: read -f FILE, or standard input)\n"
-            "  -f, --file FILE    read the text from a file\n"
-            "  --no-bos           add no BOS/EOS tokens\n"
-            "  --special          match special-token text such as <|im_start|>\n"
-            "  --ids              print only the ids, on one line\n"
-            "  --json             print {\"tokens\":[...],\"pieces\":[...]}\n");
-}
+typedef struct tokenize_options {
+    const char *prompt, *file;
+    bool no_bos, special, ids, json;
+} tokenize_options;
+
+#define OWN(field) offsetof(tokenize_options, field)
+static const cli_option tokenize_table[] = {
+    CLI_OPT_STRING("-p, --prompt", "TEXT", OWN(prompt), "the text (default: read -f FILE, or standard input)"),
+    CLI_OPT_STRING("-f, --file", "FILE", OWN(file), "read the text from a file"),
+    CLI_OPT_FLAG("--no-bos", OWN(no_bos), "add no BOS/EOS tokens"),
+    CLI_OPT_FLAG("--special", OWN(special), "match special-token text such as <|im_start|>"),
+    CLI_OPT_FLAG("--ids", OWN(ids), "print only the ids, on one line"),
+    CLI_OPT_FLAG("--json", OWN(json), "print {\"tokens\":[...],\"pieces\":[...]}"),
+};
+
+static const cli_command tokenize_command = {
+    .name = "tokenize",
+    .needs_model = true,
+    .usage = "tokenize -m MODEL.gguf [-p TEXT | -f FILE] [--no-bos] [--special] [--ids | --json]",
+    .about = "The model is the GGUF whose vocabulary to use.\n",
+    .shared = CLI_SHARED_MODEL,
+    CLI_TABLE(tokenize_table),
+};
 
 /* Prints a piece with \n, \t, \r, \\ and bytes that are not UTF-8 escaped. */
 static void print_piece(const char *p, size_t n) {
@@ -39,31 +53,14 @@ static void print_piece(const char *p, size_t n) {
 }
 
 int cmd_tokenize(int argc, char **argv) {
-    const char *model = NULL, *prompt = NULL, *file = NULL;
-    bool no_bos = false, special = false, ids_only = false, as_json = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool has_value = i + 1 < argc;
-        if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && has_value) model = argv[++i];
-        else if ((!strcmp(a, "-p") || !strcmp(a, "--prompt")) && has_value) prompt = argv[++i];
-        else if ((!strcmp(a, "-f") || !strcmp(a, "--file")) && has_value) file = argv[++i];
-        else if (!strcmp(a, "--no-bos")) no_bos = true;
-        else if (!strcmp(a, "--special")) special = true;
-        else if (!strcmp(a, "--ids")) ids_only = true;
-        else if (!strcmp(a, "--json")) as_json = true;
-        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "sprout tokenize: unexpected argument '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!model || (prompt && file) || (ids_only && as_json)) {
-        usage(stderr);
-        return 2;
-    }
+    cli_common o;
+    tokenize_options to = {0};
+    const int status = cli_parse(&tokenize_command, &o, &to, argc, argv);
+    if (status != CLI_CONTINUE) return status;
+    const char *model = o.model, *prompt = to.prompt, *file = to.file;
+    const bool no_bos = to.no_bos, special = to.special, ids_only = to.ids, as_json = to.json;
+    if (prompt && file) return cli_usage_error(&tokenize_command, "give -p or -f, not both");
+    if (ids_only && as_json) return cli_usage_error(&tokenize_command, "give --ids or --json, not both");
 
     size_t len = 0;
     char *owned = NULL;
@@ -122,7 +119,7 @@ int cmd_tokenize(int argc, char **argv) {
             json_array_append_new(pieces, json_string_lossy(piece, plen));
         }
         json_t *out = json_pack("{s:o, s:o}", "tokens", tokens, "pieces", pieces);
-        rc = json_print(out);
+        rc = cli_print_json(out);
         json_decref(out);
     } else {
         for (size_t i = 0; i < n; i++) {

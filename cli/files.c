@@ -31,3 +31,10 @@ char *cli_read_file(const char *path, size_t *len) {
     fclose(f);
     return buf;
 }
+
+int cli_print_json(json_t *v) {
+    if (!v) return 1;
+    int rc = json_dumpf(v, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(16));
+    fputc('\n', stdout);
+    return rc == 0 ? 0 : 1;
+}

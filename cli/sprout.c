@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "options.h"
 #include "sprout.h"
 
 typedef struct command {
@@ -31,14 +32,8 @@ static void usage(FILE *out) {
     fprintf(out, "\nsprout COMMAND --help shows the options of a command.\n");
 }
 
-/* The library's messages, on stderr: warnings and errors unless asked for more or none. */
-static void log_to_stderr(sprout_log_level level, const char *message, void *user) {
-    (void)user;
-    fprintf(stderr, "sprout: %s%s\n", level == SPROUT_LOG_ERROR ? "error: " : "", message);
-}
-
 int main(int argc, char **argv) {
-    sprout_log_set(log_to_stderr, NULL);
+    cli_log_install(); /* quiet (warnings and errors) until a command's -v or --log-disable says otherwise */
     if (argc < 2) {
         usage(stderr);
         return 2;

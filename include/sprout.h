@@ -212,7 +212,7 @@ typedef void (*sprout_quantize_plan_fn)(void *user, const sprout_quantize_tensor
 typedef struct sprout_quantize_params {
     size_t struct_size;             /* sizeof(sprout_quantize_params) */
     sprout_file_type file_type;
-    int32_t n_threads;              /* <= 0: one per core */
+    int32_t n_threads;              /* <= 0: one per core; at most SPROUT_MAX_THREADS */
     bool pure;                      /* every quantizable matrix gets the base type: no mix */
     int32_t output_type;            /* a sprout_type for output.weight, or -1 for the recipe's */
     int32_t token_embedding_type;   /* likewise for token_embd.weight */
@@ -574,13 +574,23 @@ typedef struct sprout_model sprout_model;
 typedef struct sprout_pipeline sprout_pipeline;
 typedef struct sprout_result sprout_result;
 
-typedef enum sprout_kv_type { SPROUT_KV_F16 = 0, SPROUT_KV_F32 = 1 } sprout_kv_type;
+/* The KV cache's element type, one for keys and values. The numbers are the
+ * ggml type ids (those of sprout_type), so quantized caches will take theirs
+ * (Q8_0 = 8). The default is F16: a params struct's kv_type counts only
+ * where its kv_type_set is true, so zeroed params keep the default. */
+typedef enum sprout_kv_type { SPROUT_KV_F32 = 0, SPROUT_KV_F16 = 1 } sprout_kv_type;
+
+/* The most threads a pipeline, scheduler or quantization can use: a larger
+ * n_threads fails with SPROUT_ERR_OUT_OF_RANGE (it is not lowered). "All
+ * cores" (n_threads 0) means at most this many. */
+#define SPROUT_MAX_THREADS 256
 
 typedef struct sprout_model_params {
     size_t struct_size;      /* sizeof(sprout_model_params) */
-    int32_t n_threads;       /* default for pipelines; 0: the number of CPUs */
+    int32_t n_threads;       /* default for pipelines; 0: the number of CPUs; at most SPROUT_MAX_THREADS */
     int32_t n_ctx;           /* default context length; 0: the model's, at most 4096 */
-    sprout_kv_type kv_type;  /* default KV cache type (F16) */
+    sprout_kv_type kv_type;  /* default KV cache type of pipelines and schedulers, used when kv_type_set (else F16) */
+    bool kv_type_set;
 } sprout_model_params;
 
 /* Loads a model (one GGUF or a split set). NULL params: defaults. Fails with
@@ -621,8 +631,8 @@ typedef struct sprout_pipeline_params {
     size_t struct_size;      /* sizeof(sprout_pipeline_params) */
     int32_t n_ctx;           /* 0: the model's default */
     int32_t n_batch;         /* tokens per forward pass; 0: 512 */
-    int32_t n_threads;       /* 0: the model's default */
-    sprout_kv_type kv_type;  /* used when kv_type_set */
+    int32_t n_threads;       /* 0: the model's default; at most SPROUT_MAX_THREADS */
+    sprout_kv_type kv_type;  /* used when kv_type_set; else the model's */
     bool kv_type_set;
 } sprout_pipeline_params;
 
@@ -828,8 +838,8 @@ typedef struct sprout_scheduler_params {
     int32_t n_batch;        /* tokens per forward pass; 0: 512 */
     int32_t prefill_chunk;  /* prompt tokens one request may add to a step; 0: 256 */
     int32_t n_queue;        /* requests that may wait for a slot; 0: 64, < 0: none */
-    int32_t n_threads;      /* 0: the model's default */
-    sprout_kv_type kv_type; /* used when kv_type_set */
+    int32_t n_threads;      /* 0: the model's default; at most SPROUT_MAX_THREADS */
+    sprout_kv_type kv_type; /* used when kv_type_set; else the model's */
     bool kv_type_set;
 } sprout_scheduler_params;
 

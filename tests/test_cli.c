@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "runtime/threadpool.h"
 #include "test_util.h"
 
 /* Runs the CLI with `args`; returns its exit status and stdout (+stderr if
@@ -336,6 +337,181 @@ static void test_kernel_level_env(void) {
     }
 }
 
+/* One option table: a thread count past the pool's limit (or under 1) is a
+ * usage error naming the flag and its range in every command that takes -t;
+ * nothing is lowered silently. */
+static void test_thread_range(void) {
+    const char *shared = test_shared_dir();
+    static const char *const commands[] = {"run -p hi", "chat", "serve", "bench -p 4 -n 2 -r 1", "embed -p hi", "quantize"};
+    char want[128], args[2048], *out;
+    snprintf(want, sizeof want, "must be 1 to %d", SPROUT_MAX_THREADS);
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+        const char *bad[] = {"0", "-3", "x"};
+        char over[16];
+        snprintf(over, sizeof over, "%d", SPROUT_MAX_THREADS + 1);
+        for (int k = 0; k < 4; k++) {
+            const char *t = k < 3 ? bad[k] : over;
+            const bool quantize = !strcmp(commands[i], "quantize");
+            if (quantize) snprintf(args, sizeof args, "quantize '%s/models/stories260K.gguf' /nonexistent/out.gguf Q8_0 -t %s", shared, t);
+            else snprintf(args, sizeof args, "%s -m '%s/models/stories260K.gguf' -t %s", commands[i], shared, t);
+            char flag[64];
+            snprintf(flag, sizeof flag, "--threads %s: ", t);
+            CHECK_MSG(run_cli(args, true, &out) == 2 && strstr(out, flag) && strstr(out, want), "%s: got [%s]", args, out);
+            free(out);
+        }
+    }
+}
+
+/* The library refuses what the pool cannot hold instead of clamping: the
+ * pool itself, a pipeline, a scheduler and a quantization. */
+static void test_thread_pool_limit(void) {
+    sp_threadpool *pool = NULL;
+    CHECK(sp_threadpool_create(SPROUT_MAX_THREADS + 1, &pool) == SPROUT_ERR_OUT_OF_RANGE && !pool);
+    CHECK_MSG(strstr(sprout_last_error(), "1 to 256"), "%s", sprout_last_error());
+    CHECK(sp_threadpool_create(0, &pool) == SPROUT_ERR_OUT_OF_RANGE && !pool);
+    CHECK(sp_threadpool_create(3, &pool) == SPROUT_OK && sp_threadpool_size(pool) == 3);
+    sp_threadpool_free(pool);
+
+    char path[1024];
+    snprintf(path, sizeof path, "%s/models/stories260K.gguf", test_shared_dir());
+    sprout_model *m = NULL;
+    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = SPROUT_MAX_THREADS + 1, .n_ctx = 64};
+    /* a default count the pool cannot hold is refused at once, not at the first pipeline */
+    CHECK(sprout_model_load(path, &mp, &m) == SPROUT_ERR_OUT_OF_RANGE && !m);
+    CHECK_MSG(strstr(sprout_last_error(), "1 to 256"), "%s", sprout_last_error());
+    mp.n_threads = 0; /* all cores: at most what a pool holds */
+    CHECK(sprout_model_load(path, &mp, &m) == SPROUT_OK);
+    if (!m) return;
+    sprout_pipeline *p = NULL;
+    CHECK(sprout_pipeline_create(m, NULL, &p) == SPROUT_OK && sprout_pipeline_n_threads(p) >= 1 &&
+          sprout_pipeline_n_threads(p) <= SPROUT_MAX_THREADS);
+    sprout_pipeline_free(p);
+    sprout_pipeline_params pp = {.struct_size = sizeof pp, .n_threads = SPROUT_MAX_THREADS + 1};
+    for (int32_t n = SPROUT_MAX_THREADS + 1; n <= 100000; n *= 10) {
+        pp.n_threads = n;
+        CHECK(sprout_pipeline_create(m, &pp, &p) == SPROUT_ERR_OUT_OF_RANGE && !p);
+        CHECK_MSG(strstr(sprout_last_error(), "threads"), "%s", sprout_last_error());
+    }
+    pp.n_threads = SPROUT_MAX_THREADS; /* the limit itself is taken as it is */
+    CHECK(sprout_pipeline_create(m, &pp, &p) == SPROUT_OK && sprout_pipeline_n_threads(p) == SPROUT_MAX_THREADS);
+    sprout_pipeline_free(p);
+    sprout_scheduler *s = NULL;
+    sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = 1, .n_threads = SPROUT_MAX_THREADS + 1};
+    CHECK(sprout_scheduler_create(m, &sp, &s) == SPROUT_ERR_OUT_OF_RANGE && !s);
+    /* and a KV type that is none */
+    pp = (sprout_pipeline_params){.struct_size = sizeof pp, .n_threads = 1, .kv_type = (sprout_kv_type)5, .kv_type_set = true};
+    CHECK(sprout_pipeline_create(m, &pp, &p) == SPROUT_ERR_INVALID_ARGUMENT && !p);
+    sprout_model_free(m);
+}
+
+/* --cache-type-k/-v (and -ctk/-ctv, --kv-type): one type for keys and
+ * values, taken by every command that makes a KV cache, bad values refused. */
+static void test_cache_type(void) {
+    const char *shared = test_shared_dir();
+    char args[2048], *out;
+    static const char *const spellings[] = {"--cache-type-k f32", "-ctv f32", "-ctk f32 -ctv f32", "--kv-type f32 --cache-type-v f32"};
+    for (size_t i = 0; i < sizeof spellings / sizeof *spellings; i++) {
+        snprintf(args, sizeof args, "run -m '%s/models/stories260K.gguf' -p 'Once upon a time' -n 8 --temp 0 %s -v", shared, spellings[i]);
+        CHECK(run_cli(args, true, &out) == 0);
+        CHECK_MSG(strstr(out, "f32 KV cache") && strstr(out, ", there was a little girl\n"), "%s: got [%s]", spellings[i], out);
+        free(out);
+    }
+    /* the default is f16 */
+    snprintf(args, sizeof args, "run -m '%s/models/stories260K.gguf' -p 'Once upon a time' -n 8 --temp 0 -v", shared);
+    CHECK(run_cli(args, true, &out) == 0 && strstr(out, "f16 KV cache"));
+    free(out);
+    snprintf(args, sizeof args, "bench -m '%s/models/stories260K.gguf' -p 4 -n 2 -r 1 --json -t 1 --cache-type-k f32", shared);
+    json_t *j = run_json(args);
+    CHECK(j && !strcmp(json_string_value(json_object_get(j, "kv_type")), "f32"));
+    json_decref(j);
+    snprintf(args, sizeof args, "bench -m '%s/models/stories260K.gguf' -p 4 -n 2 -r 1 -t 1", shared);
+    CHECK(run_cli(args, false, &out) == 0 && strstr(out, "KV cache f16"));
+    free(out);
+    snprintf(args, sizeof args, "chat -m '%s/models/stories260K.gguf' -n 4 --temp 0 -ctk f32 -ctv f32 -v < /dev/null", shared);
+    CHECK(run_cli(args, true, &out) == 0 && strstr(out, "f32 KV cache"));
+    free(out);
+    snprintf(args, sizeof args, "embed -m '%s/models/stories260K.gguf' -p hi -ctk f32 -v", shared);
+    CHECK(run_cli(args, true, &out) == 0 && strstr(out, "f32 KV cache"));
+    free(out);
+    /* serve parses it before it starts: an unusable --host then ends it */
+    snprintf(args, sizeof args, "serve -m '%s/models/stories260K.gguf' --cache-type-k f32 -ctv f32 --host nowhere", shared);
+    CHECK(run_cli(args, true, &out) == 2 && strstr(out, "--host nowhere is not an IPv4 or IPv6 address"));
+    free(out);
+    static const char *const bad[][2] = {{"run", "-p hi --cache-type-k q8_0"}, {"chat", "-ctv F16"}, {"bench", "--kv-type bf16"}, {"serve", "-ctk"},
+                                         {"embed", "-p hi -ctk f32 -ctv f16"}};
+    static const char *const said[] = {"--cache-type-k q8_0: must be f32 or f16", "--cache-type-v F16: must be f32 or f16",
+                                       "--kv-type bf16: must be f32 or f16", "--cache-type-k needs a value",
+                                       "--cache-type-k f32 and --cache-type-v f16 differ"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(args, sizeof args, "%s -m '%s/models/stories260K.gguf' %s", bad[i][0], shared, bad[i][1]);
+        CHECK_MSG(run_cli(args, true, &out) == 2 && strstr(out, said[i]), "%s: got [%s]", args, out);
+        free(out);
+    }
+}
+
+/* Every command's --help comes from the tables: the shared flags it takes
+ * are listed the same way everywhere. */
+static void test_help(void) {
+    static const struct {
+        const char *command, *has, *lacks;
+    } cases[] = {
+        {"run", "--cache-type-k T|-ctv, --cache-type-v T|-t, --threads N|--top-p P|-n, --n-predict|-b, --batch-size N|--prompt-ids", NULL},
+        {"chat", "--cache-type-k T|-t, --threads N|--temp T|-s, --seed S|--system TEXT", NULL},
+        {"bench", "--cache-type-k T|-t, --threads N|-r, --reps N|-b, --batch-size N", "--temp"},
+        {"serve", "--cache-type-k T|-t, --threads N|-c, --ctx-size|--parallel N", "--temp"},
+        {"embed", "-t, --threads N|-c, --ctx-size|--pooling P", "--temp"},
+        {"quantize", "-t, --threads N|--split-max-size SIZE", "--model"},
+        {"info", "-m, --model FILE|--tensors", "--threads"},
+        {"tokenize", "-m, --model FILE|--no-bos", "--threads"},
+        {"template", "-m, --model FILE|--builtin NAME", "--threads"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char args[256], *out, has[512];
+        snprintf(args, sizeof args, "%s --help", cases[i].command);
+        CHECK(run_cli(args, false, &out) == 0);
+        snprintf(has, sizeof has, "%s|-v, --verbose|--log-disable|usage: sprout %s", cases[i].has, cases[i].command);
+        for (char *want = has, *bar; want; want = bar ? bar + 1 : NULL) {
+            if ((bar = strchr(want, '|'))) *bar = 0;
+            CHECK_MSG(strstr(out, want), "%s --help lacks '%s'", cases[i].command, want);
+        }
+        if (cases[i].lacks) CHECK_MSG(!strstr(out, cases[i].lacks), "%s --help has '%s'", cases[i].command, cases[i].lacks);
+        free(out);
+    }
+    char *out;
+    CHECK(run_cli("run --frobnicate", true, &out) == 2 && strstr(out, "unknown option '--frobnicate'") && strstr(out, "usage"));
+    free(out);
+    CHECK(run_cli("info --threads 2 x.gguf", true, &out) == 2 && strstr(out, "unknown option '--threads'"));
+    free(out);
+}
+
+/* Logging: warnings and errors by default, -v adds the info lines (what
+ * was loaded, the pipeline's shape), --log-disable says nothing at all. */
+static void test_log_levels(void) {
+    char cmd[4096], *out;
+    const char *text = ", there was a little girl\n";
+    snprintf(cmd, sizeof cmd, "'%s' run -m '%s/models/stories260K.gguf' -p 'Once upon a time' -n 8 --temp 0 -v 2>&1", SPROUT_CLI_PATH,
+             test_shared_dir());
+    CHECK(test_run_command(cmd, &out) == 0);
+    CHECK_MSG(strstr(out, "sprout: loaded ") && strstr(out, "stories260K.gguf (llama") && strstr(out, "sprout: pipeline: 2048 tokens of context") &&
+                  strstr(out, text),
+              "got [%s]", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "'%s' embed -m '%s/models/stories260K.gguf' -p hi --verbose 2>&1 >/dev/null", SPROUT_CLI_PATH, test_shared_dir());
+    CHECK(test_run_command(cmd, &out) == 0 && strstr(out, "sprout: scheduler: "));
+    free(out);
+    snprintf(cmd, sizeof cmd, "SPROUT_CPU=avx2x '%s' run -m '%s/models/stories260K.gguf' -p 'Once upon a time' -n 8 --temp 0 --log-disable 2>&1",
+             SPROUT_CLI_PATH, test_shared_dir());
+    CHECK(test_run_command(cmd, &out) == 0);
+    CHECK_MSG(!strcmp(out, text), "--log-disable: got [%s]", out);
+    free(out);
+    /* the default hides the info lines but keeps the warning */
+    snprintf(cmd, sizeof cmd, "SPROUT_CPU=avx2x '%s' run -m '%s/models/stories260K.gguf' -p 'Once upon a time' -n 8 --temp 0 2>&1",
+             SPROUT_CLI_PATH, test_shared_dir());
+    CHECK(test_run_command(cmd, &out) == 0);
+    CHECK_MSG(strstr(out, "sprout: warning: SPROUT_CPU=avx2x") && !strstr(out, "pipeline:") && strstr(out, text), "got [%s]", out);
+    free(out);
+}
+
 /* sprout embed: texts from -p and from a file's lines, in order, the JSON
  * and plain forms agreeing, unit length unless asked otherwise. */
 static void test_embed(void) {
@@ -404,5 +580,10 @@ int main(void) {
     test_stories_json();
     test_quantized_json();
     test_text_and_errors();
+    test_thread_range();
+    test_thread_pool_limit();
+    test_cache_type();
+    test_help();
+    test_log_levels();
     TEST_MAIN_END();
 }

@@ -16,7 +16,7 @@
 static char model_path[1024];
 
 static sprout_model *load_model(int32_t n_ctx) {
-    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 2, .n_ctx = n_ctx, .kv_type = SPROUT_KV_F32};
+    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 2, .n_ctx = n_ctx, .kv_type = SPROUT_KV_F32, .kv_type_set = true};
     sprout_model *m = NULL;
     CHECK_MSG(sprout_model_load(model_path, &mp, &m) == SPROUT_OK, "%s", sprout_last_error());
     return m;

@@ -14,7 +14,7 @@
 static char model_path[1024];
 
 static sprout_model *load(sprout_kv_type kv, int threads) {
-    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = threads, .n_ctx = 512, .kv_type = kv};
+    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = threads, .n_ctx = 512, .kv_type = kv, .kv_type_set = true};
     sprout_model *m = NULL;
     CHECK_MSG(sprout_model_load(model_path, &mp, &m) == SPROUT_OK, "%s", sprout_last_error());
     return m;
@@ -195,7 +195,7 @@ static void test_token_kinds(void) {
         json_decref(ref);
         CHECK_MSG(tolerance > 0, "%s: no tolerance", path);
         snprintf(path, sizeof path, "%s/arch/%s.gguf", test_shared_dir(), files[fi]);
-        sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 2, .n_ctx = 128, .kv_type = SPROUT_KV_F32};
+        sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 2, .n_ctx = 128, .kv_type = SPROUT_KV_F32, .kv_type_set = true};
         sprout_model *m = NULL;
         CHECK_MSG(sprout_model_load(path, &mp, &m) == SPROUT_OK, "%s", sprout_last_error());
         if (!m) continue;

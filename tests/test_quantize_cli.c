@@ -61,13 +61,13 @@ static void test_bad_arguments(void) {
     EXPECT(cmd, 1, "same file");
     EXPECT("$S quantize missing.gguf out.gguf Q8_0", 1, "missing.gguf");
     snprintf(cmd, sizeof cmd, "$S quantize '%s' out.gguf Q4_K_M --imatrix x.dat", stories);
-    EXPECT(cmd, 2, "--imatrix is not supported yet");
+    EXPECT(cmd, 2, "--imatrix x.dat: an importance matrix is not supported yet");
     snprintf(cmd, sizeof cmd, "$S quantize '%s' out.gguf Q4_K_M --output-type Q7", stories);
-    EXPECT(cmd, 2, "--output-type needs a tensor type");
+    EXPECT(cmd, 2, "--output-type Q7: must be a tensor type");
     snprintf(cmd, sizeof cmd, "$S quantize '%s' out.gguf Q4_K_M --split-max-size lots", stories);
     EXPECT(cmd, 2, "--split-max-size");
     snprintf(cmd, sizeof cmd, "$S quantize '%s' out.gguf Q4_K_M --threads 0", stories);
-    EXPECT(cmd, 2, "--threads");
+    EXPECT(cmd, 2, "--threads 0: must be 1 to 256");
     CHECK_MSG(count_files() == 0, "bad arguments left files in %s", dir);
 }
 

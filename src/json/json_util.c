@@ -38,13 +38,6 @@ json_t *json_float32(float f) {
     return json_real(strtod(tmp, NULL));
 }
 
-int json_print(json_t *v) {
-    if (!v) return 1;
-    int rc = json_dumpf(v, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(16));
-    fputc('\n', stdout);
-    return rc == 0 ? 0 : 1;
-}
-
 static json_t *scalar_json(const sprout_gguf_value *v) {
     switch (sprout_gguf_value_type(v)) {
     case SPROUT_GGUF_BOOL: {

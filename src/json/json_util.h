@@ -1,4 +1,5 @@
-/* JSON helpers shared by the CLI's --json output and the server (jansson). */
+/* JSON helpers shared by the CLI's --json output and the server (jansson).
+ * Printing is the CLI's (cli/files.c): this library writes to no stream. */
 #ifndef SPROUT_JSON_UTIL_H
 #define SPROUT_JSON_UTIL_H
 
@@ -21,8 +22,5 @@ json_t *json_float32(float f);
  * first `limit` elements; `described` wraps arrays as {"type": "array",
  * "element_type", "count", "values", "truncated"}, else they are plain. */
 json_t *json_gguf_value(const sprout_gguf_value *v, uint64_t limit, bool described);
-
-/* Prints v to stdout with a final newline; returns 0, or 1 on failure. */
-int json_print(json_t *v);
 
 #endif

@@ -401,6 +401,8 @@ fail:
 sprout_status sprout_model_load(const char *path, const sprout_model_params *params, sprout_model **out) {
     if (!out) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL output pointer");
     *out = NULL;
+    if (params && params->n_threads > SPROUT_MAX_THREADS)
+        return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "%d threads: a thread pool holds 1 to %d", params->n_threads, SPROUT_MAX_THREADS);
     const double t0 = now_ms();
     sprout_gguf *g = NULL;
     sprout_status st = sprout_gguf_open(path, &g);

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/versioned.h"
 #include "core/utf8.h"
 #include "pipeline/pipeline_internal.h"
@@ -30,6 +31,16 @@ void sp_config_copy(sprout_generation_config *dst, const sprout_generation_confi
     dst->struct_size = sizeof *dst;
 }
 
+sprout_status sp_kv_type_resolve(const sprout_model *m, bool set, sprout_kv_type asked, sp_kv_type *out) {
+    const sprout_kv_type t = set ? asked : m->params.kv_type_set ? m->params.kv_type : SPROUT_KV_F16;
+    if (t != SPROUT_KV_F32 && t != SPROUT_KV_F16)
+        return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "KV cache type %d: F32 (%d) or F16 (%d)", (int)t, SPROUT_KV_F32, SPROUT_KV_F16);
+    *out = (sp_kv_type)t;
+    return SPROUT_OK;
+}
+
+const char *sp_kv_type_name(sp_kv_type t) { return t == SP_KV_F32 ? "f32" : "f16"; }
+
 sprout_status sprout_pipeline_create(const sprout_model *model, const sprout_pipeline_params *params, sprout_pipeline **out) {
     if (!out) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL output pointer");
     *out = NULL;
@@ -39,14 +50,16 @@ sprout_status sprout_pipeline_create(const sprout_model *model, const sprout_pip
     const int32_t n_ctx = pp.n_ctx > 0 ? pp.n_ctx : model->params.n_ctx;
     const int32_t n_batch = pp.n_batch > 0 ? (pp.n_batch < n_ctx ? pp.n_batch : n_ctx) : (n_ctx < 512 ? n_ctx : 512);
     const int32_t n_threads = pp.n_threads > 0 ? pp.n_threads : model->params.n_threads;
-    const sprout_kv_type kv = pp.kv_type_set ? pp.kv_type : model->params.kv_type;
     if (n_ctx < 1 || n_ctx > (1 << 24)) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "context length %d", n_ctx);
+    sp_kv_type kv = SP_KV_F16;
+    sprout_status st = sp_kv_type_resolve(model, pp.kv_type_set, pp.kv_type, &kv);
+    if (st != SPROUT_OK) return st;
     sprout_pipeline *p = calloc(1, sizeof *p);
     if (!p) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     p->model = model;
     p->n_ctx = n_ctx;
     sprout_generation_config_init(&p->config);
-    sprout_status st = sp_context_init(&p->ctx, model, n_ctx, n_batch, 1, n_threads, kv == SPROUT_KV_F32 ? SP_KV_F32 : SP_KV_F16);
+    st = sp_context_init(&p->ctx, model, n_ctx, n_batch, 1, n_threads, kv);
     if (st == SPROUT_OK) st = sp_sampler_init(&p->sampler, model->hp.n_vocab, p->config.seed);
     if (st == SPROUT_OK) {
         p->cached = malloc((size_t)n_ctx * sizeof *p->cached);
@@ -58,6 +71,8 @@ sprout_status sprout_pipeline_create(const sprout_model *model, const sprout_pip
         sprout_pipeline_free(p);
         return st;
     }
+    sp_log(SPROUT_LOG_INFO, "pipeline: %d tokens of context, %s KV cache, batches of %d, %d threads, %s kernels", n_ctx,
+           sp_kv_type_name(kv), n_batch, n_threads, sprout_kernels_name());
     *out = p;
     return SPROUT_OK;
 }

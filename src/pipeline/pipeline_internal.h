@@ -11,6 +11,18 @@
 #include "sampler/sampler.h"
 #include "sprout.h"
 
+/* The public KV types carry the kernels' numbers (the ggml type ids), so a
+ * value passes to the forward pass as it is. */
+_Static_assert((int)SPROUT_KV_F32 == (int)SP_KV_F32 && (int)SPROUT_KV_F16 == (int)SP_KV_F16,
+               "sprout_kv_type and sp_kv_type share the ggml type ids");
+
+/* The KV type a pipeline or scheduler uses: the one it was asked for when
+ * `set`, else the model's when its params set one, else F16.
+ * SPROUT_ERR_INVALID_ARGUMENT for a value that is no KV type. */
+sprout_status sp_kv_type_resolve(const sprout_model *m, bool set, sprout_kv_type asked, sp_kv_type *out);
+/* "f32" or "f16", for messages. */
+const char *sp_kv_type_name(sp_kv_type t);
+
 typedef struct chat_message {
     char *role, *content;
 } chat_message;

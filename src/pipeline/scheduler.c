@@ -14,6 +14,7 @@
 
 #include "core/cpu.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/versioned.h"
 #include "pipeline/embedding.h"
 #include "pipeline/pipeline_internal.h"
@@ -515,11 +516,11 @@ static void *engine_main(void *arg) {
 /* From the cores and the context: two slots per core (a batched step
  * costs far less than one step per request, up to what the cores can
  * compute), 2 to 8, then fewer while their KV cache would pass ~2 GiB. */
-static int32_t default_slots(const sprout_model *m, int32_t n_ctx, sprout_kv_type kv) {
+static int32_t default_slots(const sprout_model *m, int32_t n_ctx, sp_kv_type kv) {
     int32_t n = 2 * sp_cpu_count();
     if (n < 2) n = 2;
     if (n > 8) n = 8;
-    const double cell_bytes = (double)m->hp.n_layer * 2.0 * m->hp.n_head_kv * m->hp.head_dim_k * (kv == SPROUT_KV_F32 ? 4 : 2);
+    const double cell_bytes = (double)m->hp.n_layer * 2.0 * m->hp.n_head_kv * m->hp.head_dim_k * (kv == SP_KV_F32 ? 4 : 2);
     while (n > 1 && cell_bytes * n_ctx * n > 2.0 * 1024 * 1024 * 1024) n--;
     return n;
 }
@@ -530,7 +531,9 @@ sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_sc
     if (!model) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL model");
     sprout_scheduler_params sp = {.struct_size = sizeof sp};
     if (params) memcpy(&sp, params, sp_versioned_bytes(params->struct_size, sizeof sp));
-    const sprout_kv_type kv = sp.kv_type_set ? sp.kv_type : model->params.kv_type;
+    sp_kv_type kv = SP_KV_F16;
+    sprout_status st = sp_kv_type_resolve(model, sp.kv_type_set, sp.kv_type, &kv);
+    if (st != SPROUT_OK) return st;
     const int32_t n_ctx = sp.n_ctx > 0 ? sp.n_ctx : model->params.n_ctx;
     if (n_ctx < 2 || n_ctx > (1 << 24)) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "context length %d", n_ctx);
     const int32_t n_slots = sp.n_slots > 0 ? sp.n_slots : default_slots(model, n_ctx, kv);
@@ -552,8 +555,7 @@ sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_sc
     s->stats.struct_size = sizeof s->stats;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->work, NULL);
-    sprout_status st =
-        sp_context_init(&s->ctx, model, n_slots * n_ctx, n_batch, n_slots, n_threads, kv == SPROUT_KV_F32 ? SP_KV_F32 : SP_KV_F16);
+    st = sp_context_init(&s->ctx, model, n_slots * n_ctx, n_batch, n_slots, n_threads, kv);
     s->kinds_differ = st == SPROUT_OK && sp_context_kinds_differ(&s->ctx);
     s->slots = calloc((size_t)n_slots, sizeof *s->slots);
     s->logits = malloc((size_t)n_slots * (size_t)model->hp.n_vocab * sizeof *s->logits);
@@ -572,6 +574,8 @@ sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_sc
         return st;
     }
     s->engine_started = true;
+    sp_log(SPROUT_LOG_INFO, "scheduler: %d slots of %d tokens, %s KV cache, batches of %d, %d threads, %s kernels", n_slots, n_ctx,
+           sp_kv_type_name(kv), n_batch, n_threads, sprout_kernels_name());
     *out = s;
     return SPROUT_OK;
 }

@@ -68,8 +68,9 @@ static void *worker(void *p) {
 
 sprout_status sp_threadpool_create(int n_threads, sp_threadpool **out) {
     *out = NULL;
-    if (n_threads < 1) n_threads = 1;
-    if (n_threads > 256) n_threads = 256;
+    /* refused, not lowered: a caller who asked for 300 threads and silently got 256 would measure the wrong thing */
+    if (n_threads < 1 || n_threads > SPROUT_MAX_THREADS)
+        return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "%d threads: the thread pool holds 1 to %d", n_threads, SPROUT_MAX_THREADS);
     sp_threadpool *pool = calloc(1, sizeof *pool);
     if (!pool) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     pool->n_threads = n_threads;

@@ -11,6 +11,7 @@ typedef struct sp_threadpool sp_threadpool;
 /* fn(ctx, ith, nth) is called once for every ith in [0, nth). */
 typedef void (*sp_parallel_fn)(void *ctx, int ith, int nth);
 
+/* SPROUT_ERR_OUT_OF_RANGE for n_threads outside [1, SPROUT_MAX_THREADS]. */
 sprout_status sp_threadpool_create(int n_threads, sp_threadpool **out);
 void sp_threadpool_free(sp_threadpool *pool);
 int sp_threadpool_size(const sp_threadpool *pool);

@@ -336,6 +336,29 @@ bool sp_model_name_matches(const sp_server *srv, const char *name) {
     return !name[n] || !strcmp(name + n, ":latest") || !strcmp(name + n, ".gguf");
 }
 
+/* A line for the operator, through options.notice: the server prints nothing itself. */
+static void notice(const sp_server *srv, sprout_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void notice(const sp_server *srv, sprout_log_level level, const char *fmt, ...) {
+    if (!srv->opt.notice) return;
+    char message[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    srv->opt.notice(level, message, srv->opt.notice_user);
+}
+
+/* libmicrohttpd's own complaints, which it would otherwise write to stderr. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+    const sp_server *srv = cls;
+    if (!srv->opt.notice) return;
+    char message[1024];
+    vsnprintf(message, sizeof message, fmt, ap);
+    size_t n = strlen(message);
+    while (n && message[n - 1] == '\n') message[--n] = 0;
+    srv->opt.notice(SPROUT_LOG_WARN, message, srv->opt.notice_user);
+}
+
 int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
     sp_server *srv = calloc(1, sizeof *srv);
     if (!srv) return 1;
@@ -364,40 +387,43 @@ int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
         addr = (const struct sockaddr *)&addr6;
         flags |= MHD_USE_IPv6;
     } else {
-        fprintf(stderr, "sprout serve: --host %s is not an IPv4 or IPv6 address\n", srv->opt.host);
+        notice(srv, SPROUT_LOG_ERROR, "--host %s is not an IPv4 or IPv6 address", srv->opt.host);
         free(srv);
         return 2;
     }
-    srv->daemon = MHD_start_daemon(flags, (uint16_t)srv->opt.port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, addr,
-                                   MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_LIMIT, 512u,
-                                   MHD_OPTION_CONNECTION_TIMEOUT, 600u, MHD_OPTION_END);
+    /* the logger first: libmicrohttpd writes to stderr what comes before it */
+    srv->daemon = MHD_start_daemon(flags, (uint16_t)srv->opt.port, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
+                                   MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_LIMIT,
+                                   512u, MHD_OPTION_CONNECTION_TIMEOUT, 600u, MHD_OPTION_END);
     if (!srv->daemon) {
-        fprintf(stderr, "sprout serve: cannot listen on %s:%d (in use, or not allowed)\n", srv->opt.host, srv->opt.port);
+        notice(srv, SPROUT_LOG_ERROR, "cannot listen on %s:%d (in use, or not allowed)", srv->opt.host, srv->opt.port);
         free(srv);
         return 1;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
     const int port = info ? info->port : srv->opt.port;
-    fprintf(stderr, "sprout serve: listening on http://%s%s%s:%d (loading %s)\n", strchr(srv->opt.host, ':') ? "[" : "", srv->opt.host,
+    notice(srv, SPROUT_LOG_INFO, "listening on http://%s%s%s:%d (loading %s)", strchr(srv->opt.host, ':') ? "[" : "", srv->opt.host,
             strchr(srv->opt.host, ':') ? "]" : "", port, srv->opt.model_path);
 
     int rc = 0;
-    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = srv->opt.n_threads, .n_ctx = srv->opt.n_ctx};
+    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = srv->opt.n_threads, .n_ctx = srv->opt.n_ctx,
+                              .kv_type = srv->opt.kv_type, .kv_type_set = srv->opt.kv_type_set};
     sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = srv->opt.n_slots, .n_ctx = srv->opt.n_ctx,
-                                  .n_queue = srv->opt.n_queue, .n_threads = srv->opt.n_threads};
+                                  .n_batch = srv->opt.n_batch, .n_queue = srv->opt.n_queue, .n_threads = srv->opt.n_threads,
+                                  .kv_type = srv->opt.kv_type, .kv_type_set = srv->opt.kv_type_set};
     if (sprout_model_load(srv->opt.model_path, &mp, &srv->model) != SPROUT_OK ||
         sprout_scheduler_create(srv->model, &sp, &srv->sched) != SPROUT_OK) {
-        fprintf(stderr, "sprout serve: %s\n", sprout_last_error());
+        notice(srv, SPROUT_LOG_ERROR, "%s", sprout_last_error());
         rc = 1;
     } else {
         srv->n_ctx = sprout_scheduler_n_ctx(srv->sched);
         atomic_store(&srv->ready, true);
-        fprintf(stderr, "sprout serve: ready: model \"%s\", %d slots of %d tokens, kernels %s\n", srv->model_name,
+        notice(srv, SPROUT_LOG_INFO, "ready: model \"%s\", %d slots of %d tokens, kernels %s", srv->model_name,
                 sprout_scheduler_n_slots(srv->sched), sprout_scheduler_n_ctx(srv->sched), sprout_kernels_name());
         int sig = 0;
         while (sigwait(signals, &sig) != 0) {
         }
-        fprintf(stderr, "sprout serve: signal %d: finishing in-flight requests\n", sig);
+        notice(srv, SPROUT_LOG_INFO, "signal %d: finishing in-flight requests", sig);
     }
 
     /* stop accepting; give running generations a moment, then cut them short */
@@ -412,7 +438,7 @@ int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
     for (int waited = 0; atomic_load(&srv->active_jobs) > 0 && waited < 500; waited++) usleep(10 * 1000);
     MHD_stop_daemon(srv->daemon);
     sprout_model_free(srv->model);
-    fprintf(stderr, "sprout serve: stopped\n");
+    notice(srv, SPROUT_LOG_INFO, "stopped");
     pthread_rwlock_destroy(&srv->sched_lock);
     free(srv);
     return rc;

@@ -4,8 +4,18 @@
 #define SPROUT_SERVER_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "sprout.h"
+
+/* What the server has to tell its operator: where it listens, that the
+ * model is ready, that a signal stops it, why it cannot start (ERROR), and
+ * the HTTP library's complaints (WARN). The server prints nothing itself;
+ * NULL says it to nobody. Called from the serving thread, and for WARN from
+ * the HTTP library's threads too. */
+typedef void (*sp_server_notice_fn)(sprout_log_level level, const char *message, void *user);
 
 typedef struct sp_server_options {
     const char *model_path;
@@ -13,12 +23,17 @@ typedef struct sp_server_options {
     int port;             /* default 8080; 0: any free port (printed) */
     int32_t n_slots;      /* 0: the scheduler's default */
     int32_t n_ctx;        /* per slot; 0: the model's default */
+    int32_t n_batch;      /* tokens per forward pass; 0: the scheduler's default */
     int32_t n_threads;    /* 0: all cores */
+    sprout_kv_type kv_type; /* used when kv_type_set; else F16 */
+    bool kv_type_set;
     int32_t n_queue;      /* 0: the scheduler's default */
     const char *api_key;  /* NULL: no authentication */
     const char *alias;    /* the model's name in the APIs; NULL: the file's */
     size_t max_body;      /* bytes; 0: 16 MiB */
     const char *chat_template; /* a built-in name or Jinja source; NULL: the model's */
+    sp_server_notice_fn notice;
+    void *notice_user;
 } sp_server_options;
 
 /* Listens, loads the model (GET /health says 503 meanwhile), serves until

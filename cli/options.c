@@ -1,0 +1,296 @@
+#include "options.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CLI_STR_(x) #x
+#define CLI_STR(x) CLI_STR_(x)
+
+/* --- the shared table ------------------------------------------------------------------- */
+
+static bool parse_seed(const char *value, void *dst, char *why, size_t why_size) {
+    char *end;
+    errno = 0;
+    const unsigned long long s = strtoull(value, &end, 10);
+    if (errno || end == value || *end || *value == '-') {
+        snprintf(why, why_size, "must be a whole number from 0 to %llu", (unsigned long long)UINT64_MAX);
+        return false;
+    }
+    *(uint64_t *)dst = s;
+    return true;
+}
+
+static bool parse_stop(const char *value, void *dst, char *why, size_t why_size) {
+    cli_stops *s = dst;
+    if (s->n == CLI_MAX_STOP) {
+        snprintf(why, why_size, "at most %d stop strings", CLI_MAX_STOP);
+        return false;
+    }
+    s->text[s->n++] = value;
+    return true;
+}
+
+static const cli_choice kv_types[] = {{"f32", SPROUT_KV_F32}, {"f16", SPROUT_KV_F16}, {NULL, 0}};
+
+#define COMMON(field) offsetof(cli_common, field)
+#define CFG(field) (offsetof(cli_common, cfg) + offsetof(sprout_generation_config, field))
+
+/* Ranges: what the library can hold (threads: the pool's limit; context and
+ * batch: the 2^24 cells a KV cache may have), or what the value means (a
+ * probability is 0 to 1). */
+static const cli_option shared_options[] = {
+    {"-m, --model", "FILE", CLI_STRING, COMMON(model), 0, 0, NULL, NULL, "the GGUF model", CLI_SHARED_MODEL},
+    {"-t, --threads", "N", CLI_INT, COMMON(n_threads), 1, SPROUT_MAX_THREADS, NULL, NULL,
+     "threads (default: one per core, at most " CLI_STR(SPROUT_MAX_THREADS) ")", CLI_SHARED_THREADS},
+    {"-c, --ctx-size, --ctx", "N", CLI_INT, COMMON(n_ctx), 1, 1 << 24, NULL, NULL, "context length (default: the model's, at most 4096)",
+     CLI_SHARED_CTX},
+    {"-b, --batch-size", "N", CLI_INT, COMMON(n_batch), 1, 1 << 24, NULL, NULL, "prompt tokens per forward pass (default 512)",
+     CLI_SHARED_BATCH},
+    {"-n, --n-predict, --predict", "N", CLI_INT, CFG(max_new_tokens), 0, 1 << 24, NULL, NULL, "tokens to generate at most (default 256)",
+     CLI_SHARED_PREDICT},
+    {"--min-new-tokens", "N", CLI_INT, CFG(min_new_tokens), 0, 1 << 24, NULL, NULL, "generate at least N tokens", CLI_SHARED_PREDICT},
+    {"--temp", "T", CLI_FLOAT, CFG(temperature), 0, 100, NULL, NULL, "temperature; 0 is greedy (default 0.8)", CLI_SHARED_SAMPLING},
+    {"--top-k", "K", CLI_INT, CFG(top_k), 0, 1 << 30, NULL, NULL, "draw from the K most likely tokens; 0: all (default 40)", CLI_SHARED_SAMPLING},
+    {"--top-p", "P", CLI_FLOAT, CFG(top_p), 0, 1, NULL, NULL, "draw from the most likely tokens holding P of the mass; 1: off (default 0.95)",
+     CLI_SHARED_SAMPLING},
+    {"--min-p", "P", CLI_FLOAT, CFG(min_p), 0, 1, NULL, NULL, "drop tokens below P times the best one's probability; 0: off (default 0.05)",
+     CLI_SHARED_SAMPLING},
+    {"--repeat-penalty", "R", CLI_FLOAT, CFG(repetition_penalty), 0, 100, NULL, NULL, "divide repeated tokens' logits by R; 1: off (default)",
+     CLI_SHARED_SAMPLING},
+    {"--repeat-last-n", "N", CLI_INT, CFG(repeat_last_n), -1, 1 << 24, NULL, NULL, "tokens the penalties look back at; -1: all (default 64)",
+     CLI_SHARED_SAMPLING},
+    {"--presence-penalty", "X", CLI_FLOAT, CFG(presence_penalty), -100, 100, NULL, NULL, "subtracted from tokens already seen (default 0)",
+     CLI_SHARED_SAMPLING},
+    {"--frequency-penalty", "X", CLI_FLOAT, CFG(frequency_penalty), -100, 100, NULL, NULL, "subtracted once per time a token was seen (default 0)",
+     CLI_SHARED_SAMPLING},
+    {"-s, --seed", "S", CLI_CUSTOM, CFG(seed), 0, 0, NULL, parse_seed, "random seed: the same seed, the same text (default 42)",
+     CLI_SHARED_SAMPLING},
+    {"--stop", "TEXT", CLI_CUSTOM, COMMON(stops), 0, 0, NULL, parse_stop, "stop at this text (repeatable)",
+     CLI_SHARED_SAMPLING},
+    {"--ignore-eos", NULL, CLI_FLAG, CFG(ignore_eos), 0, 0, NULL, NULL, "do not stop at end-of-generation tokens", CLI_SHARED_SAMPLING},
+    {"--json-mode", NULL, CLI_FLAG, CFG(json_object), 0, 0, NULL, NULL, "the output is one JSON object (only tokens that keep it valid are drawn)",
+     CLI_SHARED_SAMPLING},
+    /* one cache type serves keys and values: either flag sets both, and both given must agree */
+    {"-ctk, --cache-type-k", "T", CLI_ENUM, COMMON(cache_type_k), 0, 0, kv_types, NULL,
+     "KV cache type, f16 (default) or f32; keys and values share one type: one flag sets both, both must agree", CLI_SHARED_KV},
+    {"-ctv, --cache-type-v", "T", CLI_ENUM, COMMON(cache_type_v), 0, 0, kv_types, NULL, "the same as --cache-type-k", CLI_SHARED_KV},
+    {"--kv-type", "T", CLI_ENUM, COMMON(kv_type_any), 0, 0, kv_types, NULL, "the same as --cache-type-k", CLI_SHARED_KV},
+    {"-v, --verbose", NULL, CLI_FLAG, COMMON(verbose), 0, 0, NULL, NULL, "log informational and debug lines too (default: warnings and errors)",
+     CLI_SHARED_LOG},
+    {"--log-disable", NULL, CLI_FLAG, COMMON(log_disable), 0, 0, NULL, NULL, "log nothing (errors that end the command are still said)",
+     CLI_SHARED_LOG},
+};
+
+/* --- the logger ------------------------------------------------------------------------- */
+
+/* Lines above this level are dropped; -1 drops all. Set once, by cli_parse, before any other thread starts. */
+static int log_threshold = SPROUT_LOG_WARN;
+
+static void log_to_stderr(sprout_log_level level, const char *message, void *user) {
+    (void)user;
+    if ((int)level > log_threshold) return;
+    static const char *const prefix[] = {"error: ", "warning: ", "", ""};
+    fprintf(stderr, "sprout: %s%s\n", (unsigned)level < 4 ? prefix[level] : "", message);
+}
+
+void cli_log_install(void) { sprout_log_set(log_to_stderr, NULL); }
+
+void cli_log(sprout_log_level level, const char *fmt, ...) {
+    if ((int)level > log_threshold) return;
+    char message[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    log_to_stderr(level, message, NULL);
+}
+
+/* --- parsing ---------------------------------------------------------------------------- */
+
+/* Whether arg is one of the ", "-separated spellings in names. */
+static bool spelled(const char *names, const char *arg, size_t arg_len) {
+    for (const char *p = names; *p;) {
+        const char *end = strstr(p, ", ");
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == arg_len && !strncmp(p, arg, len)) return true;
+        if (!end) break;
+        p = end + 2;
+    }
+    return false;
+}
+
+/* The name errors use: the first long spelling ("--threads"). */
+static void long_name(const cli_option *o, char *out, size_t cap) {
+    const char *p = strstr(o->names, "--");
+    if (!p) p = o->names;
+    const char *end = strstr(p, ", ");
+    snprintf(out, cap, "%.*s", (int)(end ? (size_t)(end - p) : strlen(p)), p);
+}
+
+/* Stores value into dst as o says; false with the reason in why. */
+static bool store(const cli_option *o, const char *value, char *dst, char *why, size_t why_size) {
+    char *end;
+    errno = 0;
+    switch (o->kind) {
+    case CLI_FLAG: *(bool *)dst = true; return true;
+    case CLI_STRING: *(const char **)dst = value; return true;
+    case CLI_CUSTOM: return o->parse(value, dst, why, why_size);
+    case CLI_INT: {
+        const long long v = strtoll(value, &end, 10);
+        if (errno || end == value || *end || v < (long long)o->min || v > (long long)o->max) {
+            snprintf(why, why_size, "must be %.0f to %.0f", o->min, o->max);
+            return false;
+        }
+        *(int32_t *)dst = (int32_t)v;
+        return true;
+    }
+    case CLI_FLOAT: {
+        const float v = strtof(value, &end);
+        if (errno || end == value || *end || !(v >= o->min && v <= o->max)) {
+            snprintf(why, why_size, "must be a number from %g to %g", o->min, o->max);
+            return false;
+        }
+        *(float *)dst = v;
+        return true;
+    }
+    case CLI_ENUM: {
+        size_t n = 0;
+        for (const cli_choice *c = o->choices; c->name; c++, n++)
+            if (!strcmp(c->name, value)) {
+                *(int *)dst = c->value;
+                return true;
+            }
+        int len = snprintf(why, why_size, "must be");
+        for (size_t i = 0; i < n && len >= 0 && (size_t)len < why_size; i++)
+            len += snprintf(why + len, why_size - (size_t)len, "%s %s", i == 0 ? "" : i + 1 == n ? " or" : ",", o->choices[i].name);
+        return false;
+    }
+    }
+    return false;
+}
+
+static bool takes(const cli_command *cmd, const cli_option *o) { return (o->group & (cmd->shared | CLI_SHARED_LOG)) != 0; }
+
+/* The KV flags name one cache type: those given must agree. */
+static bool resolve_kv(const cli_command *cmd, cli_common *c) {
+    const int given[] = {c->cache_type_k, c->cache_type_v, c->kv_type_any};
+    const char *names[] = {"--cache-type-k", "--cache-type-v", "--kv-type"};
+    int first = -1;
+    for (int i = 0; i < 3; i++) {
+        if (given[i] < 0) continue;
+        if (first >= 0 && given[i] != given[first]) {
+            fprintf(stderr, "sprout %s: %s %s and %s %s differ: sprout's KV cache has one type for keys and values\n", cmd->name, names[first],
+                    cli_kv_type_name((sprout_kv_type)given[first]), names[i], cli_kv_type_name((sprout_kv_type)given[i]));
+            return false;
+        }
+        if (first < 0) first = i;
+    }
+    c->kv_type_set = first >= 0;
+    c->kv_type = first >= 0 ? (sprout_kv_type)given[first] : SPROUT_KV_F16;
+    return true;
+}
+
+static void common_init(cli_common *c) {
+    memset(c, 0, sizeof *c);
+    sprout_generation_config_init(&c->cfg);
+    c->cache_type_k = c->cache_type_v = c->kv_type_any = -1;
+}
+
+int cli_parse(const cli_command *cmd, cli_common *common, void *own, int argc, char **argv) {
+    common_init(common);
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+            cli_help(cmd, stdout);
+            return 0;
+        }
+        if (arg[0] != '-' || !arg[1]) { /* "-" is a file name (standard input) */
+            if (common->n_args >= cmd->max_args) return cli_usage_error(cmd, "unexpected argument '%s'", arg);
+            common->args[common->n_args++] = arg;
+            continue;
+        }
+        /* --flag=value as well as --flag value */
+        const char *eq = arg[1] == '-' ? strchr(arg, '=') : NULL;
+        const size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+        const cli_option *o = NULL;
+        char *base = NULL;
+        for (size_t k = 0; !o && k < cmd->n_options; k++)
+            if (spelled(cmd->options[k].names, arg, name_len)) o = &cmd->options[k], base = own;
+        for (size_t k = 0; !o && k < sizeof shared_options / sizeof *shared_options; k++)
+            if (takes(cmd, &shared_options[k]) && spelled(shared_options[k].names, arg, name_len))
+                o = &shared_options[k], base = (char *)common;
+        if (!o) return cli_usage_error(cmd, "unknown option '%.*s'", (int)name_len, arg);
+        char name[64], why[256] = "";
+        long_name(o, name, sizeof name);
+        const char *value = eq ? eq + 1 : NULL;
+        if (o->kind == CLI_FLAG && value) return cli_usage_error(cmd, "%s takes no value", name);
+        if (o->kind != CLI_FLAG && !value) {
+            if (i + 1 >= argc) return cli_usage_error(cmd, "%s needs a value (%s)", name, o->value);
+            value = argv[++i];
+        }
+        if (!store(o, value, base + o->offset, why, sizeof why)) {
+            fprintf(stderr, "sprout %s: %s %s: %s\n", cmd->name, name, value ? value : "", why);
+            return 2;
+        }
+    }
+    if (cmd->needs_model && !common->model) return cli_usage_error(cmd, "-m MODEL is required");
+    common->cfg.stop_strings = common->stops.text;
+    common->cfg.n_stop_strings = common->stops.n;
+    if (!resolve_kv(cmd, common)) return 2;
+    log_threshold = common->log_disable ? -1 : common->verbose ? SPROUT_LOG_DEBUG : SPROUT_LOG_WARN;
+    return CLI_CONTINUE;
+}
+
+/* --- help ------------------------------------------------------------------------------- */
+
+static void help_line(FILE *out, const cli_option *o) {
+    char left[96];
+    snprintf(left, sizeof left, "%s%s%s", o->names, o->value ? " " : "", o->value ? o->value : "");
+    if (strlen(left) <= 26) fprintf(out, "  %-26s %s\n", left, o->help);
+    else fprintf(out, "  %s\n  %-26s %s\n", left, "", o->help);
+}
+
+void cli_help(const cli_command *cmd, FILE *out) {
+    fprintf(out, "usage: sprout %s\n", cmd->usage);
+    if (cmd->about) fprintf(out, "%s", cmd->about);
+    if (cmd->n_options) fprintf(out, "\noptions:\n");
+    for (size_t k = 0; k < cmd->n_options; k++) help_line(out, &cmd->options[k]);
+    fprintf(out, "\nshared options (the same in every command that takes them):\n");
+    for (size_t k = 0; k < sizeof shared_options / sizeof *shared_options; k++)
+        if (takes(cmd, &shared_options[k])) help_line(out, &shared_options[k]);
+}
+
+int cli_usage_error(const cli_command *cmd, const char *fmt, ...) {
+    fprintf(stderr, "sprout %s: ", cmd->name);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nusage: sprout %s\n(sprout %s --help lists the options)\n", cmd->usage, cmd->name);
+    return 2;
+}
+
+/* --- opening a model -------------------------------------------------------------------- */
+
+const char *cli_kv_type_name(sprout_kv_type t) { return t == SPROUT_KV_F32 ? "f32" : "f16"; }
+
+sprout_status cli_open_pipeline(const cli_common *c, sprout_model **model, sprout_pipeline **pipeline) {
+    *model = NULL;
+    *pipeline = NULL;
+    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = c->n_threads, .n_ctx = c->n_ctx, .kv_type = c->kv_type,
+                              .kv_type_set = c->kv_type_set};
+    sprout_status st = sprout_model_load(c->model, &mp, model);
+    if (st != SPROUT_OK) return st;
+    cli_log(SPROUT_LOG_INFO, "loaded %s (%s, %d tokens of vocabulary) in %.1f ms", c->model, sprout_model_architecture(*model),
+            sprout_model_n_vocab(*model), sprout_model_load_ms(*model));
+    sprout_pipeline_params pp = {.struct_size = sizeof pp, .n_ctx = c->n_ctx, .n_batch = c->n_batch, .n_threads = c->n_threads,
+                                 .kv_type = c->kv_type, .kv_type_set = c->kv_type_set};
+    st = sprout_pipeline_create(*model, &pp, pipeline);
+    if (st != SPROUT_OK) {
+        sprout_model_free(*model);
+        *model = NULL;
+    }
+    return st;
+}
