@@ -25,23 +25,28 @@ static inline __attribute__((always_inline)) __m256 block_scales8(sprout_type ty
 }
 
 /* A lone token takes the same paths as a group here (with horizontal sums
- * where they are cheaper than transposes): no path of its own. */
-static inline bool one_token_chunk8(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0, int64_t b, __m256 *acc) {
+ * where they are cheaper than transposes): no path of its own. Always
+ * inlined, as the AVX-512 level's are: a stub left to the later inliner
+ * changed the loops' register allocation. */
+static inline __attribute__((always_inline)) bool one_token_chunk8(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
+                                                                   int64_t b, __m256 *acc) {
     (void)type, (void)row, (void)at, (void)t0, (void)b, (void)acc;
     return false;
 }
 
-static inline bool one_token_affine_k(const uint8_t *qs, const uint8_t *qh, const act_chunk *c, __m256 dsc, __m256 dm, __m256 *acc, __m256 *macc) {
+static inline __attribute__((always_inline)) bool one_token_affine_k(const uint8_t *qs, const uint8_t *qh, const act_chunk *c, __m256 dsc,
+                                                                     __m256 dm, __m256 *acc, __m256 *macc) {
     (void)qs, (void)qh, (void)c, (void)dsc, (void)dm, (void)acc, (void)macc;
     return false;
 }
 
-static inline bool one_token_q6_K(const sp_block_q6_K *w, const act_chunk *c, __m256 *acc) {
+static inline __attribute__((always_inline)) bool one_token_q6_K(const sp_block_q6_K *w, const act_chunk *c, __m256 *acc) {
     (void)w, (void)c, (void)acc;
     return false;
 }
 
-static inline bool rows_in_pairs(sprout_type type, const uint8_t *const rows[], const int R, const act_tile *at, float *out) {
+static inline __attribute__((always_inline)) bool rows_in_pairs(sprout_type type, const uint8_t *const rows[], const int R, const act_tile *at,
+                                                                float *out) {
     (void)type, (void)rows, (void)R, (void)at, (void)out;
     return false;
 }
