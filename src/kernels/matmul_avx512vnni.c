@@ -44,9 +44,9 @@ static inline __m256i add_halves(__m512i v) { return _mm256_add_epi32(_mm512_cas
 /* One token against a whole chunk of eight Q4_0 (IQ4_NL) blocks, in 512-bit
  * registers: the exact block sums, as accumulate_blocks8 forms them
  * (lane j, block j, the offset's sum first), in fewer instructions than
- * its 256-bit transposes (in L2 only 15.1 -> 16.4 GB/s; inferred, not
- * measured: with 512-bit work in flight two ports take vector work, not
- * three). Masked dword permutes gather the chunk's packed levels
+ * its 256-bit transposes, though in L2 it gains less than that (inferred,
+ * not measured: with 512-bit work in flight two ports take vector work,
+ * not three). Masked dword permutes gather the chunk's packed levels
  * already transposed, dwords of four levels from eight blocks side by
  * side: block j's dword m is at byte 18 j + 2 + 4 m, on a 4-byte boundary
  * 2 bytes into the chunk for even j (dword 9 j / 2 + m from there), 16
@@ -301,9 +301,8 @@ static inline __m512 widen16(float_format f, const void *p) {
 /* AVX-512: one 16-lane accumulator per (row, token) pair; 32 registers
  * hold a tile of 4 rows by 6 tokens. One token takes such tiles too: a
  * lone row's one chain of FMAs, 4 cycles each, bounded it below the
- * memory's pace, and four rows are four streams (F16, 2048 x 146k rows,
- * one token: 11.6 -> 16.7 GB/s on one thread, 21.8 -> 27.1 on two; AVX2's
- * 2-row tiles 11.0 -> 12.5 and 20.4 -> 24.8; Sapphire Rapids VM). */
+ * memory's pace, and four rows are four streams (as AVX2's 2-row tiles
+ * are two), which one token reads faster than one. */
 #define FLOAT_TILE_ROWS 4
 #define FLOAT_TILE_TOKENS 6
 static inline __attribute__((always_inline)) void float_tile(float_format f, const void *const rows[], const int R,

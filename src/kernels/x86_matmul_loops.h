@@ -326,8 +326,7 @@ static inline __attribute__((always_inline)) void span_group(sprout_type type, c
  * decode_prefetch follow each), where one row at a time left the core
  * waiting on the next row's first lines. Each row's arithmetic is
  * span_group's for one token in one span, so its output is the same
- * bits. TinyLlama tg64, 2 threads, alternating: Q4_0 32.3 -> 36.6 t/s,
- * Q8_0 20.0 -> 24.7; one thread Q4_0 19.6 -> 23.7. */
+ * bits. */
 static inline __attribute__((always_inline)) void rows_side_by_side(sprout_type type, const uint8_t *const rows[], const int R,
                                                                     const act_tile *at, float *out) {
     if (rows_in_pairs(type, rows, R, at, out)) return;
@@ -344,10 +343,7 @@ static inline __attribute__((always_inline)) void rows_side_by_side(sprout_type 
 
 /* Where rows side by side pay: not for IQ4_XS, whose one-token chunks
  * are the longest per byte. Q4_K and Q5_K lost with their 256-bit chunks
- * of horizontal sums (TinyLlama Q4_K_M tg128, 2 threads, alternating: 30.4
- * -> 28.1 t/s, 5 rounds of 6 lost) and win with their lanes
- * (affine_k_lane_parts; all-Q4_K TinyLlama 30.8 -> 34.3, Q5_K_M 26.5 ->
- * 28.1, 9 rounds of 10 won). */
+ * of horizontal sums and win with their lanes (affine_k_lane_parts). */
 static inline bool rows_go_side_by_side(sprout_type type) { return type != SPROUT_TYPE_IQ4_XS; }
 
 /* The rows of rs against G tokens of at (G and type constant in each copy,

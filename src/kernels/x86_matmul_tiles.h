@@ -54,8 +54,7 @@
  * the next group comes: as many as keep their weights in L2 for the next
  * groups (ROW_BLOCK_BYTES), at least ROW_BLOCK_MIN and at most what
  * SP_ROW_STATE_FLOATS holds. Longer blocks load each group's activations
- * into L1 fewer times: TinyLlama Q4_0 pp512, 2 threads, 198 -> 209 t/s
- * from 16 rows to 256 (best of three, alternating). */
+ * into L1 fewer times: prompts ran faster with 256 rows than with 16. */
 #define ROW_BLOCK_MIN 16
 #define ROW_BLOCK_MAX 256
 #define ROW_BLOCK_BYTES (1 << 20)
@@ -566,13 +565,9 @@ static inline __m256 widen8(float_format f, const void *p) {
  * the next tile's rows (`ahead` bytes on; 0 for rows decoded into a
  * buffer) are fetched into L2, one cache line per line consumed here. The
  * hardware prefetcher alone keeps too few lines in flight for four rows
- * that a handful of tokens consume slowly: F16, 2048 x 32000, 5 tokens on
- * one thread, 30-31 -> 42-44 GMAC/s; a 5-token prompt of TinyLlama F16, 2
- * threads, 44-47 -> 70-76 tokens/s. For one token (decode: into_l1) the
- * lines go into L1: F16 2048 x 146k rows, 2 threads, 24.4 -> 28.0 GB/s
- * (5632-element rows 27.4 either way); 2048 x 32000, one thread, 6.1 ->
- * 7.5 GMAC/s; for 5 tokens L2 stayed better (35-37 against 30-36). A lone
- * row (at the edge) goes into L1 too. */
+ * that a handful of tokens consume slowly. For one token (decode: into_l1)
+ * the lines go into L1, which served it better than L2; for a few tokens
+ * L2 stayed better. A lone row (at the edge) goes into L1 too. */
 static inline __attribute__((always_inline)) void prefetch_ahead(float_format f, const void *const rows[], const int R, ptrdiff_t ahead,
                                                                  bool into_l1, int64_t i) {
     const int64_t at = i * (f == FLOAT_F32 ? 4 : 2); /* bytes into the row; i steps by 16 elements */
