@@ -1,8 +1,7 @@
 /* Picks the kernels once, at first use, from what the CPU (and the OS, for
  * the wider register state) supports. SPROUT_CPU=generic|avx2|avx512|
- * avx512bf16|amx caps the level, for tests and for comparisons; a level the
- * CPU lacks, or one sprout has no kernels for yet, falls back to the best
- * one below it. */
+ * avx512bf16|amx|neon|i8mm caps the level, for tests and for comparisons; a
+ * level the CPU lacks falls back to the best one below it. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -95,15 +94,6 @@ const sp_kernels *sp_kernels_portable(void) { return &portable; }
 static const sp_kernels *chosen;
 static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
 
-/* what SPROUT_CPU may name */
-static const char *const known_levels[] = {"generic", "avx2", "avx512", "avx512bf16", "amx", "neon", "i8mm"};
-
-static bool is_known_level(const char *level) {
-    for (size_t i = 0; i < sizeof known_levels / sizeof *known_levels; i++)
-        if (!strcmp(level, known_levels[i])) return true;
-    return false;
-}
-
 #ifdef SP_HAVE_X86_KERNELS
 static bool cpu_has_avx2(void) {
     /* __builtin_cpu_supports also checks that the OS saves the AVX state */
@@ -155,23 +145,60 @@ static bool cpu_has_amx(void) {
 }
 #endif
 
-const sp_kernels *sp_kernels_for_level(const char *level) {
-    if (!strcmp(level, "generic")) return &portable;
-#ifdef SP_HAVE_NEON_KERNELS
-    if (!strcmp(level, "neon") && cpu_has_neon_dotprod()) return &neon;
-    if (!strcmp(level, "i8mm") && cpu_has_neon_i8mm()) return &neon_i8mm;
-#endif
-#ifdef SP_HAVE_X86_KERNELS
-    if (!strcmp(level, "avx2") && cpu_has_avx2()) return &avx2;
-    if (!strcmp(level, "avx512") && cpu_has_avx512_vnni()) return &avx512;
-    if (!strcmp(level, "avx512bf16") && cpu_has_avx512_bf16()) return &avx512bf16;
-    if (!strcmp(level, "amx") && cpu_has_amx()) return &amx;
-#endif
-    return NULL;
+/* What SPROUT_CPU may name: every level of every architecture, so that a
+ * level of another one is not taken for a typo. */
+static const char *const known_levels[] = {"generic", "avx2", "avx512", "avx512bf16", "amx", "neon", "i8mm"};
+
+static bool is_known_level(const char *level) {
+    for (size_t i = 0; i < sizeof known_levels / sizeof *known_levels; i++)
+        if (!strcmp(level, known_levels[i])) return true;
+    return false;
 }
 
+static bool always(void) { return true; }
+
+/* The levels this build has, best first, each with what the CPU must have
+ * for it. They nest (every level's CPU test implies the ones below it), so
+ * the first whose test passes, from a cap down, is the best the CPU has at
+ * or below the cap. */
+typedef struct level {
+    const char *name; /* as SPROUT_CPU spells it */
+    bool (*cpu_has)(void);
+    const sp_kernels *kernels;
+} level;
+
+static const level levels[] = {
+#ifdef SP_HAVE_X86_KERNELS
+    {"amx", cpu_has_amx, &amx},
+    {"avx512bf16", cpu_has_avx512_bf16, &avx512bf16},
+    {"avx512", cpu_has_avx512_vnni, &avx512},
+    {"avx2", cpu_has_avx2, &avx2},
+#endif
+#ifdef SP_HAVE_NEON_KERNELS
+    {"i8mm", cpu_has_neon_i8mm, &neon_i8mm},
+    {"neon", cpu_has_neon_dotprod, &neon},
+#endif
+    {"generic", always, &portable},
+};
+
+enum { N_LEVELS = sizeof levels / sizeof *levels };
+
+/* The index of the level named, or N_LEVELS where this build has none by that name. */
+static size_t level_index(const char *name) {
+    size_t i = 0;
+    while (i < N_LEVELS && strcmp(levels[i].name, name)) i++;
+    return i;
+}
+
+const sp_kernels *sp_kernels_for_level(const char *name) {
+    const size_t i = level_index(name);
+    return i < N_LEVELS && levels[i].cpu_has() ? levels[i].kernels : NULL;
+}
+
+/* The best level the CPU has at or below SPROUT_CPU; without it (or with a
+ * name this build has no level for: a typo, another architecture's) the
+ * best of all. */
 static void choose(void) {
-    chosen = &portable;
     const char *cap = getenv("SPROUT_CPU");
     if (cap && *cap && !is_known_level(cap)) { /* a typo must not pass for a measured level */
         char names[128] = "";
@@ -179,20 +206,10 @@ static void choose(void) {
             o += (size_t)snprintf(names + o, sizeof names - o, "%s %s", i ? "," : "", known_levels[i]);
         sp_log(SPROUT_LOG_WARN, "SPROUT_CPU=%s is not one of%s: using the best level this CPU has", cap, names);
     }
-    if (cap && !strcmp(cap, "generic")) return;
-#ifdef SP_HAVE_NEON_KERNELS
-    if (cpu_has_neon_dotprod()) chosen = &neon;
-    if ((!cap || strcmp(cap, "neon")) && cpu_has_neon_i8mm()) chosen = &neon_i8mm;
-#endif
-#ifdef SP_HAVE_X86_KERNELS
-    if (cpu_has_avx2()) chosen = &avx2;
-    if ((cap && !strcmp(cap, "avx2")) || !cpu_has_avx512_vnni()) return;
-    chosen = &avx512;
-    if ((cap && !strcmp(cap, "avx512")) || !cpu_has_avx512_bf16()) return;
-    chosen = &avx512bf16;
-    if ((cap && !strcmp(cap, "avx512bf16")) || !cpu_has_amx()) return;
-    chosen = &amx;
-#endif
+    size_t i = cap && *cap ? level_index(cap) : N_LEVELS;
+    if (i == N_LEVELS) i = 0;
+    while (!levels[i].cpu_has()) i++; /* the last, generic, always passes */
+    chosen = levels[i].kernels;
 }
 
 /* A known level that cannot be had (one this CPU or build lacks) falls

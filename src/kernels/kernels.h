@@ -70,25 +70,19 @@ static inline sp_cell_range sp_attention_range(const sp_attention_args *a, int64
  * for the hardware prefetcher alone: the x86 one-token kernels ask for
  * the lines this many bytes ahead of what they read, a chunk's worth at a
  * time (a whole row at once, as the several-token kernels do, gave
- * nothing). Sapphire Rapids, 2 threads, tg64: TinyLlama Q4_0 22-23 -> 27-30
- * t/s, Q4_K_M 16 -> 28, Q8_0 14 -> 17; one thread Q4_0 12.0-12.8 -> 16-18.
- * 6 KiB ahead with one stream a thread (below); 2 KiB with four. */
+ * nothing). 2 KiB suits four streams a thread (below); one stream wanted
+ * 6 KiB. */
 #define SP_DECODE_AHEAD 2048
 
 /* And a thread's rows for one token are read as SP_DECODE_STREAMS streams
  * at once: its range cut into that many stretches, a row from each at a
  * time. A core keeps more lines in flight over several streams (the
- * L2 streamer follows each, within its 4 KiB pages) than over one: a plain
- * read loop over a mapped 2 GiB file, 2 threads, 1 stream each 26-27
- * GB/s, 4 streams with lines asked for 2 KiB ahead 38-42 (Sapphire Rapids
- * VM). The one-token Q4_0 kernel, 600 MB of rows, 2 threads, 23.2 -> 27.4
- * GB/s (one stream 6 KiB ahead -> four 2 KiB ahead); in one interleaved
- * run 8 streams or 1 KiB ahead were no better for Q4_0, Q8_0, Q4_K, Q5_K or
- * Q6_K, and 4 KiB no better but for Q4_K (26.4 against 20.4, within this
- * host's noise; not repeated). Each row's
- * arithmetic is unchanged, only the order of the rows. Whole rows go side
- * by side, a chunk from each stretch in turn (matmul_avx2.c's
- * rows_side_by_side), so that all the streams are read at once. */
+ * L2 streamer follows each, within its 4 KiB pages) than over one: four
+ * streams 2 KiB ahead read faster than one, and more streams or other
+ * distances were no better. Each row's arithmetic is unchanged, only the
+ * order of the rows. Whole rows go side by side, a chunk from each stretch
+ * in turn (x86_matmul_loops.h's rows_side_by_side), so that all the
+ * streams are read at once. */
 #define SP_DECODE_STREAMS 4
 
 /* Rows per stretch for rows [o0, o1), and the k-th row to take (k from 0
@@ -255,7 +249,7 @@ void sp_quantize_avx2(const float *x, int64_t n, void *out);
 void sp_attention_avx2(const sp_attention_args *a);
 void sp_attention_avx512(const sp_attention_args *a);
 void sp_activation_avx2(sp_activation kind, const float *x, const float *up, float *out, int64_t n);
-/* x86-64 with AVX-512 F/BW/VL/VNNI as well (matmul_avx512.c). */
+/* x86-64 with AVX-512 F/BW/VL/VNNI as well (matmul_avx512vnni.c). */
 void sp_matmul_avx512vnni(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                           int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
 void sp_quantize_avx512vnni(const float *x, int64_t n, void *out);

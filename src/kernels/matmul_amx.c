@@ -7,7 +7,7 @@
  * of 32 elements and the same block of 16 weight rows, unpacked to signed
  * levels once per block of tokens, and leaves the 256 exact block sums;
  * AVX-512 then applies the two scales of each. The arithmetic after the
- * integer sums is the AVX-512 VNNI kernel's (matmul_avx2.c), done in the
+ * integer sums is the AVX-512 VNNI kernel's (matmul_avx512vnni.c), done in the
  * same order: per (token, row), eight float accumulators, block b into
  * lane b % 8 by fma(sum, weight scale * activation scale, lane), summed at
  * the end by hsum256's tree (Q4_K: its mins' terms, fma(dmin * m, the
@@ -364,7 +364,7 @@ static inline __attribute__((always_inline)) void lane_mins(const tile_pass_args
  * block: 16 rows of C tile and 16 of accumulators were stored per tile of
  * a block before, more than a store buffer holds every few blocks. That
  * stores bound the kernel is inferred (no PMU here) from those counts and
- * from what helped: Q4_0 +17-21% GMAC/s, one thread. Then each output's
+ * from this change having helped. Then each output's
  * eight lanes are summed as hsum256 does, ((0+4)+(2+6)) + ((1+5)+(3+7)). */
 static inline __attribute__((always_inline)) void tile_pass(const int TT, const int RH, const bool MINS, const tile_pass_args *p,
                                                            int n_tokens, float *y, int64_t y_stride) {
@@ -510,7 +510,7 @@ static void stage_tokens(const sp_weight *w, const float *x, int64_t x_stride, c
             if (src) memcpy(to, src[b].qs, 32);
             else memset(to, 0, 32);
             ad[(k * nb + b) * 16 + m] = src ? src[b].d : 0.f;
-            /* as prepare_act_tile forms it (matmul_avx2.c) */
+            /* as prepare_act_tile forms it (x86_matmul_tiles.h) */
             as[(k * nb + b) * 16 + m] = src ? src[b].d * (float)(src[b].sum[0] + src[b].sum[1]) : 0.f;
         }
     }

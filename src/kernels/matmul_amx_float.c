@@ -11,15 +11,14 @@
  * chunk adds w_hi.x_lo, w_hi.x_hi and w_lo.x_hi (tile_pass: in that
  * order), each product exact. The fourth, w_lo.x_lo, is left out: |w_lo| < 2^-7 |w| and |x_lo| <= 2^-8
  * |x|, so it is under 2^-15 of its term, 16 times less than the F16
- * rounding of x itself (2^-11), and it was a quarter of the tile work
- * (one thread, 512 tokens, in-process pairs, medians of 8: 2048 x 5632
- * 1.09-1.11x, 5632 x 2048 1.12-1.15x with three products). BF16 weights
+ * rounding of x itself (2^-11), and it was a quarter of the tile work:
+ * three products are faster than four. BF16 weights
  * meet BF16-rounded activations in one product.
  *
  * Not bit for bit the FMA tiles' sums: the tile unit adds in an order no
- * AVX-512 sequence replays (measured: in-order fmas match 21% of its
+ * AVX-512 sequence replays (in-order FMAs match only some of its
  * outputs). Generated tokens stay on the FMA tiles: one token through
- * these would convert every weight for itself, ~4 times slower (measured).
+ * these would convert every weight for itself, several times slower.
  * (Nor do short prompts: forward.h.) So at the amx level an F16 or BF16
  * model's prompt tokens and generated tokens differ by float rounding and
  * the dropped product (test_kernels bounds both), while within
@@ -48,18 +47,14 @@
 #define SUPER_CHUNK 8
 /* Panels of 32 rows converted at once: each pair of token tiles, read from
  * L3 (a block of 512 2048-wide tokens is 4 MiB), then serves 256 rows from
- * L1 and L2 instead of 32. One thread, 512 tokens, in-process pairs against
- * one panel (medians of 12, three runs): 2048 x 5632 1.26-1.79x, 5632 x
- * 2048 1.37-2.12x (4 panels 1.13-1.48x and 1.17-1.30x, 16 0.96-1.28x). */
+ * L1 and L2 instead of 32: eight panels gained more over one than four or
+ * sixteen did. */
 #define PANELS 8
 _Static_assert(32 * PANELS == SP_PROMPT_ROW_GROUP, "kernels.h names the panels' rows");
 /* The tokens' tiles of a block (4 bytes per element a token, both parts):
  * up to 8 MiB, so that a 512-token prompt of 2048-wide rows is one block
- * (the rows are read and converted once per block; TinyLlama F16 pp512,
- * 2 threads, one panel at a time (session 23): 1 MiB blocks 76-81 t/s, 8
- * MiB 88-100, 16 MiB 86-118, against the FMA tiles' 59-91 in the same
- * runs; with four panels, 2 MiB blocks lost the panels' gain: 1.00x
- * against one 8 MiB panel, where 8 MiB gave 1.13-1.48x). */
+ * (the rows are read and converted once per block: larger blocks beat
+ * 1 MiB ones, and smaller blocks lose what the panels gain). */
 #define TOKEN_BLOCK_BYTES ((int64_t)8 << 20)
 
 /* Tiles 0-3: C for (row tile, token tile) (0, 0), (0, 1), (1, 0), (1, 1);

@@ -24,9 +24,9 @@
 
 /* `ahead`: bytes from each row to the next tile's, fetched a cache line
  * per line read here (0: none): into L1 for one token (into_l1) or a lone
- * row, else into L2, as the float rows' tiles do (matmul_avx2.c's
- * prefetch_ahead). BF16 2048 x 32000, one token, one thread: 6.5-6.9 ->
- * 9.0-10.6 GMAC/s (with the 4-row tiles for one token). */
+ * row, else into L2, as the float rows' tiles do (x86_matmul_tiles.h's
+ * prefetch_ahead): with the 4-row tiles for one token, what made one
+ * token's BF16 rows keep up with memory. */
 static inline __attribute__((always_inline)) void bf16_tile(const uint16_t *const rows[], const int R, const uint16_t *const xs[],
                                                             const int T, int64_t n, ptrdiff_t ahead, bool into_l1, float *out) {
     __m512 acc[TILE_ROWS][TILE_TOKENS];
