@@ -43,8 +43,6 @@ static const cli_command serve_command = {
     CLI_TABLE(serve_table),
 };
 
-/* --chat-template-file's text, alive while serving (static: reachable on every exit path) */
-static char *template_text;
 static bool quiet; /* --log-disable, for on_notice */
 
 /* The server's notices: what a user of `serve` waits for (the port, "ready") is the command's output, so it shows
@@ -60,6 +58,7 @@ int cmd_serve(int argc, char **argv) {
     serve_options so = {.host = "127.0.0.1", .port = 8080, .api_key = getenv("SPROUT_API_KEY"), .n_queue = -1 /* not given */};
     const int status = cli_parse(&serve_command, &c, &so, argc, argv);
     if (status != CLI_CONTINUE) return status;
+    char *template_text = NULL;
     if (so.chat_template_file) {
         if (!(template_text = cli_read_file(so.chat_template_file, NULL))) {
             fprintf(stderr, "sprout serve: cannot read %s\n", so.chat_template_file);
@@ -82,5 +81,7 @@ int cmd_serve(int argc, char **argv) {
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN); /* a client that hangs up is an error return, not a death */
-    return sp_server_run(&o, &stop);
+    const int rc = sp_server_run(&o, &stop);
+    free(template_text);
+    return rc;
 }
