@@ -163,9 +163,11 @@ typedef struct route {
 } route;
 
 /* A path a route serves: its own, or for a path ending in '/' any name under it. */
+/* A path ending in '/' (other than the root itself) serves each name under it. */
 static bool route_serves(const route *r, const char *url) {
     const size_t n = strlen(r->path);
-    return r->path[n - 1] == '/' ? !strncmp(url, r->path, n) && url[n] && !strchr(url + n, '/') : !strcmp(url, r->path);
+    if (n > 1 && r->path[n - 1] == '/') return !strncmp(url, r->path, n) && url[n] && !strchr(url + n, '/');
+    return !strcmp(url, r->path);
 }
 
 static const route routes[] = {

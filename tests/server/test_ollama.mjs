@@ -8,6 +8,14 @@ const { Ollama } = clients();
 const server = await startServer(['-c', '256', '--parallel', '2', '--alias', 'stories']);
 const ollama = new Ollama({ host: server.url });
 
+// the root answers as Ollama's does, so tools that ping it find a server
+{
+  const root = await fetch(`${server.url}/`);
+  check(root.status === 200 && (await root.text()) === 'sprout is running', 'GET /', root.status);
+  const head = await fetch(`${server.url}/`, { method: 'HEAD' });
+  check(head.status === 200, 'HEAD /', head.status);
+}
+
 const list = await ollama.list();
 check(list.models.length === 1 && list.models[0].name === 'stories:latest' && list.models[0].details.format === 'gguf' &&
       list.models[0].details.family === 'llama' && list.models[0].size > 0, 'list', list.models[0]);
