@@ -29,6 +29,7 @@
 
 #include "core/error.h"
 #include "gguf/gguf_writer.h"
+#include "random.h"
 #include "sprout.h"
 
 typedef struct preset {
@@ -60,20 +61,6 @@ typedef struct gen {
     uint64_t seed;
     float *buf;
 } gen;
-
-static uint64_t rng_next(uint64_t *s) {
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
-/* Approximately normal: the sum of four uniforms, rescaled. */
-static float rng_normal(uint64_t *s) {
-    float sum = 0;
-    for (int i = 0; i < 4; i++) sum += (float)(rng_next(s) >> 40) / (float)(1 << 24);
-    return (sum - 2.f) * 1.7320508f;
-}
 
 static sprout_status fill(void *user, int64_t index, void *dst, uint64_t bytes) {
     gen *g = user;

@@ -92,8 +92,7 @@ int cmd_chat(int argc, char **argv) {
     if (st == SPROUT_OK) st = sprout_chat_start(p, system);
     if (st != SPROUT_OK) {
         fprintf(stderr, "sprout chat: %s\n", sprout_last_error());
-        sprout_pipeline_free(p);
-        sprout_model_free(model);
+        cli_close_pipeline(&o, model, p);
         free(system);
         return 1;
     }
@@ -142,7 +141,6 @@ int cmd_chat(int argc, char **argv) {
         sprout_result_free(r);
     }
     free(system);
-    sprout_pipeline_free(p);
-    sprout_model_free(model);
+    cli_close_pipeline(&o, model, p);
     return rc;
 }

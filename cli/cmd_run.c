@@ -180,8 +180,7 @@ int cmd_run(int argc, char **argv) {
     }
     if (fflush(stdout) != 0) rc = 1;
     sprout_result_free(r);
-    sprout_pipeline_free(p);
-    sprout_model_free(model);
+    cli_close_pipeline(&o, model, p);
     free(ids);
     free(file_text);
     return rc;

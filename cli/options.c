@@ -1,6 +1,7 @@
 #include "options.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,29 @@ static bool parse_stop(const char *value, void *dst, char *why, size_t why_size)
     return true;
 }
 
+static bool add_lora(cli_loras *l, const char *path, float scale, char *why, size_t why_size) {
+    if (l->n == CLI_MAX_LORA) {
+        snprintf(why, why_size, "at most %d adapters", CLI_MAX_LORA);
+        return false;
+    }
+    l->path[l->n] = path;
+    l->scale[l->n++] = scale;
+    return true;
+}
+
+static bool parse_lora(const char *value, void *dst, char *why, size_t why_size) { return add_lora(dst, value, 1.f, why, why_size); }
+
+static bool parse_lora_scaled(const char *path, const char *scale, void *dst, char *why, size_t why_size) {
+    char *end;
+    errno = 0;
+    const float v = strtof(scale, &end);
+    if (errno || end == scale || *end || !isfinite(v)) {
+        snprintf(why, why_size, "the scale '%s' is not a number", scale);
+        return false;
+    }
+    return add_lora(dst, path, v, why, why_size);
+}
+
 static const cli_choice kv_types[] = {{"f32", SPROUT_KV_F32}, {"f16", SPROUT_KV_F16}, {NULL, 0}};
 
 #define COMMON(field) offsetof(cli_common, field)
@@ -41,46 +65,50 @@ static const cli_choice kv_types[] = {{"f32", SPROUT_KV_F32}, {"f16", SPROUT_KV_
  * batch: the 2^24 cells a KV cache may have), or what the value means (a
  * probability is 0 to 1). */
 static const cli_option shared_options[] = {
-    {"-m, --model", "FILE", CLI_STRING, COMMON(model), 0, 0, NULL, NULL, "the GGUF model", CLI_SHARED_MODEL},
+    {"-m, --model", "FILE", CLI_STRING, COMMON(model), 0, 0, NULL, NULL, "the GGUF model", CLI_SHARED_MODEL, NULL},
     {"-t, --threads", "N", CLI_INT, COMMON(n_threads), 1, SPROUT_MAX_THREADS, NULL, NULL,
-     "threads (default: one per core, at most " CLI_STR(SPROUT_MAX_THREADS) ")", CLI_SHARED_THREADS},
+     "threads (default: one per core, at most " CLI_STR(SPROUT_MAX_THREADS) ")", CLI_SHARED_THREADS, NULL},
     {"-c, --ctx-size, --ctx", "N", CLI_INT, COMMON(n_ctx), 1, 1 << 24, NULL, NULL, "context length (default: the model's, at most 4096)",
-     CLI_SHARED_CTX},
+     CLI_SHARED_CTX, NULL},
     {"-b, --batch-size", "N", CLI_INT, COMMON(n_batch), 1, 1 << 24, NULL, NULL, "prompt tokens per forward pass (default 512)",
-     CLI_SHARED_BATCH},
+     CLI_SHARED_BATCH, NULL},
     {"-n, --n-predict, --predict", "N", CLI_INT, CFG(max_new_tokens), 0, 1 << 24, NULL, NULL, "tokens to generate at most (default 256)",
-     CLI_SHARED_PREDICT},
-    {"--min-new-tokens", "N", CLI_INT, CFG(min_new_tokens), 0, 1 << 24, NULL, NULL, "generate at least N tokens", CLI_SHARED_PREDICT},
-    {"--temp", "T", CLI_FLOAT, CFG(temperature), 0, 100, NULL, NULL, "temperature; 0 is greedy (default 0.8)", CLI_SHARED_SAMPLING},
-    {"--top-k", "K", CLI_INT, CFG(top_k), 0, 1 << 30, NULL, NULL, "draw from the K most likely tokens; 0: all (default 40)", CLI_SHARED_SAMPLING},
+     CLI_SHARED_PREDICT, NULL},
+    {"--min-new-tokens", "N", CLI_INT, CFG(min_new_tokens), 0, 1 << 24, NULL, NULL, "generate at least N tokens", CLI_SHARED_PREDICT, NULL},
+    {"--temp", "T", CLI_FLOAT, CFG(temperature), 0, 100, NULL, NULL, "temperature; 0 is greedy (default 0.8)", CLI_SHARED_SAMPLING, NULL},
+    {"--top-k", "K", CLI_INT, CFG(top_k), 0, 1 << 30, NULL, NULL, "draw from the K most likely tokens; 0: all (default 40)", CLI_SHARED_SAMPLING, NULL},
     {"--top-p", "P", CLI_FLOAT, CFG(top_p), 0, 1, NULL, NULL, "draw from the most likely tokens holding P of the mass; 1: off (default 0.95)",
-     CLI_SHARED_SAMPLING},
+     CLI_SHARED_SAMPLING, NULL},
     {"--min-p", "P", CLI_FLOAT, CFG(min_p), 0, 1, NULL, NULL, "drop tokens below P times the best one's probability; 0: off (default 0.05)",
-     CLI_SHARED_SAMPLING},
+     CLI_SHARED_SAMPLING, NULL},
     {"--repeat-penalty", "R", CLI_FLOAT, CFG(repetition_penalty), 0, 100, NULL, NULL, "divide repeated tokens' logits by R; 1: off (default)",
-     CLI_SHARED_SAMPLING},
+     CLI_SHARED_SAMPLING, NULL},
     {"--repeat-last-n", "N", CLI_INT, CFG(repeat_last_n), -1, 1 << 24, NULL, NULL, "tokens the penalties look back at; -1: all (default 64)",
-     CLI_SHARED_SAMPLING},
+     CLI_SHARED_SAMPLING, NULL},
     {"--presence-penalty", "X", CLI_FLOAT, CFG(presence_penalty), -100, 100, NULL, NULL, "subtracted from tokens already seen (default 0)",
-     CLI_SHARED_SAMPLING},
+     CLI_SHARED_SAMPLING, NULL},
     {"--frequency-penalty", "X", CLI_FLOAT, CFG(frequency_penalty), -100, 100, NULL, NULL, "subtracted once per time a token was seen (default 0)",
-     CLI_SHARED_SAMPLING},
+     CLI_SHARED_SAMPLING, NULL},
     {"-s, --seed", "S", CLI_CUSTOM, CFG(seed), 0, 0, NULL, parse_seed, "random seed: the same seed, the same text (default 42)",
-     CLI_SHARED_SAMPLING},
+     CLI_SHARED_SAMPLING, NULL},
     {"--stop", "TEXT", CLI_CUSTOM, COMMON(stops), 0, 0, NULL, parse_stop, "stop at this text (repeatable)",
-     CLI_SHARED_SAMPLING},
-    {"--ignore-eos", NULL, CLI_FLAG, CFG(ignore_eos), 0, 0, NULL, NULL, "do not stop at end-of-generation tokens", CLI_SHARED_SAMPLING},
+     CLI_SHARED_SAMPLING, NULL},
+    {"--ignore-eos", NULL, CLI_FLAG, CFG(ignore_eos), 0, 0, NULL, NULL, "do not stop at end-of-generation tokens", CLI_SHARED_SAMPLING, NULL},
     {"--json-mode", NULL, CLI_FLAG, CFG(json_object), 0, 0, NULL, NULL, "the output is one JSON object (only tokens that keep it valid are drawn)",
-     CLI_SHARED_SAMPLING},
+     CLI_SHARED_SAMPLING, NULL},
     /* one cache type serves keys and values: either flag sets both, and both given must agree */
     {"-ctk, --cache-type-k", "T", CLI_ENUM, COMMON(cache_type_k), 0, 0, kv_types, NULL,
-     "KV cache type, f16 (default) or f32; keys and values share one type: one flag sets both, both must agree", CLI_SHARED_KV},
-    {"-ctv, --cache-type-v", "T", CLI_ENUM, COMMON(cache_type_v), 0, 0, kv_types, NULL, "the same as --cache-type-k", CLI_SHARED_KV},
-    {"--kv-type", "T", CLI_ENUM, COMMON(kv_type_any), 0, 0, kv_types, NULL, "the same as --cache-type-k", CLI_SHARED_KV},
+     "KV cache type, f16 (default) or f32; keys and values share one type: one flag sets both, both must agree", CLI_SHARED_KV, NULL},
+    {"-ctv, --cache-type-v", "T", CLI_ENUM, COMMON(cache_type_v), 0, 0, kv_types, NULL, "the same as --cache-type-k", CLI_SHARED_KV, NULL},
+    {"--kv-type", "T", CLI_ENUM, COMMON(kv_type_any), 0, 0, kv_types, NULL, "the same as --cache-type-k", CLI_SHARED_KV, NULL},
+    {"--lora", "FILE", CLI_CUSTOM, COMMON(loras), 0, 0, NULL, parse_lora, "apply a LoRA adapter (GGUF) at scale 1; repeatable",
+     CLI_SHARED_LORA, NULL},
+    {"--lora-scaled", "FILE SCALE", CLI_CUSTOM2, COMMON(loras), 0, 0, NULL, NULL, "apply a LoRA adapter at SCALE; repeatable",
+     CLI_SHARED_LORA, parse_lora_scaled},
     {"-v, --verbose", NULL, CLI_FLAG, COMMON(verbose), 0, 0, NULL, NULL, "log informational and debug lines too (default: warnings and errors)",
-     CLI_SHARED_LOG},
+     CLI_SHARED_LOG, NULL},
     {"--log-disable", NULL, CLI_FLAG, COMMON(log_disable), 0, 0, NULL, NULL, "log nothing (errors that end the command are still said)",
-     CLI_SHARED_LOG},
+     CLI_SHARED_LOG, NULL},
 };
 
 /* --- the logger ------------------------------------------------------------------------- */
@@ -137,6 +165,7 @@ static bool store(const cli_option *o, const char *value, char *dst, char *why, 
     case CLI_FLAG: *(bool *)dst = true; return true;
     case CLI_STRING: *(const char **)dst = value; return true;
     case CLI_CUSTOM: return o->parse(value, dst, why, why_size);
+    case CLI_CUSTOM2: return false; /* cli_parse calls parse2 */
     case CLI_INT: {
         const long long v = strtoll(value, &end, 10);
         if (errno || end == value || *end || v < (long long)o->min || v > (long long)o->max) {
@@ -230,6 +259,15 @@ int cli_parse(const cli_command *cmd, cli_common *common, void *own, int argc, c
             if (i + 1 >= argc) return cli_usage_error(cmd, "%s needs a value (%s)", name, o->value);
             value = argv[++i];
         }
+        if (o->kind == CLI_CUSTOM2) {
+            if (i + 1 >= argc) return cli_usage_error(cmd, "%s needs two values (%s)", name, o->value);
+            const char *second = argv[++i];
+            if (!o->parse2(value, second, base + o->offset, why, sizeof why)) {
+                fprintf(stderr, "sprout %s: %s %s %s: %s\n", cmd->name, name, value, second, why);
+                return 2;
+            }
+            continue;
+        }
         if (!store(o, value, base + o->offset, why, sizeof why)) {
             fprintf(stderr, "sprout %s: %s %s: %s\n", cmd->name, name, value ? value : "", why);
             return 2;
@@ -276,7 +314,7 @@ int cli_usage_error(const cli_command *cmd, const char *fmt, ...) {
 
 const char *cli_kv_type_name(sprout_kv_type t) { return t == SPROUT_KV_F32 ? "f32" : "f16"; }
 
-sprout_status cli_open_pipeline(const cli_common *c, sprout_model **model, sprout_pipeline **pipeline) {
+sprout_status cli_open_pipeline(cli_common *c, sprout_model **model, sprout_pipeline **pipeline) {
     *model = NULL;
     *pipeline = NULL;
     sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = c->n_threads, .n_ctx = c->n_ctx, .kv_type = c->kv_type,
@@ -288,9 +326,24 @@ sprout_status cli_open_pipeline(const cli_common *c, sprout_model **model, sprou
     sprout_pipeline_params pp = {.struct_size = sizeof pp, .n_ctx = c->n_ctx, .n_batch = c->n_batch, .n_threads = c->n_threads,
                                  .kv_type = c->kv_type, .kv_type_set = c->kv_type_set};
     st = sprout_pipeline_create(*model, &pp, pipeline);
+    for (size_t i = 0; st == SPROUT_OK && i < c->loras.n; i++) {
+        st = sprout_lora_load(*model, c->loras.path[i], &c->loras.loaded[i]);
+        if (st == SPROUT_OK) cli_log(SPROUT_LOG_INFO, "adapter %s at scale %g", c->loras.path[i], (double)c->loras.scale[i]);
+    }
+    if (st == SPROUT_OK && c->loras.n) st = sprout_pipeline_set_lora(*pipeline, c->loras.loaded, c->loras.scale, c->loras.n);
     if (st != SPROUT_OK) {
-        sprout_model_free(*model);
+        cli_close_pipeline(c, *model, *pipeline);
         *model = NULL;
+        *pipeline = NULL;
     }
     return st;
+}
+
+void cli_close_pipeline(cli_common *c, sprout_model *model, sprout_pipeline *pipeline) {
+    sprout_pipeline_free(pipeline);
+    for (size_t i = 0; i < c->loras.n; i++) {
+        sprout_lora_free(c->loras.loaded[i]);
+        c->loras.loaded[i] = NULL;
+    }
+    sprout_model_free(model);
 }

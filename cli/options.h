@@ -20,7 +20,8 @@ typedef enum cli_kind {
     CLI_FLOAT,  /* float in [min, max] */
     CLI_STRING, /* const char *, the argv string itself */
     CLI_ENUM,   /* int: the value of the named choice */
-    CLI_CUSTOM  /* parse(value, destination) decides */
+    CLI_CUSTOM, /* parse(value, destination) decides */
+    CLI_CUSTOM2 /* two values (value names both: "FILE SCALE"): parse2(first, second, destination) decides */
 } cli_kind;
 
 typedef struct cli_choice {
@@ -30,6 +31,7 @@ typedef struct cli_choice {
 
 /* Parses value into dst; on failure writes why (after "FLAG VALUE: ") and returns false. */
 typedef bool (*cli_parse_fn)(const char *value, void *dst, char *why, size_t why_size);
+typedef bool (*cli_parse2_fn)(const char *first, const char *second, void *dst, char *why, size_t why_size);
 
 typedef struct cli_option {
     const char *names;          /* every spelling, ", "-separated, as --help shows them: "-t, --threads" */
@@ -41,13 +43,14 @@ typedef struct cli_option {
     cli_parse_fn parse;         /* CLI_CUSTOM */
     const char *help;
     unsigned group;             /* shared options: the CLI_SHARED_* bit a command names to take it */
+    cli_parse2_fn parse2;       /* CLI_CUSTOM2 */
 } cli_option;
 
 /* A command's own options (no group). */
-#define CLI_OPT_FLAG(names, offset, help) {names, NULL, CLI_FLAG, offset, 0, 0, NULL, NULL, help, 0}
-#define CLI_OPT_STRING(names, value, offset, help) {names, value, CLI_STRING, offset, 0, 0, NULL, NULL, help, 0}
-#define CLI_OPT_INT(names, value, offset, lo, hi, help) {names, value, CLI_INT, offset, lo, hi, NULL, NULL, help, 0}
-#define CLI_OPT_CUSTOM(names, value, offset, parse, help) {names, value, CLI_CUSTOM, offset, 0, 0, NULL, parse, help, 0}
+#define CLI_OPT_FLAG(names, offset, help) {names, NULL, CLI_FLAG, offset, 0, 0, NULL, NULL, help, 0, NULL}
+#define CLI_OPT_STRING(names, value, offset, help) {names, value, CLI_STRING, offset, 0, 0, NULL, NULL, help, 0, NULL}
+#define CLI_OPT_INT(names, value, offset, lo, hi, help) {names, value, CLI_INT, offset, lo, hi, NULL, NULL, help, 0, NULL}
+#define CLI_OPT_CUSTOM(names, value, offset, parse, help) {names, value, CLI_CUSTOM, offset, 0, 0, NULL, parse, help, 0, NULL}
 
 /* Groups of the shared table, to be or-ed into cli_command.shared. */
 enum {
@@ -59,17 +62,27 @@ enum {
     CLI_SHARED_SAMPLING = 1u << 5, /* --temp ... --seed, --stop, --ignore-eos, --json-mode */
     CLI_SHARED_KV = 1u << 6,       /* --cache-type-k/-v, --kv-type */
     CLI_SHARED_LOG = 1u << 7,      /* -v, --log-disable: every command takes them */
+    CLI_SHARED_LORA = 1u << 8,     /* --lora, --lora-scaled */
     /* what a generating command (run, chat) takes: a pipeline's and a generation's settings */
     CLI_SHARED_GENERATION = CLI_SHARED_MODEL | CLI_SHARED_THREADS | CLI_SHARED_CTX | CLI_SHARED_BATCH | CLI_SHARED_PREDICT |
-                            CLI_SHARED_SAMPLING | CLI_SHARED_KV,
+                            CLI_SHARED_SAMPLING | CLI_SHARED_KV | CLI_SHARED_LORA,
 };
 
-enum { CLI_MAX_STOP = 16, CLI_MAX_ARGS = 8 };
+enum { CLI_MAX_STOP = 16, CLI_MAX_ARGS = 8, CLI_MAX_LORA = 16 };
 
 typedef struct cli_stops {
     const char *text[CLI_MAX_STOP];
     size_t n;
 } cli_stops;
+
+/* The adapters --lora and --lora-scaled name, in order, and once
+ * cli_open_pipeline has loaded them, the adapters themselves. */
+typedef struct cli_loras {
+    const char *path[CLI_MAX_LORA];
+    float scale[CLI_MAX_LORA];
+    sprout_lora *loaded[CLI_MAX_LORA];
+    size_t n;
+} cli_loras;
 
 /* The shared options' values. Zero means "not given": the library's default. */
 typedef struct cli_common {
@@ -77,6 +90,7 @@ typedef struct cli_common {
     int32_t n_threads, n_ctx, n_batch;
     sprout_generation_config cfg; /* sampling and -n; cfg.stop_strings points at stops */
     cli_stops stops;
+    cli_loras loras;
     int cache_type_k, cache_type_v, kv_type_any; /* -1: not given; see cli_parse */
     sprout_kv_type kv_type;                      /* what they resolve to, when kv_type_set */
     bool kv_type_set;
@@ -117,8 +131,11 @@ void cli_log_install(void);
 /* A line of the CLI's own at `level`, shown as the library's are. */
 void cli_log(sprout_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Loads the model and creates a pipeline as the shared options say. */
-sprout_status cli_open_pipeline(const cli_common *c, sprout_model **model, sprout_pipeline **pipeline);
+/* Loads the model, the adapters and creates a pipeline that applies them,
+ * as the shared options say. */
+sprout_status cli_open_pipeline(cli_common *c, sprout_model **model, sprout_pipeline **pipeline);
+/* Frees what cli_open_pipeline made (any may be NULL). */
+void cli_close_pipeline(cli_common *c, sprout_model *model, sprout_pipeline *pipeline);
 /* "f16" or "f32". */
 const char *cli_kv_type_name(sprout_kv_type t);
 

@@ -768,6 +768,31 @@ typedef struct sprout_perf_metrics {
 
 sprout_status sprout_result_metrics(const sprout_result *r, sprout_perf_metrics *out);
 
+/* LoRA adapters (llama.cpp's GGUF layout: general.type "adapter",
+ * adapter.type "lora", optional adapter.lora.alpha, pairs
+ * "<weight>.lora_a" / ".lora_b"), applied at run time and never merged: a
+ * weight W's output gains s * B (A x), s = scale * alpha / rank (scale
+ * alone without alpha), for the attention and FFN projections and the
+ * output head. An adapter is loaded against one model, checked against it
+ * (architecture, each target, shapes and ranks: SPROUT_ERR_FORMAT naming
+ * the tensor), stays mapped, and may be used by any number of pipelines;
+ * free it after them.
+ *
+ *   sprout_lora *a;
+ *   sprout_lora_load(m, "adapter.gguf", &a);
+ *   float scale = 1.0f;
+ *   sprout_pipeline_set_lora(p, &a, &scale, 1);
+ */
+typedef struct sprout_lora sprout_lora;
+
+sprout_status sprout_lora_load(const sprout_model *model, const char *path, sprout_lora **out);
+void sprout_lora_free(sprout_lora *lora);
+/* The adapters (each loaded against the pipeline's model) and their scales
+ * the pipeline's next generations apply; n 0 clears them. A change empties
+ * the pipeline's KV cache: cached tokens were computed with the old set.
+ * The pipeline copies the arrays, not the adapters. */
+sprout_status sprout_pipeline_set_lora(sprout_pipeline *p, sprout_lora *const *adapters, const float *scales, size_t n);
+
 /* ---------------------------------------------------------------------------
  * Prompts for chat models
  *

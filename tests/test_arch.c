@@ -36,7 +36,7 @@ static void check_model(const char *dir, const char *json_name, int *models) {
     const json_t *tokens = json_object_get(ref, "tokens");
     const int32_t n = (int32_t)json_array_size(tokens);
     sp_batch_token batch[64];
-    for (int32_t i = 0; i < n; i++) batch[i] = (sp_batch_token){(int32_t)json_integer_value(json_array_get(tokens, i)), i, 0, true, false, true};
+    for (int32_t i = 0; i < n; i++) batch[i] = (sp_batch_token){(int32_t)json_integer_value(json_array_get(tokens, i)), i, 0, true, false, true, NULL};
     float *logits = malloc((size_t)n * (size_t)n_vocab * sizeof(float));
     CHECK_MSG(sp_forward(&ctx, batch, n, logits) == SPROUT_OK, "%s: %s", json_name, sprout_last_error());
 
@@ -90,7 +90,7 @@ static void check_model(const char *dir, const char *json_name, int *models) {
             if (step_logits[v] > step_logits[best]) best = v;
         if (s < checkable) steps_same += best == want;
         /* follow the reference's tokens so later steps stay comparable */
-        sp_batch_token bt = {want, n + s, 0, true, false, false};
+        sp_batch_token bt = {want, n + s, 0, true, false, false, NULL};
         if (sp_forward(&ctx, &bt, 1, step_logits) != SPROUT_OK) break;
     }
     printf("%-24s last max|d| %.3g rel %.3g | top5 max|d| %.3g | step max|d| %.3g | top1 %d/%d | greedy %d/%d (tol %.3g/%.3g)\n",

@@ -571,7 +571,38 @@ static void test_embed(void) {
     free(out);
 }
 
+/* --lora and --lora-scaled on run: an adapter at scale 0 is the base
+ * model, at 1 another text; bad values are usage errors. */
+static void test_lora_flags(void) {
+    char model[1024], adapter[512], cmd[4096], base[2048], args[3072], *out = NULL;
+    snprintf(model, sizeof model, "%s/models/stories260K.gguf", test_shared_dir());
+    snprintf(adapter, sizeof adapter, "%s/lora.gguf", test_temp_dir());
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --rank 4 --targets attn --alpha 8 --magnitude 0.15", SPROUT_MAKE_LORA_PATH, model, adapter);
+    CHECK(system(cmd) == 0);
+    snprintf(base, sizeof base, "run -m '%s' -p 'Once upon a time' -n 12 --temp 0", model);
+    char *plain = NULL;
+    CHECK(run_cli(base, false, &plain) == 0);
+    snprintf(args, sizeof args, "%s --lora-scaled '%s' 0", base, adapter);
+    CHECK(run_cli(args, false, &out) == 0 && plain && !strcmp(out, plain));
+    free(out);
+    snprintf(args, sizeof args, "%s --lora '%s'", base, adapter);
+    CHECK(run_cli(args, false, &out) == 0 && plain && strcmp(out, plain) != 0);
+    free(out);
+    snprintf(args, sizeof args, "%s --lora-scaled '%s'", base, adapter);
+    CHECK(run_cli(args, true, &out) == 2 && strstr(out, "--lora-scaled needs two values"));
+    free(out);
+    snprintf(args, sizeof args, "%s --lora-scaled '%s' x", base, adapter);
+    CHECK(run_cli(args, true, &out) == 2 && strstr(out, "not a number"));
+    free(out);
+    snprintf(args, sizeof args, "%s --lora /nonexistent.gguf", base);
+    CHECK(run_cli(args, true, &out) == 1 && strstr(out, "cannot open"));
+    free(out);
+    free(plain);
+    unlink(adapter); /* the folder stays: test_text_and_errors uses it, then removes it */
+}
+
 int main(void) {
+    test_lora_flags();
     test_run();
     test_kernel_level_env();
     test_template_cli();

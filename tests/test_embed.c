@@ -172,7 +172,7 @@ static bool arch_case(const char *dir, const char *name, void *ctx) {
         float *own = malloc((size_t)n * (size_t)n_vocab * sizeof *own);
         sp_batch_token *batch = malloc(n * sizeof *batch);
         if (own && batch && sp_context_init(&fwd, m, 64, 64, 1, 2, SP_KV_F32) == SPROUT_OK) {
-            for (size_t i = 0; i < n; i++) batch[i] = (sp_batch_token){ids[i], (int32_t)i, 0, i + 1 == n, false, true};
+            for (size_t i = 0; i < n; i++) batch[i] = (sp_batch_token){ids[i], (int32_t)i, 0, i + 1 == n, false, true, NULL};
             CHECK(sp_forward(&fwd, batch, (int32_t)n, own) == SPROUT_OK);
             double own_max = 0, scale = 0;
             for (int32_t v = 0; v < n_vocab; v++) {

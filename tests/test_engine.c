@@ -68,7 +68,7 @@ static void test_reference(sprout_kv_type kv, int threads) {
             sp_context ctx;
             CHECK(sp_context_init(&ctx, m, 512, 64, 1, threads, SP_KV_F32) == SPROUT_OK);
             sp_batch_token b[64];
-            for (size_t i = 0; i < np; i++) b[i] = (sp_batch_token){prompt[i], (int32_t)i, 0, i == np - 1, false, true};
+            for (size_t i = 0; i < np; i++) b[i] = (sp_batch_token){prompt[i], (int32_t)i, 0, i == np - 1, false, true, NULL};
             float logits[512];
             CHECK(sp_forward(&ctx, b, (int32_t)np, logits) == SPROUT_OK);
             double max = 0;
@@ -101,17 +101,17 @@ static void test_batching(void) {
     sp_context ctx;
     CHECK(sp_context_init(&ctx, m, 128, 32, 2, 2, SP_KV_F32) == SPROUT_OK);
     sp_batch_token batch[16];
-    for (int i = 0; i < na; i++) batch[i] = (sp_batch_token){a[i], i, 0, true, false, true};
+    for (int i = 0; i < na; i++) batch[i] = (sp_batch_token){a[i], i, 0, true, false, true, NULL};
     CHECK(sp_forward(&ctx, batch, na, alone_a) == SPROUT_OK);
     sp_kv_clear(&ctx.kv, 0);
-    for (int i = 0; i < nb; i++) batch[i] = (sp_batch_token){b[i], i, 1, true, false, true};
+    for (int i = 0; i < nb; i++) batch[i] = (sp_batch_token){b[i], i, 1, true, false, true, NULL};
     CHECK(sp_forward(&ctx, batch, nb, alone_b) == SPROUT_OK);
     sp_kv_clear(&ctx.kv, 1);
     /* both sequences interleaved in one batch */
     int k = 0;
     for (int i = 0; i < na || i < nb; i++) {
-        if (i < na) batch[k++] = (sp_batch_token){a[i], i, 0, true, false, true};
-        if (i < nb) batch[k++] = (sp_batch_token){b[i], i, 1, true, false, true};
+        if (i < na) batch[k++] = (sp_batch_token){a[i], i, 0, true, false, true, NULL};
+        if (i < nb) batch[k++] = (sp_batch_token){b[i], i, 1, true, false, true, NULL};
     }
     CHECK(sp_forward(&ctx, batch, k, together) == SPROUT_OK);
     double worst = 0;
@@ -130,11 +130,11 @@ static void test_batching(void) {
     k = 0;
     for (int i = 0; i < na || i < nb; i++) {
         if (i < na) {
-            batch[k++] = (sp_batch_token){a[i], i, 0, i == 2 || i == na - 1, false, true};
+            batch[k++] = (sp_batch_token){a[i], i, 0, i == 2 || i == na - 1, false, true, NULL};
             if (batch[k - 1].logits) want[n_want++] = alone_a + (size_t)i * V;
         }
         if (i < nb) {
-            batch[k++] = (sp_batch_token){b[i], i, 1, i == 4, false, true};
+            batch[k++] = (sp_batch_token){b[i], i, 1, i == 4, false, true, NULL};
             if (batch[k - 1].logits) want[n_want++] = alone_b + (size_t)i * V;
         }
     }
@@ -145,9 +145,9 @@ static void test_batching(void) {
     /* a prompt that wants no logits still fills the cache for the next token */
     sp_kv_clear(&ctx.kv, 0);
     sp_kv_clear(&ctx.kv, 1);
-    for (int i = 0; i < na - 1; i++) batch[i] = (sp_batch_token){a[i], i, 0, false, false, true};
+    for (int i = 0; i < na - 1; i++) batch[i] = (sp_batch_token){a[i], i, 0, false, false, true, NULL};
     CHECK(sp_forward(&ctx, batch, na - 1, NULL) == SPROUT_OK);
-    batch[0] = (sp_batch_token){a[na - 1], na - 1, 0, true, false, true};
+    batch[0] = (sp_batch_token){a[na - 1], na - 1, 0, true, false, true, NULL};
     CHECK(sp_forward(&ctx, batch, 1, stepwise) == SPROUT_OK);
     CHECK_MSG(max_diff(stepwise, alone_a + (size_t)(na - 1) * V, V) <= 1e-5, "after a prompt without logits the next token differs");
     /* the same prompt token by token */
@@ -155,23 +155,23 @@ static void test_batching(void) {
     sp_kv_clear(&ctx.kv, 1);
     worst = 0;
     for (int i = 0; i < na; i++) {
-        sp_batch_token t = {a[i], i, 0, true, false, true};
+        sp_batch_token t = {a[i], i, 0, true, false, true, NULL};
         CHECK(sp_forward(&ctx, &t, 1, stepwise) == SPROUT_OK);
         worst = fmax(worst, max_diff(stepwise, alone_a + (size_t)i * V, V));
     }
     CHECK_MSG(worst <= 1e-5, "token by token differs from one batch by %g", worst);
     /* a rolled-back sequence computes the same again */
     sp_kv_truncate(&ctx.kv, 0, 3);
-    for (int i = 3; i < na; i++) batch[i - 3] = (sp_batch_token){a[i], i, 0, i == na - 1, false, true};
+    for (int i = 3; i < na; i++) batch[i - 3] = (sp_batch_token){a[i], i, 0, i == na - 1, false, true, NULL};
     CHECK(sp_forward(&ctx, batch, na - 3, stepwise) == SPROUT_OK);
     CHECK(max_diff(stepwise, alone_a + (size_t)(na - 1) * V, V) <= 1e-5);
     /* bad batches are refused, and leave the cache as it was */
     int32_t before = ctx.kv.seqs[0].n;
-    sp_batch_token bad = {9999, 100, 0, true, false, true};
+    sp_batch_token bad = {9999, 100, 0, true, false, true, NULL};
     CHECK(sp_forward(&ctx, &bad, 1, stepwise) == SPROUT_ERR_INVALID_ARGUMENT);
-    bad = (sp_batch_token){5, 2, 0, true, false, true}; /* a position behind the sequence's end */
+    bad = (sp_batch_token){5, 2, 0, true, false, true, NULL}; /* a position behind the sequence's end */
     CHECK(sp_forward(&ctx, &bad, 1, stepwise) == SPROUT_ERR_INVALID_ARGUMENT);
-    bad = (sp_batch_token){5, 50, 7, true, false, true};
+    bad = (sp_batch_token){5, 50, 7, true, false, true, NULL};
     CHECK(sp_forward(&ctx, &bad, 1, stepwise) == SPROUT_ERR_INVALID_ARGUMENT);
     CHECK(ctx.kv.seqs[0].n == before);
     sp_context_free(&ctx);
@@ -205,20 +205,20 @@ static void test_token_kinds(void) {
         for (int i = 0; i < N; i++) ids[i] = 1 + (i * 37) % (V - 1);
         static float whole[N * V], other[N * V], generated[N * V];
         sp_batch_token batch[2 * N];
-        for (int i = 0; i < N; i++) batch[i] = (sp_batch_token){ids[i], i, 0, true, false, true};
+        for (int i = 0; i < N; i++) batch[i] = (sp_batch_token){ids[i], i, 0, true, false, true, NULL};
         CHECK(sp_forward(&ctx, batch, N, whole) == SPROUT_OK);
         /* the prompt in chunks of 1, 7 and 12 */
         sp_kv_clear(&ctx.kv, 0);
         for (int from = 0, size = 1; from < N; from += size, size = size == 1 ? 7 : N - from) {
-            for (int i = 0; i < size; i++) batch[i] = (sp_batch_token){ids[from + i], from + i, 0, true, false, true};
+            for (int i = 0; i < size; i++) batch[i] = (sp_batch_token){ids[from + i], from + i, 0, true, false, true, NULL};
             CHECK(sp_forward(&ctx, batch, size, other + (size_t)from * V) == SPROUT_OK);
         }
         CHECK_MSG(!memcmp(whole, other, sizeof whole), "%s: a prompt in chunks differs from the prompt whole", files[fi]);
         /* beside another sequence's prompt in one batch (sequence 0 takes the even rows) */
         sp_kv_clear(&ctx.kv, 0);
         for (int i = 0; i < N; i++) {
-            batch[2 * i] = (sp_batch_token){ids[i], i, 0, true, false, true};
-            batch[2 * i + 1] = (sp_batch_token){ids[N - 1 - i], i, 1, true, false, true};
+            batch[2 * i] = (sp_batch_token){ids[i], i, 0, true, false, true, NULL};
+            batch[2 * i + 1] = (sp_batch_token){ids[N - 1 - i], i, 1, true, false, true, NULL};
         }
         static float both[2 * N * V];
         CHECK(sp_forward(&ctx, batch, 2 * N, both) == SPROUT_OK);
@@ -230,13 +230,13 @@ static void test_token_kinds(void) {
         sp_kv_clear(&ctx.kv, 0);
         sp_kv_clear(&ctx.kv, 1);
         for (int i = 0; i < N; i++) {
-            sp_batch_token t = {ids[i], i, 0, true, false, false};
+            sp_batch_token t = {ids[i], i, 0, true, false, false, NULL};
             CHECK(sp_forward(&ctx, &t, 1, generated + (size_t)i * V) == SPROUT_OK);
         }
         sp_kv_clear(&ctx.kv, 0);
         same = true;
         for (int i = 0; i < N; i++) {
-            const sp_batch_token pair[2] = {{ids[i], i, 0, true, false, false}, {ids[N - 1 - i], i, 1, true, false, false}};
+            const sp_batch_token pair[2] = {{ids[i], i, 0, true, false, false, NULL}, {ids[N - 1 - i], i, 1, true, false, false, NULL}};
             float out[2 * V];
             CHECK(sp_forward(&ctx, pair, 2, out) == SPROUT_OK);
             same &= !memcmp(out, generated + (size_t)i * V, V * sizeof(float));
@@ -247,13 +247,13 @@ static void test_token_kinds(void) {
         sp_kv_clear(&ctx.kv, 0);
         sp_kv_clear(&ctx.kv, 1);
         static float half_then_one[V], mixed[(N + 1) * V];
-        for (int i = 0; i < N / 2; i++) batch[i] = (sp_batch_token){ids[i], i, 0, false, false, true};
+        for (int i = 0; i < N / 2; i++) batch[i] = (sp_batch_token){ids[i], i, 0, false, false, true, NULL};
         CHECK(sp_forward(&ctx, batch, N / 2, NULL) == SPROUT_OK);
-        batch[0] = (sp_batch_token){ids[N / 2], N / 2, 0, true, false, false};
+        batch[0] = (sp_batch_token){ids[N / 2], N / 2, 0, true, false, false, NULL};
         CHECK(sp_forward(&ctx, batch, 1, half_then_one) == SPROUT_OK);
         sp_kv_truncate(&ctx.kv, 0, N / 2);
-        batch[0] = (sp_batch_token){ids[N / 2], N / 2, 0, true, false, false};
-        for (int i = 0; i < N; i++) batch[1 + i] = (sp_batch_token){ids[i], i, 1, true, false, true};
+        batch[0] = (sp_batch_token){ids[N / 2], N / 2, 0, true, false, false, NULL};
+        for (int i = 0; i < N; i++) batch[1 + i] = (sp_batch_token){ids[i], i, 1, true, false, true, NULL};
         CHECK(sp_forward(&ctx, batch, N + 1, mixed) == SPROUT_OK);
         CHECK_MSG(!memcmp(mixed, half_then_one, sizeof half_then_one) && !memcmp(mixed + V, whole, sizeof whole),
                   "%s: prompt and generated tokens in one batch differ from each kind alone", files[fi]);
@@ -262,9 +262,9 @@ static void test_token_kinds(void) {
         sp_kv_truncate(&ctx.kv, 0, N / 2);
         sp_kv_clear(&ctx.kv, 1);
         static float two_runs[(N + 1) * V];
-        for (int i = 0; i < N / 2; i++) batch[i] = (sp_batch_token){ids[i], i, 1, true, false, true};
-        batch[N / 2] = (sp_batch_token){ids[N / 2], N / 2, 0, true, false, false};
-        for (int i = N / 2; i < N; i++) batch[1 + i] = (sp_batch_token){ids[i], i, 1, true, false, true};
+        for (int i = 0; i < N / 2; i++) batch[i] = (sp_batch_token){ids[i], i, 1, true, false, true, NULL};
+        batch[N / 2] = (sp_batch_token){ids[N / 2], N / 2, 0, true, false, false, NULL};
+        for (int i = N / 2; i < N; i++) batch[1 + i] = (sp_batch_token){ids[i], i, 1, true, false, true, NULL};
         CHECK(sp_forward(&ctx, batch, N + 1, two_runs) == SPROUT_OK);
         same = !memcmp(two_runs + (size_t)(N / 2) * V, half_then_one, sizeof half_then_one);
         for (int i = 0; i < N; i++) same &= !memcmp(two_runs + (size_t)(i < N / 2 ? i : i + 1) * V, whole + (size_t)i * V, V * sizeof(float));

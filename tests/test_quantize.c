@@ -40,7 +40,7 @@ static bool last_logits(const char *path, float *out) {
     float *all = malloc((size_t)ref_n_tokens * (size_t)ref_vocab * sizeof(float));
     if (ok) {
         sp_batch_token batch[64];
-        for (int32_t i = 0; i < ref_n_tokens; i++) batch[i] = (sp_batch_token){ref_tokens[i], i, 0, true, false, true};
+        for (int32_t i = 0; i < ref_n_tokens; i++) batch[i] = (sp_batch_token){ref_tokens[i], i, 0, true, false, true, NULL};
         ok = sp_forward(&ctx, batch, ref_n_tokens, all) == SPROUT_OK;
         if (ok) memcpy(out, all + (size_t)(ref_n_tokens - 1) * (size_t)ref_vocab, (size_t)ref_vocab * sizeof(float));
         sp_context_free(&ctx);

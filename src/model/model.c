@@ -396,6 +396,37 @@ fail:
     return st;
 }
 
+/* --- the weights by index -------------------------------------------------------------- */
+
+static const char *const layer_weight_names[SP_LAYER_WEIGHTS] = {"attn_q",   "attn_k",   "attn_v", "attn_qkv",
+                                                                 "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+
+const sp_weight *sp_model_weight(const sprout_model *m, int64_t i) {
+    if (i == 0) return &m->output;
+    const int64_t il = (i - 1) / SP_LAYER_WEIGHTS;
+    if (i < 0 || il >= m->hp.n_layer) return NULL;
+    const sp_layer *ly = &m->layers[il];
+    const sp_weight *const ws[SP_LAYER_WEIGHTS] = {&ly->wq, &ly->wk, &ly->wv, &ly->wqkv, &ly->wo, &ly->w_gate, &ly->w_up, &ly->w_down};
+    return ws[(i - 1) % SP_LAYER_WEIGHTS];
+}
+
+int64_t sp_model_weight_count(const sprout_model *m) { return 1 + (int64_t)SP_LAYER_WEIGHTS * m->hp.n_layer; }
+
+int64_t sp_model_weight_index(const sprout_model *m, const sp_weight *w) {
+    if (w == &m->output) return 0;
+    const uintptr_t at = (uintptr_t)w, begin = (uintptr_t)m->layers, end = (uintptr_t)(m->layers + m->hp.n_layer);
+    if (at < begin || at >= end) return -1;
+    const int64_t il = (int64_t)((at - begin) / sizeof(sp_layer));
+    for (int64_t k = 0; k < SP_LAYER_WEIGHTS; k++)
+        if (sp_model_weight(m, 1 + il * SP_LAYER_WEIGHTS + k) == w) return 1 + il * SP_LAYER_WEIGHTS + k;
+    return -1;
+}
+
+void sp_model_weight_name(int64_t i, char *buf, size_t cap) {
+    if (i == 0) snprintf(buf, cap, "output.weight");
+    else snprintf(buf, cap, "blk.%lld.%s.weight", (long long)((i - 1) / SP_LAYER_WEIGHTS), layer_weight_names[(i - 1) % SP_LAYER_WEIGHTS]);
+}
+
 /* --- the public model API ---------------------------------------------------------------- */
 
 sprout_status sprout_model_load(const char *path, const sprout_model_params *params, sprout_model **out) {

@@ -7,6 +7,7 @@
 #define SPROUT_MODEL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kernels/kernels.h"
@@ -92,6 +93,19 @@ struct sprout_model {
     sprout_model_params params;
     double load_ms;
 };
+
+/* The matrices the forward pass multiplies by (every sp_matmul's weight),
+ * one at a time: 0 is the output head, 1 + 8 il + k layer il's wq, wk, wv,
+ * wqkv, wo, w_gate, w_up, w_down. NULL past the last; absent ones have no
+ * data. An adapter finds its pair for a weight by this index. */
+#define SP_LAYER_WEIGHTS 8
+const sp_weight *sp_model_weight(const sprout_model *m, int64_t i);
+/* The index of w (a pointer into m: &m->output or a layer's field), or -1. */
+int64_t sp_model_weight_index(const sprout_model *m, const sp_weight *w);
+/* How many indices there are (1 + 8 n_layer). */
+int64_t sp_model_weight_count(const sprout_model *m);
+/* The file's tensor name of weight i ("output.weight", "blk.3.attn_q.weight"). */
+void sp_model_weight_name(int64_t i, char *buf, size_t cap);
 
 /* Builds the model from an open GGUF (takes ownership of it on success). */
 sprout_status sp_model_build(sprout_gguf *gguf, const sprout_model_params *params, sprout_model **out);

@@ -17,7 +17,8 @@ static sprout_status prefill(sprout_pipeline *p, const int32_t *tokens, int32_t 
     const bool prompt_path = to - from >= SP_PROMPT_PATH_MIN_TOKENS;
     for (int32_t start = from; start < to; start += ctx->n_batch) {
         int32_t n = to - start < ctx->n_batch ? to - start : ctx->n_batch;
-        for (int32_t i = 0; i < n; i++) p->batch[i] = (sp_batch_token){tokens[start + i], start + i, 0, start + i == to - 1, false, prompt_path};
+        for (int32_t i = 0; i < n; i++) p->batch[i] = (sp_batch_token){tokens[start + i], start + i, 0, start + i == to - 1, false, prompt_path,
+                                                                     sp_pipeline_lora(p)};
         sprout_status st = sp_forward(ctx, p->batch, n, p->logits);
         if (st != SPROUT_OK) return st;
         memcpy(p->cached + start, tokens + start, (size_t)n * sizeof *tokens);
@@ -46,7 +47,7 @@ sprout_status sp_generate(sprout_pipeline *p, const int32_t *prompt, size_t n_pr
     sp_seq_prefill_done(&s);
     int32_t next;
     while (st == SPROUT_OK && sp_seq_next(&s, p->logits, p->cached, (size_t)p->n_cached, p->n_cached < p->n_ctx, &next)) {
-        sp_batch_token bt = {next, p->n_cached, 0, true, false, false};
+        sp_batch_token bt = {next, p->n_cached, 0, true, false, false, sp_pipeline_lora(p)};
         st = sp_forward(&p->ctx, &bt, 1, p->logits);
         if (st == SPROUT_OK) p->cached[p->n_cached++] = next;
         if (sp_seq_finished(&s)) break;

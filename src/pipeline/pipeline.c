@@ -1,4 +1,5 @@
 /* Pipelines: creation and configuration. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -99,7 +100,31 @@ void sprout_pipeline_free(sprout_pipeline *p) {
     free(p->cached);
     free(p->logits);
     free(p->batch);
+    free(p->lora_uses);
     free(p);
+}
+
+sprout_status sprout_pipeline_set_lora(sprout_pipeline *p, sprout_lora *const *adapters, const float *scales, size_t n) {
+    if (!p || (n && (!adapters || !scales))) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL pipeline, adapters or scales");
+    for (size_t i = 0; i < n; i++) {
+        if (!adapters[i]) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "adapter %zu is NULL", i);
+        if (adapters[i]->model != p->model)
+            return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "adapter %zu was loaded against another model", i);
+        if (!isfinite(scales[i])) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "adapter %zu: scale is not finite", i);
+    }
+    bool same = n == p->lora.n;
+    for (size_t i = 0; same && i < n; i++) same = p->lora_uses[i].lora == adapters[i] && p->lora_uses[i].scale == scales[i];
+    if (same) return SPROUT_OK;
+    sp_lora_use *uses = NULL;
+    if (n && !(uses = malloc(n * sizeof *uses))) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < n; i++) uses[i] = (sp_lora_use){adapters[i], scales[i]};
+    free(p->lora_uses);
+    p->lora_uses = uses;
+    p->lora = (sp_lora_set){n, uses};
+    /* the cached tokens' keys and values were computed with the old set */
+    sp_kv_truncate(&p->ctx.kv, 0, 0);
+    p->n_cached = 0;
+    return SPROUT_OK;
 }
 
 int32_t sprout_pipeline_n_ctx(const sprout_pipeline *p) { return p ? p->n_ctx : 0; }

@@ -39,6 +39,9 @@ struct sprout_pipeline {
     float *logits;          /* one row */
     int32_t *batch_tokens;  /* scratch for building batches */
     sp_batch_token *batch;
+    /* the adapters every token it sends carries (lora.n 0: none) */
+    sp_lora_set lora;
+    sp_lora_use *lora_uses;
     /* chat */
     bool chat_active;
     chat_message *messages;
@@ -46,6 +49,9 @@ struct sprout_pipeline {
     sprout_template *chat_template;
     char *bos_text, *eos_text;
 };
+
+/* The adapter set a pipeline's batch tokens carry (NULL: none). */
+static inline const sp_lora_set *sp_pipeline_lora(const sprout_pipeline *p) { return p->lora.n ? &p->lora : NULL; }
 
 /* Copies a caller's config, which may be an older, shorter struct (NULL:
  * the defaults). */

@@ -385,7 +385,7 @@ static void admit(sprout_scheduler *s) {
 }
 
 static void add_token(sprout_scheduler *s, int32_t *n, slot *sl, int32_t token, bool logits, bool embd, bool prompt) {
-    s->batch[*n] = (sp_batch_token){token, sl->n_cached + sl->n_step_tokens, (int32_t)(sl - s->slots), logits, embd, prompt};
+    s->batch[*n] = (sp_batch_token){token, sl->n_cached + sl->n_step_tokens, (int32_t)(sl - s->slots), logits, embd, prompt, NULL};
     sl->n_step_tokens++;
     (*n)++;
 }

@@ -5,20 +5,9 @@
 
 #include "core/error.h"
 
-/* The model's matrices the forward pass multiplies by, one at a time (i
- * from 0; NULL past the last; absent ones have no data). */
-static const sp_weight *model_weight(const sprout_model *m, int64_t i) {
-    if (i == 0) return &m->output;
-    const int64_t il = (i - 1) / 8;
-    if (il >= m->hp.n_layer) return NULL;
-    const sp_layer *ly = &m->layers[il];
-    const sp_weight *const ws[8] = {&ly->wq, &ly->wk, &ly->wv, &ly->wqkv, &ly->wo, &ly->w_gate, &ly->w_up, &ly->w_down};
-    return ws[(i - 1) % 8];
-}
-
 bool sp_context_kinds_differ(const sp_context *ctx) {
     const sp_weight *w;
-    for (int64_t i = 0; (w = model_weight(ctx->model, i)); i++)
+    for (int64_t i = 0; (w = sp_model_weight(ctx->model, i)); i++)
         if (w->data && sp_prompt_path_differs(ctx->kernels, w->type)) return true;
     return false;
 }
@@ -29,7 +18,7 @@ bool sp_context_kinds_differ(const sp_context *ctx) {
 static size_t most_staged_bytes(const sp_context *ctx, int64_t tokens, int64_t runs) {
     size_t most = 0;
     const sp_weight *w;
-    for (int64_t i = 0; (w = model_weight(ctx->model, i)); i++) {
+    for (int64_t i = 0; (w = sp_model_weight(ctx->model, i)); i++) {
         if (!w->data || !sp_prompt_path_differs(ctx->kernels, w->type)) continue;
         const size_t bytes = ctx->kernels->prompt_staged_bytes(w->type, w->n_in, tokens + SP_PROMPT_TILE_TOKENS * runs);
         most = bytes > most ? bytes : most;
@@ -75,6 +64,7 @@ sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_
     ctx->cells = alloc_lines((size_t)nb * sizeof(int32_t));
     ctx->kept = alloc_lines((size_t)nb * sizeof *ctx->kept);
     ctx->row_prompt = alloc_lines((size_t)nb * sizeof *ctx->row_prompt);
+    ctx->row_lora = alloc_lines((size_t)nb * sizeof *ctx->row_lora);
     bool quantized_ok = true;
     if (ctx->kernels->quantize) {
         /* a row of width w is w / 32 blocks; attention quantizes each run of heads, so a head must be whole blocks */
@@ -94,7 +84,7 @@ sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_
         quantized_ok &= (ctx->staged = alloc_lines(ctx->staged_capacity)) != NULL;
     }
     if (!ctx->x || !ctx->h.f32 || !ctx->o || !ctx->ff_out || !ctx->q || !ctx->k || !ctx->v || !ctx->qkv || !ctx->attn.f32 || !ctx->ff_a.f32 ||
-        !ctx->ff_b || !ctx->cells || !ctx->kept || !ctx->row_prompt || !ctx->scratch || !quantized_ok) {
+        !ctx->ff_b || !ctx->cells || !ctx->kept || !ctx->row_prompt || !ctx->row_lora || !ctx->scratch || !quantized_ok) {
         sp_context_free(ctx);
         return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory for activations (batch of %d)", n_batch);
     }
@@ -110,6 +100,7 @@ void sp_context_free(sp_context *ctx) {
     free(ctx->cells);
     free(ctx->kept);
     free(ctx->row_prompt);
+    free(ctx->row_lora);
     free(ctx->staged);
     free(ctx->h.blocks);
     free(ctx->attn.blocks);

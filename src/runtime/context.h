@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "kernels/kernels.h"
+#include "model/lora.h"
 #include "model/model.h"
 #include "runtime/kv_cache.h"
 #include "runtime/threadpool.h"
@@ -22,6 +23,9 @@ typedef struct sp_batch_token {
      * the tokens of a prompt of SP_PROMPT_PATH_MIN_TOKENS or more, never a
      * generated one */
     bool prompt;
+    /* the adapters that apply to this token (NULL: none): each row's own,
+     * so that requests with different adapters share a forward pass */
+    const sp_lora_set *lora;
 } sp_batch_token;
 
 /* Fewer prompt tokens than this are computed as generated ones: the prompt
@@ -66,6 +70,7 @@ typedef struct sp_context {
     int64_t scratch_stride;
     int32_t *cells;   /* the cell of each batch token */
     bool *row_prompt; /* per row of the matmul at hand: a prompt token's (sp_batch_token.prompt) */
+    const sp_lora_set **row_lora; /* per row of the matmul at hand: its adapters (sp_batch_token.lora) */
     /* A matmul's prompt runs staged for the prompt entry once, by all
      * threads (kernels->stage_prompt); NULL where no weight takes it or
      * one thread runs */

@@ -3,6 +3,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "runtime/lora_apply.h"
 #include "runtime/parallel.h"
 
 typedef struct matmul_job {
@@ -107,12 +108,20 @@ static void matmul_worker(void *p, int ith, int nth) {
  * prompt entry, in pieces of its group of panels (kernels.h). */
 enum { MATMUL_PIECES_MAX_TOKENS = 8, PROMPT_PIECE_ROWS = SP_PROMPT_ROW_GROUP };
 
+static void matmul_parallel(const sp_context *ctx, matmul_job *j);
+
 void sp_matmul(const sp_context *ctx, const sp_weight *w, const sp_rows *x, float *y, int32_t n) {
     matmul_job j = {.ctx = ctx, .w = w, .x = x->f32, .x_stride = w->n_in, .xq = x->blocks, .n_tokens = n, .y = y, .y_stride = w->n_out};
-    if (w->n_out * w->n_in * n < SP_PARALLEL_MIN_WORK) {
-        matmul_worker(&j, 0, 1);
-        return;
-    }
+    if (w->n_out * w->n_in * n < SP_PARALLEL_MIN_WORK) matmul_worker(&j, 0, 1);
+    else matmul_parallel(ctx, &j);
+    /* the adapters' low-rank terms, after W x is whole (lora_apply.c) */
+    sp_lora_apply(ctx, w, x->f32, y, n);
+}
+
+/* The rows of j among the pool's threads. */
+static void matmul_parallel(const sp_context *ctx, matmul_job *j) {
+    const sp_weight *w = j->w;
+    const int32_t n = (int32_t)j->n_tokens;
     /* A thread can run slower than another for a whole matmul (a shared
      * host's vCPUs do), so part of the rows goes in pieces to whoever is
      * free. A few tokens' rows stream from memory: the last quarter (or a
@@ -127,17 +136,17 @@ void sp_matmul(const sp_context *ctx, const sp_weight *w, const sp_rows *x, floa
     if (sp_prompt_path_differs(ctx->kernels, w->type))
         for (int64_t t = 0; t < n; t++) prompt_runs |= ctx->row_prompt[t];
     if (nth > 1 && prompt_runs && ctx->staged && staged_bytes(ctx, w, n) <= ctx->staged_capacity) {
-        j.staged = ctx->staged;
-        sp_threadpool_run(ctx->pool, stage_worker, &j);
-        j.first_rows = w->n_out / 2 / nth / PROMPT_PIECE_ROWS * PROMPT_PIECE_ROWS;
-        j.piece_rows = PROMPT_PIECE_ROWS;
+        j->staged = ctx->staged;
+        sp_threadpool_run(ctx->pool, stage_worker, j);
+        j->first_rows = w->n_out / 2 / nth / PROMPT_PIECE_ROWS * PROMPT_PIECE_ROWS;
+        j->piece_rows = PROMPT_PIECE_ROWS;
     } else if (nth > 1 && !prompt_runs && n <= MATMUL_PIECES_MAX_TOKENS) {
-        j.first_rows = w->n_out * 3 / 4 / nth / 32 * 32;
-        j.piece_rows = ((w->n_out - nth * j.first_rows) / (2 * nth) + 31) / 32 * 32;
-        if (j.piece_rows < 32) j.piece_rows = 32;
+        j->first_rows = w->n_out * 3 / 4 / nth / 32 * 32;
+        j->piece_rows = ((w->n_out - nth * j->first_rows) / (2 * nth) + 31) / 32 * 32;
+        if (j->piece_rows < 32) j->piece_rows = 32;
     }
-    if (j.first_rows > 0) atomic_init(&j.next_piece, 0);
-    sp_threadpool_run(ctx->pool, matmul_worker, &j);
+    if (j->first_rows > 0) atomic_init(&j->next_piece, 0);
+    sp_threadpool_run(ctx->pool, matmul_worker, j);
 }
 
 

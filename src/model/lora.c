@@ -1,0 +1,136 @@
+#include "model/lora.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+/* A metadata string equal to `want` (the key's absence is an error too). */
+static sprout_status expect_str(const sprout_gguf *g, const char *key, const char *want) {
+    const char *s;
+    size_t len;
+    if (sprout_gguf_get_str(g, key, &s, &len) != SPROUT_OK) return sp_fail(SPROUT_ERR_FORMAT, "not a LoRA adapter: no string '%s'", key);
+    if (len != strlen(want) || memcmp(s, want, len) != 0)
+        return sp_fail(SPROUT_ERR_FORMAT, "not a LoRA adapter for this model: %s is '%.*s', expected '%s'", key, (int)(len < 64 ? len : 64),
+                       s, want);
+    return SPROUT_OK;
+}
+
+/* One half of a pair: a 2-D matrix of ne0 x ne1 (n_in x n_out) of a type
+ * sprout computes, rows whole blocks. */
+static sprout_status bind_half(const sprout_gguf *g, int64_t i, int64_t n_in, int64_t n_out, sp_weight *w) {
+    const char *name = sprout_gguf_tensor_name(g, i);
+    const sprout_type t = sprout_gguf_tensor_type(g, i);
+    if (!sprout_type_can_dequantize(t))
+        return sp_fail(SPROUT_ERR_UNSUPPORTED, "tensor '%s' has type %s, which sprout cannot compute with", name, sprout_type_name(t));
+    const int64_t ne0 = sprout_gguf_tensor_dim(g, i, 0), ne1 = sprout_gguf_tensor_dim(g, i, 1);
+    if (sprout_gguf_tensor_n_dims(g, i) > 2 || ne0 != n_in || ne1 != n_out || sprout_gguf_tensor_elements(g, i) != n_in * n_out)
+        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' has shape [%lld, %lld], expected [%lld, %lld]", name, (long long)ne0, (long long)ne1,
+                       (long long)n_in, (long long)n_out);
+    if (n_in % sprout_type_block_size(t) != 0)
+        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s': rows of %lld do not divide into %s blocks", name, (long long)n_in,
+                       sprout_type_name(t));
+    w->data = sprout_gguf_tensor_data(g, i);
+    w->type = t;
+    w->n_in = n_in;
+    w->n_out = n_out;
+    w->row_bytes = (size_t)(sprout_gguf_tensor_bytes(g, i) / (uint64_t)n_out);
+    return SPROUT_OK;
+}
+
+/* The pair for model weight k, if the file has either half. */
+static sprout_status bind_pair(const sprout_gguf *g, const sprout_model *m, int64_t k, bool *used, sp_lora_pair *p, float alpha) {
+    char base[96], name_a[112], name_b[112];
+    sp_model_weight_name(k, base, sizeof base);
+    snprintf(name_a, sizeof name_a, "%s.lora_a", base);
+    snprintf(name_b, sizeof name_b, "%s.lora_b", base);
+    const int64_t ia = sprout_gguf_find_tensor(g, name_a), ib = sprout_gguf_find_tensor(g, name_b);
+    if (ia < 0 && ib < 0) return SPROUT_OK;
+    if (ia < 0 || ib < 0) return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' has no pair: '%s' is missing", ia < 0 ? name_b : name_a,
+                                         ia < 0 ? name_a : name_b);
+    used[ia] = used[ib] = true;
+    const sp_weight *w = sp_model_weight(m, k);
+    /* a tied head is the embedding: llama.cpp finds no 'output.weight' to adapt either */
+    if (!w->data || (k == 0 && sprout_gguf_find_tensor(m->gguf, "output.weight") < 0))
+        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' adapts '%s', which the model does not have", name_a, base);
+    const int64_t r = sprout_gguf_tensor_dim(g, ia, 1);
+    if (r < 1 || r > SP_LORA_MAX_RANK)
+        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' has rank %lld (1 to %d)", name_a, (long long)r, SP_LORA_MAX_RANK);
+    sprout_status st = bind_half(g, ia, w->n_in, r, &p->a);
+    if (st == SPROUT_OK) st = bind_half(g, ib, r, w->n_out, &p->b);
+    if (st != SPROUT_OK) return st;
+    p->alpha_over_rank = alpha != 0.f ? alpha / (float)r : 1.f;
+    return SPROUT_OK;
+}
+
+sprout_status sp_lora_build(sprout_gguf *g, const sprout_model *m, sprout_lora **out) {
+    *out = NULL;
+    sprout_status st;
+    if ((st = expect_str(g, "general.type", "adapter")) != SPROUT_OK || (st = expect_str(g, "adapter.type", "lora")) != SPROUT_OK ||
+        (st = expect_str(g, "general.architecture", m->hp.arch_name)) != SPROUT_OK)
+        return st;
+    double alpha = 0;
+    const sprout_gguf_value *v = sprout_gguf_find(g, "adapter.lora.alpha");
+    if (v && (sprout_gguf_value_f64(v, &alpha) != SPROUT_OK || !isfinite((float)alpha)))
+        return sp_fail(SPROUT_ERR_FORMAT, "adapter.lora.alpha must be a finite number");
+    const int64_t n_tensors = sprout_gguf_tensor_count(g), n_weights = sp_model_weight_count(m);
+    sprout_lora *l = calloc(1, sizeof *l);
+    bool *used = calloc((size_t)(n_tensors > 0 ? n_tensors : 1), sizeof *used);
+    if (l) l->pairs = calloc((size_t)n_weights, sizeof *l->pairs);
+    if (!l || !used || !l->pairs) {
+        st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+        goto fail;
+    }
+    l->alpha = (float)alpha;
+    for (int64_t k = 0; k < n_weights; k++) {
+        if ((st = bind_pair(g, m, k, used, &l->pairs[k], l->alpha)) != SPROUT_OK) goto fail;
+        l->n_pairs += l->pairs[k].a.data != NULL;
+    }
+    /* every tensor must be half of a pair for a weight sprout adapts:
+     * one left over (an embedding's, a norm's, a misspelt name) is refused,
+     * not silently ignored */
+    for (int64_t i = 0; i < n_tensors; i++)
+        if (!used[i]) {
+            st = sp_fail(SPROUT_ERR_UNSUPPORTED, "tensor '%s' adapts no weight of the model sprout can adapt", sprout_gguf_tensor_name(g, i));
+            goto fail;
+        }
+    if (l->n_pairs == 0) {
+        st = sp_fail(SPROUT_ERR_FORMAT, "the adapter has no lora_a/lora_b tensors");
+        goto fail;
+    }
+    free(used);
+    l->gguf = g;
+    l->model = m;
+    *out = l;
+    return SPROUT_OK;
+fail:
+    free(used);
+    if (l) free(l->pairs);
+    free(l);
+    return st;
+}
+
+/* --- the public API ----------------------------------------------------------------------- */
+
+sprout_status sprout_lora_load(const sprout_model *model, const char *path, sprout_lora **out) {
+    if (!out) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL output pointer");
+    *out = NULL;
+    if (!model || !path) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL model or path");
+    sprout_gguf *g = NULL;
+    sprout_status st = sprout_gguf_open(path, &g);
+    if (st != SPROUT_OK) return st;
+    if ((st = sp_lora_build(g, model, out)) != SPROUT_OK) {
+        sp_error_prefix("%s", path);
+        sprout_gguf_close(g);
+    }
+    return st;
+}
+
+void sprout_lora_free(sprout_lora *l) {
+    if (!l) return;
+    sprout_gguf_close(l->gguf);
+    free(l->pairs);
+    free(l);
+}

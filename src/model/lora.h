@@ -1,0 +1,50 @@
+/* LoRA adapters in llama.cpp's GGUF layout, read against a loaded model:
+ * per target weight W ([n_in] -> [n_out]) a pair A ([n_in] -> [r]) and B
+ * ([r] -> [n_out]) whose product B A is added to W's output at run time,
+ * never merged: the base mapping stays read-only and shared, and any set of
+ * adapters may apply to any token. The adapter's own file stays mapped. */
+#ifndef SPROUT_MODEL_LORA_H
+#define SPROUT_MODEL_LORA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/model.h"
+
+/* Ranks above this are refused: the run-time term keeps a token's r values
+ * on the stack of whichever thread computes it. Real adapters use 4 to 256. */
+#define SP_LORA_MAX_RANK 1024
+
+/* One target's pair: a.n_in = W's n_in, a.n_out = r; b.n_in = r, b.n_out =
+ * W's n_out. a.data NULL: the adapter leaves that weight alone. */
+typedef struct sp_lora_pair {
+    sp_weight a, b;
+    float alpha_over_rank; /* alpha / r, or 1 without alpha (llama.cpp's scale) */
+} sp_lora_pair;
+
+struct sprout_lora {
+    sprout_gguf *gguf;
+    const sprout_model *model;
+    float alpha;         /* 0: none in the file */
+    int64_t n_pairs;     /* targets it carries */
+    sp_lora_pair *pairs; /* indexed as sp_model_weight */
+};
+
+/* An adapter applied with a scale. */
+typedef struct sp_lora_use {
+    const sprout_lora *lora;
+    float scale;
+} sp_lora_use;
+
+/* What applies to a batch token (sp_batch_token.lora): n adapters, each
+ * with its scale. NULL or n 0: the base model alone. */
+typedef struct sp_lora_set {
+    size_t n;
+    const sp_lora_use *uses;
+} sp_lora_set;
+
+/* Checks an open adapter file against m and builds the adapter (takes
+ * ownership of g on success). */
+sprout_status sp_lora_build(sprout_gguf *g, const sprout_model *m, sprout_lora **out);
+
+#endif

@@ -1,0 +1,271 @@
+/* LoRA adapters on stories260K: adapters written by make_lora (regenerated
+ * here from the arguments in tests/data/lora/cases.json) give llama.cpp's
+ * greedy tokens; scale 0 is the base model bit for bit; a token's output
+ * does not depend on the adapters of the other rows of its batch; hostile
+ * adapters are refused by name. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "model/lora.h"
+#include "runtime/forward.h"
+#include "sprout.h"
+#include "test_util.h"
+
+static char model_path[1024], tmp_dir[256];
+
+/* make_lora BASE OUT ARGS... (args: a JSON array of strings, or NULL) plus extra. */
+static bool make_lora(const char *out, const json_t *args, const char *extra) {
+    char cmd[4096];
+    int len = snprintf(cmd, sizeof cmd, "'%s' '%s' '%s'", SPROUT_MAKE_LORA_PATH, model_path, out);
+    for (size_t i = 0; i < json_array_size(args); i++)
+        len += snprintf(cmd + len, sizeof cmd - (size_t)len, " '%s'", json_string_value(json_array_get(args, i)));
+    if (extra) snprintf(cmd + len, sizeof cmd - (size_t)len, " %s", extra);
+    const int rc = system(cmd);
+    CHECK_MSG(rc == 0, "%s failed", cmd);
+    return rc == 0;
+}
+
+static sprout_generation_config greedy(int n) {
+    sprout_generation_config c;
+    sprout_generation_config_init(&c);
+    c.temperature = 0.f;
+    c.max_new_tokens = n;
+    c.logprobs = 4;
+    return c;
+}
+
+/* --- llama.cpp's greedy tokens ---------------------------------------------------------- */
+
+static void test_reference(sprout_model *m) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/cases.json", SPROUT_LORA_DATA_DIR);
+    json_t *ref = json_load_file(path, 0, NULL);
+    CHECK_MSG(ref != NULL, "cannot read %s", path);
+    if (!ref) return;
+    sprout_pipeline *p = NULL;
+    CHECK(sprout_pipeline_create(m, NULL, &p) == SPROUT_OK);
+    const json_t *cases = json_object_get(ref, "cases");
+    CHECK(json_array_size(cases) >= 3);
+    for (size_t c = 0; c < json_array_size(cases); c++) {
+        const json_t *cs = json_array_get(cases, c), *adapters = json_object_get(cs, "adapters");
+        const char *name = json_string_value(json_object_get(cs, "name"));
+        sprout_lora *loras[4] = {0};
+        float scales[4];
+        size_t n = 0;
+        for (; n < json_array_size(adapters) && n < 4; n++) {
+            const json_t *a = json_array_get(adapters, n);
+            char file[512];
+            snprintf(file, sizeof file, "%s/%s-%zu.gguf", tmp_dir, name, n);
+            if (!make_lora(file, json_object_get(a, "make_lora"), NULL)) break;
+            CHECK_MSG(sprout_lora_load(m, file, &loras[n]) == SPROUT_OK, "%s: %s", name, sprout_last_error());
+            scales[n] = (float)json_number_value(json_object_get(a, "scale"));
+        }
+        CHECK(sprout_pipeline_set_lora(p, loras, scales, n) == SPROUT_OK);
+        const json_t *want = json_object_get(cs, "tokens");
+        sprout_generation_config cfg = greedy((int)json_array_size(want));
+        sprout_result *r = NULL;
+        CHECK_MSG(sprout_generate(p, json_string_value(json_object_get(cs, "prompt")), &cfg, NULL, NULL, &r) == SPROUT_OK, "%s",
+                  sprout_last_error());
+        if (r) {
+            size_t got;
+            const sprout_token *toks = sprout_result_tokens(r, &got);
+            size_t same = 0;
+            while (same < got && same < json_array_size(want) && toks[same] == json_integer_value(json_array_get(want, same))) same++;
+            CHECK_MSG(same == json_array_size(want) && got == same, "%s: %zu of %zu tokens match llama.cpp's", name, same,
+                      json_array_size(want));
+            size_t len;
+            const char *text = sprout_result_text(r, &len), *want_text = json_string_value(json_object_get(cs, "text"));
+            CHECK_MSG(want_text && len == strlen(want_text) && !memcmp(text, want_text, len), "%s: text differs: %.*s", name, (int)len,
+                      text);
+            sprout_result_free(r);
+        }
+        CHECK(sprout_pipeline_set_lora(p, NULL, NULL, 0) == SPROUT_OK);
+        for (size_t i = 0; i < n; i++) sprout_lora_free(loras[i]);
+    }
+    sprout_pipeline_free(p);
+    json_decref(ref);
+}
+
+/* --- scale 0, and a change of set empties the cache ------------------------------------ */
+
+static sprout_result *generate(sprout_pipeline *p, const char *prompt) {
+    sprout_generation_config cfg = greedy(24);
+    sprout_result *r = NULL;
+    CHECK_MSG(sprout_generate(p, prompt, &cfg, NULL, NULL, &r) == SPROUT_OK, "%s", sprout_last_error());
+    return r;
+}
+
+/* Tokens and every recorded log-probability equal, bit for bit. */
+static bool same_results(const sprout_result *a, const sprout_result *b) {
+    size_t na, nb;
+    const sprout_token *ta = sprout_result_tokens(a, &na), *tb = sprout_result_tokens(b, &nb);
+    if (na != nb || memcmp(ta, tb, na * sizeof *ta)) return false;
+    for (size_t i = 0; i < na; i++) {
+        float la, lb;
+        const sprout_token *ia, *ib;
+        const float *va, *vb;
+        size_t ka, kb;
+        if (sprout_result_logprob(a, i, &la, &ia, &va, &ka) != SPROUT_OK || sprout_result_logprob(b, i, &lb, &ib, &vb, &kb) != SPROUT_OK)
+            return false;
+        if (memcmp(&la, &lb, sizeof la) || ka != kb || memcmp(ia, ib, ka * sizeof *ia) || memcmp(va, vb, ka * sizeof *va)) return false;
+    }
+    return true;
+}
+
+static void test_scale_zero(sprout_model *m) {
+    char file[512];
+    snprintf(file, sizeof file, "%s/zero.gguf", tmp_dir);
+    if (!make_lora(file, NULL, "--rank 8 --type F16 --targets all --alpha 16 --seed 5 --magnitude 0.3")) return;
+    sprout_lora *a = NULL;
+    CHECK_MSG(sprout_lora_load(m, file, &a) == SPROUT_OK, "%s", sprout_last_error());
+    sprout_pipeline *p = NULL;
+    CHECK(sprout_pipeline_create(m, NULL, &p) == SPROUT_OK);
+    if (!a || !p) return;
+    sprout_result *base = generate(p, "Once upon a time");
+    CHECK(sprout_pipeline_cached_tokens(p) > 0);
+    const float zero = 0.f, one = 1.f;
+    CHECK(sprout_pipeline_set_lora(p, &a, &zero, 1) == SPROUT_OK);
+    CHECK(sprout_pipeline_cached_tokens(p) == 0); /* the set changed */
+    sprout_result *zeroed = generate(p, "Once upon a time");
+    CHECK(sprout_pipeline_set_lora(p, &a, &zero, 1) == SPROUT_OK);
+    CHECK(sprout_pipeline_cached_tokens(p) > 0); /* the same set: the cache stays */
+    CHECK(sprout_pipeline_set_lora(p, &a, &one, 1) == SPROUT_OK);
+    sprout_result *adapted = generate(p, "Once upon a time");
+    if (base && zeroed && adapted) {
+        CHECK_MSG(same_results(base, zeroed), "scale 0 differs from no adapter");
+        CHECK_MSG(!same_results(base, adapted), "the adapter changes nothing");
+    }
+    /* refused: a NULL adapter, a non-finite scale, an adapter of another model */
+    sprout_lora *none = NULL;
+    const float inf = INFINITY;
+    CHECK(sprout_pipeline_set_lora(p, &none, &one, 1) == SPROUT_ERR_INVALID_ARGUMENT);
+    CHECK(sprout_pipeline_set_lora(p, &a, &inf, 1) == SPROUT_ERR_INVALID_ARGUMENT);
+    CHECK(sprout_pipeline_set_lora(p, NULL, NULL, 1) == SPROUT_ERR_INVALID_ARGUMENT);
+    sprout_model *other = NULL;
+    CHECK(sprout_model_load(model_path, NULL, &other) == SPROUT_OK);
+    sprout_pipeline *q = NULL;
+    if (other) CHECK(sprout_pipeline_create(other, NULL, &q) == SPROUT_OK);
+    if (q) CHECK(sprout_pipeline_set_lora(q, &a, &one, 1) == SPROUT_ERR_INVALID_ARGUMENT);
+    sprout_pipeline_free(q);
+    sprout_model_free(other);
+    sprout_result_free(base);
+    sprout_result_free(zeroed);
+    sprout_result_free(adapted);
+    sprout_pipeline_free(p);
+    sprout_lora_free(a);
+}
+
+/* --- batch invariance: each row its own adapters --------------------------------------- */
+
+/* Three sequences of one prompt, with adapters A, none and A+B, in one batch
+ * and each alone: the last logits of each are the same bits. */
+static void test_rows(sprout_model *m) {
+    char fa[512], fb[512];
+    snprintf(fa, sizeof fa, "%s/rows-a.gguf", tmp_dir);
+    snprintf(fb, sizeof fb, "%s/rows-b.gguf", tmp_dir);
+    if (!make_lora(fa, NULL, "--rank 4 --targets attn --seed 7") || !make_lora(fb, NULL, "--rank 16 --type Q8_0 --seed 8 --alpha 8")) return;
+    sprout_lora *a = NULL, *b = NULL;
+    CHECK(sprout_lora_load(m, fa, &a) == SPROUT_OK && sprout_lora_load(m, fb, &b) == SPROUT_OK);
+    if (!a || !b) return;
+    const sp_lora_use ua[] = {{a, 1.f}}, uab[] = {{a, 0.5f}, {b, 1.5f}};
+    const sp_lora_set sa = {1, ua}, sab = {2, uab};
+    const sp_lora_set *sets[3] = {&sa, NULL, &sab};
+    const int32_t prompt[] = {1, 403, 407, 261, 378, 432};
+    enum { N = sizeof prompt / sizeof prompt[0], V = 512 };
+    float alone[3][V], together[3 * V];
+    for (int s = 0; s < 3; s++) {
+        sp_context ctx;
+        CHECK(sp_context_init(&ctx, m, 64, 64, 1, 2, SP_KV_F32) == SPROUT_OK);
+        sp_batch_token bt[N];
+        for (int i = 0; i < N; i++) bt[i] = (sp_batch_token){prompt[i], i, 0, i == N - 1, false, false, sets[s]};
+        CHECK_MSG(sp_forward(&ctx, bt, N, alone[s]) == SPROUT_OK, "%s", sprout_last_error());
+        sp_context_free(&ctx);
+    }
+    sp_context ctx;
+    CHECK(sp_context_init(&ctx, m, 64, 64, 3, 2, SP_KV_F32) == SPROUT_OK);
+    sp_batch_token bt[3 * N];
+    for (int i = 0; i < N; i++) /* interleaved: rows of different sets side by side */
+        for (int s = 0; s < 3; s++) bt[3 * i + s] = (sp_batch_token){prompt[i], i, s, i == N - 1, false, false, sets[s]};
+    CHECK(sp_forward(&ctx, bt, 3 * N, together) == SPROUT_OK);
+    for (int s = 0; s < 3; s++) CHECK_MSG(!memcmp(alone[s], together + s * V, sizeof alone[s]), "sequence %d differs in a batch", s);
+    CHECK(memcmp(alone[0], alone[1], sizeof alone[0]) != 0 && memcmp(alone[2], alone[1], sizeof alone[0]) != 0);
+    sp_context_free(&ctx);
+    sprout_lora_free(a);
+    sprout_lora_free(b);
+}
+
+/* --- hostile adapters ------------------------------------------------------------------ */
+
+static void refused(sprout_model *m, const char *file, const char *what) {
+    sprout_lora *l = (sprout_lora *)1;
+    const sprout_status st = sprout_lora_load(m, file, &l);
+    CHECK_MSG(st != SPROUT_OK && l == NULL, "%s loaded", file);
+    CHECK_MSG(strstr(sprout_last_error(), what) != NULL, "%s: '%s' lacks '%s'", file, sprout_last_error(), what);
+}
+
+static void test_hostile(sprout_model *m) {
+    static const struct {
+        const char *kind, *message;
+    } cases[] = {
+        {"arch", "general.architecture is 'gpt2'"},
+        {"lone-a", "blk.0.attn_q.weight.lora_b' is missing"},
+        {"shape", "blk.0.attn_q.weight.lora_a' has shape [96, 8], expected [64, 8]"},
+        {"rank0", "rank 0"},
+    };
+    char file[512], extra[64];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(file, sizeof file, "%s/hostile-%s.gguf", tmp_dir, cases[i].kind);
+        snprintf(extra, sizeof extra, "--targets attn --hostile %s", cases[i].kind);
+        if (make_lora(file, NULL, extra)) refused(m, file, cases[i].message);
+    }
+    /* truncated: every cut of a good adapter refused (or, at the end, loaded) */
+    snprintf(file, sizeof file, "%s/good.gguf", tmp_dir);
+    if (!make_lora(file, NULL, "--rank 4 --targets attn")) return;
+    FILE *f = fopen(file, "rb");
+    char *bytes = malloc(1 << 20);
+    const size_t size = f && bytes ? fread(bytes, 1, 1 << 20, f) : 0;
+    if (f) fclose(f);
+    char cut[512];
+    snprintf(cut, sizeof cut, "%s/cut.gguf", tmp_dir);
+    const size_t cuts[] = {0, 3, 20, size / 3, size / 2, size - 1};
+    for (size_t i = 0; size && i < sizeof cuts / sizeof cuts[0]; i++) {
+        FILE *o = fopen(cut, "wb");
+        if (!o) break;
+        fwrite(bytes, 1, cuts[i], o);
+        fclose(o);
+        sprout_lora *l = (sprout_lora *)1;
+        CHECK_MSG(sprout_lora_load(m, cut, &l) != SPROUT_OK && !l, "a cut at %zu of %zu loaded", cuts[i], size);
+    }
+    free(bytes);
+    /* a model file is no adapter; arguments */
+    sprout_lora *l = NULL;
+    CHECK(sprout_lora_load(m, model_path, &l) == SPROUT_ERR_FORMAT && !l);
+    CHECK(sprout_lora_load(NULL, file, &l) == SPROUT_ERR_INVALID_ARGUMENT);
+    CHECK(sprout_lora_load(m, file, NULL) == SPROUT_ERR_INVALID_ARGUMENT);
+    sprout_lora_free(NULL);
+}
+
+int main(void) {
+    snprintf(model_path, sizeof model_path, "%s/models/stories260K.gguf", test_shared_dir());
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/sprout-lora-XXXXXX");
+    if (!mkdtemp(tmp_dir)) return 1;
+    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 2};
+    sprout_model *m = NULL;
+    CHECK_MSG(sprout_model_load(model_path, &mp, &m) == SPROUT_OK, "%s", sprout_last_error());
+    if (m) {
+        test_reference(m);
+        test_scale_zero(m);
+        test_rows(m);
+        test_hostile(m);
+    }
+    sprout_model_free(m);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp_dir);
+    TEST_MAIN_END();
+}
