@@ -63,8 +63,6 @@ sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_
     ctx->ff_b = alloc_lines((size_t)(nb * 2 * f) * sizeof(float));
     ctx->cells = alloc_lines((size_t)nb * sizeof(int32_t));
     ctx->kept = alloc_lines((size_t)nb * sizeof *ctx->kept);
-    ctx->row_prompt = alloc_lines((size_t)nb * sizeof *ctx->row_prompt);
-    ctx->row_lora = alloc_lines((size_t)nb * sizeof *ctx->row_lora);
     bool quantized_ok = true;
     if (ctx->kernels->quantize) {
         /* a row of width w is w / 32 blocks; attention quantizes each run of heads, so a head must be whole blocks */
@@ -84,7 +82,7 @@ sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_
         quantized_ok &= (ctx->staged = alloc_lines(ctx->staged_capacity)) != NULL;
     }
     if (!ctx->x || !ctx->h.f32 || !ctx->o || !ctx->ff_out || !ctx->q || !ctx->k || !ctx->v || !ctx->qkv || !ctx->attn.f32 || !ctx->ff_a.f32 ||
-        !ctx->ff_b || !ctx->cells || !ctx->kept || !ctx->row_prompt || !ctx->row_lora || !ctx->scratch || !quantized_ok) {
+        !ctx->ff_b || !ctx->cells || !ctx->kept || !ctx->scratch || !quantized_ok) {
         sp_context_free(ctx);
         return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory for activations (batch of %d)", n_batch);
     }
@@ -99,8 +97,6 @@ void sp_context_free(sp_context *ctx) {
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(ctx->cells);
     free(ctx->kept);
-    free(ctx->row_prompt);
-    free(ctx->row_lora);
     free(ctx->staged);
     free(ctx->h.blocks);
     free(ctx->attn.blocks);

@@ -69,14 +69,16 @@ typedef struct sp_context {
     float *scratch; /* per thread: one decoded weight row */
     int64_t scratch_stride;
     int32_t *cells;   /* the cell of each batch token */
-    bool *row_prompt; /* per row of the matmul at hand: a prompt token's (sp_batch_token.prompt) */
-    const sp_lora_set **row_lora; /* per row of the matmul at hand: its adapters (sp_batch_token.lora) */
+    /* the batch token of each row of the matmul at hand (whether it is a
+     * prompt's, its adapters): the batch, then the last layer's kept
+     * tokens, then those whose logits are wanted */
+    const sp_batch_token *rows;
     /* A matmul's prompt runs staged for the prompt entry once, by all
      * threads (kernels->stage_prompt); NULL where no weight takes it or
      * one thread runs */
     void *staged;
     size_t staged_capacity;
-    sp_batch_token *kept; /* the last layer's tokens: those whose logits or hidden states are wanted */
+    sp_batch_token *kept; /* the last layer's tokens (those whose logits or hidden states are wanted), then the output head's */
 } sp_context;
 
 sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_t n_ctx, int32_t n_batch, int32_t n_seq,

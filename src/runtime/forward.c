@@ -253,11 +253,11 @@ static void output_head(sp_context *ctx, const sp_batch_token *batch, int32_t n,
     int32_t n_out = 0;
     for (int32_t t = 0; t < n; t++)
         if (batch[t].logits) {
-            ctx->row_prompt[n_out] = batch[t].prompt;
-            ctx->row_lora[n_out] = batch[t].lora;
+            ctx->kept[n_out] = batch[t]; /* batch may be kept itself: n_out <= t */
             norm_into_h(ctx, n_out++, ctx->x + t * hp->n_embd, m->output_norm, m->output_norm_b);
         }
     if (n_out == 0) return;
+    ctx->rows = ctx->kept;
     sp_matmul(ctx, &m->output, &ctx->h, logits, n_out);
     sp_add_bias(logits, m->output_b, n_out, hp->n_vocab, hp->n_vocab);
     if (hp->final_softcap > 0.f)
@@ -311,7 +311,7 @@ sprout_status sp_forward_out(sp_context *ctx, const sp_batch_token *batch, int32
 
     embed(ctx, batch, n);
     const sp_batch_token *layer_batch = batch;
-    for (int32_t t = 0; t < n; t++) ctx->row_prompt[t] = batch[t].prompt, ctx->row_lora[t] = batch[t].lora;
+    ctx->rows = batch;
     for (int il = 0; il < hp->n_layer; il++) {
         layer_step step = {&m->layers[il], layer_batch, il};
         sp_for_each_token(ctx, n, 2 * e, attn_norm_stage, &step);
@@ -320,7 +320,7 @@ sprout_status sp_forward_out(sp_context *ctx, const sp_batch_token *batch, int32
             n = keep_output_rows(ctx, batch, n, logits != NULL, embd != NULL);
             if (n == 0) return SPROUT_OK;
             step.batch = layer_batch = ctx->kept;
-            for (int32_t t = 0; t < n; t++) ctx->row_prompt[t] = layer_batch[t].prompt, ctx->row_lora[t] = layer_batch[t].lora;
+            ctx->rows = layer_batch;
         }
         sp_attention(ctx, il, layer_batch, n);
         sp_matmul(ctx, &step.ly->wo, &ctx->attn, ctx->o, n);

@@ -62,7 +62,7 @@ static void lora_worker(void *user, int ith, int nth) {
     int64_t t0, t1;
     sp_split_range(j->n, ith, nth, &t0, &t1);
     for (int64_t t = t0; t < t1; t++) {
-        const sp_lora_set *set = j->ctx->row_lora[t];
+        const sp_lora_set *set = j->ctx->rows[t].lora;
         if (!set) continue;
         for (size_t u = 0; u < set->n; u++) {
             const sp_lora_pair *p = &set->uses[u].lora->pairs[j->index];
@@ -73,7 +73,7 @@ static void lora_worker(void *user, int ith, int nth) {
 
 void sp_lora_apply(const sp_context *ctx, const sp_weight *w, const float *x, float *y, int32_t n) {
     bool any = false;
-    for (int32_t t = 0; t < n && !any; t++) any = ctx->row_lora[t] && ctx->row_lora[t]->n > 0;
+    for (int32_t t = 0; t < n && !any; t++) any = ctx->rows[t].lora && ctx->rows[t].lora->n > 0;
     if (!any) return;
     const int64_t index = sp_model_weight_index(ctx->model, w);
     if (index < 0) return;

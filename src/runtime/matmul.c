@@ -23,9 +23,9 @@ typedef struct matmul_job {
 } matmul_job;
 
 /* The end of the run of tokens of one kind (prompt or not) from t0. */
-static int64_t run_end(const bool *prompt, int64_t n, int64_t t0) {
+static int64_t run_end(const sp_batch_token *rows, int64_t n, int64_t t0) {
     int64_t t1 = t0 + 1;
-    while (t1 < n && prompt[t1] == prompt[t0]) t1++;
+    while (t1 < n && rows[t1].prompt == rows[t0].prompt) t1++;
     return t1;
 }
 
@@ -39,14 +39,14 @@ static void matmul_rows(const matmul_job *j, int ith, int64_t o0, int64_t o1) {
     }
     /* runs of prompt tokens and of generated ones, each through its own
      * entry; the prompt entry reads its runs staged (or stages them itself) */
-    const bool *prompt = j->ctx->row_prompt;
+    const sp_batch_token *rows = j->ctx->rows;
     const size_t xq_row = (size_t)(j->w->n_in / 32) * SP_ACT_BLOCK_BYTES;
     size_t staged_at = 0;
     for (int64_t t0 = 0, t1; t0 < j->n_tokens; t0 = t1) {
-        t1 = run_end(prompt, j->n_tokens, t0);
+        t1 = run_end(rows, j->n_tokens, t0);
         const float *x = j->x + t0 * j->x_stride;
         float *y = j->y + t0 * j->y_stride;
-        if (prompt[t0]) {
+        if (rows[t0].prompt) {
             k->matmul_prompt(j->w, x, j->x_stride, j->staged ? (const char *)j->staged + staged_at : NULL, t1 - t0, y, j->y_stride, o0, o1,
                              scratch);
             staged_at += k->prompt_staged_bytes(j->w->type, j->w->n_in, t1 - t0);
@@ -62,11 +62,11 @@ static void matmul_rows(const matmul_job *j, int ith, int64_t o0, int64_t o1) {
 static void stage_worker(void *p, int ith, int nth) {
     const matmul_job *j = p;
     const sp_kernels *k = j->ctx->kernels;
-    const bool *prompt = j->ctx->row_prompt;
+    const sp_batch_token *rows = j->ctx->rows;
     size_t staged_at = 0;
     for (int64_t t0 = 0, t1; t0 < j->n_tokens; t0 = t1) {
-        t1 = run_end(prompt, j->n_tokens, t0);
-        if (!prompt[t0]) continue;
+        t1 = run_end(rows, j->n_tokens, t0);
+        if (!rows[t0].prompt) continue;
         const int64_t n = t1 - t0, columns = sp_prompt_tile_tokens(n);
         int64_t k0, k1;
         sp_split_range((n + columns - 1) / columns, ith, nth, &k0, &k1);
@@ -79,8 +79,8 @@ static void stage_worker(void *p, int ith, int nth) {
 static size_t staged_bytes(const sp_context *ctx, const sp_weight *w, int64_t n) {
     size_t bytes = 0;
     for (int64_t t0 = 0, t1; t0 < n; t0 = t1) {
-        t1 = run_end(ctx->row_prompt, n, t0);
-        if (ctx->row_prompt[t0]) bytes += ctx->kernels->prompt_staged_bytes(w->type, w->n_in, t1 - t0);
+        t1 = run_end(ctx->rows, n, t0);
+        if (ctx->rows[t0].prompt) bytes += ctx->kernels->prompt_staged_bytes(w->type, w->n_in, t1 - t0);
     }
     return bytes;
 }
@@ -134,7 +134,7 @@ static void matmul_parallel(const sp_context *ctx, matmul_job *j) {
     const int nth = sp_threadpool_size(ctx->pool);
     bool prompt_runs = false;
     if (sp_prompt_path_differs(ctx->kernels, w->type))
-        for (int64_t t = 0; t < n; t++) prompt_runs |= ctx->row_prompt[t];
+        for (int64_t t = 0; t < n; t++) prompt_runs |= ctx->rows[t].prompt;
     if (nth > 1 && prompt_runs && ctx->staged && staged_bytes(ctx, w, n) <= ctx->staged_capacity) {
         j->staged = ctx->staged;
         sp_threadpool_run(ctx->pool, stage_worker, j);

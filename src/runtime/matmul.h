@@ -9,7 +9,7 @@
 #include "runtime/context.h"
 
 /* y[t][0..w->n_out) = W x[t] for tokens t in [0, n): x's rows are w->n_in
- * wide, y's w->n_out; row t is a prompt token's where ctx->row_prompt[t]. */
+ * wide, y's w->n_out; row t is ctx->rows[t]'s (a prompt's, its adapters). */
 void sp_matmul(const sp_context *ctx, const sp_weight *w, const sp_rows *x, float *y, int32_t n);
 
 /* Row t of rows.f32 (width elements) into its quantized blocks, where the
