@@ -18,28 +18,6 @@ static sprout_status expect_str(const sprout_gguf *g, const char *key, const cha
     return SPROUT_OK;
 }
 
-/* One half of a pair: a 2-D matrix of ne0 x ne1 (n_in x n_out) of a type
- * sprout computes, rows whole blocks. */
-static sprout_status bind_half(const sprout_gguf *g, int64_t i, int64_t n_in, int64_t n_out, sp_weight *w) {
-    const char *name = sprout_gguf_tensor_name(g, i);
-    const sprout_type t = sprout_gguf_tensor_type(g, i);
-    if (!sprout_type_can_dequantize(t))
-        return sp_fail(SPROUT_ERR_UNSUPPORTED, "tensor '%s' has type %s, which sprout cannot compute with", name, sprout_type_name(t));
-    const int64_t ne0 = sprout_gguf_tensor_dim(g, i, 0), ne1 = sprout_gguf_tensor_dim(g, i, 1);
-    if (sprout_gguf_tensor_n_dims(g, i) > 2 || ne0 != n_in || ne1 != n_out || sprout_gguf_tensor_elements(g, i) != n_in * n_out)
-        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' has shape [%lld, %lld], expected [%lld, %lld]", name, (long long)ne0, (long long)ne1,
-                       (long long)n_in, (long long)n_out);
-    if (n_in % sprout_type_block_size(t) != 0)
-        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s': rows of %lld do not divide into %s blocks", name, (long long)n_in,
-                       sprout_type_name(t));
-    w->data = sprout_gguf_tensor_data(g, i);
-    w->type = t;
-    w->n_in = n_in;
-    w->n_out = n_out;
-    w->row_bytes = (size_t)(sprout_gguf_tensor_bytes(g, i) / (uint64_t)n_out);
-    return SPROUT_OK;
-}
-
 /* The pair for model weight k, if the file has either half. */
 static sprout_status bind_pair(const sprout_gguf *g, const sprout_model *m, int64_t k, bool *used, sp_lora_pair *p, float alpha) {
     char base[96], name_a[112], name_b[112];
@@ -58,8 +36,8 @@ static sprout_status bind_pair(const sprout_gguf *g, const sprout_model *m, int6
     const int64_t r = sprout_gguf_tensor_dim(g, ia, 1);
     if (r < 1 || r > SP_LORA_MAX_RANK)
         return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' has rank %lld (1 to %d)", name_a, (long long)r, SP_LORA_MAX_RANK);
-    sprout_status st = bind_half(g, ia, w->n_in, r, &p->a);
-    if (st == SPROUT_OK) st = bind_half(g, ib, r, w->n_out, &p->b);
+    sprout_status st = sp_weight_bind(g, ia, w->n_in, r, &p->a);
+    if (st == SPROUT_OK) st = sp_weight_bind(g, ib, r, w->n_out, &p->b);
     if (st != SPROUT_OK) return st;
     p->alpha_over_rank = alpha != 0.f ? alpha / (float)r : 1.f;
     return SPROUT_OK;
@@ -83,10 +61,10 @@ sprout_status sp_lora_build(sprout_gguf *g, const sprout_model *m, sprout_lora *
         st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
         goto fail;
     }
-    l->alpha = (float)alpha;
+    int64_t n_pairs = 0;
     for (int64_t k = 0; k < n_weights; k++) {
-        if ((st = bind_pair(g, m, k, used, &l->pairs[k], l->alpha)) != SPROUT_OK) goto fail;
-        l->n_pairs += l->pairs[k].a.data != NULL;
+        if ((st = bind_pair(g, m, k, used, &l->pairs[k], (float)alpha)) != SPROUT_OK) goto fail;
+        n_pairs += l->pairs[k].a.data != NULL;
     }
     /* every tensor must be half of a pair for a weight sprout adapts:
      * one left over (an embedding's, a norm's, a misspelt name) is refused,
@@ -96,7 +74,7 @@ sprout_status sp_lora_build(sprout_gguf *g, const sprout_model *m, sprout_lora *
             st = sp_fail(SPROUT_ERR_UNSUPPORTED, "tensor '%s' adapts no weight of the model sprout can adapt", sprout_gguf_tensor_name(g, i));
             goto fail;
         }
-    if (l->n_pairs == 0) {
+    if (n_pairs == 0) {
         st = sp_fail(SPROUT_ERR_FORMAT, "the adapter has no lora_a/lora_b tensors");
         goto fail;
     }

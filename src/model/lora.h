@@ -25,8 +25,6 @@ typedef struct sp_lora_pair {
 struct sprout_lora {
     sprout_gguf *gguf;
     const sprout_model *model;
-    float alpha;         /* 0: none in the file */
-    int64_t n_pairs;     /* targets it carries */
     sp_lora_pair *pairs; /* indexed as sp_model_weight */
 };
 

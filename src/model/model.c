@@ -111,11 +111,27 @@ static sprout_status get_float(const loader *L, const char *suffix, float fallba
 
 static int64_t find_tensor(const loader *L, const char *name) { return sprout_gguf_find_tensor(L->g, name); }
 
-static sprout_status check_computable(const loader *L, int64_t i) {
-    sprout_type t = sprout_gguf_tensor_type(L->g, i);
+static sprout_status check_computable(const sprout_gguf *g, int64_t i) {
+    sprout_type t = sprout_gguf_tensor_type(g, i);
     if (!sprout_type_can_dequantize(t))
         return sp_fail(SPROUT_ERR_UNSUPPORTED, "tensor '%s' has type %s, which sprout cannot compute with yet",
-                       sprout_gguf_tensor_name(L->g, i), sprout_type_name(t));
+                       sprout_gguf_tensor_name(g, i), sprout_type_name(t));
+    return SPROUT_OK;
+}
+
+sprout_status sp_weight_bind(const sprout_gguf *g, int64_t i, int64_t n_in, int64_t n_out, sp_weight *w) {
+    sprout_status st = check_computable(g, i);
+    if (st != SPROUT_OK) return st;
+    const char *name = sprout_gguf_tensor_name(g, i);
+    int64_t ne0 = sprout_gguf_tensor_dim(g, i, 0), ne1 = sprout_gguf_tensor_dim(g, i, 1);
+    if (ne0 != n_in || ne1 != n_out || sprout_gguf_tensor_elements(g, i) != n_in * n_out)
+        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' has shape [%lld, %lld], expected [%lld, %lld]", name, (long long)ne0,
+                       (long long)ne1, (long long)n_in, (long long)n_out);
+    w->data = sprout_gguf_tensor_data(g, i);
+    w->type = sprout_gguf_tensor_type(g, i);
+    w->n_in = n_in;
+    w->n_out = n_out;
+    w->row_bytes = (size_t)(sprout_gguf_tensor_bytes(g, i) / (uint64_t)n_out);
     return SPROUT_OK;
 }
 
@@ -124,18 +140,7 @@ static sprout_status bind_weight(loader *L, const char *name, int64_t n_in, int6
     memset(w, 0, sizeof *w);
     int64_t i = find_tensor(L, name);
     if (i < 0) return required ? sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' is missing", name) : SPROUT_OK;
-    sprout_status st = check_computable(L, i);
-    if (st != SPROUT_OK) return st;
-    int64_t ne0 = sprout_gguf_tensor_dim(L->g, i, 0), ne1 = sprout_gguf_tensor_dim(L->g, i, 1);
-    if (ne0 != n_in || ne1 != n_out || sprout_gguf_tensor_elements(L->g, i) != n_in * n_out)
-        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' has shape [%lld, %lld], expected [%lld, %lld]", name, (long long)ne0,
-                       (long long)ne1, (long long)n_in, (long long)n_out);
-    w->data = sprout_gguf_tensor_data(L->g, i);
-    w->type = sprout_gguf_tensor_type(L->g, i);
-    w->n_in = n_in;
-    w->n_out = n_out;
-    w->row_bytes = (size_t)(sprout_gguf_tensor_bytes(L->g, i) / (uint64_t)n_out);
-    return SPROUT_OK;
+    return sp_weight_bind(L->g, i, n_in, n_out, w);
 }
 
 /* A vector of n floats: a view of F32 data, else decoded into m->decoded. */
@@ -143,7 +148,7 @@ static sprout_status bind_vec(loader *L, const char *name, int64_t n, bool requi
     *out = NULL;
     int64_t i = find_tensor(L, name);
     if (i < 0) return required ? sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' is missing", name) : SPROUT_OK;
-    sprout_status st = check_computable(L, i);
+    sprout_status st = check_computable(L->g, i);
     if (st != SPROUT_OK) return st;
     if (sprout_gguf_tensor_elements(L->g, i) != n)
         return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' has %lld elements, expected %lld", name,

@@ -107,6 +107,10 @@ int64_t sp_model_weight_count(const sprout_model *m);
 /* The file's tensor name of weight i ("output.weight", "blk.3.attn_q.weight"). */
 void sp_model_weight_name(int64_t i, char *buf, size_t cap);
 
+/* Tensor i of g as a weight of n_out rows of n_in: a type sprout computes,
+ * the shape checked (an error names the tensor). */
+sprout_status sp_weight_bind(const sprout_gguf *g, int64_t i, int64_t n_in, int64_t n_out, sp_weight *w);
+
 /* Builds the model from an open GGUF (takes ownership of it on success). */
 sprout_status sp_model_build(sprout_gguf *gguf, const sprout_model_params *params, sprout_model **out);
 

@@ -100,7 +100,7 @@ void sprout_pipeline_free(sprout_pipeline *p) {
     free(p->cached);
     free(p->logits);
     free(p->batch);
-    free(p->lora_uses);
+    free((void *)p->lora.uses);
     free(p);
 }
 
@@ -113,13 +113,12 @@ sprout_status sprout_pipeline_set_lora(sprout_pipeline *p, sprout_lora *const *a
         if (!isfinite(scales[i])) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "adapter %zu: scale is not finite", i);
     }
     bool same = n == p->lora.n;
-    for (size_t i = 0; same && i < n; i++) same = p->lora_uses[i].lora == adapters[i] && p->lora_uses[i].scale == scales[i];
+    for (size_t i = 0; same && i < n; i++) same = p->lora.uses[i].lora == adapters[i] && p->lora.uses[i].scale == scales[i];
     if (same) return SPROUT_OK;
     sp_lora_use *uses = NULL;
     if (n && !(uses = malloc(n * sizeof *uses))) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     for (size_t i = 0; i < n; i++) uses[i] = (sp_lora_use){adapters[i], scales[i]};
-    free(p->lora_uses);
-    p->lora_uses = uses;
+    free((void *)p->lora.uses);
     p->lora = (sp_lora_set){n, uses};
     /* the cached tokens' keys and values were computed with the old set */
     sp_kv_truncate(&p->ctx.kv, 0, 0);

@@ -39,9 +39,9 @@ struct sprout_pipeline {
     float *logits;          /* one row */
     int32_t *batch_tokens;  /* scratch for building batches */
     sp_batch_token *batch;
-    /* the adapters every token it sends carries (lora.n 0: none) */
+    /* the adapters every token it sends carries (lora.n 0: none); uses is
+     * the pipeline's own copy */
     sp_lora_set lora;
-    sp_lora_use *lora_uses;
     /* chat */
     bool chat_active;
     chat_message *messages;
