@@ -61,8 +61,9 @@ const char *sprout_last_error(void);
  * Logging. The library never writes to stdout or stderr: what it has to say
  * (a kernel level that cannot be had, a fallback taken) goes to the callback
  * set here, and nowhere when none is set (the default). The callback may be
- * called from any of the library's threads, one message at a time; the
- * message has no trailing newline.
+ * called from any of the library's threads, several at once (it must be
+ * thread-safe), and may itself call the library; the message has no
+ * trailing newline.
  * ------------------------------------------------------------------------- */
 typedef enum sprout_log_level {
     SPROUT_LOG_ERROR = 0,

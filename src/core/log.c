@@ -6,8 +6,9 @@
 
 enum { SP_LOG_MAX = 2048 };
 
-/* The pair is read under the lock: a callback swapped while another thread
- * logs never sees one's function with the other's user pointer. */
+/* The pair is read under the lock, so a callback swapped while another
+ * thread logs is never seen half changed; the callback itself runs outside
+ * it, so that it may log, set another callback or call into the library. */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static sprout_log_fn log_fn;
 static void *log_user;
@@ -31,13 +32,14 @@ const char *sprout_log_level_name(sprout_log_level level) {
 
 void sp_log(sprout_log_level level, const char *fmt, ...) {
     pthread_mutex_lock(&log_lock);
-    if (log_fn) {
-        char message[SP_LOG_MAX];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(message, sizeof message, fmt, ap);
-        va_end(ap);
-        log_fn(level, message, log_user);
-    }
+    const sprout_log_fn fn = log_fn;
+    void *const user = log_user;
     pthread_mutex_unlock(&log_lock);
+    if (!fn) return;
+    char message[SP_LOG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    fn(level, message, user);
 }
