@@ -1,7 +1,8 @@
 #!/bin/sh
 # scripts/check_api_tested.sh on a tiny tree: it fails naming the declared
 # function that no test calls (function-pointer typedefs and comments are
-# not functions), and passes once a test calls it.
+# not functions, and a name in a test's comment or string is no call),
+# fails with no tests at all, and passes once a test calls it.
 # usage: tests/test_check_api_tested.sh SOURCE_ROOT
 script=$1/scripts/check_api_tested.sh
 tmp=$(mktemp -d) || exit 1
@@ -22,7 +23,17 @@ if [ $? -ne 1 ] || [ "$(printf '%s\n' "$out" | grep -c 'is called by no test')" 
     ! printf '%s\n' "$out" | grep -q '^include/sprout.h: sprout_run is called by no test in tests/$'; then
     echo "FAIL: an untested function"; printf '%s\n' "$out"; failed=1
 fi
+# named in a comment or a string is not called
+printf '/* sprout_run(1, 2) */ const char *s = "sprout_run(1, 2) \\" sprout_run(";\n// sprout_run(3, 4)\n' >"$tmp/tests/test_c.c"
+out=$(sh "$script" "$tmp" 2>&1)
+if [ $? -ne 1 ] || ! printf '%s\n' "$out" | grep -q 'sprout_run is called by no test'; then
+    echo "FAIL: a name in a comment or a string counted as a call"; printf '%s\n' "$out"; failed=1
+fi
+# no tests at all is an error, not a pass (nor a wait on standard input)
+mkdir "$tmp/empty" "$tmp/empty/tests" && cp -r "$tmp/include" "$tmp/empty/"
+sh "$script" "$tmp/empty" </dev/null >/dev/null 2>&1
+[ $? -eq 2 ] || { echo "FAIL: no tests"; failed=1; }
 printf 'void f(void) { sprout_run (1, 2); }\n' >"$tmp/tests/test_b.c"
 out=$(sh "$script" "$tmp" 2>&1) || { echo "FAIL: every function tested"; printf '%s\n' "$out"; failed=1; }
-[ $failed -eq 0 ] && echo "2 passed, 0 failed" || echo "failed"
+[ $failed -eq 0 ] && echo "4 passed, 0 failed" || echo "failed"
 exit $failed

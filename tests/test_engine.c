@@ -629,11 +629,15 @@ static void test_accessors_and_config(void) {
     sprout_result_free(by_pipeline);
     sprout_result_free(by_call);
     /* an older, shorter struct gets only its own fields */
-    sprout_generation_config old;
+    sprout_generation_config old, untouched;
     memset(&old, 0xAB, sizeof old);
-    old.struct_size = offsetof(sprout_generation_config, top_k);
+    memset(&untouched, 0xAB, sizeof untouched);
+    const size_t older = offsetof(sprout_generation_config, top_k);
+    old.struct_size = older;
     CHECK(sprout_pipeline_get_config(p, &old) == SPROUT_OK);
-    CHECK(old.struct_size == offsetof(sprout_generation_config, top_k) && old.max_new_tokens == 5 && old.top_k != defaults.top_k);
+    CHECK(old.struct_size == older && old.max_new_tokens == 5);
+    CHECK_MSG(!memcmp((const char *)&old + older, (const char *)&untouched + older, sizeof old - older),
+              "bytes past an older struct's size were written");
     CHECK(sprout_pipeline_get_config(NULL, &c) == SPROUT_ERR_INVALID_ARGUMENT);
     CHECK(sprout_pipeline_set_config(p, NULL) == SPROUT_ERR_INVALID_ARGUMENT);
 
@@ -697,7 +701,8 @@ static void test_chat_template_choice(void) {
     sprout_free(plain);
     sprout_free(text);
     sprout_free(want);
-    CHECK(sprout_model_chat_prompt_vars(m, greeting, "[]", "not json", false, &text, &text_len, NULL, NULL) != SPROUT_OK);
+    CHECK(sprout_model_chat_prompt_vars(m, greeting, "[]", "not json", false, &text, &text_len, NULL, NULL) == SPROUT_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(sprout_last_error(), "must be a JSON object"), "%s", sprout_last_error());
     CHECK(sprout_model_chat_prompt_vars(NULL, greeting, "[]", NULL, false, &text, &text_len, NULL, NULL) == SPROUT_ERR_INVALID_ARGUMENT);
     sprout_pipeline_free(p);
     sprout_model_free(m);

@@ -18,8 +18,8 @@ int main(void) {
     char version[32];
     snprintf(version, sizeof version, "%d.%d.%d", SPROUT_VERSION_MAJOR, SPROUT_VERSION_MINOR, SPROUT_VERSION_PATCH);
     total++, failed += strcmp(sprout_version(), version) != 0;
-    sprout_chat_message msgs[] = {{"system", "Be brief."}, {"user", "Hi"}};
-    total++, failed += sizeof msgs / sizeof msgs[0] != 2;
+    sprout_chat_message msgs[] = {{"system", "Be brief."}, {"user", "Hi"}}; /* its initializer compiles as C99 */
+    (void)msgs;
     printf("%d passed, %d failed\n", total - failed, failed);
     return failed ? 1 : 0;
 }
