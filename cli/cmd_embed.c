@@ -181,9 +181,8 @@ int cmd_embed(int argc, char **argv) {
         fprintf(stderr, "sprout embed: nothing to embed (no -p, and no non-empty line)\n");
         goto done;
     }
-    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = o.n_threads, .n_ctx = o.n_ctx};
     sprout_model *model = NULL;
-    if (sprout_model_load(o.model, &mp, &model) != SPROUT_OK) {
+    if (cli_load_model(&o, &model) != SPROUT_OK) {
         fprintf(stderr, "sprout embed: %s\n", sprout_last_error());
         goto done;
     }

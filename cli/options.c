@@ -314,15 +314,21 @@ int cli_usage_error(const cli_command *cmd, const char *fmt, ...) {
 
 const char *cli_kv_type_name(sprout_kv_type t) { return t == SPROUT_KV_F32 ? "f32" : "f16"; }
 
-sprout_status cli_open_pipeline(cli_common *c, sprout_model **model, sprout_pipeline **pipeline) {
-    *model = NULL;
-    *pipeline = NULL;
+sprout_status cli_load_model(const cli_common *c, sprout_model **model) {
     sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = c->n_threads, .n_ctx = c->n_ctx, .kv_type = c->kv_type,
                               .kv_type_set = c->kv_type_set};
     sprout_status st = sprout_model_load(c->model, &mp, model);
     if (st != SPROUT_OK) return st;
     cli_log(SPROUT_LOG_INFO, "loaded %s (%s, %d tokens of vocabulary) in %.1f ms", c->model, sprout_model_architecture(*model),
             sprout_model_n_vocab(*model), sprout_model_load_ms(*model));
+    return SPROUT_OK;
+}
+
+sprout_status cli_open_pipeline(cli_common *c, sprout_model **model, sprout_pipeline **pipeline) {
+    *model = NULL;
+    *pipeline = NULL;
+    sprout_status st = cli_load_model(c, model);
+    if (st != SPROUT_OK) return st;
     sprout_pipeline_params pp = {.struct_size = sizeof pp, .n_ctx = c->n_ctx, .n_batch = c->n_batch, .n_threads = c->n_threads,
                                  .kv_type = c->kv_type, .kv_type_set = c->kv_type_set};
     st = sprout_pipeline_create(*model, &pp, pipeline);

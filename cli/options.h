@@ -131,6 +131,8 @@ void cli_log_install(void);
 /* A line of the CLI's own at `level`, shown as the library's are. */
 void cli_log(sprout_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Loads the model (-m) as the shared options say: threads, context, KV type. */
+sprout_status cli_load_model(const cli_common *c, sprout_model **model);
 /* Loads the model, the adapters and creates a pipeline that applies them,
  * as the shared options say. */
 sprout_status cli_open_pipeline(cli_common *c, sprout_model **model, sprout_pipeline **pipeline);
