@@ -56,7 +56,23 @@ static bool parse_lora_scaled(const char *path, const char *scale, void *dst, ch
     return add_lora(dst, path, v, why, why_size);
 }
 
-static const cli_choice kv_types[] = {{"f32", SPROUT_KV_F32}, {"f16", SPROUT_KV_F16}, {NULL, 0}};
+/* --cache-type-k and its spellings: one type for keys and values. Given
+ * again, it must be the type given before. */
+static bool parse_kv_type(const char *value, void *dst, char *why, size_t why_size) {
+    sprout_kv_type *t = dst, v;
+    if (!strcmp(value, "f32")) v = SPROUT_KV_F32;
+    else if (!strcmp(value, "f16")) v = SPROUT_KV_F16;
+    else {
+        snprintf(why, why_size, "must be f32 or f16");
+        return false;
+    }
+    if (*t != CLI_KV_UNSET && *t != v) {
+        snprintf(why, why_size, "differs from %s, given before: sprout's KV cache has one type for keys and values", cli_kv_type_name(*t));
+        return false;
+    }
+    *t = v;
+    return true;
+}
 
 #define COMMON(field) offsetof(cli_common, field)
 #define CFG(field) (offsetof(cli_common, cfg) + offsetof(sprout_generation_config, field))
@@ -96,11 +112,8 @@ static const cli_option shared_options[] = {
     {"--ignore-eos", NULL, CLI_FLAG, CFG(ignore_eos), 0, 0, NULL, NULL, "do not stop at end-of-generation tokens", CLI_SHARED_SAMPLING, NULL},
     {"--json-mode", NULL, CLI_FLAG, CFG(json_object), 0, 0, NULL, NULL, "the output is one JSON object (only tokens that keep it valid are drawn)",
      CLI_SHARED_SAMPLING, NULL},
-    /* one cache type serves keys and values: either flag sets both, and both given must agree */
-    {"-ctk, --cache-type-k", "T", CLI_ENUM, COMMON(cache_type_k), 0, 0, kv_types, NULL,
-     "KV cache type, f16 (default) or f32; keys and values share one type: one flag sets both, both must agree", CLI_SHARED_KV, NULL},
-    {"-ctv, --cache-type-v", "T", CLI_ENUM, COMMON(cache_type_v), 0, 0, kv_types, NULL, "the same as --cache-type-k", CLI_SHARED_KV, NULL},
-    {"--kv-type", "T", CLI_ENUM, COMMON(kv_type_any), 0, 0, kv_types, NULL, "the same as --cache-type-k", CLI_SHARED_KV, NULL},
+    {"-ctk, --cache-type-k, -ctv, --cache-type-v, --kv-type", "T", CLI_CUSTOM, COMMON(kv_type), 0, 0, NULL, parse_kv_type,
+     "KV cache type of keys and values, which share one: f16 (default) or f32; given twice, it must agree", CLI_SHARED_KV, NULL},
     {"--lora", "FILE", CLI_CUSTOM, COMMON(loras), 0, 0, NULL, parse_lora, "apply a LoRA adapter (GGUF) at scale 1; repeatable",
      CLI_SHARED_LORA, NULL},
     {"--lora-scaled", "FILE SCALE", CLI_CUSTOM2, COMMON(loras), 0, 0, NULL, NULL, "apply a LoRA adapter at SCALE; repeatable",
@@ -202,29 +215,10 @@ static bool store(const cli_option *o, const char *value, char *dst, char *why, 
 
 static bool takes(const cli_command *cmd, const cli_option *o) { return (o->group & (cmd->shared | CLI_SHARED_LOG)) != 0; }
 
-/* The KV flags name one cache type: those given must agree. */
-static bool resolve_kv(const cli_command *cmd, cli_common *c) {
-    const int given[] = {c->cache_type_k, c->cache_type_v, c->kv_type_any};
-    const char *names[] = {"--cache-type-k", "--cache-type-v", "--kv-type"};
-    int first = -1;
-    for (int i = 0; i < 3; i++) {
-        if (given[i] < 0) continue;
-        if (first >= 0 && given[i] != given[first]) {
-            fprintf(stderr, "sprout %s: %s %s and %s %s differ: sprout's KV cache has one type for keys and values\n", cmd->name, names[first],
-                    cli_kv_type_name((sprout_kv_type)given[first]), names[i], cli_kv_type_name((sprout_kv_type)given[i]));
-            return false;
-        }
-        if (first < 0) first = i;
-    }
-    c->kv_type_set = first >= 0;
-    c->kv_type = first >= 0 ? (sprout_kv_type)given[first] : SPROUT_KV_F16;
-    return true;
-}
-
 static void common_init(cli_common *c) {
     memset(c, 0, sizeof *c);
     sprout_generation_config_init(&c->cfg);
-    c->cache_type_k = c->cache_type_v = c->kv_type_any = -1;
+    c->kv_type = CLI_KV_UNSET;
 }
 
 int cli_parse(const cli_command *cmd, cli_common *common, void *own, int argc, char **argv) {
@@ -276,7 +270,8 @@ int cli_parse(const cli_command *cmd, cli_common *common, void *own, int argc, c
     if (cmd->needs_model && !common->model) return cli_usage_error(cmd, "-m MODEL is required");
     common->cfg.stop_strings = common->stops.text;
     common->cfg.n_stop_strings = common->stops.n;
-    if (!resolve_kv(cmd, common)) return 2;
+    common->kv_type_set = common->kv_type != CLI_KV_UNSET;
+    if (!common->kv_type_set) common->kv_type = SPROUT_KV_F16;
     log_threshold = common->log_disable ? -1 : common->verbose ? SPROUT_LOG_DEBUG : SPROUT_LOG_WARN;
     return CLI_CONTINUE;
 }

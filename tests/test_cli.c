@@ -439,9 +439,10 @@ static void test_cache_type(void) {
     free(out);
     static const char *const bad[][2] = {{"run", "-p hi --cache-type-k q8_0"}, {"chat", "-ctv F16"}, {"bench", "--kv-type bf16"}, {"serve", "-ctk"},
                                          {"embed", "-p hi -ctk f32 -ctv f16"}};
-    static const char *const said[] = {"--cache-type-k q8_0: must be f32 or f16", "--cache-type-v F16: must be f32 or f16",
-                                       "--kv-type bf16: must be f32 or f16", "--cache-type-k needs a value",
-                                       "--cache-type-k f32 and --cache-type-v f16 differ"};
+    /* every spelling is one flag, named in errors by its first long spelling */
+    static const char *const said[] = {"--cache-type-k q8_0: must be f32 or f16", "--cache-type-k F16: must be f32 or f16",
+                                       "--cache-type-k bf16: must be f32 or f16", "--cache-type-k needs a value",
+                                       "--cache-type-k f16: differs from f32"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         snprintf(args, sizeof args, "%s -m '%s/models/stories260K.gguf' %s", bad[i][0], shared, bad[i][1]);
         CHECK_MSG(run_cli(args, true, &out) == 2 && strstr(out, said[i]), "%s: got [%s]", args, out);
@@ -455,10 +456,10 @@ static void test_help(void) {
     static const struct {
         const char *command, *has, *lacks;
     } cases[] = {
-        {"run", "--cache-type-k T|-ctv, --cache-type-v T|-t, --threads N|--top-p P|-n, --n-predict|-b, --batch-size N|--prompt-ids", NULL},
-        {"chat", "--cache-type-k T|-t, --threads N|--temp T|-s, --seed S|--system TEXT", NULL},
-        {"bench", "--cache-type-k T|-t, --threads N|-r, --reps N|-b, --batch-size N", "--temp"},
-        {"serve", "--cache-type-k T|-t, --threads N|-c, --ctx-size|--parallel N", "--temp"},
+        {"run", "-ctk, --cache-type-k, -ctv, --cache-type-v, --kv-type T|-t, --threads N|--top-p P|-n, --n-predict|-b, --batch-size N|--prompt-ids", NULL},
+        {"chat", "--kv-type T|-t, --threads N|--temp T|-s, --seed S|--system TEXT", NULL},
+        {"bench", "--kv-type T|-t, --threads N|-r, --reps N|-b, --batch-size N", "--temp"},
+        {"serve", "--kv-type T|-t, --threads N|-c, --ctx-size|--parallel N", "--temp"},
         {"embed", "-t, --threads N|-c, --ctx-size|--pooling P", "--temp"},
         {"quantize", "-t, --threads N|--split-max-size SIZE", "--model"},
         {"info", "-m, --model FILE|--tensors", "--threads"},
