@@ -18,10 +18,19 @@ typedef struct template_options {
     bool no_generation_prompt;
 } template_options;
 
+static bool parse_builtin(const char *value, void *dst, char *why, size_t why_size) {
+    if (sprout_template_builtin(value)) {
+        *(const char **)dst = value;
+        return true;
+    }
+    snprintf(why, why_size, "no such built-in template (sprout template --help lists them)");
+    return false;
+}
+
 #define OWN(field) offsetof(template_options, field)
 static const cli_option template_table[] = {
     CLI_OPT_STRING("--template", "FILE", OWN(template_file), "a Jinja template file (overrides the model's)"),
-    CLI_OPT_STRING("--builtin", "NAME", OWN(builtin), "a built-in template: chatml llama2 llama3 zephyr phi3 gemma mistral"),
+    CLI_OPT_CUSTOM("--builtin", "NAME", OWN(builtin), parse_builtin, "a built-in template: chatml llama2 llama3 zephyr phi3 gemma mistral"),
     CLI_OPT_STRING("--messages", "FILE", OWN(messages_file),
      "a JSON array of {\"role\", \"content\"} (default: one user message \"Hello\")"),
     CLI_OPT_STRING("--vars", "FILE", OWN(vars_file), "a JSON object of extra variables (tools, enable_thinking, ...)"),
@@ -63,10 +72,6 @@ int cmd_template(int argc, char **argv) {
     const bool generation_prompt = !to.no_generation_prompt;
     if (!model && !template_file && !builtin) return cli_usage_error(&template_command, "give -m, --template or --builtin");
     if (template_file && builtin) return cli_usage_error(&template_command, "give --template or --builtin, not both");
-    if (builtin && !sprout_template_builtin(builtin)) {
-        fprintf(stderr, "sprout template: no built-in template '%s'\n", builtin);
-        return 2;
-    }
 
     int rc = 1;
     sprout_gguf *g = NULL;

@@ -224,7 +224,7 @@ static void test_template_cli(void) {
     free(out);
     CHECK(run_cli("template --builtin chatml", false, &out) == 0 && !strcmp(out, "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n"));
     free(out);
-    CHECK(run_cli("template --builtin nope", true, &out) == 2);
+    CHECK(run_cli("template --builtin nope", true, &out) == 2 && strstr(out, "--builtin nope: no such built-in template"));
     free(out);
     CHECK(run_cli("template", true, &out) == 2);
     free(out);
@@ -563,7 +563,7 @@ static void test_embed(void) {
     json_decref(c);
     unlink(lines);
     snprintf(args, sizeof args, "embed -m '%s/models/stories260K.gguf' -p hi --pooling max", shared);
-    CHECK(run_cli(args, true, &out) == 2 && strstr(out, "unknown pooling"));
+    CHECK(run_cli(args, true, &out) == 2 && strstr(out, "--pooling max: unknown pooling"));
     free(out);
     snprintf(args, sizeof args, "embed -m '%s/models/stories260K.gguf' -c 8 -p 'Once upon a time there was a big dog'", shared);
     CHECK(run_cli(args, true, &out) == 1 && strstr(out, "text 1") && strstr(out, "at most 8"));
