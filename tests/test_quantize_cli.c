@@ -87,6 +87,14 @@ static void test_quantize_and_run(void) {
     CHECK(sh(cmd, &out) == 0 && strstr(out, "ffn_down.weight: rows do not fit Q4_K blocks, using F16") &&
           strstr(out, "Q4_K_M") && strstr(out, "with a fallback type"));
     free(out);
+    /* the fallback is a warning: --log-disable silences it; -v adds every tensor's type */
+    snprintf(cmd, sizeof cmd, "$S quantize f32.gguf q4km-quiet.gguf Q4_K_M --log-disable && rm q4km-quiet.gguf");
+    CHECK(sh(cmd, &out) == 0 && !strstr(out, "rows do not fit") && strstr(out, "with a fallback type"));
+    free(out);
+    snprintf(cmd, sizeof cmd, "$S quantize f32.gguf q4km-verbose.gguf Q4_K_M -v && rm q4km-verbose.gguf");
+    CHECK_MSG(sh(cmd, &out) == 0 && strstr(out, "warning: ") && strstr(out, "ffn_down.weight: rows do not fit") && strstr(out, " -> "),
+              "%s", out);
+    free(out);
     snprintf(cmd, sizeof cmd, "$S quantize f32.gguf by-number.gguf 7 && $S info by-number.gguf --json");
     CHECK(sh(cmd, &out) == 0 && strstr(out, "\"file_type\": \"Q8_0\""));
     free(out);
