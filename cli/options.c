@@ -78,13 +78,14 @@ static bool parse_kv_type(const char *value, void *dst, char *why, size_t why_si
 #define CFG(field) (offsetof(cli_common, cfg) + offsetof(sprout_generation_config, field))
 
 /* Ranges: what the library can hold (threads: the pool's limit; context and
- * batch: the 2^24 cells a KV cache may have), or what the value means (a
- * probability is 0 to 1). */
+ * batch: the 2^24 cells a KV cache may have; a context of at least 2, as
+ * pipelines and schedulers ask), or what the value means (a probability is
+ * 0 to 1). */
 static const cli_option shared_options[] = {
     {"-m, --model", "FILE", CLI_STRING, COMMON(model), 0, 0, NULL, NULL, "the GGUF model", CLI_SHARED_MODEL, NULL},
     {"-t, --threads", "N", CLI_INT, COMMON(n_threads), 1, SPROUT_MAX_THREADS, NULL, NULL,
      "threads (default: one per core, at most " CLI_STR(SPROUT_MAX_THREADS) ")", CLI_SHARED_THREADS, NULL},
-    {"-c, --ctx-size, --ctx", "N", CLI_INT, COMMON(n_ctx), 1, 1 << 24, NULL, NULL, "context length (default: the model's, at most 4096)",
+    {"-c, --ctx-size, --ctx", "N", CLI_INT, COMMON(n_ctx), 2, 1 << 24, NULL, NULL, "context length (default: the model's, at most 4096)",
      CLI_SHARED_CTX, NULL},
     {"-b, --batch-size", "N", CLI_INT, COMMON(n_batch), 1, 1 << 24, NULL, NULL, "prompt tokens per forward pass (default 512)",
      CLI_SHARED_BATCH, NULL},

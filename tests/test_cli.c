@@ -292,6 +292,13 @@ static void test_run(void) {
     free(out);
     CHECK(run_cli("run -p hi", true, &out) == 2 && strstr(out, "usage"));
     free(out);
+    /* a context of 1 is refused while parsing (exit 2), not by the library (exit 1) */
+    static const char *const one_cell[] = {"run -p hi", "serve", "embed -p hi"};
+    for (size_t i = 0; i < sizeof one_cell / sizeof *one_cell; i++) {
+        snprintf(args, sizeof args, "%s -m '%s/models/stories260K.gguf' -c 1", one_cell[i], test_shared_dir());
+        CHECK_MSG(run_cli(args, true, &out) == 2 && strstr(out, "--ctx-size 1: must be 2 to"), "%s: got [%s]", args, out);
+        free(out);
+    }
     snprintf(args, sizeof args, "run -m '%s/models/stories260K.gguf' -p hi --temp abc", test_shared_dir());
     CHECK(run_cli(args, true, &out) == 2);
     free(out);
