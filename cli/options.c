@@ -98,7 +98,7 @@ static const cli_option shared_options[] = {
      CLI_SHARED_SAMPLING, NULL},
     {"--min-p", "P", CLI_FLOAT, CFG(min_p), 0, 1, NULL, NULL, "drop tokens below P times the best one's probability; 0: off (default 0.05)",
      CLI_SHARED_SAMPLING, NULL},
-    {"--repeat-penalty", "R", CLI_FLOAT, CFG(repetition_penalty), 0, 100, NULL, NULL, "divide repeated tokens' logits by R; 1: off (default)",
+    {"--repeat-penalty", "R", CLI_FLOAT, CFG(repetition_penalty), 0.01, 100, NULL, NULL, "divide repeated tokens' logits by R; 1: off (default)",
      CLI_SHARED_SAMPLING, NULL},
     {"--repeat-last-n", "N", CLI_INT, CFG(repeat_last_n), -1, 1 << 24, NULL, NULL, "tokens the penalties look back at; -1: all (default 64)",
      CLI_SHARED_SAMPLING, NULL},

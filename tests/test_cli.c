@@ -292,6 +292,10 @@ static void test_run(void) {
     free(out);
     CHECK(run_cli("run -p hi", true, &out) == 2 && strstr(out, "usage"));
     free(out);
+    /* a penalty of 0 would silently mean off: refused, as 1 is the way to say it */
+    snprintf(args, sizeof args, "run -m '%s/models/stories260K.gguf' -p hi --repeat-penalty 0", test_shared_dir());
+    CHECK_MSG(run_cli(args, true, &out) == 2 && strstr(out, "--repeat-penalty 0: must be a number from 0.01 to 100"), "got [%s]", out);
+    free(out);
     /* a context of 1 is refused while parsing (exit 2), not by the library (exit 1) */
     static const char *const one_cell[] = {"run -p hi", "serve", "embed -p hi"};
     for (size_t i = 0; i < sizeof one_cell / sizeof *one_cell; i++) {
