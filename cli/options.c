@@ -171,15 +171,15 @@ static void long_name(const cli_option *o, char *out, size_t cap) {
     snprintf(out, cap, "%.*s", (int)(end ? (size_t)(end - p) : strlen(p)), p);
 }
 
-/* Stores value into dst as o says; false with the reason in why. */
-static bool store(const cli_option *o, const char *value, char *dst, char *why, size_t why_size) {
+/* Stores value (and for CLI_CUSTOM2 second) into dst as o says; false with the reason in why. */
+static bool store(const cli_option *o, const char *value, const char *second, char *dst, char *why, size_t why_size) {
     char *end;
     errno = 0;
     switch (o->kind) {
     case CLI_FLAG: *(bool *)dst = true; return true;
     case CLI_STRING: *(const char **)dst = value; return true;
     case CLI_CUSTOM: return o->parse(value, dst, why, why_size);
-    case CLI_CUSTOM2: return false; /* cli_parse calls parse2 */
+    case CLI_CUSTOM2: return o->parse2(value, second, dst, why, why_size);
     case CLI_INT: {
         const long long v = strtoll(value, &end, 10);
         if (errno || end == value || *end || v < (long long)o->min || v > (long long)o->max) {
@@ -222,6 +222,8 @@ static void common_init(cli_common *c) {
     c->kv_type = CLI_KV_UNSET;
 }
 
+static void cli_help(const cli_command *cmd, FILE *out);
+
 int cli_parse(const cli_command *cmd, cli_common *common, void *own, int argc, char **argv) {
     common_init(common);
     for (int i = 1; i < argc; i++) {
@@ -254,17 +256,13 @@ int cli_parse(const cli_command *cmd, cli_common *common, void *own, int argc, c
             if (i + 1 >= argc) return cli_usage_error(cmd, "%s needs a value (%s)", name, o->value);
             value = argv[++i];
         }
+        const char *second = NULL;
         if (o->kind == CLI_CUSTOM2) {
             if (i + 1 >= argc) return cli_usage_error(cmd, "%s needs two values (%s)", name, o->value);
-            const char *second = argv[++i];
-            if (!o->parse2(value, second, base + o->offset, why, sizeof why)) {
-                fprintf(stderr, "sprout %s: %s %s %s: %s\n", cmd->name, name, value, second, why);
-                return 2;
-            }
-            continue;
+            second = argv[++i];
         }
-        if (!store(o, value, base + o->offset, why, sizeof why)) {
-            fprintf(stderr, "sprout %s: %s %s: %s\n", cmd->name, name, value ? value : "", why);
+        if (!store(o, value, second, base + o->offset, why, sizeof why)) {
+            fprintf(stderr, "sprout %s: %s %s%s%s: %s\n", cmd->name, name, value ? value : "", second ? " " : "", second ? second : "", why);
             return 2;
         }
     }
@@ -286,7 +284,8 @@ static void help_line(FILE *out, const cli_option *o) {
     else fprintf(out, "  %s\n  %-26s %s\n", left, "", o->help);
 }
 
-void cli_help(const cli_command *cmd, FILE *out) {
+/* The command's --help, from its tables. */
+static void cli_help(const cli_command *cmd, FILE *out) {
     fprintf(out, "usage: sprout %s\n", cmd->usage);
     if (cmd->about) fprintf(out, "%s", cmd->about);
     if (cmd->n_options) fprintf(out, "\noptions:\n");

@@ -123,8 +123,6 @@ enum { CLI_CONTINUE = -1 };
  * naming the flag and, for a number, its range). On success kv_type_set
  * says whether a KV flag was given and the log level is set. */
 int cli_parse(const cli_command *cmd, cli_common *common, void *own, int argc, char **argv);
-/* The command's --help, from its tables. */
-void cli_help(const cli_command *cmd, FILE *out);
 /* "usage: sprout ..." and a pointer to --help, on stderr; returns 2. */
 int cli_usage_error(const cli_command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
