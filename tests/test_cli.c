@@ -444,9 +444,15 @@ static void test_cache_type(void) {
     snprintf(args, sizeof args, "embed -m '%s/models/stories260K.gguf' -p hi -ctk f32 -v", shared);
     CHECK(run_cli(args, true, &out) == 0 && strstr(out, "f32 KV cache"));
     free(out);
-    /* serve parses it before it starts: an unusable --host then ends it */
-    snprintf(args, sizeof args, "serve -m '%s/models/stories260K.gguf' --cache-type-k f32 -ctv f32 --host nowhere", shared);
-    CHECK(run_cli(args, true, &out) == 2 && strstr(out, "--host nowhere is not an IPv4 or IPv6 address"));
+    /* serve: started on a free port until it is ready (or gone), then stopped; its scheduler says the type */
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "log=$(mktemp) && { '%s' serve -m '%s/models/stories260K.gguf' --port 0 -v --cache-type-k f32 -ctv f32 2>\"$log\" & pid=$!; "
+             "i=0; while [ $i -lt 600 ] && kill -0 $pid 2>/dev/null && ! grep -q 'ready:' \"$log\"; do sleep 0.1; i=$((i + 1)); done; "
+             "kill $pid; wait $pid; st=$?; cat \"$log\"; rm -f \"$log\"; exit $st; }",
+             SPROUT_CLI_PATH, shared);
+    CHECK(test_run_command(cmd, &out) == 0);
+    CHECK_MSG(strstr(out, "ready:") && strstr(out, "f32 KV cache"), "serve -ctk f32: got [%s]", out);
     free(out);
     static const char *const bad[][2] = {{"run", "-p hi --cache-type-k q8_0"}, {"chat", "-ctv F16"}, {"bench", "--kv-type bf16"}, {"serve", "-ctk"},
                                          {"embed", "-p hi -ctk f32 -ctv f16"}};

@@ -65,7 +65,7 @@ static void test_bad_arguments(void) {
     snprintf(cmd, sizeof cmd, "$S quantize '%s' out.gguf Q4_K_M --output-type Q7", stories);
     EXPECT(cmd, 2, "--output-type Q7: must be a tensor type");
     snprintf(cmd, sizeof cmd, "$S quantize '%s' out.gguf Q4_K_M --split-max-size lots", stories);
-    EXPECT(cmd, 2, "--split-max-size");
+    EXPECT(cmd, 2, "--split-max-size lots: must be a size such as 2G or 500M");
     snprintf(cmd, sizeof cmd, "$S quantize '%s' out.gguf Q4_K_M --threads 0", stories);
     EXPECT(cmd, 2, "--threads 0: must be 1 to 256");
     CHECK_MSG(count_files() == 0, "bad arguments left files in %s", dir);
