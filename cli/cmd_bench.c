@@ -82,32 +82,28 @@ int cmd_bench(int argc, char **argv) {
     bench_options b = {.n_prompt = 512, .n_gen = 128, .reps = 3};
     const int status = cli_parse(&bench_command, &o, &b, argc, argv);
     if (status != CLI_CONTINUE) return status;
-    const char *model_path = o.model;
-    const int32_t n_prompt = b.n_prompt, n_gen = b.n_gen, reps = b.reps;
-    if (n_prompt == 0 && n_gen == 0) return cli_usage_error(&bench_command, "-p 0 and -n 0 leave nothing to measure");
-    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = o.n_threads, .kv_type = o.kv_type, .kv_type_set = o.kv_type_set};
+    if (b.n_prompt == 0 && b.n_gen == 0) return cli_usage_error(&bench_command, "-p 0 and -n 0 leave nothing to measure");
+    o.n_ctx = b.n_prompt + b.n_gen + 8;
     sprout_model *model = NULL;
-    if (sprout_model_load(model_path, &mp, &model) != SPROUT_OK) {
+    sprout_pipeline *p = NULL;
+    if (cli_open_pipeline(&o, &model, &p) != SPROUT_OK) {
         fprintf(stderr, "sprout bench: %s\n", sprout_last_error());
         return 1;
     }
     const int32_t n_vocab = sprout_model_n_vocab(model);
-    sprout_pipeline_params pp = {.struct_size = sizeof pp, .n_ctx = n_prompt + n_gen + 8, .n_batch = o.n_batch, .n_threads = o.n_threads,
-                                 .kv_type = o.kv_type, .kv_type_set = o.kv_type_set};
-    sprout_pipeline *p = NULL;
-    sprout_status st = sprout_pipeline_create(model, &pp, &p);
-    double *pp_rate = calloc((size_t)reps, sizeof *pp_rate), *tg_rate = calloc((size_t)reps, sizeof *tg_rate),
-           *ttft = calloc((size_t)reps, sizeof *ttft);
+    sprout_status st = SPROUT_OK;
+    double *pp_rate = calloc((size_t)b.reps, sizeof *pp_rate), *tg_rate = calloc((size_t)b.reps, sizeof *tg_rate),
+           *ttft = calloc((size_t)b.reps, sizeof *ttft);
     const int32_t used_threads = sprout_pipeline_n_threads(p);
     /* one untimed warm-up of the full prompt, as llama-bench does: page
      * faults and the first touch of the batch's buffers belong to load, not speed */
     sprout_perf_metrics m;
-    if (st == SPROUT_OK) st = run_once(p, n_vocab, n_prompt > 0 ? n_prompt : 1, 1, 999, &m);
-    for (int32_t r = 0; st == SPROUT_OK && r < reps; r++) {
-        if (n_prompt > 0 && (st = run_once(p, n_vocab, n_prompt, 1, (uint64_t)r + 1, &m)) == SPROUT_OK)
+    if (st == SPROUT_OK) st = run_once(p, n_vocab, b.n_prompt > 0 ? b.n_prompt : 1, 1, 999, &m);
+    for (int32_t r = 0; st == SPROUT_OK && r < b.reps; r++) {
+        if (b.n_prompt > 0 && (st = run_once(p, n_vocab, b.n_prompt, 1, (uint64_t)r + 1, &m)) == SPROUT_OK)
             pp_rate[r] = m.prefill_tokens_per_s;
         /* decode from an (almost) empty context: one prompt token, then n_gen */
-        if (st == SPROUT_OK && n_gen > 0 && (st = run_once(p, n_vocab, 1, n_gen, (uint64_t)r + 1000, &m)) == SPROUT_OK) {
+        if (st == SPROUT_OK && b.n_gen > 0 && (st = run_once(p, n_vocab, 1, b.n_gen, (uint64_t)r + 1000, &m)) == SPROUT_OK) {
             tg_rate[r] = m.decode_tokens_per_s;
             ttft[r] = m.ttft_ms;
         }
@@ -115,30 +111,30 @@ int cmd_bench(int argc, char **argv) {
     if (st != SPROUT_OK) {
         fprintf(stderr, "sprout bench: %s\n", sprout_last_error());
     } else {
-        const stats spp = summarize(pp_rate, (int)reps), stg = summarize(tg_rate, (int)reps), sttft = summarize(ttft, (int)reps);
+        const stats spp = summarize(pp_rate, (int)b.reps), stg = summarize(tg_rate, (int)b.reps), sttft = summarize(ttft, (int)b.reps);
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
         const unsigned long long peak_rss = (unsigned long long)ru.ru_maxrss * 1024ull;
         if (b.json) {
             printf("{\"model\":\"");
-            for (const char *c = model_path; *c; c++) {
+            for (const char *c = o.model; *c; c++) {
                 if (*c == '"' || *c == '\\') putchar('\\');
                 if ((unsigned char)*c < 0x20) printf("\\u%04x", *c);
                 else putchar(*c);
             }
-            printf("\",\"threads\":%d,\"kv_type\":\"%s\",\"reps\":%d", used_threads, cli_kv_type_name(o.kv_type), reps);
-            if (n_prompt > 0)
-                printf(",\"prefill\":{\"n_tokens\":%d,\"tokens_per_s\":%.3f,\"stddev\":%.3f}", n_prompt, spp.mean, spp.std);
-            if (n_gen > 0)
-                printf(",\"decode\":{\"n_tokens\":%d,\"tokens_per_s\":%.3f,\"stddev\":%.3f}", n_gen, stg.mean, stg.std);
+            printf("\",\"threads\":%d,\"kv_type\":\"%s\",\"reps\":%d", used_threads, cli_kv_type_name(o.kv_type), b.reps);
+            if (b.n_prompt > 0)
+                printf(",\"prefill\":{\"n_tokens\":%d,\"tokens_per_s\":%.3f,\"stddev\":%.3f}", b.n_prompt, spp.mean, spp.std);
+            if (b.n_gen > 0)
+                printf(",\"decode\":{\"n_tokens\":%d,\"tokens_per_s\":%.3f,\"stddev\":%.3f}", b.n_gen, stg.mean, stg.std);
             printf(",\"load_ms\":%.3f,\"ttft_ms\":%.3f,\"peak_rss_bytes\":%llu,\"kernels\":\"%s\"}\n",
                    sprout_model_load_ms(model), sttft.mean, peak_rss, sprout_kernels_name());
         } else {
-            printf("model    %s\nthreads  %d, kernels %s, KV cache %s, %d repetitions\n", model_path, used_threads,
-                   sprout_kernels_name(), cli_kv_type_name(o.kv_type), reps);
+            printf("model    %s\nthreads  %d, kernels %s, KV cache %s, %d repetitions\n", o.model, used_threads,
+                   sprout_kernels_name(), cli_kv_type_name(o.kv_type), b.reps);
             printf("%-8s %12s %10s\n", "test", "tokens/s", "stddev");
-            if (n_prompt > 0) printf("pp%-6d %12.2f %10.2f\n", n_prompt, spp.mean, spp.std);
-            if (n_gen > 0) printf("tg%-6d %12.2f %10.2f\n", n_gen, stg.mean, stg.std);
+            if (b.n_prompt > 0) printf("pp%-6d %12.2f %10.2f\n", b.n_prompt, spp.mean, spp.std);
+            if (b.n_gen > 0) printf("tg%-6d %12.2f %10.2f\n", b.n_gen, stg.mean, stg.std);
             printf("load %.1f ms, time to first token %.1f ms, peak RSS %.1f MiB\n", sprout_model_load_ms(model), sttft.mean,
                    (double)peak_rss / 1048576.0);
         }
@@ -146,7 +142,6 @@ int cmd_bench(int argc, char **argv) {
     free(pp_rate);
     free(tg_rate);
     free(ttft);
-    sprout_pipeline_free(p);
-    sprout_model_free(model);
+    cli_close_pipeline(&o, model, p);
     return st == SPROUT_OK ? 0 : 1;
 }

@@ -32,7 +32,8 @@ static bool add_input(inputs *in, const char *text) {
 
 typedef struct embed_options {
     inputs texts;
-    const char *file, *pooling_name;
+    const char *file;
+    sprout_pooling pooling;
     bool no_normalize, json;
 } embed_options;
 
@@ -42,11 +43,17 @@ static bool parse_prompt(const char *value, void *dst, char *why, size_t why_siz
     return false;
 }
 
+static bool parse_pooling(const char *value, void *dst, char *why, size_t why_size) {
+    if (sprout_pooling_from_name(value, dst) == SPROUT_OK) return true;
+    snprintf(why, why_size, "%s", sprout_last_error());
+    return false;
+}
+
 #define OWN(field) offsetof(embed_options, field)
 static const cli_option embed_table[] = {
     CLI_OPT_CUSTOM("-p, --prompt", "TEXT", OWN(texts), parse_prompt, "a text to embed (repeatable)"),
     CLI_OPT_STRING("-f, --file", "FILE", OWN(file), "embed each non-empty line of FILE (default without -p: standard input)"),
-    CLI_OPT_STRING("--pooling", "P", OWN(pooling_name), "mean, cls or last (default: the model's pooling_type, else mean)"),
+    CLI_OPT_CUSTOM("--pooling", "P", OWN(pooling), parse_pooling, "mean, cls or last (default: the model's pooling_type, else mean)"),
     CLI_OPT_FLAG("--no-normalize", OWN(no_normalize), "leave the vectors unscaled (default: unit length)"),
     CLI_OPT_FLAG("--json", OWN(json),
      "print {\"model\":..,\"pooling\":..,\"n_embd\":N,\"data\":[{\"index\":i,\"n_tokens\":n,\"embedding\":[..]}]}"),
@@ -154,17 +161,11 @@ done:
 
 int cmd_embed(int argc, char **argv) {
     cli_common o;
-    embed_options e = {0};
+    embed_options e = {.pooling = SPROUT_POOLING_MODEL};
     int rc = cli_parse(&embed_command, &o, &e, argc, argv);
     inputs in = e.texts;
     char *file_text = NULL;
-    sprout_pooling pooling = SPROUT_POOLING_MODEL;
     if (rc != CLI_CONTINUE) goto done;
-    rc = 2;
-    if (e.pooling_name && sprout_pooling_from_name(e.pooling_name, &pooling) != SPROUT_OK) {
-        fprintf(stderr, "sprout embed: %s\n", sprout_last_error());
-        goto done;
-    }
     rc = 1;
     if (e.file || in.n == 0) {
         file_text = e.file ? cli_read_file(e.file, NULL) : cli_read_stream(stdin, NULL);
@@ -181,13 +182,12 @@ int cmd_embed(int argc, char **argv) {
         fprintf(stderr, "sprout embed: nothing to embed (no -p, and no non-empty line)\n");
         goto done;
     }
-    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = o.n_threads, .n_ctx = o.n_ctx};
     sprout_model *model = NULL;
-    if (sprout_model_load(o.model, &mp, &model) != SPROUT_OK) {
+    if (cli_load_model(&o, &model) != SPROUT_OK) {
         fprintf(stderr, "sprout embed: %s\n", sprout_last_error());
         goto done;
     }
-    rc = embed_all(model, &in, &o, pooling, !e.no_normalize, e.json);
+    rc = embed_all(model, &in, &o, e.pooling, !e.no_normalize, e.json);
     sprout_model_free(model);
 done:
     free(file_text);

@@ -103,17 +103,18 @@ static double now_seconds(void) {
 }
 
 typedef struct cli_state {
-    bool tty, verbose;
+    bool tty;
     double t0, last_draw;
 } cli_state;
 
+/* A tensor given another type than asked is a warning; the type of each is what -v adds. */
 static void on_plan(void *user, const sprout_quantize_tensor_plan *p) {
-    cli_state *s = user;
+    (void)user;
     if (p->wanted_type != p->to_type)
-        fprintf(stderr, "note: %s: rows do not fit %s blocks, using %s\n", p->tensor_name,
-                sprout_type_name(p->wanted_type), sprout_type_name(p->to_type));
-    else if (s->verbose)
-        fprintf(stderr, "  %-40s %-5s -> %s\n", p->tensor_name, sprout_type_name(p->from_type), sprout_type_name(p->to_type));
+        cli_log(SPROUT_LOG_WARN, "%s: rows do not fit %s blocks, using %s", p->tensor_name, sprout_type_name(p->wanted_type),
+                sprout_type_name(p->to_type));
+    else
+        cli_log(SPROUT_LOG_INFO, "%-40s %-5s -> %s", p->tensor_name, sprout_type_name(p->from_type), sprout_type_name(p->to_type));
 }
 
 static bool on_progress(void *user, const sprout_quantize_progress *p) {
@@ -141,7 +142,7 @@ int cmd_quantize(int argc, char **argv) {
     if (o.n_args < 3) return cli_usage_error(&quantize_command, "IN.gguf, OUT.gguf and TYPE are required");
     const char *const *positional = o.args;
     params.n_threads = o.n_threads;
-    cli_state state = {.tty = isatty(STDERR_FILENO), .verbose = o.verbose};
+    cli_state state = {.tty = isatty(STDERR_FILENO)};
     if (!parse_file_type(positional[2], &params.file_type)) {
         fprintf(stderr, "sprout quantize: unknown type '%s' (sprout quantize --help lists them)\n", positional[2]);
         return 2;

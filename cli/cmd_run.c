@@ -122,38 +122,35 @@ int cmd_run(int argc, char **argv) {
     run_options ro = {0};
     const int status = cli_parse(&run_command, &o, &ro, argc, argv);
     if (status != CLI_CONTINUE) return status;
-    const char *prompt = ro.prompt, *file = ro.file, *ids_text = ro.ids, *system = ro.system;
-    const bool chat = ro.chat, echo = ro.echo, as_json = ro.json, metrics = ro.metrics;
-    const int32_t logprobs = ro.logprobs;
-    if ((!!prompt + !!file + !!ids_text) != 1) return cli_usage_error(&run_command, "give one of -p, -f and --prompt-ids");
-    if (ids_text && chat) return cli_usage_error(&run_command, "--chat takes text, not --prompt-ids");
+    if ((!!ro.prompt + !!ro.file + !!ro.ids) != 1) return cli_usage_error(&run_command, "give one of -p, -f and --prompt-ids");
+    if (ro.ids && ro.chat) return cli_usage_error(&run_command, "--chat takes text, not --prompt-ids");
     char *file_text = NULL;
-    if (file && !(file_text = cli_read_file(file, NULL))) {
-        perror(file);
+    if (ro.file && !(file_text = cli_read_file(ro.file, NULL))) {
+        perror(ro.file);
         return 1;
     }
-    if (file) prompt = file_text;
+    if (ro.file) ro.prompt = file_text;
     sprout_token *ids = NULL;
     size_t n_ids = 0;
-    if (ids_text && !parse_ids(ids_text, &ids, &n_ids)) {
+    if (ro.ids && !parse_ids(ro.ids, &ids, &n_ids)) {
         fprintf(stderr, "sprout run: --prompt-ids takes token ids separated by spaces\n");
         free(ids);
         return 2;
     }
-    o.cfg.echo = echo;
-    o.cfg.logprobs = logprobs;
+    o.cfg.echo = ro.echo;
+    o.cfg.logprobs = ro.logprobs;
 
     sprout_model *model = NULL;
     sprout_pipeline *p = NULL;
     sprout_result *r = NULL;
     sprout_status st = cli_open_pipeline(&o, &model, &p);
-    sprout_streamer streamer = as_json ? NULL : print_piece;
+    sprout_streamer streamer = ro.json ? NULL : print_piece;
     if (st == SPROUT_OK) {
-        if (chat) {
-            st = sprout_chat_start(p, system);
-            if (st == SPROUT_OK) st = sprout_chat_generate(p, prompt, &o.cfg, streamer, NULL, &r);
+        if (ro.chat) {
+            st = sprout_chat_start(p, ro.system);
+            if (st == SPROUT_OK) st = sprout_chat_generate(p, ro.prompt, &o.cfg, streamer, NULL, &r);
         } else if (ids) {
-            if (echo && !as_json && sprout_model_tokenizer(model)) { /* the prompt as text first */
+            if (ro.echo && !ro.json && sprout_model_tokenizer(model)) { /* the prompt as text first */
                 char buf[1 << 16];
                 size_t len = 0;
                 if (sprout_detokenize(sprout_model_tokenizer(model), ids, n_ids, 0, buf, sizeof buf, &len) == SPROUT_OK)
@@ -161,7 +158,7 @@ int cmd_run(int argc, char **argv) {
             }
             st = sprout_generate_tokens(p, ids, n_ids, &o.cfg, streamer, NULL, &r);
         } else {
-            st = sprout_generate(p, prompt, &o.cfg, streamer, NULL, &r);
+            st = sprout_generate(p, ro.prompt, &o.cfg, streamer, NULL, &r);
         }
     }
     int rc = 0;
@@ -169,14 +166,14 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "sprout run: %s: %s\n", sprout_status_str(st), sprout_last_error());
         rc = 1;
     } else {
-        if (as_json) {
-            json_t *j = result_json(r, logprobs);
+        if (ro.json) {
+            json_t *j = result_json(r, ro.logprobs);
             rc = cli_print_json(j);
             json_decref(j);
         } else {
             putchar('\n');
         }
-        if (metrics) print_metrics(r);
+        if (ro.metrics) print_metrics(r);
     }
     if (fflush(stdout) != 0) rc = 1;
     sprout_result_free(r);

@@ -43,14 +43,12 @@ static const cli_command serve_command = {
     CLI_TABLE(serve_table),
 };
 
-static bool quiet; /* --log-disable, for on_notice */
-
-/* The server's notices: what a user of `serve` waits for (the port, "ready") is the command's output, so it shows
- * at the default level; --log-disable silences all but the errors that end the server. */
+/* The server's notices (ERROR, WARN, INFO): what a user of `serve` waits for (the port, "ready") is the command's
+ * output, so all show at the default level; --log-disable silences all but the errors that end the server. */
 static void on_notice(sprout_log_level level, const char *message, void *user) {
-    (void)user;
-    if (level == SPROUT_LOG_ERROR || (!quiet && level <= SPROUT_LOG_INFO)) fprintf(stderr, "sprout serve: %s\n", message);
-    else if (!quiet) cli_log(level, "serve: %s", message);
+    const cli_common *c = user;
+    if (level == SPROUT_LOG_ERROR || !c->log_disable)
+        fprintf(stderr, "sprout serve: %s%s\n", level == SPROUT_LOG_WARN ? "warning: " : "", message);
 }
 
 int cmd_serve(int argc, char **argv) {
@@ -66,12 +64,11 @@ int cmd_serve(int argc, char **argv) {
         }
         so.chat_template = template_text;
     }
-    quiet = c.log_disable;
     sp_server_options o = {
         .model_path = c.model, .host = so.host, .port = so.port, .n_slots = so.n_slots, .n_ctx = c.n_ctx, .n_batch = c.n_batch,
         .n_threads = c.n_threads, .kv_type = c.kv_type, .kv_type_set = c.kv_type_set, .n_queue = so.n_queue < 0 ? 0 : so.n_queue ? so.n_queue : -1,
         .api_key = so.api_key, .alias = so.alias, .max_body = (size_t)so.max_body, .chat_template = so.chat_template,
-        .notice = on_notice,
+        .notice = on_notice, .notice_user = &c,
     };
     /* the signals go to sigwait in this thread only: block them before any
      * other thread starts, so every thread inherits the mask */

@@ -18,10 +18,19 @@ typedef struct template_options {
     bool no_generation_prompt;
 } template_options;
 
+static bool parse_builtin(const char *value, void *dst, char *why, size_t why_size) {
+    if (sprout_template_builtin(value)) {
+        *(const char **)dst = value;
+        return true;
+    }
+    snprintf(why, why_size, "no such built-in template (sprout template --help lists them)");
+    return false;
+}
+
 #define OWN(field) offsetof(template_options, field)
 static const cli_option template_table[] = {
     CLI_OPT_STRING("--template", "FILE", OWN(template_file), "a Jinja template file (overrides the model's)"),
-    CLI_OPT_STRING("--builtin", "NAME", OWN(builtin), "a built-in template: chatml llama2 llama3 zephyr phi3 gemma mistral"),
+    CLI_OPT_CUSTOM("--builtin", "NAME", OWN(builtin), parse_builtin, "a built-in template: chatml llama2 llama3 zephyr phi3 gemma mistral"),
     CLI_OPT_STRING("--messages", "FILE", OWN(messages_file),
      "a JSON array of {\"role\", \"content\"} (default: one user message \"Hello\")"),
     CLI_OPT_STRING("--vars", "FILE", OWN(vars_file), "a JSON object of extra variables (tools, enable_thinking, ...)"),
@@ -58,15 +67,8 @@ int cmd_template(int argc, char **argv) {
     template_options to = {0};
     const int status = cli_parse(&template_command, &o, &to, argc, argv);
     if (status != CLI_CONTINUE) return status;
-    const char *model = o.model, *template_file = to.template_file, *builtin = to.builtin, *messages_file = to.messages_file;
-    const char *vars_file = to.vars_file, *bos = to.bos, *eos = to.eos, *now = to.now;
-    const bool generation_prompt = !to.no_generation_prompt;
-    if (!model && !template_file && !builtin) return cli_usage_error(&template_command, "give -m, --template or --builtin");
-    if (template_file && builtin) return cli_usage_error(&template_command, "give --template or --builtin, not both");
-    if (builtin && !sprout_template_builtin(builtin)) {
-        fprintf(stderr, "sprout template: no built-in template '%s'\n", builtin);
-        return 2;
-    }
+    if (!o.model && !to.template_file && !to.builtin) return cli_usage_error(&template_command, "give -m, --template or --builtin");
+    if (to.template_file && to.builtin) return cli_usage_error(&template_command, "give --template or --builtin, not both");
 
     int rc = 1;
     sprout_gguf *g = NULL;
@@ -77,38 +79,38 @@ int cmd_template(int argc, char **argv) {
     size_t source_len = 0;
     sprout_status st = SPROUT_OK;
 
-    if (model) {
-        if ((st = sprout_gguf_open(model, &g)) != SPROUT_OK) goto fail;
+    if (o.model) {
+        if ((st = sprout_gguf_open(o.model, &g)) != SPROUT_OK) goto fail;
         if (sprout_tokenizer_create(g, &tok) == SPROUT_OK) { /* a file without a vocabulary leaves them undefined */
             model_bos = token_text(tok, SPROUT_SPECIAL_BOS);
             model_eos = token_text(tok, SPROUT_SPECIAL_EOS);
         }
     }
-    if (template_file) {
-        if (!(source_owned = cli_read_file(template_file, &source_len))) {
-            perror(template_file);
+    if (to.template_file) {
+        if (!(source_owned = cli_read_file(to.template_file, &source_len))) {
+            perror(to.template_file);
             goto done;
         }
         source = source_owned;
-    } else if ((st = sprout_template_for_model(g, builtin, &source, &source_len)) != SPROUT_OK) {
+    } else if ((st = sprout_template_for_model(g, to.builtin, &source, &source_len)) != SPROUT_OK) {
         goto fail;
     }
-    if (messages_file && !(messages = cli_read_file(messages_file, NULL))) {
-        perror(messages_file);
+    if (to.messages_file && !(messages = cli_read_file(to.messages_file, NULL))) {
+        perror(to.messages_file);
         goto done;
     }
-    if (vars_file && !(vars = cli_read_file(vars_file, NULL))) {
-        perror(vars_file);
+    if (to.vars_file && !(vars = cli_read_file(to.vars_file, NULL))) {
+        perror(to.vars_file);
         goto done;
     }
     if ((st = sprout_template_parse(source, source_len, &t)) != SPROUT_OK) goto fail;
     sprout_template_options opt = {
         .struct_size = sizeof opt,
-        .add_generation_prompt = generation_prompt,
-        .bos_token = bos ? bos : model_bos,
-        .eos_token = eos ? eos : model_eos,
+        .add_generation_prompt = !to.no_generation_prompt,
+        .bos_token = to.bos ? to.bos : model_bos,
+        .eos_token = to.eos ? to.eos : model_eos,
         .extra_json = vars,
-        .now = now,
+        .now = to.now,
     };
     size_t len = 0;
     st = sprout_template_render_json(t, messages ? messages : "[{\"role\": \"user\", \"content\": \"Hello\"}]", &opt, &out, &len);

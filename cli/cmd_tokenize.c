@@ -57,26 +57,24 @@ int cmd_tokenize(int argc, char **argv) {
     tokenize_options to = {0};
     const int status = cli_parse(&tokenize_command, &o, &to, argc, argv);
     if (status != CLI_CONTINUE) return status;
-    const char *model = o.model, *prompt = to.prompt, *file = to.file;
-    const bool no_bos = to.no_bos, special = to.special, ids_only = to.ids, as_json = to.json;
-    if (prompt && file) return cli_usage_error(&tokenize_command, "give -p or -f, not both");
-    if (ids_only && as_json) return cli_usage_error(&tokenize_command, "give --ids or --json, not both");
+    if (to.prompt && to.file) return cli_usage_error(&tokenize_command, "give -p or -f, not both");
+    if (to.ids && to.json) return cli_usage_error(&tokenize_command, "give --ids or --json, not both");
 
     size_t len = 0;
     char *owned = NULL;
-    const char *text = prompt;
-    if (prompt) {
-        len = strlen(prompt);
+    const char *text = to.prompt;
+    if (to.prompt) {
+        len = strlen(to.prompt);
     } else {
-        FILE *f = file ? fopen(file, "rb") : stdin;
+        FILE *f = to.file ? fopen(to.file, "rb") : stdin;
         if (!f) {
-            perror(file);
+            perror(to.file);
             return 1;
         }
         owned = cli_read_stream(f, &len);
-        if (file) fclose(f);
+        if (to.file) fclose(f);
         if (!owned) {
-            fprintf(stderr, "sprout tokenize: cannot read %s\n", file ? file : "standard input");
+            fprintf(stderr, "sprout tokenize: cannot read %s\n", to.file ? to.file : "standard input");
             return 1;
         }
         text = owned;
@@ -84,7 +82,7 @@ int cmd_tokenize(int argc, char **argv) {
 
     sprout_gguf *g = NULL;
     sprout_tokenizer *tok = NULL;
-    sprout_status st = sprout_gguf_open(model, &g);
+    sprout_status st = sprout_gguf_open(o.model, &g);
     if (st == SPROUT_OK) st = sprout_tokenizer_create(g, &tok);
     if (st != SPROUT_OK) {
         fprintf(stderr, "sprout tokenize: %s: %s\n", sprout_status_str(st), sprout_last_error());
@@ -94,7 +92,7 @@ int cmd_tokenize(int argc, char **argv) {
     }
     if (*sprout_tokenizer_warning(tok)) fprintf(stderr, "sprout tokenize: warning: %s\n", sprout_tokenizer_warning(tok));
 
-    unsigned flags = (no_bos ? 0 : SPROUT_TOKENIZE_ADD_SPECIAL) | (special ? SPROUT_TOKENIZE_PARSE_SPECIAL : 0);
+    unsigned flags = (to.no_bos ? 0 : SPROUT_TOKENIZE_ADD_SPECIAL) | (to.special ? SPROUT_TOKENIZE_PARSE_SPECIAL : 0);
     size_t n = 0, cap = len + 8;
     sprout_token *ids = malloc(cap * sizeof *ids);
     st = ids ? sprout_tokenize(tok, text, len, flags, ids, cap, &n) : SPROUT_ERR_OUT_OF_MEMORY;
@@ -106,10 +104,10 @@ int cmd_tokenize(int argc, char **argv) {
     if (st != SPROUT_OK) {
         fprintf(stderr, "sprout tokenize: %s: %s\n", sprout_status_str(st), sprout_last_error());
         rc = 1;
-    } else if (ids_only) {
+    } else if (to.ids) {
         for (size_t i = 0; i < n; i++) printf(i ? " %d" : "%d", ids[i]);
         putchar('\n');
-    } else if (as_json) {
+    } else if (to.json) {
         json_t *tokens = json_array(), *pieces = json_array();
         for (size_t i = 0; i < n; i++) {
             const char *piece;

@@ -56,19 +56,36 @@ static bool parse_lora_scaled(const char *path, const char *scale, void *dst, ch
     return add_lora(dst, path, v, why, why_size);
 }
 
-static const cli_choice kv_types[] = {{"f32", SPROUT_KV_F32}, {"f16", SPROUT_KV_F16}, {NULL, 0}};
+/* --cache-type-k and its spellings: one type for keys and values. Given
+ * again, it must be the type given before. */
+static bool parse_kv_type(const char *value, void *dst, char *why, size_t why_size) {
+    sprout_kv_type *t = dst, v;
+    if (!strcmp(value, "f32")) v = SPROUT_KV_F32;
+    else if (!strcmp(value, "f16")) v = SPROUT_KV_F16;
+    else {
+        snprintf(why, why_size, "must be f32 or f16");
+        return false;
+    }
+    if (*t != CLI_KV_UNSET && *t != v) {
+        snprintf(why, why_size, "differs from %s, given before: sprout's KV cache has one type for keys and values", cli_kv_type_name(*t));
+        return false;
+    }
+    *t = v;
+    return true;
+}
 
 #define COMMON(field) offsetof(cli_common, field)
 #define CFG(field) (offsetof(cli_common, cfg) + offsetof(sprout_generation_config, field))
 
 /* Ranges: what the library can hold (threads: the pool's limit; context and
- * batch: the 2^24 cells a KV cache may have), or what the value means (a
- * probability is 0 to 1). */
+ * batch: the 2^24 cells a KV cache may have; a context of at least 2, as
+ * pipelines and schedulers ask), or what the value means (a probability is
+ * 0 to 1). */
 static const cli_option shared_options[] = {
     {"-m, --model", "FILE", CLI_STRING, COMMON(model), 0, 0, NULL, NULL, "the GGUF model", CLI_SHARED_MODEL, NULL},
     {"-t, --threads", "N", CLI_INT, COMMON(n_threads), 1, SPROUT_MAX_THREADS, NULL, NULL,
      "threads (default: one per core, at most " CLI_STR(SPROUT_MAX_THREADS) ")", CLI_SHARED_THREADS, NULL},
-    {"-c, --ctx-size, --ctx", "N", CLI_INT, COMMON(n_ctx), 1, 1 << 24, NULL, NULL, "context length (default: the model's, at most 4096)",
+    {"-c, --ctx-size, --ctx", "N", CLI_INT, COMMON(n_ctx), 2, 1 << 24, NULL, NULL, "context length (default: the model's, at most 4096)",
      CLI_SHARED_CTX, NULL},
     {"-b, --batch-size", "N", CLI_INT, COMMON(n_batch), 1, 1 << 24, NULL, NULL, "prompt tokens per forward pass (default 512)",
      CLI_SHARED_BATCH, NULL},
@@ -81,7 +98,7 @@ static const cli_option shared_options[] = {
      CLI_SHARED_SAMPLING, NULL},
     {"--min-p", "P", CLI_FLOAT, CFG(min_p), 0, 1, NULL, NULL, "drop tokens below P times the best one's probability; 0: off (default 0.05)",
      CLI_SHARED_SAMPLING, NULL},
-    {"--repeat-penalty", "R", CLI_FLOAT, CFG(repetition_penalty), 0, 100, NULL, NULL, "divide repeated tokens' logits by R; 1: off (default)",
+    {"--repeat-penalty", "R", CLI_FLOAT, CFG(repetition_penalty), 0.01, 100, NULL, NULL, "divide repeated tokens' logits by R; 1: off (default)",
      CLI_SHARED_SAMPLING, NULL},
     {"--repeat-last-n", "N", CLI_INT, CFG(repeat_last_n), -1, 1 << 24, NULL, NULL, "tokens the penalties look back at; -1: all (default 64)",
      CLI_SHARED_SAMPLING, NULL},
@@ -96,11 +113,8 @@ static const cli_option shared_options[] = {
     {"--ignore-eos", NULL, CLI_FLAG, CFG(ignore_eos), 0, 0, NULL, NULL, "do not stop at end-of-generation tokens", CLI_SHARED_SAMPLING, NULL},
     {"--json-mode", NULL, CLI_FLAG, CFG(json_object), 0, 0, NULL, NULL, "the output is one JSON object (only tokens that keep it valid are drawn)",
      CLI_SHARED_SAMPLING, NULL},
-    /* one cache type serves keys and values: either flag sets both, and both given must agree */
-    {"-ctk, --cache-type-k", "T", CLI_ENUM, COMMON(cache_type_k), 0, 0, kv_types, NULL,
-     "KV cache type, f16 (default) or f32; keys and values share one type: one flag sets both, both must agree", CLI_SHARED_KV, NULL},
-    {"-ctv, --cache-type-v", "T", CLI_ENUM, COMMON(cache_type_v), 0, 0, kv_types, NULL, "the same as --cache-type-k", CLI_SHARED_KV, NULL},
-    {"--kv-type", "T", CLI_ENUM, COMMON(kv_type_any), 0, 0, kv_types, NULL, "the same as --cache-type-k", CLI_SHARED_KV, NULL},
+    {"-ctk, --cache-type-k, -ctv, --cache-type-v, --kv-type", "T", CLI_CUSTOM, COMMON(kv_type), 0, 0, NULL, parse_kv_type,
+     "KV cache type of keys and values, which share one: f16 (default) or f32; given twice, it must agree", CLI_SHARED_KV, NULL},
     {"--lora", "FILE", CLI_CUSTOM, COMMON(loras), 0, 0, NULL, parse_lora, "apply a LoRA adapter (GGUF) at scale 1; repeatable",
      CLI_SHARED_LORA, NULL},
     {"--lora-scaled", "FILE SCALE", CLI_CUSTOM2, COMMON(loras), 0, 0, NULL, NULL, "apply a LoRA adapter at SCALE; repeatable",
@@ -157,15 +171,15 @@ static void long_name(const cli_option *o, char *out, size_t cap) {
     snprintf(out, cap, "%.*s", (int)(end ? (size_t)(end - p) : strlen(p)), p);
 }
 
-/* Stores value into dst as o says; false with the reason in why. */
-static bool store(const cli_option *o, const char *value, char *dst, char *why, size_t why_size) {
+/* Stores value (and for CLI_CUSTOM2 second) into dst as o says; false with the reason in why. */
+static bool store(const cli_option *o, const char *value, const char *second, char *dst, char *why, size_t why_size) {
     char *end;
     errno = 0;
     switch (o->kind) {
     case CLI_FLAG: *(bool *)dst = true; return true;
     case CLI_STRING: *(const char **)dst = value; return true;
     case CLI_CUSTOM: return o->parse(value, dst, why, why_size);
-    case CLI_CUSTOM2: return false; /* cli_parse calls parse2 */
+    case CLI_CUSTOM2: return o->parse2(value, second, dst, why, why_size);
     case CLI_INT: {
         const long long v = strtoll(value, &end, 10);
         if (errno || end == value || *end || v < (long long)o->min || v > (long long)o->max) {
@@ -202,30 +216,13 @@ static bool store(const cli_option *o, const char *value, char *dst, char *why, 
 
 static bool takes(const cli_command *cmd, const cli_option *o) { return (o->group & (cmd->shared | CLI_SHARED_LOG)) != 0; }
 
-/* The KV flags name one cache type: those given must agree. */
-static bool resolve_kv(const cli_command *cmd, cli_common *c) {
-    const int given[] = {c->cache_type_k, c->cache_type_v, c->kv_type_any};
-    const char *names[] = {"--cache-type-k", "--cache-type-v", "--kv-type"};
-    int first = -1;
-    for (int i = 0; i < 3; i++) {
-        if (given[i] < 0) continue;
-        if (first >= 0 && given[i] != given[first]) {
-            fprintf(stderr, "sprout %s: %s %s and %s %s differ: sprout's KV cache has one type for keys and values\n", cmd->name, names[first],
-                    cli_kv_type_name((sprout_kv_type)given[first]), names[i], cli_kv_type_name((sprout_kv_type)given[i]));
-            return false;
-        }
-        if (first < 0) first = i;
-    }
-    c->kv_type_set = first >= 0;
-    c->kv_type = first >= 0 ? (sprout_kv_type)given[first] : SPROUT_KV_F16;
-    return true;
-}
-
 static void common_init(cli_common *c) {
     memset(c, 0, sizeof *c);
     sprout_generation_config_init(&c->cfg);
-    c->cache_type_k = c->cache_type_v = c->kv_type_any = -1;
+    c->kv_type = CLI_KV_UNSET;
 }
+
+static void cli_help(const cli_command *cmd, FILE *out);
 
 int cli_parse(const cli_command *cmd, cli_common *common, void *own, int argc, char **argv) {
     common_init(common);
@@ -259,24 +256,21 @@ int cli_parse(const cli_command *cmd, cli_common *common, void *own, int argc, c
             if (i + 1 >= argc) return cli_usage_error(cmd, "%s needs a value (%s)", name, o->value);
             value = argv[++i];
         }
+        const char *second = NULL;
         if (o->kind == CLI_CUSTOM2) {
             if (i + 1 >= argc) return cli_usage_error(cmd, "%s needs two values (%s)", name, o->value);
-            const char *second = argv[++i];
-            if (!o->parse2(value, second, base + o->offset, why, sizeof why)) {
-                fprintf(stderr, "sprout %s: %s %s %s: %s\n", cmd->name, name, value, second, why);
-                return 2;
-            }
-            continue;
+            second = argv[++i];
         }
-        if (!store(o, value, base + o->offset, why, sizeof why)) {
-            fprintf(stderr, "sprout %s: %s %s: %s\n", cmd->name, name, value ? value : "", why);
+        if (!store(o, value, second, base + o->offset, why, sizeof why)) {
+            fprintf(stderr, "sprout %s: %s %s%s%s: %s\n", cmd->name, name, value ? value : "", second ? " " : "", second ? second : "", why);
             return 2;
         }
     }
     if (cmd->needs_model && !common->model) return cli_usage_error(cmd, "-m MODEL is required");
     common->cfg.stop_strings = common->stops.text;
     common->cfg.n_stop_strings = common->stops.n;
-    if (!resolve_kv(cmd, common)) return 2;
+    common->kv_type_set = common->kv_type != CLI_KV_UNSET;
+    if (!common->kv_type_set) common->kv_type = SPROUT_KV_F16;
     log_threshold = common->log_disable ? -1 : common->verbose ? SPROUT_LOG_DEBUG : SPROUT_LOG_WARN;
     return CLI_CONTINUE;
 }
@@ -290,7 +284,8 @@ static void help_line(FILE *out, const cli_option *o) {
     else fprintf(out, "  %s\n  %-26s %s\n", left, "", o->help);
 }
 
-void cli_help(const cli_command *cmd, FILE *out) {
+/* The command's --help, from its tables. */
+static void cli_help(const cli_command *cmd, FILE *out) {
     fprintf(out, "usage: sprout %s\n", cmd->usage);
     if (cmd->about) fprintf(out, "%s", cmd->about);
     if (cmd->n_options) fprintf(out, "\noptions:\n");
@@ -314,15 +309,21 @@ int cli_usage_error(const cli_command *cmd, const char *fmt, ...) {
 
 const char *cli_kv_type_name(sprout_kv_type t) { return t == SPROUT_KV_F32 ? "f32" : "f16"; }
 
-sprout_status cli_open_pipeline(cli_common *c, sprout_model **model, sprout_pipeline **pipeline) {
-    *model = NULL;
-    *pipeline = NULL;
+sprout_status cli_load_model(const cli_common *c, sprout_model **model) {
     sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = c->n_threads, .n_ctx = c->n_ctx, .kv_type = c->kv_type,
                               .kv_type_set = c->kv_type_set};
     sprout_status st = sprout_model_load(c->model, &mp, model);
     if (st != SPROUT_OK) return st;
     cli_log(SPROUT_LOG_INFO, "loaded %s (%s, %d tokens of vocabulary) in %.1f ms", c->model, sprout_model_architecture(*model),
             sprout_model_n_vocab(*model), sprout_model_load_ms(*model));
+    return SPROUT_OK;
+}
+
+sprout_status cli_open_pipeline(cli_common *c, sprout_model **model, sprout_pipeline **pipeline) {
+    *model = NULL;
+    *pipeline = NULL;
+    sprout_status st = cli_load_model(c, model);
+    if (st != SPROUT_OK) return st;
     sprout_pipeline_params pp = {.struct_size = sizeof pp, .n_ctx = c->n_ctx, .n_batch = c->n_batch, .n_threads = c->n_threads,
                                  .kv_type = c->kv_type, .kv_type_set = c->kv_type_set};
     st = sprout_pipeline_create(*model, &pp, pipeline);

@@ -60,7 +60,7 @@ enum {
     CLI_SHARED_BATCH = 1u << 3,    /* -b */
     CLI_SHARED_PREDICT = 1u << 4,  /* -n, --min-new-tokens */
     CLI_SHARED_SAMPLING = 1u << 5, /* --temp ... --seed, --stop, --ignore-eos, --json-mode */
-    CLI_SHARED_KV = 1u << 6,       /* --cache-type-k/-v, --kv-type */
+    CLI_SHARED_KV = 1u << 6,       /* -ctk, --cache-type-k and its other spellings */
     CLI_SHARED_LOG = 1u << 7,      /* -v, --log-disable: every command takes them */
     CLI_SHARED_LORA = 1u << 8,     /* --lora, --lora-scaled */
     /* what a generating command (run, chat) takes: a pipeline's and a generation's settings */
@@ -69,6 +69,9 @@ enum {
 };
 
 enum { CLI_MAX_STOP = 16, CLI_MAX_ARGS = 8, CLI_MAX_LORA = 16 };
+
+/* cli_common.kv_type while cli_parse has seen no KV flag */
+#define CLI_KV_UNSET ((sprout_kv_type)-1)
 
 typedef struct cli_stops {
     const char *text[CLI_MAX_STOP];
@@ -91,9 +94,8 @@ typedef struct cli_common {
     sprout_generation_config cfg; /* sampling and -n; cfg.stop_strings points at stops */
     cli_stops stops;
     cli_loras loras;
-    int cache_type_k, cache_type_v, kv_type_any; /* -1: not given; see cli_parse */
-    sprout_kv_type kv_type;                      /* what they resolve to, when kv_type_set */
-    bool kv_type_set;
+    sprout_kv_type kv_type; /* -ctk and its spellings; f16 when not given */
+    bool kv_type_set;       /* whether it was given */
     bool verbose, log_disable;
     const char *args[CLI_MAX_ARGS]; /* positional arguments */
     int n_args;
@@ -118,11 +120,9 @@ enum { CLI_CONTINUE = -1 };
 /* Parses argv (argv[0] is the command's name) into common and own. Returns
  * CLI_CONTINUE, or the exit status when the command should end now: 0
  * after --help (printed to stdout), 2 after a usage error (said on stderr,
- * naming the flag and, for a number, its range). On success the KV flags
- * are resolved into kv_type/kv_type_set and the log level is set. */
+ * naming the flag and, for a number, its range). On success kv_type_set
+ * says whether a KV flag was given and the log level is set. */
 int cli_parse(const cli_command *cmd, cli_common *common, void *own, int argc, char **argv);
-/* The command's --help, from its tables. */
-void cli_help(const cli_command *cmd, FILE *out);
 /* "usage: sprout ..." and a pointer to --help, on stderr; returns 2. */
 int cli_usage_error(const cli_command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -131,6 +131,8 @@ void cli_log_install(void);
 /* A line of the CLI's own at `level`, shown as the library's are. */
 void cli_log(sprout_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Loads the model (-m) as the shared options say: threads, context, KV type. */
+sprout_status cli_load_model(const cli_common *c, sprout_model **model);
 /* Loads the model, the adapters and creates a pipeline that applies them,
  * as the shared options say. */
 sprout_status cli_open_pipeline(cli_common *c, sprout_model **model, sprout_pipeline **pipeline);

@@ -224,7 +224,7 @@ static void test_template_cli(void) {
     free(out);
     CHECK(run_cli("template --builtin chatml", false, &out) == 0 && !strcmp(out, "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n"));
     free(out);
-    CHECK(run_cli("template --builtin nope", true, &out) == 2);
+    CHECK(run_cli("template --builtin nope", true, &out) == 2 && strstr(out, "--builtin nope: no such built-in template"));
     free(out);
     CHECK(run_cli("template", true, &out) == 2);
     free(out);
@@ -292,6 +292,17 @@ static void test_run(void) {
     free(out);
     CHECK(run_cli("run -p hi", true, &out) == 2 && strstr(out, "usage"));
     free(out);
+    /* a penalty of 0 would silently mean off: refused, as 1 is the way to say it */
+    snprintf(args, sizeof args, "run -m '%s/models/stories260K.gguf' -p hi --repeat-penalty 0", test_shared_dir());
+    CHECK_MSG(run_cli(args, true, &out) == 2 && strstr(out, "--repeat-penalty 0: must be a number from 0.01 to 100"), "got [%s]", out);
+    free(out);
+    /* a context of 1 is refused while parsing (exit 2), not by the library (exit 1) */
+    static const char *const one_cell[] = {"run -p hi", "serve", "embed -p hi"};
+    for (size_t i = 0; i < sizeof one_cell / sizeof *one_cell; i++) {
+        snprintf(args, sizeof args, "%s -m '%s/models/stories260K.gguf' -c 1", one_cell[i], test_shared_dir());
+        CHECK_MSG(run_cli(args, true, &out) == 2 && strstr(out, "--ctx-size 1: must be 2 to"), "%s: got [%s]", args, out);
+        free(out);
+    }
     snprintf(args, sizeof args, "run -m '%s/models/stories260K.gguf' -p hi --temp abc", test_shared_dir());
     CHECK(run_cli(args, true, &out) == 2);
     free(out);
@@ -433,15 +444,22 @@ static void test_cache_type(void) {
     snprintf(args, sizeof args, "embed -m '%s/models/stories260K.gguf' -p hi -ctk f32 -v", shared);
     CHECK(run_cli(args, true, &out) == 0 && strstr(out, "f32 KV cache"));
     free(out);
-    /* serve parses it before it starts: an unusable --host then ends it */
-    snprintf(args, sizeof args, "serve -m '%s/models/stories260K.gguf' --cache-type-k f32 -ctv f32 --host nowhere", shared);
-    CHECK(run_cli(args, true, &out) == 2 && strstr(out, "--host nowhere is not an IPv4 or IPv6 address"));
+    /* serve: started on a free port until it is ready (or gone), then stopped; its scheduler says the type */
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "log=$(mktemp) && { '%s' serve -m '%s/models/stories260K.gguf' --port 0 -v --cache-type-k f32 -ctv f32 2>\"$log\" & pid=$!; "
+             "i=0; while [ $i -lt 600 ] && kill -0 $pid 2>/dev/null && ! grep -q 'ready:' \"$log\"; do sleep 0.1; i=$((i + 1)); done; "
+             "kill $pid; wait $pid; st=$?; cat \"$log\"; rm -f \"$log\"; exit $st; }",
+             SPROUT_CLI_PATH, shared);
+    CHECK(test_run_command(cmd, &out) == 0);
+    CHECK_MSG(strstr(out, "ready:") && strstr(out, "f32 KV cache"), "serve -ctk f32: got [%s]", out);
     free(out);
     static const char *const bad[][2] = {{"run", "-p hi --cache-type-k q8_0"}, {"chat", "-ctv F16"}, {"bench", "--kv-type bf16"}, {"serve", "-ctk"},
                                          {"embed", "-p hi -ctk f32 -ctv f16"}};
-    static const char *const said[] = {"--cache-type-k q8_0: must be f32 or f16", "--cache-type-v F16: must be f32 or f16",
-                                       "--kv-type bf16: must be f32 or f16", "--cache-type-k needs a value",
-                                       "--cache-type-k f32 and --cache-type-v f16 differ"};
+    /* every spelling is one flag, named in errors by its first long spelling */
+    static const char *const said[] = {"--cache-type-k q8_0: must be f32 or f16", "--cache-type-k F16: must be f32 or f16",
+                                       "--cache-type-k bf16: must be f32 or f16", "--cache-type-k needs a value",
+                                       "--cache-type-k f16: differs from f32"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         snprintf(args, sizeof args, "%s -m '%s/models/stories260K.gguf' %s", bad[i][0], shared, bad[i][1]);
         CHECK_MSG(run_cli(args, true, &out) == 2 && strstr(out, said[i]), "%s: got [%s]", args, out);
@@ -455,10 +473,10 @@ static void test_help(void) {
     static const struct {
         const char *command, *has, *lacks;
     } cases[] = {
-        {"run", "--cache-type-k T|-ctv, --cache-type-v T|-t, --threads N|--top-p P|-n, --n-predict|-b, --batch-size N|--prompt-ids", NULL},
-        {"chat", "--cache-type-k T|-t, --threads N|--temp T|-s, --seed S|--system TEXT", NULL},
-        {"bench", "--cache-type-k T|-t, --threads N|-r, --reps N|-b, --batch-size N", "--temp"},
-        {"serve", "--cache-type-k T|-t, --threads N|-c, --ctx-size|--parallel N", "--temp"},
+        {"run", "-ctk, --cache-type-k, -ctv, --cache-type-v, --kv-type T|-t, --threads N|--top-p P|-n, --n-predict|-b, --batch-size N|--prompt-ids", NULL},
+        {"chat", "--kv-type T|-t, --threads N|--temp T|-s, --seed S|--system TEXT", NULL},
+        {"bench", "--kv-type T|-t, --threads N|-r, --reps N|-b, --batch-size N", "--temp"},
+        {"serve", "--kv-type T|-t, --threads N|-c, --ctx-size|--parallel N", "--temp"},
         {"embed", "-t, --threads N|-c, --ctx-size|--pooling P", "--temp"},
         {"quantize", "-t, --threads N|--split-max-size SIZE", "--model"},
         {"info", "-m, --model FILE|--tensors", "--threads"},
@@ -562,7 +580,7 @@ static void test_embed(void) {
     json_decref(c);
     unlink(lines);
     snprintf(args, sizeof args, "embed -m '%s/models/stories260K.gguf' -p hi --pooling max", shared);
-    CHECK(run_cli(args, true, &out) == 2 && strstr(out, "unknown pooling"));
+    CHECK(run_cli(args, true, &out) == 2 && strstr(out, "--pooling max: unknown pooling"));
     free(out);
     snprintf(args, sizeof args, "embed -m '%s/models/stories260K.gguf' -c 8 -p 'Once upon a time there was a big dog'", shared);
     CHECK(run_cli(args, true, &out) == 1 && strstr(out, "text 1") && strstr(out, "at most 8"));

@@ -65,7 +65,7 @@ static void test_bad_arguments(void) {
     snprintf(cmd, sizeof cmd, "$S quantize '%s' out.gguf Q4_K_M --output-type Q7", stories);
     EXPECT(cmd, 2, "--output-type Q7: must be a tensor type");
     snprintf(cmd, sizeof cmd, "$S quantize '%s' out.gguf Q4_K_M --split-max-size lots", stories);
-    EXPECT(cmd, 2, "--split-max-size");
+    EXPECT(cmd, 2, "--split-max-size lots: must be a size such as 2G or 500M");
     snprintf(cmd, sizeof cmd, "$S quantize '%s' out.gguf Q4_K_M --threads 0", stories);
     EXPECT(cmd, 2, "--threads 0: must be 1 to 256");
     CHECK_MSG(count_files() == 0, "bad arguments left files in %s", dir);
@@ -86,6 +86,14 @@ static void test_quantize_and_run(void) {
     snprintf(cmd, sizeof cmd, "$S quantize f32.gguf q4km.gguf Q4_K_M");
     CHECK(sh(cmd, &out) == 0 && strstr(out, "ffn_down.weight: rows do not fit Q4_K blocks, using F16") &&
           strstr(out, "Q4_K_M") && strstr(out, "with a fallback type"));
+    free(out);
+    /* the fallback is a warning: --log-disable silences it; -v adds every tensor's type */
+    snprintf(cmd, sizeof cmd, "$S quantize f32.gguf q4km-quiet.gguf Q4_K_M --log-disable && rm q4km-quiet.gguf");
+    CHECK(sh(cmd, &out) == 0 && !strstr(out, "rows do not fit") && strstr(out, "with a fallback type"));
+    free(out);
+    snprintf(cmd, sizeof cmd, "$S quantize f32.gguf q4km-verbose.gguf Q4_K_M -v && rm q4km-verbose.gguf");
+    CHECK_MSG(sh(cmd, &out) == 0 && strstr(out, "warning: ") && strstr(out, "ffn_down.weight: rows do not fit") && strstr(out, " -> "),
+              "%s", out);
     free(out);
     snprintf(cmd, sizeof cmd, "$S quantize f32.gguf by-number.gguf 7 && $S info by-number.gguf --json");
     CHECK(sh(cmd, &out) == 0 && strstr(out, "\"file_type\": \"Q8_0\""));

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/error.h"
 #include "json/json_util.h"
 #include "server/server_internal.h"
 
@@ -162,7 +163,6 @@ typedef struct route {
     bool before_ready; /* answers while the model loads (and without a key) */
 } route;
 
-/* A path a route serves: its own, or for a path ending in '/' any name under it. */
 /* A path ending in '/' (other than the root itself) serves each name under it. */
 static bool route_serves(const route *r, const char *url) {
     const size_t n = strlen(r->path);
@@ -339,7 +339,7 @@ bool sp_model_name_matches(const sp_server *srv, const char *name) {
 }
 
 /* A line for the operator, through options.notice: the server prints nothing itself. */
-static void notice(const sp_server *srv, sprout_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void notice(const sp_server *srv, sprout_log_level level, const char *fmt, ...) SP_PRINTF(3, 4);
 static void notice(const sp_server *srv, sprout_log_level level, const char *fmt, ...) {
     if (!srv->opt.notice) return;
     char message[1024];

@@ -10,13 +10,6 @@
 
 #include "sprout.h"
 
-/* What the server has to tell its operator: where it listens, that the
- * model is ready, that a signal stops it, why it cannot start (ERROR), and
- * the HTTP library's complaints (WARN). The server prints nothing itself;
- * NULL says it to nobody. Called from the serving thread, and for WARN from
- * the HTTP library's threads too. */
-typedef void (*sp_server_notice_fn)(sprout_log_level level, const char *message, void *user);
-
 typedef struct sp_server_options {
     const char *model_path;
     const char *host;     /* address to bind; default 127.0.0.1 */
@@ -32,7 +25,12 @@ typedef struct sp_server_options {
     const char *alias;    /* the model's name in the APIs; NULL: the file's */
     size_t max_body;      /* bytes; 0: 16 MiB */
     const char *chat_template; /* a built-in name or Jinja source; NULL: the model's */
-    sp_server_notice_fn notice;
+    /* What the server has to tell its operator: where it listens, that the
+     * model is ready, that a signal stops it (INFO), why it cannot start
+     * (ERROR), and the HTTP library's complaints (WARN). The server prints
+     * nothing itself; NULL says it to nobody. Called from the serving
+     * thread, and for WARN from the HTTP library's threads too. */
+    sprout_log_fn notice;
     void *notice_user;
 } sp_server_options;
 
