@@ -20,8 +20,8 @@ static sprout_status push_message(sprout_pipeline *p, const char *role, const ch
         p->cap_messages = cap;
     }
     chat_message *m = &p->messages[p->n_messages];
-    m->role = sp_text_dup(role, strlen(role));
-    m->content = sp_text_dup(content, len);
+    m->role = strdup(role);
+    m->content = strndup(content, len);
     if (!m->role || !m->content) {
         free(m->role);
         free(m->content);

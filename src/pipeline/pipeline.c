@@ -2,12 +2,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "core/versioned.h"
-#include "core/utf8.h"
 #include "pipeline/pipeline_internal.h"
 
 void sprout_generation_config_init(sprout_generation_config *c) {

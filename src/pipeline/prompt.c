@@ -10,21 +10,12 @@
 #include "pipeline/prompt.h"
 #include "tokenizer/tokenizer.h"
 
-char *sp_text_dup(const char *s, size_t n) {
-    char *d = malloc(n + 1);
-    if (d) {
-        memcpy(d, s, n);
-        d[n] = 0;
-    }
-    return d;
-}
-
 char *sp_special_text(const sprout_tokenizer *tok, sprout_special which) {
     sprout_token id = sprout_tokenizer_special(tok, which);
     const char *text;
     size_t len;
     if (!tok || id < 0 || sprout_token_text(tok, id, &text, &len) != SPROUT_OK) return NULL;
-    return sp_text_dup(text, len);
+    return strndup(text, len);
 }
 
 sprout_status sp_templated_tokens(const sprout_tokenizer *tok, const char *text, size_t len, int32_t **ids, size_t *n) {

@@ -8,9 +8,6 @@
 
 #include "sprout.h"
 
-/* A NUL-terminated copy of s[0..n); NULL when out of memory. */
-char *sp_text_dup(const char *s, size_t n);
-
 /* The text of a special token (malloc'd), or NULL if the vocabulary has none. */
 char *sp_special_text(const sprout_tokenizer *tok, sprout_special which);
 

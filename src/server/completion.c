@@ -3,7 +3,6 @@
  * the engine produces (a reader that the connection's thread pulls from)
  * or wait and answer once. A client that hangs up cancels its request at
  * once: the waits poll its socket. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
