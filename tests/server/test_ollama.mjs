@@ -14,6 +14,11 @@ const ollama = new Ollama({ host: server.url });
   check(root.status === 200 && (await root.text()) === 'sprout is running', 'GET /', root.status);
   const head = await fetch(`${server.url}/`, { method: 'HEAD' });
   check(head.status === 200, 'HEAD /', head.status);
+  // and only the root: a path below it is not the root's
+  const below = await fetch(`${server.url}/nope`);
+  check(below.status === 404, 'GET /nope', below.status);
+  const wrong = await fetch(`${server.url}/tokenize`);
+  check(wrong.status === 405, 'GET of a POST endpoint', wrong.status);
 }
 
 const list = await ollama.list();
