@@ -335,7 +335,8 @@ static void test_errors(void) {
 /* Where a template fails, for parse and render errors alike; messages given
  * as role/content pairs render as their JSON form does. */
 static void test_error_column_and_pairs(void) {
-    sprout_template *t = NULL;
+    /* the outputs start as sentinels: a failing call must set them to NULL */
+    sprout_template *t = (sprout_template *)&test_error_column_and_pairs;
     const char *bad = "hello\n  {{ 1 + }}";
     CHECK(sprout_template_parse(bad, strlen(bad), &t) == SPROUT_ERR_FORMAT && t == NULL);
     CHECK_MSG(sprout_template_error_line() == 2 && sprout_template_error_column() == 12, "line %d, column %d",
@@ -344,7 +345,7 @@ static void test_error_column_and_pairs(void) {
     const char *undefined = "ab{{ x.y }}";
     CHECK(sprout_template_parse(undefined, strlen(undefined), &t) == SPROUT_OK);
     sprout_template_options opt = {.struct_size = sizeof opt, .add_generation_prompt = true};
-    char *out = NULL;
+    char *out = (char *)"sentinel";
     size_t len = 0;
     CHECK(sprout_template_render(t, NULL, 0, &opt, &out, &len) == SPROUT_ERR_FORMAT && out == NULL);
     CHECK_MSG(sprout_template_error_line() == 1 && sprout_template_error_column() == 7, "line %d, column %d",
@@ -365,7 +366,7 @@ static void test_error_column_and_pairs(void) {
     CHECK(out && from_json && json_len == len && !memcmp(out, from_json, len));
     sprout_free(out);
     sprout_free(from_json);
-    out = NULL;
+    out = (char *)"sentinel";
     CHECK(sprout_template_render(t, msgs, 2, &opt, NULL, &len) == SPROUT_ERR_INVALID_ARGUMENT);
     CHECK(sprout_template_render(t, NULL, 1, &opt, &out, &len) == SPROUT_ERR_INVALID_ARGUMENT && out == NULL);
     sprout_template_free(t);

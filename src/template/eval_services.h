@@ -68,7 +68,8 @@ bool rt_dict_items(interp *in, const node *at, const jdict *d, jv *out);
 bool rt_kwargs_dict(interp *in, const node *at, const call_args *a, jv_type type, jv *out);
 
 /* Finds name in a table of structs whose first member is their name,
- * sorted by it (checked in debug builds); NULL if absent. */
+ * sorted by it (test_template calls every name, so a table out of order
+ * fails it); NULL if absent. */
 const void *rt_find_name(const void *table, size_t n, size_t size, const char *name);
 
 /* --- Python's object protocol -------------------------------------------------------- */

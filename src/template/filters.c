@@ -309,7 +309,6 @@ static bool f_reverse(interp *in, const node *at, jv v, const call_args *a, jv *
         if (!jv_iterate(in, at, v, &chars)) return false;
         jbuf b = {0};
         for (size_t i = chars.u.l->n; i > 0; i--) jv_write_str(&b, chars.u.l->items[i - 1]);
-        if (!b.data) return rt_make_str(in, at, "", 0, out);
         return rt_buf_result(in, at, &b, out);
     }
     jv items;

@@ -38,7 +38,6 @@ static bool indent(interp *in, const node *at, const jstr *s, const call_args *a
         }
     }
     jbuf_free(&pad);
-    if (!b.data) return rt_make_str(in, at, "", 0, out);
     return rt_buf_result(in, at, &b, out);
 }
 
@@ -355,7 +354,6 @@ static bool strip_tags(interp *in, const node *at, const jstr *s, jv *out) {
         }
         i += cl;
     }
-    if (!b.data) return rt_make_str(in, at, "", 0, out);
     return rt_buf_result(in, at, &b, out);
 }
 

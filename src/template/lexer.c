@@ -448,7 +448,7 @@ static bool lex(lexer *lx) {
         if (!push_token(lx, kind == '{' ? T_VAR_BEGIN : T_BLOCK_BEGIN, tag)) break;
         char rmod = lex_tag(lx, kind == '{' ? '}' : '%', tag);
         if (lx->failed) break;
-        if (kind == '%' && lx->n == first_tok + 2 && is_name_token(&lx->toks[first_tok + 1], "raw")) {
+        if (kind == '%' && lx->n == first_tok + 2 && is_name(&lx->toks[first_tok + 1], "raw")) {
             lx->n = first_tok; /* the raw tag itself produces nothing */
             after_tag(lx, rmod, true);
             if (!lex_raw(lx, tag, &line_starting)) break;

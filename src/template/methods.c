@@ -267,7 +267,6 @@ static bool m_zfill(interp *in, const node *at, jv self, const call_args *a, jv 
     jbuf_put(&b, s->data, sign);
     for (int64_t k = (int64_t)chars; k < n; k++) jbuf_putc(&b, '0');
     jbuf_put(&b, s->data + sign, s->len - sign);
-    if (!b.data) return rt_make_str(in, at, "", 0, out);
     return rt_buf_result(in, at, &b, out);
 }
 

@@ -39,7 +39,7 @@ void tpl_set_error(tpl_error *err, sprout_status st, int line, int column, const
  * *err and returns false (nothing to free). */
 bool tpl_lex(const char *source, size_t len, tpl_program *prog, tpl_error *err, token **toks);
 
-static inline bool is_name_token(const token *t, const char *name) {
+static inline bool is_name(const token *t, const char *name) {
     return t->kind == T_NAME && t->len == strlen(name) && memcmp(t->text, name, t->len) == 0;
 }
 
@@ -65,7 +65,6 @@ static inline token *advance(parser *p) {
 }
 
 static inline bool is_op(const token *t, const char *op) { return t->kind == T_OP && !strcmp(t->text, op); }
-static inline bool is_name(const token *t, const char *name) { return is_name_token(t, name); }
 
 
 /* --- errors and building (parse_expr.c) ------------------------------------------------------ */

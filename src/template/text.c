@@ -263,6 +263,5 @@ bool escape_html(interp *in, const node *at, jv v, jv *out) {
         default: jbuf_putc(&b, c);
         }
     }
-    if (!b.data) return rt_make_str(in, at, "", 0, out);
     return rt_buf_result(in, at, &b, out);
 }
