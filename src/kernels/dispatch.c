@@ -36,7 +36,7 @@ static const sp_kernels avx2 = {
 static const sp_kernels avx512 = {
     .name = "avx512-vnni",
     .matmul = sp_matmul_avx512vnni,
-    .quantize = sp_quantize_avx512vnni,
+    .quantize = sp_quantize_avx2,
     .attention = sp_attention_avx512,
     .activation = sp_activation_avx2,
 };
@@ -44,7 +44,7 @@ static const sp_kernels avx512 = {
 static const sp_kernels avx512bf16 = {
     .name = "avx512-vnni-bf16",
     .matmul = sp_matmul_avx512bf16,
-    .quantize = sp_quantize_avx512vnni,
+    .quantize = sp_quantize_avx2,
     .attention = sp_attention_avx512,
     .activation = sp_activation_avx2,
 };
@@ -55,7 +55,7 @@ static const sp_kernels amx = {
     .matmul_prompt = sp_matmul_amx_prompt,
     .prompt_staged_bytes = sp_amx_float_staged_bytes,
     .stage_prompt = sp_amx_float_stage,
-    .quantize = sp_quantize_avx512vnni,
+    .quantize = sp_quantize_avx2,
     .attention = sp_attention_avx512,
     .activation = sp_activation_avx2,
 };
