@@ -36,7 +36,7 @@ static const sp_kernels avx2 = {
 static const sp_kernels avx512 = {
     .name = "avx512-vnni",
     .matmul = sp_matmul_avx512vnni,
-    .quantize = sp_quantize_avx512vnni,
+    .quantize = sp_quantize_avx2,
     .attention = sp_attention_avx512,
     .activation = sp_activation_avx2,
 };
@@ -44,7 +44,7 @@ static const sp_kernels avx512 = {
 static const sp_kernels avx512bf16 = {
     .name = "avx512-vnni-bf16",
     .matmul = sp_matmul_avx512bf16,
-    .quantize = sp_quantize_avx512vnni,
+    .quantize = sp_quantize_avx2,
     .attention = sp_attention_avx512,
     .activation = sp_activation_avx2,
 };
@@ -55,7 +55,7 @@ static const sp_kernels amx = {
     .matmul_prompt = sp_matmul_amx_prompt,
     .prompt_staged_bytes = sp_amx_float_staged_bytes,
     .stage_prompt = sp_amx_float_stage,
-    .quantize = sp_quantize_avx512vnni,
+    .quantize = sp_quantize_avx2,
     .attention = sp_attention_avx512,
     .activation = sp_activation_avx2,
 };
@@ -145,22 +145,29 @@ static bool cpu_has_amx(void) {
 }
 #endif
 
-/* What SPROUT_CPU may name: every level of every architecture, so that a
- * level of another one is not taken for a typo. */
-static const char *const known_levels[] = {"generic", "avx2", "avx512", "avx512bf16", "amx", "neon", "i8mm"};
-
-static bool is_known_level(const char *level) {
-    for (size_t i = 0; i < sizeof known_levels / sizeof *known_levels; i++)
-        if (!strcmp(level, known_levels[i])) return true;
-    return false;
-}
-
 static bool always(void) { return true; }
 
-/* The levels this build has, best first, each with what the CPU must have
- * for it. They nest (every level's CPU test implies the ones below it), so
- * the first whose test passes, from a cap down, is the best the CPU has at
- * or below the cap. */
+/* A row's CPU test and kernels, or NULL where this build lacks the architecture. */
+#ifdef SP_HAVE_X86_KERNELS
+#define X86(x) (x)
+#else
+#define X86(x) NULL
+#endif
+#ifdef SP_HAVE_NEON_KERNELS
+#define NEON(x) (x)
+#else
+#define NEON(x) NULL
+#endif
+
+/* Every level of every architecture, best first, each with what the CPU
+ * must have for it: SPROUT_CPU may name any of them, so that a level of
+ * another architecture is not taken for a typo. A row whose cpu_has is
+ * NULL is not in this build. Within an architecture the levels nest (every
+ * level's CPU test implies the ones below it), so the first row whose test
+ * passes, from a cap down, is the best the CPU has at or below the cap; the
+ * other architecture's rows, with no test, are passed over. The Arm rows
+ * come first so that bottom-up the names read generic, the x86 levels, then
+ * the Arm ones. */
 typedef struct level {
     const char *name; /* as SPROUT_CPU spells it */
     bool (*cpu_has)(void);
@@ -168,62 +175,54 @@ typedef struct level {
 } level;
 
 static const level levels[] = {
-#ifdef SP_HAVE_X86_KERNELS
-    {"amx", cpu_has_amx, &amx},
-    {"avx512bf16", cpu_has_avx512_bf16, &avx512bf16},
-    {"avx512", cpu_has_avx512_vnni, &avx512},
-    {"avx2", cpu_has_avx2, &avx2},
-#endif
-#ifdef SP_HAVE_NEON_KERNELS
-    {"i8mm", cpu_has_neon_i8mm, &neon_i8mm},
-    {"neon", cpu_has_neon_dotprod, &neon},
-#endif
+    {"i8mm", NEON(cpu_has_neon_i8mm), NEON(&neon_i8mm)},
+    {"neon", NEON(cpu_has_neon_dotprod), NEON(&neon)},
+    {"amx", X86(cpu_has_amx), X86(&amx)},
+    {"avx512bf16", X86(cpu_has_avx512_bf16), X86(&avx512bf16)},
+    {"avx512", X86(cpu_has_avx512_vnni), X86(&avx512)},
+    {"avx2", X86(cpu_has_avx2), X86(&avx2)},
     {"generic", always, &portable},
 };
 
 enum { N_LEVELS = sizeof levels / sizeof *levels };
 
-/* The index of the level named, or N_LEVELS where this build has none by that name. */
+/* The index of the level named, or N_LEVELS where no architecture has one by that name. */
 static size_t level_index(const char *name) {
     size_t i = 0;
     while (i < N_LEVELS && strcmp(levels[i].name, name)) i++;
     return i;
 }
 
+static bool cpu_has(const level *l) { return l->cpu_has && l->cpu_has(); }
+
 const sp_kernels *sp_kernels_for_level(const char *name) {
     const size_t i = level_index(name);
-    return i < N_LEVELS && levels[i].cpu_has() ? levels[i].kernels : NULL;
+    return i < N_LEVELS && cpu_has(&levels[i]) ? levels[i].kernels : NULL;
 }
 
 /* The best level the CPU has at or below SPROUT_CPU; without it (or with a
- * name this build has no level for: a typo, another architecture's) the
- * best of all. */
+ * name no level has: a typo; or another architecture's level) the best of
+ * all. A name no level has, or a level that cannot be had (one this CPU or
+ * build lacks), is said once, so that a typo does not pass for a measured
+ * level and a comparison does not quietly measure something else. */
 static void choose(void) {
     const char *cap = getenv("SPROUT_CPU");
-    if (cap && *cap && !is_known_level(cap)) { /* a typo must not pass for a measured level */
+    const size_t named = cap && *cap ? level_index(cap) : N_LEVELS;
+    if (cap && *cap && named == N_LEVELS) {
         char names[128] = "";
-        for (size_t i = 0, o = 0; i < sizeof known_levels / sizeof *known_levels && o < sizeof names; i++)
-            o += (size_t)snprintf(names + o, sizeof names - o, "%s %s", i ? "," : "", known_levels[i]);
+        for (size_t i = N_LEVELS, o = 0; i-- > 0 && o < sizeof names;) /* bottom-up: generic first */
+            o += (size_t)snprintf(names + o, sizeof names - o, "%s %s", i == N_LEVELS - 1 ? "" : ",", levels[i].name);
         sp_log(SPROUT_LOG_WARN, "SPROUT_CPU=%s is not one of%s: using the best level this CPU has", cap, names);
     }
-    size_t i = cap && *cap ? level_index(cap) : N_LEVELS;
-    if (i == N_LEVELS) i = 0;
-    while (!levels[i].cpu_has()) i++; /* the last, generic, always passes */
+    size_t i = named < N_LEVELS && levels[named].cpu_has ? named : 0;
+    while (!cpu_has(&levels[i])) i++; /* the last, generic, always passes */
     chosen = levels[i].kernels;
-}
-
-/* A known level that cannot be had (one this CPU or build lacks) falls
- * back to the best below it: said once, so that a comparison does not
- * quietly measure something else. */
-static void choose_and_tell(void) {
-    choose();
-    const char *cap = getenv("SPROUT_CPU");
-    if (cap && *cap && is_known_level(cap) && sp_kernels_for_level(cap) != chosen)
+    if (named < N_LEVELS && i != named)
         sp_log(SPROUT_LOG_WARN, "SPROUT_CPU=%s: this CPU or build does not have that level; using the %s kernels", cap, chosen->name);
 }
 
 const sp_kernels *sp_kernels_get(void) {
-    pthread_once(&chosen_once, choose_and_tell);
+    pthread_once(&chosen_once, choose);
     return chosen;
 }
 

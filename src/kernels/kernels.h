@@ -242,17 +242,17 @@ void sp_quantize_neon(const float *x, int64_t n, void *out);
 /* ... and with the int8 matrix multiply (matmul_neon_i8mm.c). */
 void sp_matmul_neon_i8mm(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                          int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
-/* x86-64 with AVX2 + FMA + F16C (matmul_avx2.c). */
+/* x86-64 with AVX2 + FMA + F16C: the matmul and quantize (matmul_avx2.c), attention (attention_avx2.c, and
+ * attention_avx512.c with AVX-512 F as well) and activation (activation_avx2.c). */
 void sp_matmul_avx2(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                     int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
-void sp_quantize_avx2(const float *x, int64_t n, void *out);
+void sp_quantize_avx2(const float *x, int64_t n, void *out); /* every x86 level's activations */
 void sp_attention_avx2(const sp_attention_args *a);
 void sp_attention_avx512(const sp_attention_args *a);
 void sp_activation_avx2(sp_activation kind, const float *x, const float *up, float *out, int64_t n);
 /* x86-64 with AVX-512 F/BW/VL/VNNI as well (matmul_avx512vnni.c). */
 void sp_matmul_avx512vnni(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                           int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
-void sp_quantize_avx512vnni(const float *x, int64_t n, void *out);
 /* ... and AVX-512 BF16 as well, for BF16 weights (matmul_bf16.c). */
 void sp_matmul_avx512bf16(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                           int64_t y_stride, int64_t o0, int64_t o1, float *scratch);

@@ -501,7 +501,7 @@ static void stage_tokens(const sp_weight *w, const float *x, int64_t x_stride, c
         const act_block *src = NULL;
         if (i < n && xq) src = xq + (t0 + i) * nb;
         else if (i < n) {
-            sp_quantize_avx512vnni(x + (t0 + i) * x_stride, w->n_in, one);
+            sp_quantize_avx2(x + (t0 + i) * x_stride, w->n_in, one);
             src = one;
         }
         const int64_t k = i / 16, m = i % 16;

@@ -51,6 +51,12 @@ static inline __attribute__((always_inline)) bool rows_in_pairs(sprout_type type
     return false;
 }
 
+/* Eight 16-bit values of a format at p, widened (exactly). */
+static inline __m256 widen8(float_format f, const void *p) {
+    const __m128i h = _mm_loadu_si128((const __m128i *)p);
+    return f == FLOAT_F16 ? _mm256_cvtph_ps(h) : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
 /* AVX2: every (row, token) pair has two accumulators (even and odd
  * 8-element chunks, so one row alone still has independent chains),
  * joined before the lanes are summed; 16 registers hold 2 rows by 3

@@ -336,8 +336,6 @@ static inline __attribute__((always_inline)) void float_tile(float_format f, con
 
 #include "kernels/x86_matmul_loops.h"
 
-void sp_quantize_avx512vnni(const float *x, int64_t n, void *out) { quantize_activations(x, n, out); }
-
 void sp_matmul_avx512vnni(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y, int64_t y_stride,
                           int64_t o0, int64_t o1, float *scratch) {
     matmul_x86(w, x, x_stride, xq, n_tokens, y, y_stride, o0, o1, scratch);

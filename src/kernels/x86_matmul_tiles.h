@@ -556,11 +556,6 @@ static inline float float_row_tail(float_format f, const void *row, const float 
     return sum;
 }
 
-/* Eight or sixteen 16-bit values of a format at p, widened (exactly). */
-static inline __m256 widen8(float_format f, const void *p) {
-    const __m128i h = _mm_loadu_si128((const __m128i *)p);
-    return f == FLOAT_F16 ? _mm256_cvtph_ps(h) : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
 /* Rows read in place stream from memory: while a tile works on its rows,
  * the next tile's rows (`ahead` bytes on; 0 for rows decoded into a
  * buffer) are fetched into L2, one cache line per line consumed here. The

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Cross-builds the kernel test for 64-bit Arm (gcc-aarch64-linux-gnu, -Werror,
-# the NEON file with +dotprod alone, its i8mm copy with +i8mm) and runs it
+# the NEON file with +dotprod alone, the i8mm file with +dotprod+i8mm) and runs it
 # under qemu-aarch64: once on a CPU with the dot-product and int8 matrix
 # extensions (both NEON levels against the portable kernels, batch
 # invariance, attention) and once on one without (the dispatcher must fall
