@@ -34,8 +34,11 @@ static sprout_status bind_pair(const sprout_gguf *g, const sprout_model *m, int6
     if (!w->data || (k == 0 && sprout_gguf_find_tensor(m->gguf, "output.weight") < 0))
         return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' adapts '%s', which the model does not have", name_a, base);
     const int64_t r = sprout_gguf_tensor_dim(g, ia, 1);
-    if (r < 1 || r > SP_LORA_MAX_RANK)
-        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' has rank %lld (1 to %d)", name_a, (long long)r, SP_LORA_MAX_RANK);
+    /* a rank past the target's input width adds nothing a smaller one could
+     * not, and the run-time term's buffers are sized by the model's rows */
+    const int64_t most = w->n_in < SP_LORA_MAX_RANK ? w->n_in : SP_LORA_MAX_RANK;
+    if (r < 1 || r > most)
+        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' has rank %lld (1 to %lld for '%s')", name_a, (long long)r, (long long)most, base);
     sprout_status st = sp_weight_bind(g, ia, w->n_in, r, &p->a);
     if (st == SPROUT_OK) st = sp_weight_bind(g, ib, r, w->n_out, &p->b);
     if (st != SPROUT_OK) return st;
