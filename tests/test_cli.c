@@ -5,7 +5,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/threadpool.h"
 #include "test_util.h"
 
 /* Runs the CLI with `args`; returns its exit status and stdout (+stderr if
@@ -373,48 +372,6 @@ static void test_thread_range(void) {
     }
 }
 
-/* The library refuses what the pool cannot hold instead of clamping: the
- * pool itself, a pipeline, a scheduler and a quantization. */
-static void test_thread_pool_limit(void) {
-    sp_threadpool *pool = NULL;
-    CHECK(sp_threadpool_create(SPROUT_MAX_THREADS + 1, &pool) == SPROUT_ERR_OUT_OF_RANGE && !pool);
-    CHECK_MSG(strstr(sprout_last_error(), "1 to 256"), "%s", sprout_last_error());
-    CHECK(sp_threadpool_create(0, &pool) == SPROUT_ERR_OUT_OF_RANGE && !pool);
-    CHECK(sp_threadpool_create(3, &pool) == SPROUT_OK && sp_threadpool_size(pool) == 3);
-    sp_threadpool_free(pool);
-
-    char path[1024];
-    snprintf(path, sizeof path, "%s/models/stories260K.gguf", test_shared_dir());
-    sprout_model *m = NULL;
-    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = SPROUT_MAX_THREADS + 1, .n_ctx = 64};
-    /* a default count the pool cannot hold is refused at once, not at the first pipeline */
-    CHECK(sprout_model_load(path, &mp, &m) == SPROUT_ERR_OUT_OF_RANGE && !m);
-    CHECK_MSG(strstr(sprout_last_error(), "1 to 256"), "%s", sprout_last_error());
-    mp.n_threads = 0; /* all cores: at most what a pool holds */
-    CHECK(sprout_model_load(path, &mp, &m) == SPROUT_OK);
-    if (!m) return;
-    sprout_pipeline *p = NULL;
-    CHECK(sprout_pipeline_create(m, NULL, &p) == SPROUT_OK && sprout_pipeline_n_threads(p) >= 1 &&
-          sprout_pipeline_n_threads(p) <= SPROUT_MAX_THREADS);
-    sprout_pipeline_free(p);
-    sprout_pipeline_params pp = {.struct_size = sizeof pp, .n_threads = SPROUT_MAX_THREADS + 1};
-    for (int32_t n = SPROUT_MAX_THREADS + 1; n <= 100000; n *= 10) {
-        pp.n_threads = n;
-        CHECK(sprout_pipeline_create(m, &pp, &p) == SPROUT_ERR_OUT_OF_RANGE && !p);
-        CHECK_MSG(strstr(sprout_last_error(), "threads"), "%s", sprout_last_error());
-    }
-    pp.n_threads = SPROUT_MAX_THREADS; /* the limit itself is taken as it is */
-    CHECK(sprout_pipeline_create(m, &pp, &p) == SPROUT_OK && sprout_pipeline_n_threads(p) == SPROUT_MAX_THREADS);
-    sprout_pipeline_free(p);
-    sprout_scheduler *s = NULL;
-    sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = 1, .n_threads = SPROUT_MAX_THREADS + 1};
-    CHECK(sprout_scheduler_create(m, &sp, &s) == SPROUT_ERR_OUT_OF_RANGE && !s);
-    /* and a KV type that is none */
-    pp = (sprout_pipeline_params){.struct_size = sizeof pp, .n_threads = 1, .kv_type = (sprout_kv_type)5, .kv_type_set = true};
-    CHECK(sprout_pipeline_create(m, &pp, &p) == SPROUT_ERR_INVALID_ARGUMENT && !p);
-    sprout_model_free(m);
-}
-
 /* --cache-type-k/-v (and -ctk/-ctv, --kv-type): one type for keys and
  * values, taken by every command that makes a KV cache, bad values refused. */
 static void test_cache_type(void) {
@@ -630,7 +587,6 @@ int main(void) {
     test_quantized_json();
     test_text_and_errors();
     test_thread_range();
-    test_thread_pool_limit();
     test_cache_type();
     test_help();
     test_log_levels();
