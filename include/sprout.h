@@ -574,6 +574,14 @@ sprout_status sprout_template_for_model(const sprout_gguf *gguf, const char *ove
 typedef struct sprout_model sprout_model;
 typedef struct sprout_pipeline sprout_pipeline;
 typedef struct sprout_result sprout_result;
+/* A LoRA adapter loaded against a model (sprout_lora_load, below). */
+typedef struct sprout_lora sprout_lora;
+
+/* An adapter and the scale a generation applies it with. */
+typedef struct sprout_lora_use {
+    const sprout_lora *adapter;
+    float scale;
+} sprout_lora_use;
 
 /* The KV cache's element type, one for keys and values. The numbers are the
  * ggml type ids (those of sprout_type), so quantized caches will take theirs
@@ -682,6 +690,11 @@ typedef struct sprout_generation_config {
     const sprout_logit_bias *logit_bias; /* added to the logits before everything else; ids outside the
                                             vocabulary are ignored */
     size_t n_logit_bias;
+    const sprout_lora_use *lora;      /* LoRA adapters (loaded against the same model) applied to this generation, in
+                                         this order, each with its scale; a scale of 0 leaves its adapter out. n_lora 0:
+                                         a pipeline's own (sprout_pipeline_set_lora), a scheduler's request none. Cached
+                                         tokens are reused only by a generation with the same adapters and scales */
+    size_t n_lora;
 } sprout_generation_config;
 
 void sprout_generation_config_init(sprout_generation_config *config);
@@ -776,22 +789,22 @@ sprout_status sprout_result_metrics(const sprout_result *r, sprout_perf_metrics 
  * alone without alpha), for the attention and FFN projections and the
  * output head. An adapter is loaded against one model, checked against it
  * (architecture, each target, shapes and ranks: SPROUT_ERR_FORMAT naming
- * the tensor), stays mapped, and may be used by any number of pipelines;
- * free it after them.
+ * the tensor), stays mapped, and may be used by any number of pipelines
+ * and schedulers at once; free it after them. Which adapters apply is a
+ * generation's choice (sprout_generation_config.lora): requests with
+ * different sets run in the same batched forward pass of a scheduler.
  *
  *   sprout_lora *a;
  *   sprout_lora_load(m, "adapter.gguf", &a);
- *   float scale = 1.0f;
- *   sprout_pipeline_set_lora(p, &a, &scale, 1);
+ *   sprout_lora_use use = {a, 1.0f};
+ *   cfg.lora = &use;
+ *   cfg.n_lora = 1;
  */
-typedef struct sprout_lora sprout_lora;
-
 sprout_status sprout_lora_load(const sprout_model *model, const char *path, sprout_lora **out);
 void sprout_lora_free(sprout_lora *lora);
-/* The adapters (each loaded against the pipeline's model) and their scales
- * the pipeline's next generations apply; n 0 clears them. A change empties
- * the pipeline's KV cache: cached tokens were computed with the old set.
- * The pipeline copies the arrays, not the adapters. */
+/* The pipeline's own adapters: those of its default config (calls with a
+ * NULL config), and of every call whose config names none (n_lora 0); n 0
+ * clears them. The pipeline copies the arrays, not the adapters. */
 sprout_status sprout_pipeline_set_lora(sprout_pipeline *p, sprout_lora *const *adapters, const float *scales, size_t n);
 
 /* ---------------------------------------------------------------------------

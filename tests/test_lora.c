@@ -1,8 +1,9 @@
 /* LoRA adapters on stories260K: adapters written by make_lora (regenerated
  * here from the arguments in tests/data/lora/cases.json) give llama.cpp's
  * greedy tokens; scale 0 is the base model bit for bit; a token's output
- * does not depend on the adapters of the other rows of its batch; hostile
- * adapters are refused by name. */
+ * does not depend on the adapters of the other rows of its batch, nor a
+ * scheduled request's on the other requests' sets; hostile adapters are
+ * refused by name. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -91,7 +92,7 @@ static void test_reference(sprout_model *m) {
     json_decref(ref);
 }
 
-/* --- scale 0, and a change of set empties the cache ------------------------------------ */
+/* --- scale 0, and the cache keyed by the set ------------------------------------------- */
 
 static sprout_result *generate(sprout_pipeline *p, const char *prompt) {
     sprout_generation_config cfg = greedy(24);
@@ -129,13 +130,28 @@ static void test_scale_zero(sprout_model *m) {
     sprout_result *base = generate(p, "Once upon a time");
     CHECK(sprout_pipeline_cached_tokens(p) > 0);
     const float zero = 0.f, one = 1.f;
+    /* scale 0 is no adapter: the same set, so the cache is reused */
     CHECK(sprout_pipeline_set_lora(p, &a, &zero, 1) == SPROUT_OK);
-    CHECK(sprout_pipeline_cached_tokens(p) == 0); /* the set changed */
     sprout_result *zeroed = generate(p, "Once upon a time");
-    CHECK(sprout_pipeline_set_lora(p, &a, &zero, 1) == SPROUT_OK);
-    CHECK(sprout_pipeline_cached_tokens(p) > 0); /* the same set: the cache stays */
+    CHECK(sprout_pipeline_last_prefill_tokens(p) == 1);
     CHECK(sprout_pipeline_set_lora(p, &a, &one, 1) == SPROUT_OK);
     sprout_result *adapted = generate(p, "Once upon a time");
+    CHECK(sprout_pipeline_last_prefill_tokens(p) == 5); /* another set: nothing cached is reused */
+    /* a config's own adapters rule over the pipeline's */
+    sprout_generation_config cfg;
+    sprout_generation_config_init(&cfg);
+    CHECK(sprout_pipeline_get_config(p, &cfg) == SPROUT_OK && cfg.n_lora == 1 && cfg.lora[0].adapter == a);
+    const sprout_generation_config g = greedy(24);
+    cfg.temperature = g.temperature;
+    cfg.max_new_tokens = g.max_new_tokens;
+    cfg.logprobs = g.logprobs;
+    const sprout_lora_use off = {a, 0.f};
+    cfg.lora = &off;
+    sprout_result *off_result = NULL;
+    CHECK(sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &off_result) == SPROUT_OK);
+    CHECK(sprout_pipeline_last_prefill_tokens(p) == 5);
+    if (base && off_result) CHECK_MSG(same_results(base, off_result), "a config's scale 0 differs from no adapter");
+    sprout_result_free(off_result);
     if (base && zeroed && adapted) {
         CHECK_MSG(same_results(base, zeroed), "scale 0 differs from no adapter");
         CHECK_MSG(!same_results(base, adapted), "the adapter changes nothing");
@@ -172,7 +188,7 @@ static void test_rows(sprout_model *m) {
     sprout_lora *a = NULL, *b = NULL;
     CHECK(sprout_lora_load(m, fa, &a) == SPROUT_OK && sprout_lora_load(m, fb, &b) == SPROUT_OK);
     if (!a || !b) return;
-    const sp_lora_use ua[] = {{a, 1.f}}, uab[] = {{a, 0.5f}, {b, 1.5f}};
+    const sprout_lora_use ua[] = {{a, 1.f}}, uab[] = {{a, 0.5f}, {b, 1.5f}};
     const sp_lora_set sa = {1, ua}, sab = {2, uab};
     const sp_lora_set *sets[3] = {&sa, NULL, &sab};
     const int32_t prompt[] = {1, 403, 407, 261, 378, 432};
@@ -195,6 +211,129 @@ static void test_rows(sprout_model *m) {
     for (int s = 0; s < 3; s++) CHECK_MSG(!memcmp(alone[s], together + s * V, sizeof alone[s]), "sequence %d differs in a batch", s);
     CHECK(memcmp(alone[0], alone[1], sizeof alone[0]) != 0 && memcmp(alone[2], alone[1], sizeof alone[0]) != 0);
     sp_context_free(&ctx);
+    sprout_lora_free(a);
+    sprout_lora_free(b);
+}
+
+/* --- the scheduler: requests with different adapters in one batch ------------------------ */
+
+typedef struct sched_case {
+    const char *prompt;
+    sprout_lora_use uses[2];
+    size_t n_uses;
+    float temperature;
+} sched_case;
+
+static sprout_request *submit(sprout_scheduler *s, sprout_model *m, const sched_case *c) {
+    sprout_token *ids = NULL;
+    size_t n = 0;
+    CHECK(sprout_model_tokenize_prompt(m, c->prompt, strlen(c->prompt), false, &ids, &n) == SPROUT_OK);
+    sprout_generation_config cfg = greedy(20);
+    cfg.temperature = c->temperature;
+    cfg.seed = 7;
+    cfg.lora = c->uses;
+    cfg.n_lora = c->n_uses;
+    sprout_request_params rp = {.struct_size = sizeof rp, .prompt = ids, .n_prompt = n, .config = &cfg};
+    sprout_request *req = NULL;
+    CHECK_MSG(sprout_scheduler_submit(s, &rp, &req) == SPROUT_OK, "%s", sprout_last_error());
+    sprout_free(ids);
+    return req;
+}
+
+static sprout_result *wait_result(sprout_request *req) {
+    sprout_result *r = NULL;
+    if (req) CHECK_MSG(sprout_request_wait(req, &r) == SPROUT_OK, "%s", sprout_last_error());
+    sprout_request_free(req);
+    return r;
+}
+
+static sprout_scheduler_stats stats_of(const sprout_scheduler *s) {
+    sprout_scheduler_stats st = {.struct_size = sizeof st};
+    CHECK(sprout_scheduler_stats_get(s, &st) == SPROUT_OK);
+    return st;
+}
+
+/* Five requests, three adapter sets among them and one without, run
+ * together: each gives what it gives alone, bit for bit; and a slot's
+ * cached prompt is reused only under the same set. */
+static void test_scheduler_sets(sprout_model *m) {
+    char fa[512], fb[512];
+    snprintf(fa, sizeof fa, "%s/sched-a.gguf", tmp_dir);
+    snprintf(fb, sizeof fb, "%s/sched-b.gguf", tmp_dir);
+    if (!make_lora(fa, NULL, "--rank 8 --type F16 --targets all --alpha 16 --seed 11 --magnitude 0.3") ||
+        !make_lora(fb, NULL, "--rank 4 --type F32 --targets attn --seed 12 --magnitude 0.3"))
+        return;
+    sprout_lora *a = NULL, *b = NULL;
+    CHECK(sprout_lora_load(m, fa, &a) == SPROUT_OK && sprout_lora_load(m, fb, &b) == SPROUT_OK);
+    if (!a || !b) return;
+    const sched_case cases[] = {
+        {"Once upon a time", {{a, 1.f}}, 1, 0.f},
+        {"Once upon a time", {{b, 1.f}}, 1, 0.f},
+        {"Lily and Tom went to the park", {{a, 0.5f}, {b, 1.5f}}, 2, 0.8f},
+        {"Once upon a time", {{0}}, 0, 0.f},
+        {"The little dog was happy", {{a, 1.f}}, 1, 0.8f},
+    };
+    enum { N = sizeof cases / sizeof cases[0] };
+    sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = N, .n_ctx = 128, .n_threads = 2};
+    sprout_result *alone[N] = {0}, *together[N] = {0};
+    uint64_t alone_steps = 0;
+    for (int i = 0; i < N; i++) {
+        sprout_scheduler *s = NULL;
+        CHECK(sprout_scheduler_create(m, &sp, &s) == SPROUT_OK);
+        if (!s) return;
+        alone[i] = wait_result(submit(s, m, &cases[i]));
+        alone_steps += stats_of(s).steps;
+        sprout_scheduler_free(s);
+    }
+    sprout_scheduler *s = NULL;
+    CHECK(sprout_scheduler_create(m, &sp, &s) == SPROUT_OK);
+    if (!s) return;
+    sprout_request *reqs[N];
+    for (int i = 0; i < N; i++) reqs[i] = submit(s, m, &cases[i]);
+    for (int i = 0; i < N; i++) together[i] = wait_result(reqs[i]);
+    const uint64_t together_steps = stats_of(s).steps;
+    CHECK_MSG(together_steps < alone_steps, "%llu passes together, %llu alone: not batched", (unsigned long long)together_steps,
+              (unsigned long long)alone_steps);
+    for (int i = 0; i < N; i++)
+        if (alone[i] && together[i]) CHECK_MSG(same_results(alone[i], together[i]), "request %d differs in the batch", i);
+    /* the sets do change the output: one prompt under a, b and none */
+    if (alone[0] && alone[1] && alone[3]) CHECK(!same_results(alone[0], alone[3]) && !same_results(alone[1], alone[3]));
+    sprout_scheduler_free(s);
+    /* one slot: its cache serves the same prompt only under the same set
+     * (all but the last prompt token, whose logits were not kept) */
+    sp.n_slots = 1;
+    CHECK(sprout_scheduler_create(m, &sp, &s) == SPROUT_OK);
+    if (!s) return;
+    const int order[] = {0, 1, 1, 3};
+    const uint64_t reused[] = {0, 0, 4, 0};
+    for (int k = 0; k < 4; k++) {
+        const uint64_t before = stats_of(s).cached_prompt_tokens;
+        sprout_result *r = wait_result(submit(s, m, &cases[order[k]]));
+        const uint64_t got = stats_of(s).cached_prompt_tokens - before;
+        CHECK_MSG(got == reused[k], "run %d reused %llu cached tokens, expected %llu", k, (unsigned long long)got,
+                  (unsigned long long)reused[k]);
+        if (r && alone[order[k]]) CHECK_MSG(same_results(r, alone[order[k]]), "run %d differs from its request alone", k);
+        sprout_result_free(r);
+    }
+    sprout_scheduler_free(s);
+    /* refused at submission: an adapter loaded against another model */
+    sprout_model *other = NULL;
+    CHECK(sprout_model_load(model_path, NULL, &other) == SPROUT_OK);
+    if (other && sprout_scheduler_create(other, &sp, &s) == SPROUT_OK) {
+        sprout_request *req = NULL;
+        const sprout_token ids[] = {1, 403};
+        sprout_generation_config cfg = greedy(4);
+        cfg.lora = cases[0].uses;
+        cfg.n_lora = 1;
+        sprout_request_params rp = {.struct_size = sizeof rp, .prompt = ids, .n_prompt = 2, .config = &cfg};
+        CHECK(sprout_scheduler_submit(s, &rp, &req) == SPROUT_ERR_INVALID_ARGUMENT && !req);
+        sprout_scheduler_free(s);
+    }
+    sprout_model_free(other);
+    for (int i = 0; i < N; i++) {
+        sprout_result_free(alone[i]);
+        sprout_result_free(together[i]);
+    }
     sprout_lora_free(a);
     sprout_lora_free(b);
 }
@@ -261,6 +400,7 @@ int main(void) {
         test_reference(m);
         test_scale_zero(m);
         test_rows(m);
+        test_scheduler_sets(m);
         test_hostile(m);
     }
     sprout_model_free(m);

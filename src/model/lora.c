@@ -93,6 +93,40 @@ fail:
     return st;
 }
 
+/* --- adapter sets ------------------------------------------------------------------------ */
+
+sprout_status sp_lora_set_copy(const sprout_model *m, const sprout_lora_use *uses, size_t n, sp_lora_set *out) {
+    *out = (sp_lora_set){0, NULL};
+    if (n && !uses) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "%zu adapters given without their list", n);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!uses[i].adapter) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "adapter %zu is NULL", i);
+        if (uses[i].adapter->model != m) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "adapter %zu was loaded against another model", i);
+        if (!isfinite(uses[i].scale)) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "adapter %zu: scale is not finite", i);
+        kept += uses[i].scale != 0.f;
+    }
+    if (!kept) return SPROUT_OK;
+    sprout_lora_use *copy = malloc(kept * sizeof *copy);
+    if (!copy) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0, k = 0; i < n; i++)
+        if (uses[i].scale != 0.f) copy[k++] = uses[i];
+    *out = (sp_lora_set){kept, copy};
+    return SPROUT_OK;
+}
+
+bool sp_lora_set_equal(const sp_lora_set *a, const sp_lora_set *b) {
+    const size_t na = a ? a->n : 0, nb = b ? b->n : 0;
+    if (na != nb) return false;
+    for (size_t i = 0; i < na; i++)
+        if (a->uses[i].adapter != b->uses[i].adapter || a->uses[i].scale != b->uses[i].scale) return false;
+    return true;
+}
+
+void sp_lora_set_free(sp_lora_set *s) {
+    free((void *)s->uses);
+    *s = (sp_lora_set){0, NULL};
+}
+
 /* --- the public API ----------------------------------------------------------------------- */
 
 sprout_status sprout_lora_load(const sprout_model *model, const char *path, sprout_lora **out) {

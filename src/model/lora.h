@@ -6,6 +6,7 @@
 #ifndef SPROUT_MODEL_LORA_H
 #define SPROUT_MODEL_LORA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,18 +29,22 @@ struct sprout_lora {
     sp_lora_pair *pairs; /* indexed as sp_model_weight */
 };
 
-/* An adapter applied with a scale. */
-typedef struct sp_lora_use {
-    const sprout_lora *lora;
-    float scale;
-} sp_lora_use;
-
 /* What applies to a batch token (sp_batch_token.lora): n adapters, each
- * with its scale. NULL or n 0: the base model alone. */
+ * with its scale (none of them 0). NULL or n 0: the base model alone. */
 typedef struct sp_lora_set {
     size_t n;
-    const sp_lora_use *uses;
+    const sprout_lora_use *uses;
 } sp_lora_set;
+
+/* A set's own copy of a caller's list, checked against m (each adapter
+ * loaded against it, each scale finite); scale-0 uses are left out, so
+ * that "scale 0" and "no adapter" are one set. */
+sprout_status sp_lora_set_copy(const sprout_model *m, const sprout_lora_use *uses, size_t n, sp_lora_set *out);
+/* Same adapters, same scales, same order (the terms add in that order). */
+bool sp_lora_set_equal(const sp_lora_set *a, const sp_lora_set *b);
+/* The set a token carries: NULL for the empty set. */
+static inline const sp_lora_set *sp_lora_set_or_null(const sp_lora_set *s) { return s && s->n ? s : NULL; }
+void sp_lora_set_free(sp_lora_set *s);
 
 /* Checks an open adapter file against m and builds the adapter (takes
  * ownership of g on success). */

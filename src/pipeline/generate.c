@@ -17,8 +17,9 @@ static sprout_status prefill(sprout_pipeline *p, const int32_t *tokens, int32_t 
     const bool prompt_path = to - from >= SP_PROMPT_PATH_MIN_TOKENS;
     for (int32_t start = from; start < to; start += ctx->n_batch) {
         int32_t n = to - start < ctx->n_batch ? to - start : ctx->n_batch;
-        for (int32_t i = 0; i < n; i++) p->batch[i] = (sp_batch_token){tokens[start + i], start + i, 0, start + i == to - 1, false, prompt_path,
-                                                                     sp_pipeline_lora(p)};
+        for (int32_t i = 0; i < n; i++)
+            p->batch[i] = (sp_batch_token){tokens[start + i], start + i, 0, start + i == to - 1, false, prompt_path,
+                                           sp_lora_set_or_null(&p->cached_lora)};
         sprout_status st = sp_forward(ctx, p->batch, n, p->logits);
         if (st != SPROUT_OK) return st;
         memcpy(p->cached + start, tokens + start, (size_t)n * sizeof *tokens);
@@ -30,8 +31,21 @@ static sprout_status prefill(sprout_pipeline *p, const int32_t *tokens, int32_t 
 sprout_status sp_generate(sprout_pipeline *p, const int32_t *prompt, size_t n_prompt, const char *prompt_text, size_t prompt_len,
                           double tokenize_ms, const sprout_generation_config *cfg, sprout_streamer streamer, void *user,
                           sprout_result **out) {
+    /* the cache holds keys and values of one adapter set: another set
+     * starts afresh. A config that names none takes the pipeline's. */
+    const bool own = cfg->n_lora > 0;
+    sp_lora_set lora;
+    sprout_status st = sp_lora_set_copy(p->model, own ? cfg->lora : p->default_lora.uses, own ? cfg->n_lora : p->default_lora.n, &lora);
+    if (st != SPROUT_OK) return st;
+    if (!sp_lora_set_equal(&lora, &p->cached_lora)) {
+        sp_lora_set_free(&p->cached_lora);
+        p->cached_lora = lora;
+        p->n_cached = 0;
+    } else {
+        sp_lora_set_free(&lora);
+    }
     sp_seq s;
-    sprout_status st = sp_seq_begin(&s, p->model, &p->sampler, p->n_ctx, prompt, n_prompt, prompt_text, prompt_len,
+    st = sp_seq_begin(&s, p->model, &p->sampler, p->n_ctx, prompt, n_prompt, prompt_text, prompt_len,
                                     sp_now_ms() - tokenize_ms, tokenize_ms, cfg, streamer, user);
     if (st != SPROUT_OK) return st;
     /* reuse the longest cached prefix; the last prompt token is always run
@@ -47,7 +61,7 @@ sprout_status sp_generate(sprout_pipeline *p, const int32_t *prompt, size_t n_pr
     sp_seq_prefill_done(&s);
     int32_t next;
     while (st == SPROUT_OK && sp_seq_next(&s, p->logits, p->cached, (size_t)p->n_cached, p->n_cached < p->n_ctx, &next)) {
-        sp_batch_token bt = {next, p->n_cached, 0, true, false, false, sp_pipeline_lora(p)};
+        sp_batch_token bt = {next, p->n_cached, 0, true, false, false, sp_lora_set_or_null(&p->cached_lora)};
         st = sp_forward(&p->ctx, &bt, 1, p->logits);
         if (st == SPROUT_OK) p->cached[p->n_cached++] = next;
         if (sp_seq_finished(&s)) break;

@@ -98,30 +98,31 @@ void sprout_pipeline_free(sprout_pipeline *p) {
     free(p->cached);
     free(p->logits);
     free(p->batch);
-    free((void *)p->lora.uses);
+    sp_lora_set_free(&p->default_lora);
+    sp_lora_set_free(&p->cached_lora);
     free(p);
+}
+
+/* The default config's adapters become a copy of uses. */
+static sprout_status set_default_lora(sprout_pipeline *p, const sprout_lora_use *uses, size_t n) {
+    sp_lora_set set;
+    sprout_status st = sp_lora_set_copy(p->model, uses, n, &set);
+    if (st != SPROUT_OK) return st;
+    sp_lora_set_free(&p->default_lora);
+    p->default_lora = set;
+    p->config.lora = set.uses;
+    p->config.n_lora = set.n;
+    return SPROUT_OK;
 }
 
 sprout_status sprout_pipeline_set_lora(sprout_pipeline *p, sprout_lora *const *adapters, const float *scales, size_t n) {
     if (!p || (n && (!adapters || !scales))) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL pipeline, adapters or scales");
-    for (size_t i = 0; i < n; i++) {
-        if (!adapters[i]) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "adapter %zu is NULL", i);
-        if (adapters[i]->model != p->model)
-            return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "adapter %zu was loaded against another model", i);
-        if (!isfinite(scales[i])) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "adapter %zu: scale is not finite", i);
-    }
-    bool same = n == p->lora.n;
-    for (size_t i = 0; same && i < n; i++) same = p->lora.uses[i].lora == adapters[i] && p->lora.uses[i].scale == scales[i];
-    if (same) return SPROUT_OK;
-    sp_lora_use *uses = NULL;
-    if (n && !(uses = malloc(n * sizeof *uses))) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
-    for (size_t i = 0; i < n; i++) uses[i] = (sp_lora_use){adapters[i], scales[i]};
-    free((void *)p->lora.uses);
-    p->lora = (sp_lora_set){n, uses};
-    /* the cached tokens' keys and values were computed with the old set */
-    sp_kv_truncate(&p->ctx.kv, 0, 0);
-    p->n_cached = 0;
-    return SPROUT_OK;
+    sprout_lora_use *uses = calloc(n ? n : 1, sizeof *uses);
+    if (!uses) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < n; i++) uses[i] = (sprout_lora_use){adapters[i], scales[i]};
+    sprout_status st = set_default_lora(p, uses, n);
+    free(uses);
+    return st;
 }
 
 int32_t sprout_pipeline_n_ctx(const sprout_pipeline *p) { return p ? p->n_ctx : 0; }
@@ -139,7 +140,15 @@ sprout_status sprout_pipeline_get_config(const sprout_pipeline *p, sprout_genera
 
 sprout_status sprout_pipeline_set_config(sprout_pipeline *p, const sprout_generation_config *c) {
     if (!p || !c) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL pipeline or config");
-    sp_config_copy(&p->config, c);
+    sprout_generation_config copy;
+    sp_config_copy(&copy, c);
+    /* the adapters are kept (a copy of the list), checked first so that a
+     * refused config changes nothing */
+    sprout_status st = set_default_lora(p, copy.lora, copy.n_lora);
+    if (st != SPROUT_OK) return st;
+    copy.lora = p->config.lora;
+    copy.n_lora = p->config.n_lora;
+    p->config = copy;
     /* the pointers belong to the caller: a default config cannot keep them */
     p->config.stop_strings = NULL;
     p->config.n_stop_strings = 0;

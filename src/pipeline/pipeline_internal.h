@@ -39,9 +39,9 @@ struct sprout_pipeline {
     float *logits;          /* one row */
     int32_t *batch_tokens;  /* scratch for building batches */
     sp_batch_token *batch;
-    /* the adapters every token it sends carries (lora.n 0: none); uses is
-     * the pipeline's own copy */
-    sp_lora_set lora;
+    /* the adapters of the default config (config.lora points into it),
+     * and those the cached tokens were computed with */
+    sp_lora_set default_lora, cached_lora;
     /* chat */
     bool chat_active;
     chat_message *messages;
@@ -49,9 +49,6 @@ struct sprout_pipeline {
     sprout_template *chat_template;
     char *bos_text, *eos_text;
 };
-
-/* The adapter set a pipeline's batch tokens carry (NULL: none). */
-static inline const sp_lora_set *sp_pipeline_lora(const sprout_pipeline *p) { return p->lora.n ? &p->lora : NULL; }
 
 /* Copies a caller's config, which may be an older, shorter struct (NULL:
  * the defaults). */

@@ -28,6 +28,7 @@ struct sprout_request {
     char **stops;
     int32_t *stop_ids;
     sprout_logit_bias *biases; /* the config's logit_bias, owned */
+    sp_lora_set lora;          /* the config's adapters, owned (cfg.lora points into it) */
     sprout_streamer streamer;
     void (*on_done)(sprout_request *req, void *user);
     void (*on_token)(sprout_request *req, sprout_token id, float logprob, const sprout_token *top_ids, const float *top_logprobs,
@@ -56,6 +57,7 @@ typedef struct slot {
     int32_t n_cached;
     int32_t n_fed_prompt; /* prompt tokens in the cache (== n_prompt once prefilled) */
     bool prompt_path;     /* whether those went the prompt path (prompt_path_for) */
+    sp_lora_set lora;     /* the adapters those were computed with (a copy) */
     int32_t pending;      /* the sampled token to feed next; -1: none */
     int32_t logits_row;   /* this step's row of logits; -1: none */
     int32_t embd_row;     /* an embedding's first row of hidden states this step */
@@ -101,6 +103,7 @@ static void request_destroy(sprout_request *req) {
     free(req->stops);
     free(req->stop_ids);
     free(req->biases);
+    sp_lora_set_free(&req->lora);
     free(req->prompt);
     sprout_result_free(req->result);
     pthread_cond_destroy(&req->ended);
@@ -122,10 +125,14 @@ static void *copy_array(const void *src, size_t n, size_t size) {
     return copy;
 }
 
-static sprout_request *request_new(const sprout_request_params *rp) {
+static sprout_status request_new(const sprout_model *m, const sprout_request_params *rp, sprout_request **out) {
     sprout_request *req = calloc(1, sizeof *req);
-    if (!req) return NULL;
+    if (!req) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     sp_config_copy(&req->cfg, rp->config);
+    /* an embedding uses no config, its adapters neither */
+    sprout_status st = rp->embed ? SPROUT_OK : sp_lora_set_copy(m, req->cfg.lora, req->cfg.n_lora, &req->lora);
+    req->cfg.lora = req->lora.uses;
+    req->cfg.n_lora = req->lora.n;
     bool ok = true;
     req->prompt = malloc((rp->n_prompt ? rp->n_prompt : 1) * sizeof *req->prompt);
     ok = req->prompt != NULL;
@@ -153,11 +160,13 @@ static sprout_request *request_new(const sprout_request_params *rp) {
     atomic_init(&req->cancel, false);
     pthread_mutex_init(&req->mu, NULL);
     pthread_cond_init(&req->ended, NULL);
-    if (!ok) {
+    if (st == SPROUT_OK && !ok) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st != SPROUT_OK) {
         request_destroy(req);
-        return NULL;
+        return st;
     }
-    return req;
+    *out = req;
+    return SPROUT_OK;
 }
 
 /* Publishes the end of a request: on_done first, so that a waiter that
@@ -235,11 +244,13 @@ static int32_t common_prefix(const int32_t *a, int32_t na, const int32_t *b, int
  * computes the same numbers whatever ran before. */
 static bool prompt_path_for(const sprout_request *req) { return req->n_prompt >= SP_PROMPT_PATH_MIN_TOKENS; }
 
-/* How many of a free slot's cached tokens a request may reuse where the
- * kinds differ: the prompt part if it went the request's own way (a
- * generated token never goes the prompt path); all, generated ones
- * included, if neither went it; none otherwise. */
+/* How many of a free slot's cached tokens a request may reuse: none
+ * computed with other adapters; where the kinds differ, the prompt part if
+ * it went the request's own way (a generated token never goes the prompt
+ * path); all, generated ones included, if neither went it; none
+ * otherwise. */
 static int32_t reusable(const sprout_scheduler *s, const slot *sl, const sprout_request *req) {
+    if (!sp_lora_set_equal(&sl->lora, &req->lora)) return 0;
     if (!s->kinds_differ) return sl->n_cached;
     if (sl->prompt_path != prompt_path_for(req)) return 0;
     return sl->prompt_path ? sl->n_fed_prompt : sl->n_cached;
@@ -372,6 +383,14 @@ static void admit(sprout_scheduler *s) {
             cancel_slot(s, sl);
             continue;
         }
+        if (!sp_lora_set_equal(&sl->lora, &req->lora)) { /* reuse is 0: the cache is the request's now */
+            sp_lora_set_free(&sl->lora);
+            if ((st = sp_lora_set_copy(s->model, req->lora.uses, req->lora.n, &sl->lora)) != SPROUT_OK) {
+                sl->n_cached = 0;
+                end_any_slot(s, sl, st);
+                continue;
+            }
+        }
         sp_kv_truncate(&s->ctx.kv, (int32_t)(sl - s->slots), reuse);
         sl->n_cached = reuse;
         sl->n_fed_prompt = reuse;
@@ -385,7 +404,8 @@ static void admit(sprout_scheduler *s) {
 }
 
 static void add_token(sprout_scheduler *s, int32_t *n, slot *sl, int32_t token, bool logits, bool embd, bool prompt) {
-    s->batch[*n] = (sp_batch_token){token, sl->n_cached + sl->n_step_tokens, (int32_t)(sl - s->slots), logits, embd, prompt, NULL};
+    s->batch[*n] = (sp_batch_token){token, sl->n_cached + sl->n_step_tokens, (int32_t)(sl - s->slots), logits, embd, prompt,
+                                    sp_lora_set_or_null(&sl->req->lora)};
     sl->n_step_tokens++;
     (*n)++;
 }
@@ -591,6 +611,7 @@ void sprout_scheduler_free(sprout_scheduler *s) {
     }
     for (int32_t i = 0; s->slots && i < s->n_slots; i++) {
         free(s->slots[i].cached);
+        sp_lora_set_free(&s->slots[i].lora);
         sp_pool_free(&s->slots[i].pool);
         sp_sampler_free(&s->slots[i].sampler);
     }
@@ -628,8 +649,8 @@ sprout_status sprout_scheduler_submit(sprout_scheduler *s, const sprout_request_
                                 : sp_seq_check(s->model, s->n_ctx, rp.prompt, rp.n_prompt, rp.config);
     if (st == SPROUT_OK && rp.embed) st = sp_pooling_resolve(s->model, rp.pooling, &rp.pooling);
     if (st != SPROUT_OK) return st;
-    sprout_request *req = request_new(&rp);
-    if (!req) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    sprout_request *req = NULL;
+    if ((st = request_new(s->model, &rp, &req)) != SPROUT_OK) return st;
     req->sched = s;
     req->t_submit = sp_now_ms();
     pthread_mutex_lock(&s->mu);

@@ -42,7 +42,7 @@ static void apply_row(const lora_job *j, int64_t t, int64_t o0, int64_t o1, int 
     if (!set) return;
     float *scratch = j->ctx->scratch + (int64_t)ith * j->ctx->scratch_stride;
     for (size_t u = 0; u < set->n; u++) {
-        const sp_lora_pair *p = &set->uses[u].lora->pairs[j->index];
+        const sp_lora_pair *p = &set->uses[u].adapter->pairs[j->index];
         if (p->a.data)
             apply_pair(j->ctx->kernels, p, set->uses[u].scale * p->alpha_over_rank, j->x + t * j->n_in, j->y + t * j->n_out, o0, o1,
                        scratch);
