@@ -3,12 +3,13 @@
  * and benchmarks need them at several ranks, types and targets. The same
  * arguments always give the same bytes (a fixed generator, no clock).
  *
- * usage: make_lora BASE.gguf OUT.gguf [--rank R] [--type T] [--targets attn|ffn|all]
+ * usage: make_lora BASE.gguf OUT.gguf [--rank R] [--type T] [--targets attn|ffn|all|output]
  *                  [--alpha A] [--seed S] [--magnitude M] [--hostile KIND]
  *   --rank 8, --type F32 (any type sprout writes; a half whose rows do not
  *   divide into T's blocks is written F16, said on stderr), --targets all
- *   (attn: q, k, v, qkv, output projection; ffn: gate, up, down; all: both
- *   and the output head when the base has its own), --alpha 0 (none
+ *   (attn: q, k, v, qkv, output projection; ffn: gate, up, down, fused
+ *   gate+up included; all: both and the output head when the base has its
+ *   own; output: that head alone), --alpha 0 (none
  *   written), --seed 1, --magnitude 0.2 (each element M times an
  *   approximately normal draw).
  *   --hostile arch|lone-a|shape|rank0: a broken adapter for the tests
@@ -34,7 +35,8 @@ static bool in_list(const char *s, size_t len, const char *const *names, size_t 
 /* Whether base tensor `name` is a target of `targets`. */
 static bool is_target(const char *name, const char *targets, bool *is_output) {
     *is_output = !strcmp(name, "output.weight");
-    if (*is_output) return !strcmp(targets, "all");
+    if (*is_output) return !strcmp(targets, "all") || !strcmp(targets, "output");
+    if (!strcmp(targets, "output")) return false;
     int layer, at = 0;
     if (sscanf(name, "blk.%d.%n", &layer, &at) != 1 || at == 0) return false;
     const char *rest = name + at, *dot = strstr(rest, ".weight");
@@ -75,8 +77,8 @@ static int make_half(half *h, const char *base, const char *suffix, int64_t ne0,
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: make_lora BASE.gguf OUT.gguf [--rank R] [--type T] [--targets attn|ffn|all] [--alpha A] [--seed S]\n"
-                        "                 [--magnitude M] [--hostile arch|lone-a|shape|rank0]\n");
+        fprintf(stderr, "usage: make_lora BASE.gguf OUT.gguf [--rank R] [--type T] [--targets attn|ffn|all|output] [--alpha A]\n"
+                        "                 [--seed S] [--magnitude M] [--hostile arch|lone-a|shape|rank0]\n");
         return 2;
     }
     int64_t rank = 8;
@@ -107,8 +109,8 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (strcmp(targets, "attn") && strcmp(targets, "ffn") && strcmp(targets, "all")) {
-        fprintf(stderr, "make_lora: --targets is attn, ffn or all\n");
+    if (strcmp(targets, "attn") && strcmp(targets, "ffn") && strcmp(targets, "all") && strcmp(targets, "output")) {
+        fprintf(stderr, "make_lora: --targets is attn, ffn, all or output\n");
         return 2;
     }
     if (!strcmp(hostile, "rank0")) rank = 0;
@@ -143,6 +145,7 @@ int main(int argc, char **argv) {
         err |= make_half(&halves[n++], name, "lora_a", n_in + (first && !strcmp(hostile, "shape") ? 32 : 0), rank, type, magnitude, &rng);
         if (!(first && !strcmp(hostile, "lone-a"))) err |= make_half(&halves[n++], name, "lora_b", rank, n_out, type, magnitude, &rng);
     }
+    err |= n == 0; /* e.g. --targets output on a tied head */
     if (n_fallback)
         fprintf(stderr, "make_lora: %d of %lld halves written F16: their rows do not divide into %s blocks\n", n_fallback, (long long)n,
                 sprout_type_name(type));
