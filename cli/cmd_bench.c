@@ -1,23 +1,27 @@
-/* sprout bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r REPS] [--json]
+/* sprout bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r REPS] [-np N] [--lora FILE ...] [--json]
  *
  * llama-bench's two measurements: prefill of a -p token prompt (pp) and
  * decode of -n tokens from an empty context (tg), each repeated -r times
  * (mean and standard deviation), plus model load time, time to first token
  * and peak RSS. Prompts are random token ids, different each repetition, so
- * no cached prefix makes a run look faster than it is. */
+ * no cached prefix makes a run look faster than it is. -np N adds the
+ * scheduler's aggregate decode rate of N streams at once (and of one
+ * stream, its baseline), stream i with the i-th adapter when adapters are
+ * given (all of them apply to pp and tg). */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include "commands.h"
 #include "options.h"
 #include "sprout.h"
 
 typedef struct bench_options {
-    int32_t n_prompt, n_gen, reps;
+    int32_t n_prompt, n_gen, reps, n_streams;
     bool json;
 } bench_options;
 
@@ -26,14 +30,16 @@ static const cli_option bench_table[] = {
     CLI_OPT_INT("-p, --n-prompt", "N", OWN(n_prompt), 0, 1000000, "prompt tokens for the prefill test (default 512; 0 skips it)"),
     CLI_OPT_INT("-n, --n-gen", "N", OWN(n_gen), 0, 1000000, "tokens for the decode test (default 128; 0 skips it)"),
     CLI_OPT_INT("-r, --reps", "N", OWN(reps), 1, 1000, "repetitions of each test (default 3)"),
+    CLI_OPT_INT("-np, --parallel", "N", OWN(n_streams), 1, 256,
+                "also decode -n tokens in N streams at once through the scheduler, and in 1 (stream i takes adapter i)"),
     CLI_OPT_FLAG("--json", OWN(json), "print one JSON object"),
 };
 
 static const cli_command bench_command = {
     .name = "bench",
     .needs_model = true,
-    .usage = "bench -m MODEL.gguf [-p N] [-n N] [-t THREADS] [-r REPS] [--json]",
-    .shared = CLI_SHARED_MODEL | CLI_SHARED_THREADS | CLI_SHARED_BATCH | CLI_SHARED_KV,
+    .usage = "bench -m MODEL.gguf [-p N] [-n N] [-t THREADS] [-r REPS] [-np N] [--lora FILE] [--json]",
+    .shared = CLI_SHARED_MODEL | CLI_SHARED_THREADS | CLI_SHARED_BATCH | CLI_SHARED_KV | CLI_SHARED_LORA,
     CLI_TABLE(bench_table),
 };
 
@@ -56,24 +62,95 @@ static uint64_t rng_next(uint64_t *s) {
     return *s;
 }
 
-/* One generation from n_prompt random ids; metrics out. */
-static sprout_status run_once(sprout_pipeline *p, int32_t n_vocab, int32_t n_prompt, int32_t n_gen, uint64_t seed,
-                              sprout_perf_metrics *m) {
-    sprout_token *ids = malloc((size_t)(n_prompt > 0 ? n_prompt : 1) * sizeof *ids);
-    if (!ids) return SPROUT_ERR_OUT_OF_MEMORY;
+/* n random ids (malloc'd), a different draw for each seed. */
+static sprout_token *random_prompt(int32_t n_vocab, int32_t n, uint64_t seed) {
+    sprout_token *ids = malloc((size_t)(n > 0 ? n : 1) * sizeof *ids);
     uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-    for (int32_t i = 0; i < n_prompt; i++) ids[i] = (sprout_token)(rng_next(&s) % (uint64_t)n_vocab);
+    for (int32_t i = 0; ids && i < n; i++) ids[i] = (sprout_token)(rng_next(&s) % (uint64_t)n_vocab);
+    return ids;
+}
+
+/* Greedy, exactly n_gen tokens whatever is sampled. */
+static sprout_generation_config exact_length(int32_t n_gen) {
     sprout_generation_config cfg;
     sprout_generation_config_init(&cfg);
     cfg.max_new_tokens = n_gen;
     cfg.min_new_tokens = n_gen;
     cfg.ignore_eos = true;
     cfg.temperature = 0;
+    return cfg;
+}
+
+/* One generation from n_prompt random ids; metrics out. */
+static sprout_status run_once(sprout_pipeline *p, int32_t n_vocab, int32_t n_prompt, int32_t n_gen, uint64_t seed,
+                              sprout_perf_metrics *m) {
+    sprout_token *ids = random_prompt(n_vocab, n_prompt, seed);
+    if (!ids) return SPROUT_ERR_OUT_OF_MEMORY;
+    const sprout_generation_config cfg = exact_length(n_gen);
     sprout_result *r = NULL;
     sprout_status st = sprout_generate_tokens(p, ids, (size_t)n_prompt, &cfg, NULL, NULL, &r);
     if (st == SPROUT_OK) st = sprout_result_metrics(r, m);
     sprout_result_free(r);
     free(ids);
+    return st;
+}
+
+/* Tokens per second of n_streams generations of n_gen tokens at once, from
+ * one random token each, counted from submission to the last one's end. */
+static sprout_status run_streams(sprout_scheduler *s, const cli_loras *loras, int32_t n_vocab, int32_t n_streams, int32_t n_gen,
+                                 uint64_t seed, double *rate) {
+    sprout_request *req[256] = {0};
+    sprout_lora_use use[256];
+    sprout_status st = SPROUT_OK;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int32_t i = 0; st == SPROUT_OK && i < n_streams; i++) {
+        sprout_generation_config cfg = exact_length(n_gen);
+        if (loras->n) {
+            use[i] = (sprout_lora_use){loras->loaded[(size_t)i % loras->n], loras->scale[(size_t)i % loras->n]};
+            cfg.lora = &use[i];
+            cfg.n_lora = 1;
+        }
+        sprout_token *ids = random_prompt(n_vocab, 1, seed + (uint64_t)i);
+        if (!ids) return SPROUT_ERR_OUT_OF_MEMORY;
+        sprout_request_params rp = {.struct_size = sizeof rp, .prompt = ids, .n_prompt = 1, .config = &cfg};
+        st = sprout_scheduler_submit(s, &rp, &req[i]);
+        free(ids);
+    }
+    for (int32_t i = 0; i < n_streams; i++) {
+        sprout_result *r = NULL;
+        if (req[i] && st == SPROUT_OK) st = sprout_request_wait(req[i], &r);
+        sprout_result_free(r);
+        sprout_request_free(req[i]);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    *rate = seconds > 0 ? (double)n_streams * n_gen / seconds : 0;
+    return st;
+}
+
+/* The aggregate decode rate of 1 and of n_streams streams, -r times each. */
+static sprout_status bench_streams(const cli_common *o, const sprout_model *model, int32_t n_streams, int32_t n_gen, int32_t reps,
+                                   stats *one, stats *many) {
+    sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = n_streams, .n_ctx = n_gen + 8, .n_batch = o->n_batch,
+                                  .n_threads = o->n_threads, .kv_type = o->kv_type, .kv_type_set = o->kv_type_set};
+    sprout_scheduler *s = NULL;
+    sprout_status st = sprout_scheduler_create(model, &sp, &s);
+    double *r1 = calloc((size_t)reps, sizeof *r1), *rn = calloc((size_t)reps, sizeof *rn), warm;
+    if (st == SPROUT_OK && (!r1 || !rn)) st = SPROUT_ERR_OUT_OF_MEMORY;
+    const int32_t n_vocab = sprout_model_n_vocab(model);
+    if (st == SPROUT_OK) st = run_streams(s, &o->loras, n_vocab, n_streams, 4, 7, &warm);
+    for (int32_t r = 0; st == SPROUT_OK && r < reps; r++) {
+        st = run_streams(s, &o->loras, n_vocab, 1, n_gen, 100 + (uint64_t)r * 512, &r1[r]);
+        if (st == SPROUT_OK) st = run_streams(s, &o->loras, n_vocab, n_streams, n_gen, 200 + (uint64_t)r * 512, &rn[r]);
+    }
+    if (st == SPROUT_OK) {
+        *one = summarize(r1, (int)reps);
+        *many = summarize(rn, (int)reps);
+    }
+    free(r1);
+    free(rn);
+    sprout_scheduler_free(s);
     return st;
 }
 
@@ -108,6 +185,8 @@ int cmd_bench(int argc, char **argv) {
             ttft[r] = m.ttft_ms;
         }
     }
+    stats one = {0, 0}, many = {0, 0};
+    if (st == SPROUT_OK && b.n_streams > 0 && b.n_gen > 0) st = bench_streams(&o, model, b.n_streams, b.n_gen, b.reps, &one, &many);
     if (st != SPROUT_OK) {
         fprintf(stderr, "sprout bench: %s\n", sprout_last_error());
     } else {
@@ -127,6 +206,10 @@ int cmd_bench(int argc, char **argv) {
                 printf(",\"prefill\":{\"n_tokens\":%d,\"tokens_per_s\":%.3f,\"stddev\":%.3f}", b.n_prompt, spp.mean, spp.std);
             if (b.n_gen > 0)
                 printf(",\"decode\":{\"n_tokens\":%d,\"tokens_per_s\":%.3f,\"stddev\":%.3f}", b.n_gen, stg.mean, stg.std);
+            if (b.n_streams > 0 && b.n_gen > 0)
+                printf(",\"parallel\":{\"streams\":%d,\"n_tokens\":%d,\"adapters\":%zu,\"tokens_per_s\":%.3f,\"stddev\":%.3f,"
+                       "\"one_stream_tokens_per_s\":%.3f,\"one_stream_stddev\":%.3f}",
+                       b.n_streams, b.n_gen, o.loras.n, many.mean, many.std, one.mean, one.std);
             printf(",\"load_ms\":%.3f,\"ttft_ms\":%.3f,\"peak_rss_bytes\":%llu,\"kernels\":\"%s\"}\n",
                    sprout_model_load_ms(model), sttft.mean, peak_rss, sprout_kernels_name());
         } else {
@@ -135,6 +218,14 @@ int cmd_bench(int argc, char **argv) {
             printf("%-8s %12s %10s\n", "test", "tokens/s", "stddev");
             if (b.n_prompt > 0) printf("pp%-6d %12.2f %10.2f\n", b.n_prompt, spp.mean, spp.std);
             if (b.n_gen > 0) printf("tg%-6d %12.2f %10.2f\n", b.n_gen, stg.mean, stg.std);
+            if (b.n_streams > 0 && b.n_gen > 0) {
+                char name[32];
+                snprintf(name, sizeof name, "tg%dx1", b.n_gen);
+                printf("%-8s %12.2f %10.2f   scheduler, one stream\n", name, one.mean, one.std);
+                snprintf(name, sizeof name, "tg%dx%d", b.n_gen, b.n_streams);
+                printf("%-8s %12.2f %10.2f   all streams together (%.2fx one)%s\n", name, many.mean, many.std,
+                       one.mean > 0 ? many.mean / one.mean : 0, o.loras.n ? ", stream i with adapter i" : "");
+            }
             printf("load %.1f ms, time to first token %.1f ms, peak RSS %.1f MiB\n", sprout_model_load_ms(model), sttft.mean,
                    (double)peak_rss / 1048576.0);
         }

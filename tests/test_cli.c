@@ -547,7 +547,8 @@ static void test_embed(void) {
 }
 
 /* --lora and --lora-scaled on run: an adapter at scale 0 is the base
- * model, at 1 another text; bad values are usage errors. */
+ * model, at 1 another text; bad values are usage errors. bench takes them
+ * for its streams. */
 static void test_lora_flags(void) {
     char model[1024], adapter[512], cmd[4096], base[2048], args[3072], *out = NULL;
     snprintf(model, sizeof model, "%s/models/stories260K.gguf", test_shared_dir());
@@ -572,6 +573,14 @@ static void test_lora_flags(void) {
     snprintf(args, sizeof args, "%s --lora /nonexistent.gguf", base);
     CHECK(run_cli(args, true, &out) == 1 && strstr(out, "cannot open"));
     free(out);
+    /* bench: streams of their own adapters through the scheduler */
+    snprintf(args, sizeof args, "bench -m '%s' -p 4 -n 4 -r 1 -t 1 -np 3 --json --lora '%s' --lora-scaled '%s' 0.5", model, adapter, adapter);
+    json_t *j = run_json(args), *par = json_object_get(j, "parallel");
+    CHECK_MSG(json_integer_value(json_object_get(par, "streams")) == 3 && json_integer_value(json_object_get(par, "adapters")) == 2 &&
+                  json_real_value(json_object_get(par, "tokens_per_s")) > 0 &&
+                  json_real_value(json_object_get(par, "one_stream_tokens_per_s")) > 0,
+              "bench -np 3 --lora: %s", j ? "no parallel figures" : "no JSON");
+    json_decref(j);
     free(plain);
     unlink(adapter); /* the folder stays: test_text_and_errors uses it, then removes it */
 }

@@ -59,7 +59,7 @@ static void check_case(const json_t *cs, const json_t *tokens) {
     /* the adapters, rebuilt from their make_lora arguments */
     const json_t *adapters = json_object_get(cs, "adapters");
     sprout_lora *loras[MAX_ADAPTERS] = {0};
-    sp_lora_use uses[MAX_ADAPTERS];
+    sprout_lora_use uses[MAX_ADAPTERS];
     size_t n_ad = 0;
     CHECK(json_array_size(adapters) >= 1 && json_array_size(adapters) <= MAX_ADAPTERS);
     for (; n_ad < json_array_size(adapters) && n_ad < MAX_ADAPTERS; n_ad++) {
@@ -71,7 +71,7 @@ static void check_case(const json_t *cs, const json_t *tokens) {
             CHECK_MSG(0, "%s: %s", name, sprout_last_error());
             break;
         }
-        uses[n_ad] = (sp_lora_use){loras[n_ad], (float)num(a, "scale")};
+        uses[n_ad] = (sprout_lora_use){loras[n_ad], (float)num(a, "scale")};
     }
     const sp_lora_set set = {n_ad, uses};
     const json_t *tol = json_object_get(cs, "tolerance");
