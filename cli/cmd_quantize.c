@@ -44,16 +44,6 @@ static bool parse_size(const char *s, void *dst, char *why, size_t why_size) {
     return *out > 0;
 }
 
-static bool parse_tensor_type(const char *s, void *dst, char *why, size_t why_size) {
-    sprout_type t;
-    if (!sprout_type_from_name(s, &t) || !sprout_type_can_dequantize(t) || t == SPROUT_TYPE_Q8_K) {
-        snprintf(why, why_size, "must be a tensor type sprout can write (F32, F16, BF16, Q4_0 ... Q6_K)");
-        return false;
-    }
-    *(int32_t *)dst = (int32_t)t;
-    return true;
-}
-
 static bool refuse_imatrix(const char *s, void *dst, char *why, size_t why_size) {
     (void)s;
     (void)dst;
@@ -65,8 +55,8 @@ static bool refuse_imatrix(const char *s, void *dst, char *why, size_t why_size)
 #define PARAM(field) offsetof(sprout_quantize_params, field)
 static const cli_option quantize_table[] = {
     CLI_OPT_FLAG("--pure", PARAM(pure), "use TYPE for every matrix: no mix"),
-    CLI_OPT_CUSTOM("--output-type", "T", PARAM(output_type), parse_tensor_type, "tensor type for output.weight (e.g. Q8_0, F16)"),
-    CLI_OPT_CUSTOM("--token-embedding-type", "T", PARAM(token_embedding_type), parse_tensor_type, "tensor type for token_embd.weight"),
+    CLI_OPT_CUSTOM("--output-type", "T", PARAM(output_type), cli_parse_tensor_type, "tensor type for output.weight (e.g. Q8_0, F16)"),
+    CLI_OPT_CUSTOM("--token-embedding-type", "T", PARAM(token_embedding_type), cli_parse_tensor_type, "tensor type for token_embd.weight"),
     CLI_OPT_FLAG("--leave-output-tensor", PARAM(leave_output_tensor), "copy output.weight unchanged"),
     CLI_OPT_CUSTOM("--split-max-size", "SIZE", PARAM(split_max_bytes), parse_size, "write parts of at most SIZE bytes (K, M, G suffixes)"),
     CLI_OPT_CUSTOM("--imatrix", "FILE", 0, refuse_imatrix, "importance matrix (not supported yet)"),

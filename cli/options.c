@@ -125,6 +125,18 @@ static const cli_option shared_options[] = {
      CLI_SHARED_LOG, NULL},
 };
 
+/* --- values of a command's own options -------------------------------------------------- */
+
+bool cli_parse_tensor_type(const char *s, void *dst, char *why, size_t why_size) {
+    sprout_type t;
+    if (!sprout_type_from_name(s, &t) || !sprout_type_can_dequantize(t) || t == SPROUT_TYPE_Q8_K) {
+        snprintf(why, why_size, "must be a tensor type sprout can write (F32, F16, BF16, Q4_0 ... Q6_K)");
+        return false;
+    }
+    *(int32_t *)dst = (int32_t)t;
+    return true;
+}
+
 /* --- the logger ------------------------------------------------------------------------- */
 
 /* Lines above this level are dropped; -1 drops all. Set once, by cli_parse, before any other thread starts. */

@@ -126,6 +126,10 @@ int cli_parse(const cli_command *cmd, cli_common *common, void *own, int argc, c
 /* "usage: sprout ..." and a pointer to --help, on stderr; returns 2. */
 int cli_usage_error(const cli_command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A tensor type sprout can write ("Q8_0", "f16"), as an int32_t sprout_type: a cli_parse_fn for
+ * the commands that convert tensors (quantize, export-lora). */
+bool cli_parse_tensor_type(const char *value, void *dst, char *why, size_t why_size);
+
 /* The stderr logger main installs, and the levels -v and --log-disable choose. */
 void cli_log_install(void);
 /* A line of the CLI's own at `level`, shown as the library's are. */

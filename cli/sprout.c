@@ -17,6 +17,7 @@ static const command commands[] = {
     {"run", cmd_run, "generate a continuation of a prompt (or one chat turn with --chat)"},
     {"chat", cmd_chat, "talk with a model interactively, with its chat template"},
     {"quantize", cmd_quantize, "convert a GGUF to another tensor type or a Q4_K_M-style mix"},
+    {"export-lora", cmd_export_lora, "merge LoRA adapters into a copy of their base model"},
     {"serve", cmd_serve, "serve the OpenAI and Ollama HTTP APIs, many clients at once"},
     {"bench", cmd_bench, "measure prefill and decode speed, load time, time to first token and memory"},
     {"info", cmd_info, "show a GGUF model's architecture, sizes, tokenizer and tensors"},
@@ -28,7 +29,7 @@ static const command commands[] = {
 static void usage(FILE *out) {
     fprintf(out, "sprout %s: GGUF in, tokens out\n\nusage: sprout COMMAND [options]\n\ncommands:\n", sprout_version());
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-11s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\nsprout COMMAND --help shows the options of a command.\n");
 }
 

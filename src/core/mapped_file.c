@@ -47,3 +47,8 @@ void sp_mapped_file_close(sp_mapped_file *file) {
         file->size = 0;
     }
 }
+
+bool sp_same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return !strcmp(a, b) || (stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
+}

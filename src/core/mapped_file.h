@@ -3,6 +3,7 @@
 #ifndef SPROUT_CORE_MAPPED_FILE_H
 #define SPROUT_CORE_MAPPED_FILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,5 +17,9 @@ typedef struct sp_mapped_file {
 /* Maps `path`. An empty file maps to data == NULL, size == 0. */
 sprout_status sp_mapped_file_open(const char *path, sp_mapped_file *out);
 void sp_mapped_file_close(sp_mapped_file *file);
+
+/* Whether two paths name one file (the same string, or the same device and
+ * inode): a writer must refuse to replace a file it reads from. */
+bool sp_same_file(const char *a, const char *b);
 
 #endif

@@ -312,6 +312,14 @@ sprout_status sp_gguf_writer_add_tensor(sp_gguf_writer *w, const char *name, spr
     return SPROUT_OK;
 }
 
+sprout_status sp_gguf_writer_add_tensor_like(sp_gguf_writer *w, const sprout_gguf *src, int64_t index, sprout_type type,
+                                             const void *data) {
+    int64_t ne[SP_GGUF_MAX_DIMS];
+    const int n_dims = sprout_gguf_tensor_n_dims(src, index);
+    for (int d = 0; d < n_dims && d < SP_GGUF_MAX_DIMS; d++) ne[d] = sprout_gguf_tensor_dim(src, index, d);
+    return sp_gguf_writer_add_tensor(w, sprout_gguf_tensor_name(src, index), type, n_dims, ne, data);
+}
+
 /* --- output ----------------------------------------------------------------------- */
 
 char *sp_gguf_split_path(const char *path, uint32_t i, uint32_t n) {

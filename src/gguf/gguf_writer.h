@@ -39,6 +39,10 @@ sprout_status sp_gguf_writer_set_alignment(sp_gguf_writer *w, uint32_t alignment
  * valid until the write; NULL means the fill callback provides it. */
 sprout_status sp_gguf_writer_add_tensor(sp_gguf_writer *w, const char *name, sprout_type type, int n_dims,
                                         const int64_t *ne, const void *data);
+/* Tensor `index` of `src` (its name and shape) as `type`, with data as above:
+ * how a converter carries a file's tensors over. */
+sprout_status sp_gguf_writer_add_tensor_like(sp_gguf_writer *w, const sprout_gguf *src, int64_t index, sprout_type type,
+                                             const void *data);
 
 /* Produces the data of tensor `index` (bytes long) into dst. */
 typedef sprout_status (*sp_gguf_fill_fn)(void *user, int64_t index, void *dst, uint64_t bytes);

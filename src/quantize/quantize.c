@@ -6,11 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "core/cpu.h"
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "gguf/gguf_writer.h"
 #include "quant/quant.h"
 #include "quantize/recipe.h"
@@ -131,11 +131,6 @@ static int metadata_int(const sprout_gguf *in, const char *arch, size_t arch_len
     return sprout_gguf_get_u32(in, key, &v) == SPROUT_OK && v > 0 && v < (1u << 30) ? (int)v : fallback;
 }
 
-static bool same_file(const char *a, const char *b) {
-    struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 static sprout_status check_params(const char *in_path, const char *out_path, const sprout_quantize_params *p) {
     if (!in_path || !out_path || !p) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "quantize: missing argument");
     if (p->struct_size != sizeof *p)
@@ -147,7 +142,7 @@ static sprout_status check_params(const char *in_path, const char *out_path, con
     for (int i = 0; i < 2; i++)
         if (overrides[i] != -1 && (!sprout_type_is_known(overrides[i]) || !sp_type_traits_of(overrides[i])->quantize_ref))
             return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "quantize: cannot write tensor type %d", (int)overrides[i]);
-    if (!strcmp(in_path, out_path) || same_file(in_path, out_path))
+    if (sp_same_file(in_path, out_path))
         return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "quantize: input and output are the same file (%s)", out_path);
     return SPROUT_OK;
 }
@@ -221,12 +216,8 @@ static sprout_status build_writer(const sprout_gguf *in, const sprout_quantize_p
     /* the version of the K-quant and legacy block layouts, as llama.cpp stamps it */
     if (st == SPROUT_OK)
         st = sp_gguf_writer_set_scalar(w, "general.quantization_version", SPROUT_GGUF_UINT32, &quantization_version);
-    for (int64_t i = 0; st == SPROUT_OK && i < sprout_gguf_tensor_count(in); i++) {
-        int64_t ne[4];
-        const int n_dims = sprout_gguf_tensor_n_dims(in, i);
-        for (int d = 0; d < n_dims; d++) ne[d] = sprout_gguf_tensor_dim(in, i, d);
-        st = sp_gguf_writer_add_tensor(w, sprout_gguf_tensor_name(in, i), plan[i].to, n_dims, ne, NULL);
-    }
+    for (int64_t i = 0; st == SPROUT_OK && i < sprout_gguf_tensor_count(in); i++)
+        st = sp_gguf_writer_add_tensor_like(w, in, i, plan[i].to, NULL);
     return st;
 }
 
