@@ -94,7 +94,7 @@ static void test_same_as_runtime(sprout_model *base) {
     CHECK_MSG(sprout_model_load(path, NULL, &merged) == SPROUT_OK, "%s", sprout_last_error());
     CHECK(sprout_lora_load(base, adapter_a, &a) == SPROUT_OK && sprout_lora_load(base, adapter_b, &b) == SPROUT_OK);
     if (!merged || !a || !b) return;
-    const sp_lora_use uses[] = {{a, 1.f}, {b, 0.5f}};
+    const sprout_lora_use uses[] = {{a, 1.f}, {b, 0.5f}};
     const sp_lora_set set = {2, uses};
     static float with_lora[N_PROMPT * V], merged_logits[N_PROMPT * V], plain[N_PROMPT * V];
     CHECK(prompt_logits(base, &set, with_lora) && prompt_logits(merged, NULL, merged_logits) && prompt_logits(base, NULL, plain));
