@@ -17,6 +17,7 @@
 typedef struct serve_options {
     const char *host, *api_key, *alias, *chat_template, *chat_template_file;
     int32_t port, n_slots, max_body, n_queue;
+    bool lora_init_without_apply;
 } serve_options;
 
 #define OWN(field) offsetof(serve_options, field)
@@ -31,6 +32,8 @@ static const cli_option serve_table[] = {
     CLI_OPT_STRING("--chat-template", "T", OWN(chat_template),
      "a built-in template (chatml llama2 llama3 zephyr phi3 gemma mistral) or Jinja source (default: the model's)"),
     CLI_OPT_STRING("--chat-template-file", "FILE", OWN(chat_template_file), "the chat template from a file"),
+    CLI_OPT_FLAG("--lora-init-without-apply", OWN(lora_init_without_apply),
+                 "load the adapters at scale 0 (POST /lora-adapters or a request's \"lora\" applies them)"),
 };
 
 static const cli_command serve_command = {
@@ -38,8 +41,9 @@ static const cli_command serve_command = {
     .needs_model = true,
     .usage = "serve -m MODEL.gguf [options]",
     .about = "The OpenAI and Ollama HTTP APIs; -c is the context of each request. The listening and ready lines are\n"
-             "said on stderr unless --log-disable.\n",
-    .shared = CLI_SHARED_MODEL | CLI_SHARED_THREADS | CLI_SHARED_CTX | CLI_SHARED_BATCH | CLI_SHARED_KV,
+             "said on stderr unless --log-disable. LoRA adapters (--lora) get ids 0, 1, ... in the order given; their\n"
+             "scales are the defaults of requests without \"lora\" (GET/POST /lora-adapters).\n",
+    .shared = CLI_SHARED_MODEL | CLI_SHARED_THREADS | CLI_SHARED_CTX | CLI_SHARED_BATCH | CLI_SHARED_KV | CLI_SHARED_LORA,
     CLI_TABLE(serve_table),
 };
 
@@ -68,6 +72,7 @@ int cmd_serve(int argc, char **argv) {
         .model_path = c.model, .host = so.host, .port = so.port, .n_slots = so.n_slots, .n_ctx = c.n_ctx, .n_batch = c.n_batch,
         .n_threads = c.n_threads, .kv_type = c.kv_type, .kv_type_set = c.kv_type_set, .n_queue = so.n_queue < 0 ? 0 : so.n_queue ? so.n_queue : -1,
         .api_key = so.api_key, .alias = so.alias, .max_body = (size_t)so.max_body, .chat_template = so.chat_template,
+        .lora_paths = c.loras.path, .lora_scales = c.loras.scale, .n_lora = c.loras.n, .lora_init_without_apply = so.lora_init_without_apply,
         .notice = on_notice, .notice_user = &c,
     };
     /* the signals go to sigwait in this thread only: block them before any

@@ -330,6 +330,31 @@ static bool parse_logit_bias(parser *p, sp_api_request *r, const json_t *body) {
     return true;
 }
 
+/* lora: [{"id": N, "scale": S}, ...]; an absent scale is 0, as llama.cpp's
+ * server reads it; `where` prefixes the entries' names ("lora[1].id"). */
+static bool parse_lora_list(parser *p, const json_t *v, const char *where, sp_api_lora *out) {
+    *out = (sp_api_lora){.given = true};
+    if (!json_is_array(v))
+        return fail(p, "%s: expected an array of {\"id\", \"scale\"} objects, got %s", *where ? where : "the body", type_name(v));
+    if (json_array_size(v) > SP_API_MAX_LORA)
+        return fail(p, "%s: %zu entries (at most %d)", *where ? where : "the body", json_array_size(v), SP_API_MAX_LORA);
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        const json_t *e = json_array_get(v, i), *id = json_object_get(e, "id"), *scale = field(e, "scale");
+        if (!json_is_object(e)) return fail(p, "%s[%zu]: expected an object with \"id\" and \"scale\", got %s", where, i, type_name(e));
+        if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) > INT32_MAX)
+            return fail(p, "%s[%zu].id: expected an adapter id (an integer from 0)%s", where, i, id ? "" : ", required");
+        if (scale && !json_is_number(scale)) return fail(p, "%s[%zu].scale: expected a number, got %s", where, i, type_name(scale));
+        const float s = scale ? (float)json_number_value(scale) : 0.f;
+        if (!isfinite(s)) return fail(p, "%s[%zu].scale: %g is outside the float range", where, i, json_number_value(scale));
+        size_t k = 0;
+        while (k < out->n && out->id[k] != (int32_t)json_integer_value(id)) k++;
+        out->id[k] = (int32_t)json_integer_value(id);
+        out->scale[k] = s;
+        if (k == out->n) out->n++;
+    }
+    return true;
+}
+
 /* The sampling fields OpenAI defines, plus llama.cpp's common extensions. */
 static bool parse_openai_sampling(parser *p, sp_api_request *r, const json_t *body) {
     long long v = 0, n = 1;
@@ -488,10 +513,24 @@ bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api
         break;
     }
     }
+    const json_t *lora = field(root, "lora"); /* llama.cpp's extension, on every generation endpoint */
+    if (lora) parse_lora_list(&p, lora, "lora", &r->lora);
     if (!p.failed && r->model && strlen(r->model) == 0) {
         free(r->model);
         r->model = NULL;
     }
+    json_decref(root);
+    return !p.failed;
+}
+
+bool sp_api_lora_parse(const char *body, size_t len, sp_api_lora *out, char *error, size_t error_size) {
+    parser p = {error, error_size, false};
+    if (error_size) error[0] = 0;
+    *out = (sp_api_lora){0};
+    json_error_t jerr;
+    json_t *root = json_loadb(body, len, 0, &jerr);
+    if (!root) return fail(&p, "invalid JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column);
+    parse_lora_list(&p, root, "", out);
     json_decref(root);
     return !p.failed;
 }

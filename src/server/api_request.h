@@ -21,6 +21,18 @@ typedef enum sp_api_kind {
  * thread that all requests share: their number and length are bounded. */
 enum { SP_API_MAX_STOPS = 16, SP_API_MAX_STOP_BYTES = 4096 };
 
+/* LoRA adapters by id with their scales, as llama.cpp's server takes them:
+ * [{"id": 0, "scale": 0.5}, ...]. The parser knows no adapters: whether an
+ * id names one is checked against the server's (sp_lora_uses). An id
+ * listed twice keeps its last scale, as llama.cpp's server does. */
+enum { SP_API_MAX_LORA = 64 };
+typedef struct sp_api_lora {
+    bool given; /* the body had a list (an empty one too): it replaces the server's defaults */
+    size_t n;
+    int32_t id[SP_API_MAX_LORA];
+    float scale[SP_API_MAX_LORA];
+} sp_api_lora;
+
 typedef struct sp_api_request {
     sp_api_kind kind;
     char *model;          /* NULL when absent */
@@ -45,6 +57,7 @@ typedef struct sp_api_request {
     sprout_generation_config cfg;
     char *stops[SP_API_MAX_STOPS];
     sprout_logit_bias *biases; /* OpenAI's logit_bias (cfg points here) */
+    sp_api_lora lora;     /* "lora": the adapters of this request, replacing the server's defaults */
 } sp_api_request;
 
 /* Parses a request body. On failure returns false with `error` saying
@@ -53,6 +66,9 @@ typedef struct sp_api_request {
  * with sp_api_request_free. */
 bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api_request *req, char *error, size_t error_size);
 void sp_api_request_free(sp_api_request *req);
+
+/* The body of POST /lora-adapters: a JSON array of {"id", "scale"}. */
+bool sp_api_lora_parse(const char *body, size_t len, sp_api_lora *out, char *error, size_t error_size);
 
 /* Embedding requests: OpenAI's POST /v1/embeddings, Ollama's POST /api/embed
  * and its older POST /api/embeddings (one prompt, a vector not scaled). */

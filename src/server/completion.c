@@ -17,6 +17,7 @@ static void job_free(sp_job *j) {
     if (!j) return;
     sprout_request_free(j->sreq); /* cancels if still running */
     sp_api_request_free(&j->req);
+    free(j->lora);
     sprout_free(j->prompt);
     free(j->out.data);
     free(j->reply.data);
@@ -225,6 +226,14 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
         job_free(j);
         return res;
     }
+    /* the adapters: the request's "lora" or the server's defaults, for every endpoint here */
+    j->lora = malloc((srv->n_lora ? srv->n_lora : 1) * sizeof *j->lora);
+    if (!j->lora || !sp_lora_uses(srv, &r->lora, "lora", j->lora, &r->cfg.n_lora, error, sizeof error)) {
+        res = j->lora ? sp_reply_error(srv, c, style, 400, "lora", "%s", error) : MHD_NO;
+        job_free(j);
+        return res;
+    }
+    r->cfg.lora = j->lora;
     if ((kind == SP_API_OLLAMA_CHAT && r->n_messages == 0) || (kind == SP_API_OLLAMA_GENERATE && (!r->prompt || !*r->prompt) && !r->suffix)) {
         res = sp_reply_json(srv, c, 200, sp_ollama_loaded(srv, kind));
         job_free(j);

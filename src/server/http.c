@@ -176,6 +176,8 @@ static const route routes[] = {
     {"GET", "/metrics", sp_handle_metrics, false},
     {"POST", "/tokenize", sp_handle_tokenize, false},
     {"POST", "/detokenize", sp_handle_detokenize, false},
+    {"GET", "/lora-adapters", sp_handle_lora_list, false},
+    {"POST", "/lora-adapters", sp_handle_lora_set, false},
     {"GET", "/v1/models", sp_handle_openai_models, false},
     {"GET", "/v1/models/", sp_handle_openai_model, false},
     {"POST", "/v1/chat/completions", handle_openai_chat, false},
@@ -361,11 +363,37 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
     srv->opt.notice(SPROUT_LOG_WARN, message, srv->opt.notice_user);
 }
 
+/* The adapters options.lora_paths names, against the model just loaded, at
+ * their default scales; false after an ERROR notice naming the file. */
+static bool load_adapters(sp_server *srv) {
+    const size_t n = srv->opt.n_lora;
+    srv->loras = calloc(n ? n : 1, sizeof *srv->loras);
+    srv->lora_scales = calloc(n ? n : 1, sizeof *srv->lora_scales);
+    if (!srv->loras || !srv->lora_scales) {
+        notice(srv, SPROUT_LOG_ERROR, "out of memory");
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *path = srv->opt.lora_paths[i];
+        if (sprout_lora_load(srv->model, path, &srv->loras[i]) != SPROUT_OK) {
+            const char *why = sprout_last_error(); /* the library's messages name the file; say it where one does not */
+            if (strstr(why, path)) notice(srv, SPROUT_LOG_ERROR, "cannot load the LoRA adapter: %s", why);
+            else notice(srv, SPROUT_LOG_ERROR, "cannot load the LoRA adapter %s: %s", path, why);
+            return false;
+        }
+        srv->n_lora = i + 1;
+        srv->lora_scales[i] = srv->opt.lora_init_without_apply ? 0.f : srv->opt.lora_scales ? srv->opt.lora_scales[i] : 1.f;
+        notice(srv, SPROUT_LOG_INFO, "LoRA adapter %zu: %s at scale %g", i, path, (double)srv->lora_scales[i]);
+    }
+    return true;
+}
+
 int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
     sp_server *srv = calloc(1, sizeof *srv);
     if (!srv) return 1;
     srv->opt = *options;
     pthread_rwlock_init(&srv->sched_lock, NULL);
+    pthread_mutex_init(&srv->lora_lock, NULL);
     if (!srv->opt.host) srv->opt.host = "127.0.0.1";
     if (!srv->opt.max_body) srv->opt.max_body = 16u << 20;
     name_from_path(srv);
@@ -390,6 +418,8 @@ int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
         flags |= MHD_USE_IPv6;
     } else {
         notice(srv, SPROUT_LOG_ERROR, "--host %s is not an IPv4 or IPv6 address", srv->opt.host);
+        pthread_mutex_destroy(&srv->lora_lock);
+        pthread_rwlock_destroy(&srv->sched_lock);
         free(srv);
         return 2;
     }
@@ -399,6 +429,8 @@ int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
                                    512u, MHD_OPTION_CONNECTION_TIMEOUT, 600u, MHD_OPTION_END);
     if (!srv->daemon) {
         notice(srv, SPROUT_LOG_ERROR, "cannot listen on %s:%d (in use, or not allowed)", srv->opt.host, srv->opt.port);
+        pthread_mutex_destroy(&srv->lora_lock);
+        pthread_rwlock_destroy(&srv->sched_lock);
         free(srv);
         return 1;
     }
@@ -416,6 +448,8 @@ int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
     if (sprout_model_load(srv->opt.model_path, &mp, &srv->model) != SPROUT_OK ||
         sprout_scheduler_create(srv->model, &sp, &srv->sched) != SPROUT_OK) {
         notice(srv, SPROUT_LOG_ERROR, "%s", sprout_last_error());
+        rc = 1;
+    } else if (!load_adapters(srv)) {
         rc = 1;
     } else {
         srv->n_ctx = sprout_scheduler_n_ctx(srv->sched);
@@ -439,8 +473,12 @@ int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
     pthread_rwlock_unlock(&srv->sched_lock);
     for (int waited = 0; atomic_load(&srv->active_jobs) > 0 && waited < 500; waited++) usleep(10 * 1000);
     MHD_stop_daemon(srv->daemon);
+    for (size_t i = 0; i < srv->n_lora; i++) sprout_lora_free(srv->loras[i]);
+    free(srv->loras);
+    free(srv->lora_scales);
     sprout_model_free(srv->model);
     notice(srv, SPROUT_LOG_INFO, "stopped");
+    pthread_mutex_destroy(&srv->lora_lock);
     pthread_rwlock_destroy(&srv->sched_lock);
     free(srv);
     return rc;

@@ -1,5 +1,7 @@
-/* Operations endpoints: health, Prometheus metrics, and the tokenizer
- * (llama.cpp server's /tokenize and /detokenize shapes). */
+/* Operations endpoints: health, Prometheus metrics, the tokenizer
+ * (llama.cpp server's /tokenize and /detokenize shapes), and the LoRA
+ * adapters (llama.cpp server's /lora-adapters) with the one function that
+ * gives every generation request its adapter set. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,133 @@ static void metric(sp_buf *b, const char *name, const char *type, const char *he
     char line[512];
     int n = snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, value);
     if (n > 0) sp_buf_put(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+/* --- LoRA adapters ----------------------------------------------------------------------------------------- */
+
+/* The double nearest to f with the fewest digits that still reads back as
+ * f: replies say 0.2, not 0.200000003. */
+static double shortest(float f) {
+    char text[32];
+    for (int digits = 1; digits < 9; digits++) {
+        snprintf(text, sizeof text, "%.*g", digits, (double)f);
+        if ((float)strtod(text, NULL) == f) return strtod(text, NULL);
+    }
+    return (double)f;
+}
+
+/* The default scales now (n_lora floats). */
+static void default_scales(sp_server *srv, float *out) {
+    pthread_mutex_lock(&srv->lora_lock);
+    for (size_t i = 0; i < srv->n_lora; i++) out[i] = srv->lora_scales[i];
+    pthread_mutex_unlock(&srv->lora_lock);
+}
+
+/* Whether every id of the list names a loaded adapter; else the error. */
+static bool ids_valid(const sp_server *srv, const sp_api_lora *list, const char *field, char *error, size_t error_size) {
+    for (size_t i = 0; i < list->n; i++) {
+        if ((size_t)list->id[i] < srv->n_lora) continue;
+        if (srv->n_lora)
+            snprintf(error, error_size, "%s%sinvalid adapter id %d (this server's adapters are 0..%zu)", field, *field ? ": " : "",
+                     list->id[i], srv->n_lora - 1);
+        else snprintf(error, error_size, "%s%sinvalid adapter id %d (this server has no adapters)", field, *field ? ": " : "", list->id[i]);
+        return false;
+    }
+    return true;
+}
+
+bool sp_lora_uses(sp_server *srv, const sp_api_lora *list, const char *field, sprout_lora_use *uses, size_t *n, char *error,
+                  size_t error_size) {
+    *n = 0;
+    if (list->given && !ids_valid(srv, list, field, error, error_size)) return false;
+    float *scale = srv->n_lora ? malloc(srv->n_lora * sizeof *scale) : NULL;
+    if (srv->n_lora && !scale) {
+        snprintf(error, error_size, "out of memory");
+        return false;
+    }
+    if (list->given) {
+        for (size_t i = 0; i < srv->n_lora; i++) scale[i] = 0.f;
+        for (size_t i = 0; i < list->n; i++) scale[list->id[i]] = list->scale[i];
+    } else {
+        default_scales(srv, scale);
+    }
+    for (size_t i = 0; i < srv->n_lora; i++)
+        if (scale[i] != 0.f) uses[(*n)++] = (sprout_lora_use){srv->loras[i], scale[i]};
+    free(scale);
+    return true;
+}
+
+json_t *sp_lora_json(sp_server *srv, bool extra) {
+    float *scale = malloc((srv->n_lora ? srv->n_lora : 1) * sizeof *scale);
+    json_t *list = json_array();
+    if (!scale || !list) {
+        free(scale);
+        json_decref(list);
+        return NULL;
+    }
+    default_scales(srv, scale);
+    for (size_t i = 0; i < srv->n_lora; i++) {
+        const char *path = srv->opt.lora_paths[i];
+        json_t *e = json_pack("{s:I, s:o, s:f}", "id", (json_int_t)i, "path", json_string_lossy(path, strlen(path)), "scale",
+                              shortest(scale[i]));
+        if (e && extra) { /* llama.cpp's fields from the adapter's metadata, which sprout does not read */
+            json_object_set_new(e, "task_name", json_string(""));
+            json_object_set_new(e, "prompt_prefix", json_string(""));
+        }
+        json_array_append_new(list, e);
+    }
+    free(scale);
+    return list;
+}
+
+/* GET /lora-adapters: llama.cpp server's list. */
+enum MHD_Result sp_handle_lora_list(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
+    (void)url, (void)body, (void)len;
+    return sp_reply_json(srv, c, 200, sp_lora_json(srv, true));
+}
+
+/* POST /lora-adapters: new default scales, as llama.cpp's server sets them
+ * (the adapters listed at their scales, the others 0). Requests running
+ * keep the set they started with (the scheduler copied it). */
+enum MHD_Result sp_handle_lora_set(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
+    (void)url;
+    sp_api_lora list;
+    char error[512];
+    if (!sp_api_lora_parse(body, len, &list, error, sizeof error) || !ids_valid(srv, &list, "", error, sizeof error))
+        return sp_reply_error(srv, c, SP_STYLE_OPENAI, 400, NULL, "%s", error);
+    pthread_mutex_lock(&srv->lora_lock);
+    for (size_t i = 0; i < srv->n_lora; i++) srv->lora_scales[i] = 0.f;
+    for (size_t i = 0; i < list.n; i++) srv->lora_scales[list.id[i]] = list.scale[i];
+    pthread_mutex_unlock(&srv->lora_lock);
+    return sp_reply_json(srv, c, 200, json_pack("{s:b}", "success", 1));
+}
+
+/* A Prometheus label value: backslash, quote and newline escaped. */
+static void put_label(sp_buf *b, const char *s) {
+    for (; *s; s++) {
+        const char *esc = *s == '\\' ? "\\\\" : *s == '"' ? "\\\"" : *s == '\n' ? "\\n" : NULL;
+        if (esc) sp_buf_put(b, esc, 2);
+        else sp_buf_put(b, s, 1);
+    }
+}
+
+/* A gauge per adapter: its default scale, labelled with its id and path. */
+static void lora_metrics(sp_server *srv, sp_buf *b) {
+    float *scale = srv->n_lora ? malloc(srv->n_lora * sizeof *scale) : NULL;
+    if (!scale) return;
+    default_scales(srv, scale);
+    static const char head[] = "# HELP sprout_lora_adapter_scale The default scale of each LoRA adapter (requests without \"lora\").\n"
+                               "# TYPE sprout_lora_adapter_scale gauge\n";
+    sp_buf_put(b, head, sizeof head - 1);
+    for (size_t i = 0; i < srv->n_lora; i++) {
+        char text[96];
+        snprintf(text, sizeof text, "sprout_lora_adapter_scale{id=\"%zu\",path=\"", i);
+        sp_buf_put(b, text, strlen(text));
+        put_label(b, srv->opt.lora_paths[i]);
+        snprintf(text, sizeof text, "\"} %.9g\n", shortest(scale[i]));
+        sp_buf_put(b, text, strlen(text));
+    }
+    free(scale);
 }
 
 enum MHD_Result sp_handle_metrics(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
@@ -41,6 +170,7 @@ enum MHD_Result sp_handle_metrics(sp_server *srv, struct MHD_Connection *c, cons
     metric(&b, "sprout_slots", "gauge", "Generation slots.", st.n_slots);
     metric(&b, "sprout_busy_slots", "gauge", "Slots generating now.", st.busy_slots);
     metric(&b, "sprout_queue_length", "gauge", "Requests waiting for a slot.", st.queued);
+    lora_metrics(srv, &b);
     if (!b.data) return MHD_NO;
     enum MHD_Result res = sp_reply_text(srv, c, 200, "text/plain; version=0.0.4", b.data);
     free(b.data);

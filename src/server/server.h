@@ -25,6 +25,14 @@ typedef struct sp_server_options {
     const char *alias;    /* the model's name in the APIs; NULL: the file's */
     size_t max_body;      /* bytes; 0: 16 MiB */
     const char *chat_template; /* a built-in name or Jinja source; NULL: the model's */
+    /* LoRA adapters (GGUF) loaded against the model once it loads, ids
+     * 0..n_lora-1 in this order; each scale is its default (requests
+     * without "lora"), 0 for all with lora_init_without_apply. The strings
+     * must outlive sp_server_run. */
+    const char *const *lora_paths;
+    const float *lora_scales;
+    size_t n_lora;
+    bool lora_init_without_apply;
     /* What the server has to tell its operator: where it listens, that the
      * model is ready, that a signal stops it (INFO), why it cannot start
      * (ERROR), and the HTTP library's complaints (WARN). The server prints

@@ -29,6 +29,12 @@ typedef struct sp_server {
     atomic_ullong http_requests, http_errors;
     atomic_int active_jobs;
     atomic_ullong seed_counter;
+    /* LoRA adapters: ids 0..n_lora-1 as opt.lora_paths names them (loaded
+     * before ready, freed after the scheduler) */
+    sprout_lora **loras;
+    size_t n_lora;
+    float *lora_scales;          /* the defaults of requests without "lora" (POST /lora-adapters sets them) */
+    pthread_mutex_t lora_lock;   /* guards lora_scales */
 } sp_server;
 
 /* --- replies ------------------------------------------------------------------------------------------- */
@@ -95,6 +101,7 @@ struct sp_job {
     sp_server *srv;
     const sp_api_format *fmt;
     sp_api_request req;
+    sprout_lora_use *lora; /* req.cfg.lora points here */
     char id[48];
     int64_t created;       /* seconds since the epoch */
     sprout_token *prompt;
@@ -139,6 +146,19 @@ json_t *sp_ollama_loaded(const sp_server *srv, sp_api_kind kind);
 /* Whether a model name in a request means the model served. */
 bool sp_model_name_matches(const sp_server *srv, const char *name);
 
+/* --- LoRA adapters (ops.c) ------------------------------------------------------------------------------- */
+
+/* A request's adapter set: its own list (listed ids at their scales, the
+ * rest left out, as llama.cpp's server does) or, when it gave none, the
+ * server's defaults at this moment; adapters at scale 0 are left out.
+ * `uses` holds srv->n_lora entries. False (error naming the field) when an
+ * id names no adapter. */
+bool sp_lora_uses(sp_server *srv, const sp_api_lora *list, const char *field, sprout_lora_use *uses, size_t *n, char *error,
+                  size_t error_size);
+/* [{"id", "path", "scale"}, ...] with the current default scales; `extra`
+ * adds llama.cpp's task_name and prompt_prefix (empty: sprout reads none). */
+json_t *sp_lora_json(sp_server *srv, bool extra);
+
 /* --- endpoints ------------------------------------------------------------------------------------------ */
 
 typedef enum MHD_Result (*sp_handler)(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len);
@@ -153,5 +173,7 @@ enum MHD_Result sp_handle_health(sp_server *, struct MHD_Connection *, const cha
 enum MHD_Result sp_handle_metrics(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
 enum MHD_Result sp_handle_tokenize(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
 enum MHD_Result sp_handle_detokenize(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
+enum MHD_Result sp_handle_lora_list(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
+enum MHD_Result sp_handle_lora_set(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
 
 #endif
