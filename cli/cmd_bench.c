@@ -39,7 +39,7 @@ static const cli_command bench_command = {
     .name = "bench",
     .needs_model = true,
     .usage = "bench -m MODEL.gguf [-p N] [-n N] [-t THREADS] [-r REPS] [-np N] [--lora FILE] [--json]",
-    .shared = CLI_SHARED_MODEL | CLI_SHARED_THREADS | CLI_SHARED_BATCH | CLI_SHARED_KV | CLI_SHARED_LORA,
+    .shared = CLI_SHARED_MODEL | CLI_SHARED_THREADS | CLI_SHARED_BATCH | CLI_SHARED_KV | CLI_SHARED_LORA | CLI_SHARED_ASSIST,
     CLI_TABLE(bench_table),
 };
 
@@ -81,12 +81,20 @@ static sprout_generation_config exact_length(int32_t n_gen) {
     return cfg;
 }
 
-/* One generation from n_prompt random ids; metrics out. */
+/* One generation from n_prompt random ids, assisted as `assist` says
+ * (NULL: plain); metrics out. */
 static sprout_status run_once(sprout_pipeline *p, int32_t n_vocab, int32_t n_prompt, int32_t n_gen, uint64_t seed,
-                              sprout_perf_metrics *m) {
+                              const sprout_generation_config *assist, sprout_perf_metrics *m) {
     sprout_token *ids = random_prompt(n_vocab, n_prompt, seed);
     if (!ids) return SPROUT_ERR_OUT_OF_MEMORY;
-    const sprout_generation_config cfg = exact_length(n_gen);
+    sprout_generation_config cfg = exact_length(n_gen);
+    if (assist) {
+        cfg.num_assistant_tokens = assist->num_assistant_tokens;
+        cfg.min_assistant_tokens = assist->min_assistant_tokens;
+        cfg.assistant_confidence_threshold = assist->assistant_confidence_threshold;
+        cfg.prompt_lookup = assist->prompt_lookup;
+        cfg.max_ngram_size = assist->max_ngram_size;
+    }
     sprout_result *r = NULL;
     sprout_status st = sprout_generate_tokens(p, ids, (size_t)n_prompt, &cfg, NULL, NULL, &r);
     if (st == SPROUT_OK) st = sprout_result_metrics(r, m);
@@ -170,19 +178,29 @@ int cmd_bench(int argc, char **argv) {
     const int32_t n_vocab = sprout_model_n_vocab(model);
     sprout_status st = SPROUT_OK;
     double *pp_rate = calloc((size_t)b.reps, sizeof *pp_rate), *tg_rate = calloc((size_t)b.reps, sizeof *tg_rate),
-           *ttft = calloc((size_t)b.reps, sizeof *ttft);
+           *ttft = calloc((size_t)b.reps, sizeof *ttft), *as_rate = calloc((size_t)b.reps, sizeof *as_rate);
+    const bool assisted = o.cfg.num_assistant_tokens > 0 && b.n_gen > 0;
+    long long proposed = 0, accepted = 0, passes = 0, generated = 0;
     const int32_t used_threads = sprout_pipeline_n_threads(p);
     /* one untimed warm-up of the full prompt, as llama-bench does: page
      * faults and the first touch of the batch's buffers belong to load, not speed */
     sprout_perf_metrics m;
-    if (st == SPROUT_OK) st = run_once(p, n_vocab, b.n_prompt > 0 ? b.n_prompt : 1, 1, 999, &m);
+    if (st == SPROUT_OK) st = run_once(p, n_vocab, b.n_prompt > 0 ? b.n_prompt : 1, 1, 999, NULL, &m);
     for (int32_t r = 0; st == SPROUT_OK && r < b.reps; r++) {
-        if (b.n_prompt > 0 && (st = run_once(p, n_vocab, b.n_prompt, 1, (uint64_t)r + 1, &m)) == SPROUT_OK)
+        if (b.n_prompt > 0 && (st = run_once(p, n_vocab, b.n_prompt, 1, (uint64_t)r + 1, NULL, &m)) == SPROUT_OK)
             pp_rate[r] = m.prefill_tokens_per_s;
         /* decode from an (almost) empty context: one prompt token, then n_gen */
-        if (st == SPROUT_OK && b.n_gen > 0 && (st = run_once(p, n_vocab, 1, b.n_gen, (uint64_t)r + 1000, &m)) == SPROUT_OK) {
+        if (st == SPROUT_OK && b.n_gen > 0 && (st = run_once(p, n_vocab, 1, b.n_gen, (uint64_t)r + 1000, NULL, &m)) == SPROUT_OK) {
             tg_rate[r] = m.decode_tokens_per_s;
             ttft[r] = m.ttft_ms;
+        }
+        /* the same decode assisted: the same tokens, in fewer passes */
+        if (st == SPROUT_OK && assisted && (st = run_once(p, n_vocab, 1, b.n_gen, (uint64_t)r + 1000, &o.cfg, &m)) == SPROUT_OK) {
+            as_rate[r] = m.decode_tokens_per_s;
+            proposed += m.n_draft_tokens;
+            accepted += m.n_accepted_tokens;
+            passes += m.n_decode_passes;
+            generated += m.n_generated_tokens - 1;
         }
     }
     stats one = {0, 0}, many = {0, 0};
@@ -190,7 +208,9 @@ int cmd_bench(int argc, char **argv) {
     if (st != SPROUT_OK) {
         fprintf(stderr, "sprout bench: %s\n", sprout_last_error());
     } else {
-        const stats spp = summarize(pp_rate, (int)b.reps), stg = summarize(tg_rate, (int)b.reps), sttft = summarize(ttft, (int)b.reps);
+        const stats spp = summarize(pp_rate, (int)b.reps), stg = summarize(tg_rate, (int)b.reps), sttft = summarize(ttft, (int)b.reps),
+                    sas = summarize(as_rate, (int)b.reps);
+        const double acceptance = proposed ? (double)accepted / (double)proposed : 0, per_pass = passes ? (double)generated / (double)passes : 0;
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
         const unsigned long long peak_rss = (unsigned long long)ru.ru_maxrss * 1024ull;
@@ -206,6 +226,11 @@ int cmd_bench(int argc, char **argv) {
                 printf(",\"prefill\":{\"n_tokens\":%d,\"tokens_per_s\":%.3f,\"stddev\":%.3f}", b.n_prompt, spp.mean, spp.std);
             if (b.n_gen > 0)
                 printf(",\"decode\":{\"n_tokens\":%d,\"tokens_per_s\":%.3f,\"stddev\":%.3f}", b.n_gen, stg.mean, stg.std);
+            if (assisted)
+                printf(",\"assisted\":{\"method\":\"%s\",\"tokens_per_s\":%.3f,\"stddev\":%.3f,\"speedup\":%.3f,\"proposed\":%lld,"
+                       "\"accepted\":%lld,\"acceptance\":%.4f,\"tokens_per_pass\":%.3f}",
+                       o.cfg.prompt_lookup ? "lookup" : "draft", sas.mean, sas.std, stg.mean > 0 ? sas.mean / stg.mean : 0, proposed, accepted,
+                       acceptance, per_pass);
             if (b.n_streams > 0 && b.n_gen > 0)
                 printf(",\"parallel\":{\"streams\":%d,\"n_tokens\":%d,\"adapters\":%zu,\"tokens_per_s\":%.3f,\"stddev\":%.3f,"
                        "\"one_stream_tokens_per_s\":%.3f,\"one_stream_stddev\":%.3f}",
@@ -218,6 +243,10 @@ int cmd_bench(int argc, char **argv) {
             printf("%-8s %12s %10s\n", "test", "tokens/s", "stddev");
             if (b.n_prompt > 0) printf("pp%-6d %12.2f %10.2f\n", b.n_prompt, spp.mean, spp.std);
             if (b.n_gen > 0) printf("tg%-6d %12.2f %10.2f\n", b.n_gen, stg.mean, stg.std);
+            if (assisted)
+                printf("tg%-6d %12.2f %10.2f   %s: %.2fx plain, %.1f%% of %lld proposals accepted, %.2f tokens a pass\n", b.n_gen, sas.mean,
+                       sas.std, o.cfg.prompt_lookup ? "prompt lookup" : "draft model", stg.mean > 0 ? sas.mean / stg.mean : 0,
+                       100 * acceptance, proposed, per_pass);
             if (b.n_streams > 0 && b.n_gen > 0) {
                 char name[32];
                 snprintf(name, sizeof name, "tg%dx1", b.n_gen);
@@ -232,6 +261,7 @@ int cmd_bench(int argc, char **argv) {
     }
     free(pp_rate);
     free(tg_rate);
+    free(as_rate);
     free(ttft);
     cli_close_pipeline(&o, model, p);
     return st == SPROUT_OK ? 0 : 1;

@@ -71,10 +71,12 @@ static bool parse_ids(const char *s, sprout_token **ids, size_t *n) {
 }
 
 static json_t *metrics_json(const sprout_perf_metrics *m) {
-    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:f}", "load_ms", m->load_ms, "tokenize_ms", m->tokenize_ms,
-                     "ttft_ms", m->ttft_ms, "tpot_mean_ms", m->tpot_mean_ms, "tpot_std_ms", m->tpot_std_ms, "prefill_tokens_per_s",
-                     m->prefill_tokens_per_s, "decode_tokens_per_s", m->decode_tokens_per_s, "n_prompt_tokens", m->n_prompt_tokens,
-                     "n_prefill_tokens", m->n_prefill_tokens, "n_generated_tokens", m->n_generated_tokens, "total_ms", m->total_ms);
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:f, s:i, s:i, s:i}", "load_ms", m->load_ms, "tokenize_ms",
+                     m->tokenize_ms, "ttft_ms", m->ttft_ms, "tpot_mean_ms", m->tpot_mean_ms, "tpot_std_ms", m->tpot_std_ms,
+                     "prefill_tokens_per_s", m->prefill_tokens_per_s, "decode_tokens_per_s", m->decode_tokens_per_s, "n_prompt_tokens",
+                     m->n_prompt_tokens, "n_prefill_tokens", m->n_prefill_tokens, "n_generated_tokens", m->n_generated_tokens,
+                     "total_ms", m->total_ms, "n_draft_tokens", m->n_draft_tokens, "n_accepted_tokens", m->n_accepted_tokens,
+                     "n_decode_passes", m->n_decode_passes);
 }
 
 static json_t *result_json(const sprout_result *r, int logprobs) {
@@ -115,6 +117,10 @@ static void print_metrics(const sprout_result *r) {
             "%d tokens at %.1f t/s (%.2f ± %.2f ms/token) | total %.1f ms\n",
             m.load_ms, m.tokenize_ms, m.n_prompt_tokens, m.n_prefill_tokens, m.prefill_tokens_per_s, m.ttft_ms, m.n_generated_tokens,
             m.decode_tokens_per_s, m.tpot_mean_ms, m.tpot_std_ms, m.total_ms);
+    if (m.n_draft_tokens)
+        fprintf(stderr, "assisted: %d of %d proposed tokens accepted (%.1f%%), %.2f tokens a pass\n", m.n_accepted_tokens,
+                m.n_draft_tokens, 100.0 * m.n_accepted_tokens / m.n_draft_tokens,
+                m.n_decode_passes ? (double)(m.n_generated_tokens - 1) / m.n_decode_passes : 0);
 }
 
 int cmd_run(int argc, char **argv) {

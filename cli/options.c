@@ -119,6 +119,19 @@ static const cli_option shared_options[] = {
      CLI_SHARED_LORA, NULL},
     {"--lora-scaled", "FILE SCALE", CLI_CUSTOM2, COMMON(loras), 0, 0, NULL, NULL, "apply a LoRA adapter at SCALE; repeatable",
      CLI_SHARED_LORA, parse_lora_scaled},
+    {"-md, --model-draft", "FILE", CLI_STRING, COMMON(draft_path), 0, 0, NULL, NULL,
+     "speculative decoding: a small model of the same vocabulary proposes, the model checks (output unchanged)", CLI_SHARED_ASSIST, NULL},
+    {"--draft-max, --draft, --draft-n", "N", CLI_INT, CFG(num_assistant_tokens), 1, 1024, NULL, NULL,
+     "tokens proposed per pass at most (default 16; with --lookup, its N)", CLI_SHARED_ASSIST, NULL},
+    {"--draft-min", "N", CLI_INT, CFG(min_assistant_tokens), 0, 1024, NULL, NULL, "fewer proposals than N are not checked (default 0)",
+     CLI_SHARED_ASSIST, NULL},
+    {"--draft-p-min", "P", CLI_FLOAT, CFG(assistant_confidence_threshold), 0, 1, NULL, NULL,
+     "the draft stops at a token it gives less probability than P (default 0.75)", CLI_SHARED_ASSIST, NULL},
+    {"--lookup", "N", CLI_INT, COMMON(lookup), 1, 1024, NULL, NULL,
+     "prompt-lookup decoding: propose up to N tokens that followed the text's last n-gram before (output unchanged)", CLI_SHARED_ASSIST,
+     NULL},
+    {"--lookup-ngram", "N", CLI_INT, CFG(max_ngram_size), 1, 64, NULL, NULL, "prompt lookup: the longest n-gram matched (default 3)",
+     CLI_SHARED_ASSIST, NULL},
     {"-v, --verbose", NULL, CLI_FLAG, COMMON(verbose), 0, 0, NULL, NULL, "log informational and debug lines too (default: warnings and errors)",
      CLI_SHARED_LOG, NULL},
     {"--log-disable", NULL, CLI_FLAG, COMMON(log_disable), 0, 0, NULL, NULL, "log nothing (errors that end the command are still said)",
@@ -231,6 +244,7 @@ static bool takes(const cli_command *cmd, const cli_option *o) { return (o->grou
 static void common_init(cli_common *c) {
     memset(c, 0, sizeof *c);
     sprout_generation_config_init(&c->cfg);
+    c->cfg.assistant_confidence_threshold = 0.75f; /* llama.cpp's --draft-p-min */
     c->kv_type = CLI_KV_UNSET;
 }
 
@@ -279,6 +293,14 @@ int cli_parse(const cli_command *cmd, cli_common *common, void *own, int argc, c
         }
     }
     if (cmd->needs_model && !common->model) return cli_usage_error(cmd, "-m MODEL is required");
+    if (common->draft_path && common->lookup) return cli_usage_error(cmd, "--model-draft and --lookup: one or the other");
+    if (common->cfg.num_assistant_tokens && !common->draft_path && !common->lookup)
+        return cli_usage_error(cmd, "--draft-max needs --model-draft or --lookup");
+    if (common->lookup) { /* --lookup N: N proposals a pass */
+        common->cfg.prompt_lookup = true;
+        common->cfg.num_assistant_tokens = common->lookup;
+    }
+    if (common->draft_path && !common->cfg.num_assistant_tokens) common->cfg.num_assistant_tokens = 16; /* llama.cpp's --draft-max */
     common->cfg.stop_strings = common->stops.text;
     common->cfg.n_stop_strings = common->stops.n;
     common->kv_type_set = common->kv_type != CLI_KV_UNSET;
@@ -331,6 +353,19 @@ sprout_status cli_load_model(const cli_common *c, sprout_model **model) {
     return SPROUT_OK;
 }
 
+/* -md: the draft beside the pipeline, with its context and batch. */
+static sprout_status open_assistant(cli_common *c, sprout_pipeline *p, const sprout_pipeline_params *pp) {
+    if (!c->draft_path) return SPROUT_OK;
+    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = c->n_threads, .n_ctx = sprout_pipeline_n_ctx(p)};
+    sprout_status st = sprout_model_load(c->draft_path, &mp, &c->draft_model);
+    if (st == SPROUT_OK) st = sprout_pipeline_create(c->draft_model, pp, &c->draft);
+    if (st == SPROUT_OK) st = sprout_pipeline_set_draft(p, c->draft);
+    if (st != SPROUT_OK) return st;
+    cli_log(SPROUT_LOG_INFO, "draft %s (%s), up to %d tokens a pass", c->draft_path, sprout_model_architecture(c->draft_model),
+            c->cfg.num_assistant_tokens);
+    return SPROUT_OK;
+}
+
 sprout_status cli_open_pipeline(cli_common *c, sprout_model **model, sprout_pipeline **pipeline) {
     *model = NULL;
     *pipeline = NULL;
@@ -344,6 +379,7 @@ sprout_status cli_open_pipeline(cli_common *c, sprout_model **model, sprout_pipe
         if (st == SPROUT_OK) cli_log(SPROUT_LOG_INFO, "adapter %s at scale %g", c->loras.path[i], (double)c->loras.scale[i]);
     }
     if (st == SPROUT_OK && c->loras.n) st = sprout_pipeline_set_lora(*pipeline, c->loras.loaded, c->loras.scale, c->loras.n);
+    if (st == SPROUT_OK) st = open_assistant(c, *pipeline, &pp);
     if (st != SPROUT_OK) {
         cli_close_pipeline(c, *model, *pipeline);
         *model = NULL;
@@ -354,6 +390,10 @@ sprout_status cli_open_pipeline(cli_common *c, sprout_model **model, sprout_pipe
 
 void cli_close_pipeline(cli_common *c, sprout_model *model, sprout_pipeline *pipeline) {
     sprout_pipeline_free(pipeline);
+    sprout_pipeline_free(c->draft);
+    sprout_model_free(c->draft_model);
+    c->draft = NULL;
+    c->draft_model = NULL;
     for (size_t i = 0; i < c->loras.n; i++) {
         sprout_lora_free(c->loras.loaded[i]);
         c->loras.loaded[i] = NULL;

@@ -63,9 +63,10 @@ enum {
     CLI_SHARED_KV = 1u << 6,       /* -ctk, --cache-type-k and its other spellings */
     CLI_SHARED_LOG = 1u << 7,      /* -v, --log-disable: every command takes them */
     CLI_SHARED_LORA = 1u << 8,     /* --lora, --lora-scaled */
+    CLI_SHARED_ASSIST = 1u << 9,   /* -md, --draft-max ..., --lookup: assisted generation */
     /* what a generating command (run, chat) takes: a pipeline's and a generation's settings */
     CLI_SHARED_GENERATION = CLI_SHARED_MODEL | CLI_SHARED_THREADS | CLI_SHARED_CTX | CLI_SHARED_BATCH | CLI_SHARED_PREDICT |
-                            CLI_SHARED_SAMPLING | CLI_SHARED_KV | CLI_SHARED_LORA,
+                            CLI_SHARED_SAMPLING | CLI_SHARED_KV | CLI_SHARED_LORA | CLI_SHARED_ASSIST,
 };
 
 enum { CLI_MAX_STOP = 16, CLI_MAX_ARGS = 8, CLI_MAX_LORA = 16 };
@@ -94,6 +95,12 @@ typedef struct cli_common {
     sprout_generation_config cfg; /* sampling and -n; cfg.stop_strings points at stops */
     cli_stops stops;
     cli_loras loras;
+    /* assisted generation: the draft model's file (and, once open, the
+     * draft itself), --lookup's proposals */
+    const char *draft_path;
+    sprout_model *draft_model;
+    sprout_pipeline *draft;
+    int32_t lookup;
     sprout_kv_type kv_type; /* -ctk and its spellings; f16 when not given */
     bool kv_type_set;       /* whether it was given */
     bool verbose, log_disable;

@@ -695,6 +695,17 @@ typedef struct sprout_generation_config {
                                          a pipeline's own (sprout_pipeline_set_lora), a scheduler's request none. Cached
                                          tokens are reused only by a generation with the same adapters and scales */
     size_t n_lora;
+    /* Assisted generation (speculative decoding): proposed tokens are
+     * checked by one batched forward pass of the model and kept as far as
+     * the model itself would have chosen them, so the output is token for
+     * token what plain decoding gives (greedy and seeded sampling alike) */
+    int32_t num_assistant_tokens;     /* tokens proposed per pass at most; 0: plain decoding (the default) */
+    float assistant_confidence_threshold; /* a draft model stops proposing at a token it gives less probability
+                                             than this (llama.cpp's --draft-p-min); 0: never */
+    int32_t min_assistant_tokens;     /* fewer proposals than this are not checked (--draft-min); 0 */
+    bool prompt_lookup;               /* propose the tokens that followed the latest earlier occurrence of the
+                                         text's last n-gram (prompt and output) instead of asking a draft model */
+    int32_t max_ngram_size;           /* prompt lookup: the longest n-gram matched; 0: 3 */
 } sprout_generation_config;
 
 void sprout_generation_config_init(sprout_generation_config *config);
@@ -778,6 +789,10 @@ typedef struct sprout_perf_metrics {
     int32_t n_prefill_tokens;   /* those computed (the rest came from the cache) */
     int32_t n_generated_tokens;
     double total_ms;
+    /* assisted generation: tokens proposed, those kept, and the model's
+     * forward passes after the prompt (n_generated_tokens per pass is the
+     * gain; plain decoding makes one per token) */
+    int32_t n_draft_tokens, n_accepted_tokens, n_decode_passes;
 } sprout_perf_metrics;
 
 sprout_status sprout_result_metrics(const sprout_result *r, sprout_perf_metrics *out);
@@ -806,6 +821,15 @@ void sprout_lora_free(sprout_lora *lora);
  * NULL config), and of every call whose config names none (n_lora 0); n 0
  * clears them. The pipeline copies the arrays, not the adapters. */
 sprout_status sprout_pipeline_set_lora(sprout_pipeline *p, sprout_lora *const *adapters, const float *scales, size_t n);
+
+/* A draft pipeline for assisted generation: its model (small, the same
+ * vocabulary: type, size within 128, BOS and EOS, each token's text, as
+ * llama.cpp checks) proposes greedily what generations of `p` with
+ * num_assistant_tokens > 0 and no prompt_lookup verify. It keeps its own
+ * KV cache, which follows the accepted text (a chat reuses both caches).
+ * One draft serves one pipeline at a time; free it after p. NULL detaches.
+ * SPROUT_ERR_UNSUPPORTED naming the difference for another vocabulary. */
+sprout_status sprout_pipeline_set_draft(sprout_pipeline *p, sprout_pipeline *draft);
 
 /* ---------------------------------------------------------------------------
  * Merging adapters into a model (llama.cpp's llama-export-lora)

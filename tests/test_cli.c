@@ -546,6 +546,45 @@ static void test_embed(void) {
     free(out);
 }
 
+/* Assisted generation on run and bench: prompt lookup and a draft model
+ * print plain decoding's text; the flags' conflicts are usage errors. */
+static void test_assist_flags(void) {
+    char model[512], base[1024], args[3072], *plain = NULL, *out = NULL;
+    snprintf(model, sizeof model, "%s/models/stories260K.gguf", test_shared_dir());
+    snprintf(base, sizeof base, "run -m '%s' -p 'Once upon a time, there was a little girl. Once upon a time, there' -n 40 --temp 0", model);
+    CHECK(run_cli(base, false, &plain) == 0);
+    const char *const ways[] = {"--lookup 6", "--lookup 3 --lookup-ngram 2", "-md '%s/arch/llama-Q8_0.gguf' --draft-max 4 --draft-p-min 0",
+                                "--model-draft '%s/models/stories260K.gguf'"};
+    for (size_t i = 0; i < sizeof ways / sizeof *ways; i++) {
+        char way[1024];
+        snprintf(way, sizeof way, ways[i], test_shared_dir());
+        snprintf(args, sizeof args, "%s %s", base, way);
+        CHECK_MSG(run_cli(args, false, &out) == 0 && plain && !strcmp(out, plain), "%s: [%s] vs plain [%s]", way, out ? out : "",
+                  plain ? plain : "");
+        free(out);
+    }
+    snprintf(args, sizeof args, "%s --lookup 4 --json", base);
+    json_t *j = run_json(args), *m = json_object_get(j, "metrics");
+    CHECK(json_integer_value(json_object_get(m, "n_draft_tokens")) > 0 && json_integer_value(json_object_get(m, "n_accepted_tokens")) > 0);
+    json_decref(j);
+    snprintf(args, sizeof args, "%s --lookup 4 -md '%s'", base, model);
+    CHECK(run_cli(args, true, &out) == 2 && strstr(out, "one or the other"));
+    free(out);
+    snprintf(args, sizeof args, "%s --draft-max 4", base);
+    CHECK(run_cli(args, true, &out) == 2 && strstr(out, "--draft-max needs"));
+    free(out);
+    snprintf(args, sizeof args, "%s -md /nonexistent.gguf", base);
+    CHECK(run_cli(args, true, &out) == 1);
+    free(out);
+    snprintf(args, sizeof args, "bench -m '%s' -p 0 -n 16 -r 1 -t 1 --json -md '%s'", model, model);
+    j = run_json(args);
+    const json_t *a = json_object_get(j, "assisted");
+    CHECK_MSG(a && json_real_value(json_object_get(a, "acceptance")) == 1.0 && json_real_value(json_object_get(a, "speedup")) > 0,
+              "bench -md: %s", a ? "not all of its own proposals accepted" : "no assisted figures");
+    json_decref(j);
+    free(plain);
+}
+
 /* --lora and --lora-scaled on run: an adapter at scale 0 is the base
  * model, at 1 another text; bad values are usage errors. bench takes them
  * for its streams. */
@@ -587,6 +626,7 @@ static void test_lora_flags(void) {
 
 int main(void) {
     test_lora_flags();
+    test_assist_flags();
     test_run();
     test_kernel_level_env();
     test_template_cli();

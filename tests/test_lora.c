@@ -101,22 +101,6 @@ static sprout_result *generate(sprout_pipeline *p, const char *prompt) {
     return r;
 }
 
-/* Tokens and every recorded log-probability equal, bit for bit. */
-static bool same_results(const sprout_result *a, const sprout_result *b) {
-    size_t na, nb;
-    const sprout_token *ta = sprout_result_tokens(a, &na), *tb = sprout_result_tokens(b, &nb);
-    if (na != nb || memcmp(ta, tb, na * sizeof *ta)) return false;
-    for (size_t i = 0; i < na; i++) {
-        float la, lb;
-        const sprout_token *ia, *ib;
-        const float *va, *vb;
-        size_t ka, kb;
-        if (sprout_result_logprob(a, i, &la, &ia, &va, &ka) != SPROUT_OK || sprout_result_logprob(b, i, &lb, &ib, &vb, &kb) != SPROUT_OK)
-            return false;
-        if (memcmp(&la, &lb, sizeof la) || ka != kb || memcmp(ia, ib, ka * sizeof *ia) || memcmp(va, vb, ka * sizeof *va)) return false;
-    }
-    return true;
-}
 
 static void test_scale_zero(sprout_model *m) {
     char file[512];
@@ -150,11 +134,11 @@ static void test_scale_zero(sprout_model *m) {
     sprout_result *off_result = NULL;
     CHECK(sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &off_result) == SPROUT_OK);
     CHECK(sprout_pipeline_last_prefill_tokens(p) == 5);
-    if (base && off_result) CHECK_MSG(same_results(base, off_result), "a config's scale 0 differs from no adapter");
+    if (base && off_result) CHECK_MSG(test_same_result(base, off_result), "a config's scale 0 differs from no adapter");
     sprout_result_free(off_result);
     if (base && zeroed && adapted) {
-        CHECK_MSG(same_results(base, zeroed), "scale 0 differs from no adapter");
-        CHECK_MSG(!same_results(base, adapted), "the adapter changes nothing");
+        CHECK_MSG(test_same_result(base, zeroed), "scale 0 differs from no adapter");
+        CHECK_MSG(!test_same_result(base, adapted), "the adapter changes nothing");
     }
     /* refused: a NULL adapter, a non-finite scale, an adapter of another model */
     sprout_lora *none = NULL;
@@ -295,9 +279,9 @@ static void test_scheduler_sets(sprout_model *m) {
     CHECK_MSG(together_steps < alone_steps, "%llu passes together, %llu alone: not batched", (unsigned long long)together_steps,
               (unsigned long long)alone_steps);
     for (int i = 0; i < N; i++)
-        if (alone[i] && together[i]) CHECK_MSG(same_results(alone[i], together[i]), "request %d differs in the batch", i);
+        if (alone[i] && together[i]) CHECK_MSG(test_same_result(alone[i], together[i]), "request %d differs in the batch", i);
     /* the sets do change the output: one prompt under a, b and none */
-    if (alone[0] && alone[1] && alone[3]) CHECK(!same_results(alone[0], alone[3]) && !same_results(alone[1], alone[3]));
+    if (alone[0] && alone[1] && alone[3]) CHECK(!test_same_result(alone[0], alone[3]) && !test_same_result(alone[1], alone[3]));
     sprout_scheduler_free(s);
     /* one slot: its cache serves the same prompt only under the same set
      * (all but the last prompt token, whose logits were not kept) */
@@ -312,7 +296,7 @@ static void test_scheduler_sets(sprout_model *m) {
         const uint64_t got = stats_of(s).cached_prompt_tokens - before;
         CHECK_MSG(got == reused[k], "run %d reused %llu cached tokens, expected %llu", k, (unsigned long long)got,
                   (unsigned long long)reused[k]);
-        if (r && alone[order[k]]) CHECK_MSG(same_results(r, alone[order[k]]), "run %d differs from its request alone", k);
+        if (r && alone[order[k]]) CHECK_MSG(test_same_result(r, alone[order[k]]), "run %d differs from its request alone", k);
         sprout_result_free(r);
     }
     sprout_scheduler_free(s);

@@ -138,4 +138,24 @@ static inline const char *test_temp_dir(void) {
     return dir;
 }
 
+/* Tokens, text, finish reason and every log-probability, bit for bit. */
+static inline bool test_same_result(const sprout_result *a, const sprout_result *b) {
+    if (!a || !b) return false;
+    size_t na, nb, la, lb;
+    const sprout_token *ta = sprout_result_tokens(a, &na), *tb = sprout_result_tokens(b, &nb);
+    const char *xa = sprout_result_text(a, &la), *xb = sprout_result_text(b, &lb);
+    if (na != nb || memcmp(ta, tb, na * sizeof *ta) || la != lb || memcmp(xa, xb, la)) return false;
+    if (sprout_result_finish_reason(a) != sprout_result_finish_reason(b)) return false;
+    for (size_t i = 0; i < na; i++) {
+        float pa, pb;
+        const sprout_token *ia, *ib;
+        const float *va, *vb;
+        size_t ka, kb;
+        if (sprout_result_logprob(a, i, &pa, &ia, &va, &ka) != SPROUT_OK || sprout_result_logprob(b, i, &pb, &ib, &vb, &kb) != SPROUT_OK)
+            return false;
+        if (memcmp(&pa, &pb, sizeof pa) || ka != kb || memcmp(ia, ib, ka * sizeof *ia) || memcmp(va, vb, ka * sizeof *va)) return false;
+    }
+    return true;
+}
+
 #endif

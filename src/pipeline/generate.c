@@ -7,12 +7,13 @@
 
 #include "core/error.h"
 
+#include "pipeline/assist.h"
 #include "pipeline/pipeline_internal.h"
 #include "pipeline/sequence.h"
 
-/* Tokens [from, to) into the cache, as prompt tokens if there are enough of
- * them (forward.h): a call's numbers depend on what the cache held. */
-static sprout_status prefill(sprout_pipeline *p, const int32_t *tokens, int32_t from, int32_t to) {
+/* A call's numbers depend on what the cache held: prompt tokens by the
+ * count of those computed. */
+sprout_status sp_pipeline_feed(sprout_pipeline *p, const int32_t *tokens, int32_t from, int32_t to) {
     sp_context *ctx = &p->ctx;
     const bool prompt_path = to - from >= SP_PROMPT_PATH_MIN_TOKENS;
     for (int32_t start = from; start < to; start += ctx->n_batch) {
@@ -26,6 +27,53 @@ static sprout_status prefill(sprout_pipeline *p, const int32_t *tokens, int32_t 
         p->n_cached = start + n;
     }
     return SPROUT_OK;
+}
+
+/* Decoding after the prompt: each pass feeds the pending token and, when
+ * assisted, the proposals after it; the sequence then samples row by row
+ * as plain decoding would, and a proposal is kept only while it is what
+ * was sampled. A row's logits are the same bits alone or batched (batch
+ * invariance), so the output is plain decoding's, token for token. */
+static sprout_status decode(sprout_pipeline *p, sp_seq *s, const sprout_generation_config *cfg) {
+    int32_t cap = 0;
+    sprout_status st = sp_assist_begin(p, cfg, &cap);
+    const sp_lora_set *lora = sp_lora_set_or_null(&p->cached_lora);
+    const size_t n_vocab = (size_t)p->model->hp.n_vocab;
+    int32_t next;
+    bool more = st == SPROUT_OK && sp_seq_next(s, p->logits, p->cached, (size_t)p->n_cached, p->n_cached < p->n_ctx, &next);
+    while (st == SPROUT_OK && more) {
+        /* proposals fit the context after the pending token, and no more
+         * than the tokens still to choose after it */
+        int32_t k = 0, max = p->n_ctx - p->n_cached - 1;
+        const int32_t left = cfg->max_new_tokens - (int32_t)s->result->n_tokens;
+        if (left - 1 < max) max = left - 1;
+        if (cap && max > 0 && !sp_seq_finished(s)) {
+            p->cached[p->n_cached] = next; /* the text so far: the cache, then the pending token */
+            st = sp_assist_propose(p, cfg, p->cached, p->n_cached + 1, max, &k);
+            if (st != SPROUT_OK) break;
+        }
+        p->batch[0] = (sp_batch_token){next, p->n_cached, 0, true, false, false, lora};
+        for (int32_t i = 0; i < k; i++) p->batch[1 + i] = (sp_batch_token){p->proposal[i], p->n_cached + 1 + i, 0, true, false, false, lora};
+        float *rows = k ? p->verify_logits : p->logits;
+        if ((st = sp_forward(&p->ctx, p->batch, k + 1, rows)) != SPROUT_OK) break;
+        s->n_passes++;
+        s->n_draft += k;
+        p->cached[p->n_cached++] = next;
+        if (sp_seq_finished(s)) break; /* a token fed only to complete the cache */
+        for (int32_t i = 0;; i++) {
+            more = sp_seq_next(s, rows + (size_t)i * n_vocab, p->cached, (size_t)p->n_cached, p->n_cached < p->n_ctx, &next);
+            if (!more || i == k || next != p->proposal[i]) break;
+            /* the proposal was the choice: its row is computed already */
+            s->n_accepted++;
+            p->cached[p->n_cached++] = next;
+            if (sp_seq_finished(s)) {
+                more = false;
+                break;
+            }
+        }
+        if (k) sp_kv_truncate(&p->ctx.kv, 0, p->n_cached); /* the proposals not kept */
+    }
+    return st;
 }
 
 sprout_status sp_generate(sprout_pipeline *p, const int32_t *prompt, size_t n_prompt, const char *prompt_text, size_t prompt_len,
@@ -57,15 +105,9 @@ sprout_status sp_generate(sprout_pipeline *p, const int32_t *prompt, size_t n_pr
     const int32_t cached_before = keep;
     p->last_prefill = (int32_t)n_prompt - keep;
     sp_seq_prefill_started(&s, p->last_prefill);
-    st = prefill(p, prompt, keep, (int32_t)n_prompt);
+    st = sp_pipeline_feed(p, prompt, keep, (int32_t)n_prompt);
     sp_seq_prefill_done(&s);
-    int32_t next;
-    while (st == SPROUT_OK && sp_seq_next(&s, p->logits, p->cached, (size_t)p->n_cached, p->n_cached < p->n_ctx, &next)) {
-        sp_batch_token bt = {next, p->n_cached, 0, true, false, false, sp_lora_set_or_null(&p->cached_lora)};
-        st = sp_forward(&p->ctx, &bt, 1, p->logits);
-        if (st == SPROUT_OK) p->cached[p->n_cached++] = next;
-        if (sp_seq_finished(&s)) break;
-    }
+    if (st == SPROUT_OK) st = decode(p, &s, cfg);
     st = sp_seq_end(&s, st, out);
     if (st == SPROUT_OK && (*out)->finish == SPROUT_FINISH_CANCELLED) { /* forget this call's prompt and output */
         sp_kv_truncate(&p->ctx.kv, 0, cached_before);

@@ -100,6 +100,9 @@ void sprout_pipeline_free(sprout_pipeline *p) {
     free(p->batch);
     sp_lora_set_free(&p->default_lora);
     sp_lora_set_free(&p->cached_lora);
+    sp_lookup_free(&p->lookup);
+    free(p->verify_logits);
+    free(p->proposal);
     free(p);
 }
 

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "model/model.h"
+#include "pipeline/lookup.h"
 #include "pipeline/result.h"
 #include "runtime/forward.h"
 #include "sampler/sampler.h"
@@ -42,6 +43,13 @@ struct sprout_pipeline {
     /* the adapters of the default config (config.lora points into it),
      * and those the cached tokens were computed with */
     sp_lora_set default_lora, cached_lora;
+    /* assisted generation: the draft pipeline (borrowed), the n-gram
+     * index, and room for a verifying pass: its logits rows and proposals */
+    sprout_pipeline *draft;
+    sp_lookup lookup;
+    float *verify_logits;
+    int32_t *proposal;
+    int32_t verify_cap; /* proposals a pass may verify (rows - 1) */
     /* chat */
     bool chat_active;
     chat_message *messages;
@@ -53,6 +61,11 @@ struct sprout_pipeline {
 /* Copies a caller's config, which may be an older, shorter struct (NULL:
  * the defaults). */
 void sp_config_copy(sprout_generation_config *dst, const sprout_generation_config *src);
+
+/* Tokens [from, to) of `tokens` into the cache at those positions, in
+ * batches, the last one's logits into p->logits; prompt tokens if there
+ * are enough of them (forward.h). */
+sprout_status sp_pipeline_feed(sprout_pipeline *p, const int32_t *tokens, int32_t from, int32_t to);
 
 /* The generation loop over prompt tokens (text prompts and chat turns are
  * tokenized by the callers). prompt_text (may be NULL) is echoed. On

@@ -371,6 +371,9 @@ sprout_status sp_seq_end(sp_seq *s, sprout_status st, sprout_result **out) {
         s->t_prefilled > s->t_prefill && s->n_prefill ? s->n_prefill / ((s->t_prefilled - s->t_prefill) / 1e3) : 0;
     m->decode_tokens_per_s = s->tpot_sum > 0 ? n_tpot / (s->tpot_sum / 1e3) : 0;
     m->total_ms = t_end - s->t_start;
+    m->n_draft_tokens = s->n_draft;
+    m->n_accepted_tokens = s->n_accepted;
+    m->n_decode_passes = s->n_passes;
     s->result = NULL;
     *out = r;
     return SPROUT_OK;

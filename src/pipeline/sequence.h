@@ -38,6 +38,7 @@ typedef struct sp_seq {
     sprout_finish_reason finish;
     int32_t n_prefill;      /* prompt tokens computed (the rest were cached) */
     sp_json_state json;     /* JSON mode: the output read so far */
+    int32_t n_draft, n_accepted, n_passes; /* assisted generation's counts (the metrics') */
     double t_start, t_prefill, t_prefilled, t_first, t_last, tpot_sum, tpot_sq, tokenize_ms;
 } sp_seq;
 

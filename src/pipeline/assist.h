@@ -1,0 +1,23 @@
+/* Assisted generation's proposals: from a draft pipeline (its greedy
+ * continuation, while it is confident enough) or by prompt lookup
+ * (lookup.h). The generation loop (generate.c) verifies them. */
+#ifndef SPROUT_PIPELINE_ASSIST_H
+#define SPROUT_PIPELINE_ASSIST_H
+
+#include "pipeline/pipeline_internal.h"
+
+/* Makes room for verifying up to cfg->num_assistant_tokens proposals and
+ * starts the n-gram index afresh; the number of proposals a pass may
+ * verify (0: plain decoding) in *cap. */
+sprout_status sp_assist_begin(sprout_pipeline *p, const sprout_generation_config *cfg, int32_t *cap);
+
+/* Up to max tokens that may follow text[0, n) into p->proposal; fewer than
+ * cfg->min_assistant_tokens count as none. */
+sprout_status sp_assist_propose(sprout_pipeline *p, const sprout_generation_config *cfg, const int32_t *text, int32_t n, int32_t max,
+                                int32_t *n_proposed);
+
+/* Whether a draft model's vocabulary is the target's, as llama.cpp checks
+ * it; SPROUT_ERR_UNSUPPORTED naming the difference. */
+sprout_status sp_vocab_compatible(const sprout_model *target, const sprout_model *draft);
+
+#endif
