@@ -69,7 +69,14 @@ sprout_status sp_assist_begin(sprout_pipeline *p, const sprout_generation_config
         sp_lookup_reset(&p->lookup);
     }
     *cap = want;
+    p->assist_budget = want;
     return SPROUT_OK;
+}
+
+void sp_assist_done(sprout_pipeline *p, int32_t proposed, int32_t kept) {
+    if (!proposed) return;
+    const int32_t next = kept == proposed ? 2 * p->assist_budget : kept + 1;
+    p->assist_budget = next < p->verify_cap ? next : p->verify_cap;
 }
 
 /* The draft's best token and its probability. */
@@ -113,7 +120,7 @@ static sprout_status draft_propose(sprout_pipeline *d, const sprout_generation_c
 sprout_status sp_assist_propose(sprout_pipeline *p, const sprout_generation_config *cfg, const int32_t *text, int32_t n, int32_t max,
                                 int32_t *n_proposed) {
     *n_proposed = 0;
-    if (max > p->verify_cap) max = p->verify_cap;
+    if (max > p->assist_budget) max = p->assist_budget;
     if (max <= 0) return SPROUT_OK;
     sprout_status st = SPROUT_OK;
     if (cfg->prompt_lookup) *n_proposed = sp_lookup_propose(&p->lookup, text, n, max, p->proposal);

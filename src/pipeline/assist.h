@@ -16,6 +16,12 @@ sprout_status sp_assist_begin(sprout_pipeline *p, const sprout_generation_config
 sprout_status sp_assist_propose(sprout_pipeline *p, const sprout_generation_config *cfg, const int32_t *text, int32_t n, int32_t max,
                                 int32_t *n_proposed);
 
+/* After a pass that verified `proposed` proposals and kept `kept`: the
+ * next pass asks for twice as many after a pass that kept them all, else
+ * for one more than were kept, so that text the proposals do not foresee
+ * costs few wasted rows and text they do is taken in long runs. */
+void sp_assist_done(sprout_pipeline *p, int32_t proposed, int32_t kept);
+
 /* Whether a draft model's vocabulary is the target's, as llama.cpp checks
  * it; SPROUT_ERR_UNSUPPORTED naming the difference. */
 sprout_status sp_vocab_compatible(const sprout_model *target, const sprout_model *draft);

@@ -60,6 +60,7 @@ static sprout_status decode(sprout_pipeline *p, sp_seq *s, const sprout_generati
         s->n_draft += k;
         p->cached[p->n_cached++] = next;
         if (sp_seq_finished(s)) break; /* a token fed only to complete the cache */
+        const int32_t n_before = p->n_cached;
         for (int32_t i = 0;; i++) {
             more = sp_seq_next(s, rows + (size_t)i * n_vocab, p->cached, (size_t)p->n_cached, p->n_cached < p->n_ctx, &next);
             if (!more || i == k || next != p->proposal[i]) break;
@@ -71,6 +72,7 @@ static sprout_status decode(sprout_pipeline *p, sp_seq *s, const sprout_generati
                 break;
             }
         }
+        sp_assist_done(p, k, p->n_cached - n_before);
         if (k) sp_kv_truncate(&p->ctx.kv, 0, p->n_cached); /* the proposals not kept */
     }
     return st;

@@ -50,6 +50,7 @@ struct sprout_pipeline {
     float *verify_logits;
     int32_t *proposal;
     int32_t verify_cap; /* proposals a pass may verify (rows - 1) */
+    int32_t assist_budget; /* proposals the next pass asks for (assist.c) */
     /* chat */
     bool chat_active;
     chat_message *messages;
