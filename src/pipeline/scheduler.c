@@ -458,6 +458,7 @@ static void propose(sprout_scheduler *s, int32_t n_generating) {
 
 /* One forward pass over all active slots. */
 static void step(sprout_scheduler *s) {
+    const double t0 = sp_now_ms(); /* the draft's passes count as engine time too */
     int32_t n = 0, n_rows = 0, n_embd_rows = 0, n_generating = 0;
     for (int32_t i = 0; i < s->n_slots; i++) {
         slot *sl = &s->slots[i];
@@ -511,7 +512,6 @@ static void step(sprout_scheduler *s) {
     s->prefill_turn = (s->prefill_turn + 1) % s->n_slots;
     if (n == 0) return;
 
-    const double t0 = sp_now_ms();
     sprout_status st = sp_forward_out(&s->ctx, s->batch, n, s->logits, s->embd);
     /* counted before any request of this pass is reported done, so that
      * its owner reads statistics that include it */
