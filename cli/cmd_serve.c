@@ -42,8 +42,9 @@ static const cli_command serve_command = {
     .usage = "serve -m MODEL.gguf [options]",
     .about = "The OpenAI and Ollama HTTP APIs; -c is the context of each request. The listening and ready lines are\n"
              "said on stderr unless --log-disable. LoRA adapters (--lora) get ids 0, 1, ... in the order given; their\n"
-             "scales are the defaults of requests without \"lora\" (GET/POST /lora-adapters).\n",
-    .shared = CLI_SHARED_MODEL | CLI_SHARED_THREADS | CLI_SHARED_CTX | CLI_SHARED_BATCH | CLI_SHARED_KV | CLI_SHARED_LORA,
+             "scales are the defaults of requests without \"lora\" (GET/POST /lora-adapters). With --model-draft or\n"
+             "--lookup every request speculates (output unchanged); a request's \"speculative.n_max\": 0 opts out.\n",
+    .shared = CLI_SHARED_MODEL | CLI_SHARED_THREADS | CLI_SHARED_CTX | CLI_SHARED_BATCH | CLI_SHARED_KV | CLI_SHARED_LORA | CLI_SHARED_ASSIST,
     CLI_TABLE(serve_table),
 };
 
@@ -73,6 +74,8 @@ int cmd_serve(int argc, char **argv) {
         .n_threads = c.n_threads, .kv_type = c.kv_type, .kv_type_set = c.kv_type_set, .n_queue = so.n_queue < 0 ? 0 : so.n_queue ? so.n_queue : -1,
         .api_key = so.api_key, .alias = so.alias, .max_body = (size_t)so.max_body, .chat_template = so.chat_template,
         .lora_paths = c.loras.path, .lora_scales = c.loras.scale, .n_lora = c.loras.n, .lora_init_without_apply = so.lora_init_without_apply,
+        .draft_path = c.draft_path, .lookup = c.cfg.prompt_lookup, .assist_max = c.cfg.num_assistant_tokens,
+        .assist_min = c.cfg.min_assistant_tokens, .lookup_ngram = c.cfg.max_ngram_size, .draft_p_min = c.cfg.assistant_confidence_threshold,
         .notice = on_notice, .notice_user = &c,
     };
     /* the signals go to sigwait in this thread only: block them before any

@@ -954,6 +954,13 @@ typedef struct sprout_scheduler_params {
     int32_t n_threads;      /* 0: the model's default; at most SPROUT_MAX_THREADS */
     sprout_kv_type kv_type; /* used when kv_type_set; else the model's */
     bool kv_type_set;
+    /* Speculative decoding: a small model of the same vocabulary (checked:
+     * SPROUT_ERR_UNSUPPORTED) proposes tokens for every request whose
+     * config asks for it (num_assistant_tokens > 0, prompt_lookup false);
+     * requests with prompt_lookup propose from their own text without it.
+     * The scheduler keeps a cache of it per slot; borrowed, it must
+     * outlive the scheduler. NULL: none. */
+    const sprout_model *draft_model;
 } sprout_scheduler_params;
 
 sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_scheduler_params *params, sprout_scheduler **out);

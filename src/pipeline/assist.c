@@ -10,6 +10,8 @@
  * the first ids (control tokens of some vocabularies) are not compared. */
 enum { VOCAB_MAX_SIZE_DIFFERENCE = 128, VOCAB_CHECK_FROM = 5, DEFAULT_NGRAM = 3 };
 
+int32_t sp_assist_ngram(const sprout_generation_config *cfg) { return cfg->max_ngram_size > 0 ? cfg->max_ngram_size : DEFAULT_NGRAM; }
+
 sprout_status sp_vocab_compatible(const sprout_model *target, const sprout_model *draft) {
     const sprout_tokenizer *t = target->tokenizer, *d = draft->tokenizer;
     if (!t || !d) return sp_fail(SPROUT_ERR_UNSUPPORTED, "draft model: both models need a vocabulary");
@@ -60,7 +62,7 @@ sprout_status sp_assist_begin(sprout_pipeline *p, const sprout_generation_config
         p->verify_cap = want;
     }
     if (cfg->prompt_lookup) {
-        const int32_t ngram = cfg->max_ngram_size > 0 ? cfg->max_ngram_size : DEFAULT_NGRAM;
+        const int32_t ngram = sp_assist_ngram(cfg);
         if (ngram != p->lookup.max_ngram) {
             sp_lookup_free(&p->lookup);
             sprout_status st = sp_lookup_init(&p->lookup, ngram, p->n_ctx);
@@ -90,6 +92,12 @@ static int32_t draft_best(const float *logits, int32_t n_vocab, float *p) {
     return best;
 }
 
+bool sp_draft_confident(const sprout_generation_config *cfg, const float *logits, int32_t n_vocab, int32_t n_vocab_target, int32_t *best) {
+    float prob;
+    *best = draft_best(logits, n_vocab, &prob);
+    return *best < n_vocab_target && (cfg->assistant_confidence_threshold <= 0 || prob >= cfg->assistant_confidence_threshold);
+}
+
 /* The draft's greedy continuation of text[0, n): its cache first catches
  * up with the text (reusing what it holds of it), then each proposal goes
  * through it, while it stays confident. */
@@ -105,9 +113,8 @@ static sprout_status draft_propose(sprout_pipeline *d, const sprout_generation_c
     sprout_status st = sp_pipeline_feed(d, text, keep, n);
     const int32_t n_vocab = d->model->hp.n_vocab;
     for (int32_t k = 0; st == SPROUT_OK && k < max; k++) {
-        float prob;
-        const int32_t best = draft_best(d->logits, n_vocab, &prob);
-        if (best >= n_vocab_target || (cfg->assistant_confidence_threshold > 0 && prob < cfg->assistant_confidence_threshold)) break;
+        int32_t best;
+        if (!sp_draft_confident(cfg, d->logits, n_vocab, n_vocab_target, &best)) break;
         out[(*n_out)++] = best;
         if (k + 1 == max) break;
         sp_batch_token bt = {best, d->n_cached, 0, true, false, false, NULL};

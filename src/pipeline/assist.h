@@ -26,4 +26,13 @@ void sp_assist_done(sprout_pipeline *p, int32_t proposed, int32_t kept);
  * it; SPROUT_ERR_UNSUPPORTED naming the difference. */
 sprout_status sp_vocab_compatible(const sprout_model *target, const sprout_model *draft);
 
+/* Prompt lookup's longest n-gram: the config's, else 3. */
+int32_t sp_assist_ngram(const sprout_generation_config *cfg);
+
+/* The draft's greedy token after a row of its logits (n_vocab of them) in
+ * *best; whether it may be proposed: inside the target's vocabulary and,
+ * with cfg->assistant_confidence_threshold > 0, given at least that
+ * probability. */
+bool sp_draft_confident(const sprout_generation_config *cfg, const float *logits, int32_t n_vocab, int32_t n_vocab_target, int32_t *best);
+
 #endif

@@ -56,23 +56,9 @@ static sprout_status decode(sprout_pipeline *p, sp_seq *s, const sprout_generati
         for (int32_t i = 0; i < k; i++) p->batch[1 + i] = (sp_batch_token){p->proposal[i], p->n_cached + 1 + i, 0, true, false, false, lora};
         float *rows = k ? p->verify_logits : p->logits;
         if ((st = sp_forward(&p->ctx, p->batch, k + 1, rows)) != SPROUT_OK) break;
-        s->n_passes++;
-        s->n_draft += k;
-        p->cached[p->n_cached++] = next;
-        if (sp_seq_finished(s)) break; /* a token fed only to complete the cache */
-        const int32_t n_before = p->n_cached;
-        for (int32_t i = 0;; i++) {
-            more = sp_seq_next(s, rows + (size_t)i * n_vocab, p->cached, (size_t)p->n_cached, p->n_cached < p->n_ctx, &next);
-            if (!more || i == k || next != p->proposal[i]) break;
-            /* the proposal was the choice: its row is computed already */
-            s->n_accepted++;
-            p->cached[p->n_cached++] = next;
-            if (sp_seq_finished(s)) {
-                more = false;
-                break;
-            }
-        }
-        sp_assist_done(p, k, p->n_cached - n_before);
+        const int32_t n_before = p->n_cached; /* the pending token is fed too */
+        more = sp_seq_verify(s, rows, n_vocab, next, p->proposal, k, p->cached, &p->n_cached, p->n_ctx, &next);
+        sp_assist_done(p, k, p->n_cached - n_before - 1);
         if (k) sp_kv_truncate(&p->ctx.kv, 0, p->n_cached); /* the proposals not kept */
     }
     return st;

@@ -1,7 +1,9 @@
 /* Continuous batching: N slots share one KV cache (one sequence each) and
  * one engine thread. Every step runs one forward pass over a token for each
- * generating slot plus bounded prompt chunks of prefilling slots; each
- * slot's sequence state machine then samples from its own logits row.
+ * generating slot (and, when its request speculates, the proposals after
+ * it: scheduler_assist.c) plus bounded prompt chunks of prefilling slots;
+ * each slot's sequence state machine then samples from its own logits rows
+ * and keeps the proposals that are what it chose (sp_seq_verify).
  *
  * Threads: callers touch only the queue and the stats (under the
  * scheduler's lock) and their requests (under each request's lock); slots
@@ -16,8 +18,10 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/versioned.h"
+#include "pipeline/assist.h"
 #include "pipeline/embedding.h"
 #include "pipeline/pipeline_internal.h"
+#include "pipeline/scheduler_assist.h"
 #include "pipeline/sequence.h"
 
 struct sprout_request {
@@ -59,7 +63,8 @@ typedef struct slot {
     bool prompt_path;     /* whether those went the prompt path (prompt_path_for) */
     sp_lora_set lora;     /* the adapters those were computed with (a copy) */
     int32_t pending;      /* the sampled token to feed next; -1: none */
-    int32_t logits_row;   /* this step's row of logits; -1: none */
+    int32_t logits_row;   /* this step's (first) row of logits; -1: none */
+    int32_t n_proposed;   /* proposals after the pending token this step (their rows follow) */
     int32_t embd_row;     /* an embedding's first row of hidden states this step */
     int32_t n_step_tokens;
     /* an embedding request (req->embed): its pooling, when its prompt
@@ -75,7 +80,10 @@ struct sprout_scheduler {
     sp_context ctx;
     int32_t n_slots, n_ctx, n_batch, prefill_chunk, n_queue;
     slot *slots;
-    float *logits;        /* n_slots rows */
+    float *logits;        /* logits_rows rows: n_slots, more once slots speculate */
+    int32_t logits_rows;
+    sp_sched_assist assist; /* proposals: prompt lookup, the draft model */
+    sp_assist_want *want;   /* n_slots: the slots speculating this step */
     float *embd;          /* n_batch rows of hidden states, made for the first embedding request */
     sp_batch_token *batch;
     uint64_t clock;
@@ -379,6 +387,7 @@ static void admit(sprout_scheduler *s) {
             sl->seq.on_token = token_to_caller;
             sl->seq.token_ctx = req;
         }
+        if (!req->embed) sp_sched_assist_begin(&s->assist, (int32_t)(sl - s->slots));
         if (atomic_load(&req->cancel)) { /* given up while it waited: free the slot now */
             cancel_slot(s, sl);
             continue;
@@ -410,13 +419,52 @@ static void add_token(sprout_scheduler *s, int32_t *n, slot *sl, int32_t token, 
     (*n)++;
 }
 
+/* Room for `rows` rows of logits; false (speculation waits a step) when
+ * memory is short. */
+static bool logits_room(sprout_scheduler *s, int32_t rows) {
+    if (rows <= s->logits_rows) return true;
+    float *more = realloc(s->logits, (size_t)rows * (size_t)s->model->hp.n_vocab * sizeof *more);
+    if (!more) return false;
+    s->logits = more;
+    s->logits_rows = rows;
+    return true;
+}
+
+/* The proposals of the generating slots whose requests speculate: each
+ * within its context, the tokens it may still generate after the pending
+ * one, its config's number, and the batch's room after every generating
+ * slot's own token. */
+static void propose(sprout_scheduler *s, int32_t n_generating) {
+    int32_t room = s->n_batch - n_generating, n_want = 0, rows = s->n_slots;
+    for (int32_t i = 0; i < s->n_slots && room > 0; i++) {
+        slot *sl = &s->slots[i];
+        if (!sl->req || sl->req->embed || sl->pending < 0 || !sp_sched_assist_wanted(&s->assist, &sl->req->cfg)) continue;
+        const sprout_generation_config *cfg = &sl->req->cfg;
+        int32_t max = cfg->num_assistant_tokens;
+        const int32_t left = cfg->max_new_tokens - (int32_t)sl->seq.result->n_tokens;
+        if (s->n_ctx - sl->n_cached - 1 < max) max = s->n_ctx - sl->n_cached - 1;
+        if (left - 1 < max) max = left - 1;
+        if (room < max) max = room;
+        if (max <= 0) continue;
+        room -= max;
+        rows += max;
+        sl->cached[sl->n_cached] = sl->pending; /* the text so far: the cache, then the pending token */
+        s->want[n_want++] = (sp_assist_want){i, cfg, sl->cached, sl->n_cached + 1, max};
+    }
+    if (n_want == 0 || !logits_room(s, rows)) return;
+    sp_sched_assist_propose(&s->assist, s->model->hp.n_vocab, s->want, n_want);
+    for (int32_t w = 0; w < n_want; w++) s->slots[s->want[w].slot].n_proposed = s->assist.slots[s->want[w].slot].k;
+}
+
 /* One forward pass over all active slots. */
 static void step(sprout_scheduler *s) {
-    int32_t n = 0, n_rows = 0, n_embd_rows = 0;
+    const double t0 = sp_now_ms(); /* the draft's passes count as engine time too */
+    int32_t n = 0, n_rows = 0, n_embd_rows = 0, n_generating = 0;
     for (int32_t i = 0; i < s->n_slots; i++) {
         slot *sl = &s->slots[i];
         sl->logits_row = -1;
         sl->n_step_tokens = 0;
+        sl->n_proposed = 0;
         if (!sl->req) continue;
         if (atomic_load(&sl->req->cancel)) {
             cancel_slot(s, sl);
@@ -427,10 +475,18 @@ static void step(sprout_scheduler *s) {
             end_slot(s, sl, SPROUT_OK);
             continue;
         }
-        if (sl->pending >= 0) {
-            sl->logits_row = n_rows++;
-            add_token(s, &n, sl, sl->pending, true, false, false);
-        }
+        n_generating += sl->pending >= 0;
+    }
+    propose(s, n_generating);
+    /* each generating slot's pending token, then its proposals: generated
+     * tokens (never the prompt path), each with its row of logits */
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        slot *sl = &s->slots[i];
+        if (!sl->req || sl->req->embed || sl->pending < 0) continue;
+        sl->logits_row = n_rows;
+        n_rows += 1 + sl->n_proposed;
+        add_token(s, &n, sl, sl->pending, true, false, false);
+        for (int32_t j = 0; j < sl->n_proposed; j++) add_token(s, &n, sl, s->assist.slots[i].proposal[j], true, false, false);
     }
     /* prompt chunks in the room left, taking turns so no prompt starves */
     for (int32_t k = 0; k < s->n_slots && n < s->n_batch; k++) {
@@ -456,7 +512,6 @@ static void step(sprout_scheduler *s) {
     s->prefill_turn = (s->prefill_turn + 1) % s->n_slots;
     if (n == 0) return;
 
-    const double t0 = sp_now_ms();
     sprout_status st = sp_forward_out(&s->ctx, s->batch, n, s->logits, s->embd);
     /* counted before any request of this pass is reported done, so that
      * its owner reads statistics that include it */
@@ -471,7 +526,19 @@ static void step(sprout_scheduler *s) {
             end_any_slot(s, sl, st);
             continue;
         }
-        /* the tokens just computed are now cached */
+        const size_t n_vocab = (size_t)s->model->hp.n_vocab;
+        if (sl->pending >= 0) { /* the pending token and the proposals: verified */
+            int32_t next;
+            const bool more = sp_seq_verify(&sl->seq, s->logits + (size_t)sl->logits_row * n_vocab, n_vocab, sl->pending,
+                                            s->assist.slots[i].proposal, sl->n_proposed, sl->cached, &sl->n_cached, s->n_ctx, &next);
+            if (sl->n_proposed) sp_kv_truncate(&s->ctx.kv, i, sl->n_cached); /* the proposals not kept */
+            sl->pending = more ? next : -1;
+            /* a sequence that just ended needs no more passes: its cache
+             * keeps what was computed, which later prompts may reuse */
+            if (sp_seq_finished(&sl->seq)) end_slot(s, sl, SPROUT_OK);
+            continue;
+        }
+        /* the prompt tokens just computed are now cached */
         for (int32_t t = 0; t < n; t++)
             if (s->batch[t].seq == i) sl->cached[sl->n_cached++] = s->batch[t].token;
         if (sl->req->embed) {
@@ -483,17 +550,13 @@ static void step(sprout_scheduler *s) {
             if (sl->n_fed_prompt == n_prompt) end_embed_slot(s, sl, SPROUT_OK);
             continue;
         }
-        if (sl->pending >= 0) sl->pending = -1;
-        else {
-            sl->n_fed_prompt += sl->n_step_tokens;
-            if (sl->n_fed_prompt == (int32_t)sl->req->n_prompt) sp_seq_prefill_done(&sl->seq);
-        }
+        sl->n_fed_prompt += sl->n_step_tokens;
+        if (sl->n_fed_prompt == (int32_t)sl->req->n_prompt) sp_seq_prefill_done(&sl->seq);
         if (sl->logits_row < 0) continue;
-        const float *row = s->logits + (size_t)sl->logits_row * (size_t)s->model->hp.n_vocab;
-        int32_t next;
-        if (sp_seq_next(&sl->seq, row, sl->cached, (size_t)sl->n_cached, sl->n_cached < s->n_ctx, &next)) sl->pending = next;
-        /* a sequence that just ended needs no more passes: its cache keeps
-         * what was computed, which later prompts may reuse */
+        int32_t next; /* the first token, from the prompt's last row */
+        if (sp_seq_next(&sl->seq, s->logits + (size_t)sl->logits_row * n_vocab, sl->cached, (size_t)sl->n_cached, sl->n_cached < s->n_ctx,
+                        &next))
+            sl->pending = next;
         if (sp_seq_finished(&sl->seq)) end_slot(s, sl, SPROUT_OK);
     }
     pthread_mutex_lock(&s->mu);
@@ -551,8 +614,10 @@ sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_sc
     if (!model) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL model");
     sprout_scheduler_params sp = {.struct_size = sizeof sp};
     if (params) memcpy(&sp, params, sp_versioned_bytes(params->struct_size, sizeof sp));
-    sp_kv_type kv = SP_KV_F16;
+    sp_kv_type kv = SP_KV_F16, draft_kv = SP_KV_F16;
     sprout_status st = sp_kv_type_resolve(model, sp.kv_type_set, sp.kv_type, &kv);
+    if (st == SPROUT_OK && sp.draft_model) st = sp_kv_type_resolve(sp.draft_model, sp.kv_type_set, sp.kv_type, &draft_kv);
+    if (st == SPROUT_OK && sp.draft_model) st = sp_vocab_compatible(model, sp.draft_model);
     if (st != SPROUT_OK) return st;
     const int32_t n_ctx = sp.n_ctx > 0 ? sp.n_ctx : model->params.n_ctx;
     if (n_ctx < 2 || n_ctx > (1 << 24)) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "context length %d", n_ctx);
@@ -579,8 +644,11 @@ sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_sc
     s->kinds_differ = st == SPROUT_OK && sp_context_kinds_differ(&s->ctx);
     s->slots = calloc((size_t)n_slots, sizeof *s->slots);
     s->logits = malloc((size_t)n_slots * (size_t)model->hp.n_vocab * sizeof *s->logits);
+    s->logits_rows = n_slots;
     s->batch = malloc((size_t)n_batch * sizeof *s->batch);
-    if (st == SPROUT_OK && (!s->slots || !s->logits || !s->batch)) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    s->want = malloc((size_t)n_slots * sizeof *s->want);
+    if (st == SPROUT_OK && (!s->slots || !s->logits || !s->batch || !s->want)) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st == SPROUT_OK) st = sp_sched_assist_init(&s->assist, model, sp.draft_model, n_slots, n_ctx, n_batch, n_threads, draft_kv);
     for (int32_t i = 0; st == SPROUT_OK && i < n_slots; i++) {
         s->slots[i].pending = -1;
         s->slots[i].cached = malloc((size_t)n_ctx * sizeof(int32_t));
@@ -594,8 +662,8 @@ sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_sc
         return st;
     }
     s->engine_started = true;
-    sp_log(SPROUT_LOG_INFO, "scheduler: %d slots of %d tokens, %s KV cache, batches of %d, %d threads, %s kernels", n_slots, n_ctx,
-           sp_kv_type_name(kv), n_batch, n_threads, sprout_kernels_name());
+    sp_log(SPROUT_LOG_INFO, "scheduler: %d slots of %d tokens, %s KV cache, batches of %d, %d threads, %s kernels%s", n_slots, n_ctx,
+           sp_kv_type_name(kv), n_batch, n_threads, sprout_kernels_name(), sp.draft_model ? ", a draft model" : "");
     *out = s;
     return SPROUT_OK;
 }
@@ -616,6 +684,8 @@ void sprout_scheduler_free(sprout_scheduler *s) {
         sp_sampler_free(&s->slots[i].sampler);
     }
     free(s->slots);
+    sp_sched_assist_free(&s->assist);
+    free(s->want);
     free(s->logits);
     free(s->embd);
     free(s->batch);

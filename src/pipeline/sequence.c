@@ -329,6 +329,21 @@ bool sp_seq_next(sp_seq *s, const float *logits, const int32_t *history, size_t 
     return true;
 }
 
+bool sp_seq_verify(sp_seq *s, const float *rows, size_t n_vocab, int32_t pending, const int32_t *proposal, int32_t k,
+                   int32_t *history, int32_t *n_history, int32_t n_ctx, int32_t *next) {
+    s->n_passes++;
+    s->n_draft += k;
+    history[(*n_history)++] = pending;
+    if (sp_seq_finished(s)) return false; /* a token fed only to complete the cache */
+    for (int32_t i = 0;; i++) {
+        const bool more = sp_seq_next(s, rows + (size_t)i * n_vocab, history, (size_t)*n_history, *n_history < n_ctx, next);
+        if (!more || i == k || *next != proposal[i]) return more;
+        /* the proposal was the choice: its row is computed already */
+        s->n_accepted++;
+        history[(*n_history)++] = *next;
+    }
+}
+
 sprout_status sp_seq_end(sp_seq *s, sprout_status st, sprout_result **out) {
     sprout_result *r = s->result;
     if (s->finish == SPROUT_FINISH_NONE) s->finish = SPROUT_FINISH_LENGTH;

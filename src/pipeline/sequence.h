@@ -70,6 +70,19 @@ void sp_seq_prefill_done(sp_seq *s);
 bool sp_seq_next(sp_seq *s, const float *logits, const int32_t *history, size_t n_history, bool room, int32_t *feed);
 static inline bool sp_seq_finished(const sp_seq *s) { return s->finish != SPROUT_FINISH_NONE || s->oom; }
 
+/* A decoding pass's verification, shared by the pipeline and the
+ * scheduler: the pass fed `pending` and then proposal[0, k), with logits
+ * rows (n_vocab floats each) for all k + 1. The pending token joins the
+ * history; then each row is sampled as plain decoding would sample it, and
+ * a proposal is kept (joining the history: its row is computed) only while
+ * it is the token sampled, so the output is plain decoding's. Counts the
+ * pass, the proposals and those kept. Returns whether to go on, with the
+ * next token to feed in *next (false: the sequence finished). The caller
+ * drops the cache cells of the proposals not kept (those past *n_history).
+ * history has room for n_ctx tokens. */
+bool sp_seq_verify(sp_seq *s, const float *rows, size_t n_vocab, int32_t pending, const int32_t *proposal, int32_t k,
+                   int32_t *history, int32_t *n_history, int32_t n_ctx, int32_t *next);
+
 /* JSON mode: the ids that cannot continue the object read so far, into the
  * sampler's `masked` list (end-of-generation and other control tokens among
  * them: they add no text, and the sequence ends by itself when the object

@@ -391,6 +391,19 @@ static bool parse_openai_sampling(parser *p, sp_api_request *r, const json_t *bo
     return !p->failed;
 }
 
+/* "speculative.n_max", "speculative.n_min", "speculative.p_min" in obj
+ * (`where` prefixes their names in errors). */
+static void parse_speculative(parser *p, const json_t *obj, const char *where, sp_api_speculative *out) {
+    long long v = 0;
+    bool present = false;
+    get_int(p, obj, "speculative.n_max", where, 0, 1024, &v, &present);
+    if (present) out->n_max = (int32_t)v;
+    present = false;
+    get_int(p, obj, "speculative.n_min", where, 0, 1024, &v, &present);
+    if (present) out->n_min = (int32_t)v;
+    get_number(p, obj, "speculative.p_min", where, 0, 1, &out->p_min);
+}
+
 static bool parse_ollama_options(parser *p, sp_api_request *r, const json_t *body) {
     const json_t *o = field(body, "options");
     if (!o) return true;
@@ -425,6 +438,7 @@ static bool parse_ollama_options(parser *p, sp_api_request *r, const json_t *bod
         r->seed_set = true;
     }
     get_stops(p, r, o, "stop", "options.");
+    parse_speculative(p, o, "options.", &r->speculative);
     return !p->failed;
 }
 
@@ -433,6 +447,7 @@ static void defaults(sp_api_request *r, sp_api_kind kind) {
     r->kind = kind;
     r->logprobs = -1;
     r->think = -1;
+    r->speculative = (sp_api_speculative){-1, -1, -1.f};
     sprout_generation_config_init(&r->cfg);
     if (kind == SP_API_OPENAI_CHAT || kind == SP_API_OPENAI_COMPLETION) {
         /* OpenAI's documented defaults */
@@ -515,6 +530,7 @@ bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api
     }
     const json_t *lora = field(root, "lora"); /* llama.cpp's extension, on every generation endpoint */
     if (lora) parse_lora_list(&p, lora, "lora", &r->lora);
+    parse_speculative(&p, root, "", &r->speculative); /* llama-server's fields, on every generation endpoint */
     if (!p.failed && r->model && strlen(r->model) == 0) {
         free(r->model);
         r->model = NULL;

@@ -33,6 +33,17 @@ typedef struct sp_api_lora {
     float scale[SP_API_MAX_LORA];
 } sp_api_lora;
 
+/* llama-server's per-request speculative decoding fields, on every
+ * generation endpoint (Ollama's also inside "options"): the most tokens
+ * proposed per pass ("speculative.n_max"; 0: this request decodes
+ * plainly), the fewest worth a check ("speculative.n_min") and the draft's
+ * confidence floor ("speculative.p_min"). Negative: not given, the
+ * server's setting holds. */
+typedef struct sp_api_speculative {
+    int32_t n_max, n_min;
+    float p_min;
+} sp_api_speculative;
+
 typedef struct sp_api_request {
     sp_api_kind kind;
     char *model;          /* NULL when absent */
@@ -58,6 +69,7 @@ typedef struct sp_api_request {
     char *stops[SP_API_MAX_STOPS];
     sprout_logit_bias *biases; /* OpenAI's logit_bias (cfg points here) */
     sp_api_lora lora;     /* "lora": the adapters of this request, replacing the server's defaults */
+    sp_api_speculative speculative; /* llama-server's "speculative.*": overrides of the server's assisted generation */
 } sp_api_request;
 
 /* Parses a request body. On failure returns false with `error` saying

@@ -77,6 +77,30 @@ static void on_token(sprout_request *req, sprout_token id, float logprob, const 
     pthread_mutex_unlock(&j->mu);
 }
 
+/* --- assisted generation -------------------------------------------------------------------------------------- */
+
+/* The server's assisted generation (a draft model or prompt lookup) for
+ * this request, with its "speculative.*" overrides; n_max 0, or a server
+ * without either, decodes plainly. */
+static void assisted(const sp_server *srv, sp_api_request *r) {
+    const sp_server_options *o = &srv->opt;
+    if (!o->draft_path && !o->lookup) return;
+    sprout_generation_config *c = &r->cfg;
+    c->num_assistant_tokens = r->speculative.n_max >= 0 ? r->speculative.n_max : o->assist_max;
+    c->min_assistant_tokens = r->speculative.n_min >= 0 ? r->speculative.n_min : o->assist_min;
+    c->assistant_confidence_threshold = r->speculative.p_min >= 0 ? r->speculative.p_min : o->draft_p_min;
+    c->prompt_lookup = o->lookup;
+    c->max_ngram_size = o->lookup_ngram;
+}
+
+/* A finished generation's proposals and those kept, for /metrics. */
+static void count_assisted(sp_server *srv, const sprout_result *r) {
+    sprout_perf_metrics m = {.struct_size = sizeof m};
+    if (!r || sprout_result_metrics(r, &m) != SPROUT_OK) return;
+    atomic_fetch_add(&srv->draft_tokens, (unsigned long long)m.n_draft_tokens);
+    atomic_fetch_add(&srv->draft_accepted, (unsigned long long)m.n_accepted_tokens);
+}
+
 /* Engine thread: the end. */
 static void on_done(sprout_request *req, void *user) {
     (void)req;
@@ -97,6 +121,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
         pthread_mutex_unlock(&j->mu);
         sprout_result *r = NULL;
         sprout_status st = sprout_request_wait(j->sreq, &r);
+        count_assisted(j->srv, r);
         pthread_mutex_lock(&j->mu);
         j->fmt->stream_end(j, st, r, &j->out);
         j->final_written = true;
@@ -257,6 +282,7 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
     const int32_t room = n_ctx - (int32_t)j->n_prompt;
     if (!r->max_tokens_set || r->cfg.max_new_tokens > room) r->cfg.max_new_tokens = room;
     if (!r->seed_set) r->cfg.seed = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull + atomic_fetch_add(&srv->seed_counter, 1);
+    assisted(srv, r);
     /* "logprobs" alone asks for the chosen token's; the library counts alternatives */
     if (r->logprobs >= 0) r->cfg.logprobs = r->logprobs > 0 ? r->logprobs : 1;
 
@@ -305,6 +331,7 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
     pthread_mutex_unlock(&j->mu);
     sprout_result *result = NULL;
     st = sprout_request_wait(j->sreq, &result);
+    count_assisted(srv, result);
     if (st == SPROUT_ERR_CANCELLED) /* still queued when the server shut down */
         res = sp_reply_error(srv, c, style, 503, NULL, "the server is shutting down");
     else if (st != SPROUT_OK) res = sp_reply_error(srv, c, style, 500, NULL, "generation failed: %s", sprout_last_error());

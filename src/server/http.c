@@ -445,8 +445,10 @@ int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
     sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = srv->opt.n_slots, .n_ctx = srv->opt.n_ctx,
                                   .n_batch = srv->opt.n_batch, .n_queue = srv->opt.n_queue, .n_threads = srv->opt.n_threads,
                                   .kv_type = srv->opt.kv_type, .kv_type_set = srv->opt.kv_type_set};
+    /* the draft beside the model: the scheduler keeps a cache of it per slot */
     if (sprout_model_load(srv->opt.model_path, &mp, &srv->model) != SPROUT_OK ||
-        sprout_scheduler_create(srv->model, &sp, &srv->sched) != SPROUT_OK) {
+        (srv->opt.draft_path && sprout_model_load(srv->opt.draft_path, &mp, &srv->draft) != SPROUT_OK) ||
+        (sp.draft_model = srv->draft, sprout_scheduler_create(srv->model, &sp, &srv->sched)) != SPROUT_OK) {
         notice(srv, SPROUT_LOG_ERROR, "%s", sprout_last_error());
         rc = 1;
     } else if (!load_adapters(srv)) {
@@ -454,8 +456,9 @@ int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
     } else {
         srv->n_ctx = sprout_scheduler_n_ctx(srv->sched);
         atomic_store(&srv->ready, true);
-        notice(srv, SPROUT_LOG_INFO, "ready: model \"%s\", %d slots of %d tokens, kernels %s", srv->model_name,
-                sprout_scheduler_n_slots(srv->sched), sprout_scheduler_n_ctx(srv->sched), sprout_kernels_name());
+        notice(srv, SPROUT_LOG_INFO, "ready: model \"%s\", %d slots of %d tokens, kernels %s%s%s", srv->model_name,
+                sprout_scheduler_n_slots(srv->sched), sprout_scheduler_n_ctx(srv->sched), sprout_kernels_name(),
+                srv->opt.draft_path ? ", draft " : srv->opt.lookup ? ", prompt lookup" : "", srv->opt.draft_path ? srv->opt.draft_path : "");
         int sig = 0;
         while (sigwait(signals, &sig) != 0) {
         }
@@ -476,6 +479,7 @@ int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
     for (size_t i = 0; i < srv->n_lora; i++) sprout_lora_free(srv->loras[i]);
     free(srv->loras);
     free(srv->lora_scales);
+    sprout_model_free(srv->draft);
     sprout_model_free(srv->model);
     notice(srv, SPROUT_LOG_INFO, "stopped");
     pthread_mutex_destroy(&srv->lora_lock);

@@ -15,6 +15,21 @@ static json_t *usage_json(const sprout_result *r) {
                      (json_int_t)u.cached);
 }
 
+/* llama-server's "timings": the prompt tokens computed and the tokens
+ * generated with their times, and assisted generation's proposals
+ * (draft_n) and those kept (draft_n_accepted), 0 without it. */
+static json_t *timings_json(const sprout_result *r) {
+    sprout_perf_metrics m = {.struct_size = sizeof m};
+    sprout_result_metrics(r, &m);
+    const double prompt_ms = m.prefill_tokens_per_s > 0 ? m.n_prefill_tokens / m.prefill_tokens_per_s * 1e3 : 0;
+    const double predicted_ms = m.n_generated_tokens > 1 ? m.tpot_mean_ms * (m.n_generated_tokens - 1) : 0;
+    return json_pack("{s:i, s:f, s:f, s:f, s:i, s:f, s:f, s:f, s:i, s:i}", "prompt_n", m.n_prefill_tokens, "prompt_ms", prompt_ms,
+                     "prompt_per_token_ms", m.n_prefill_tokens ? prompt_ms / m.n_prefill_tokens : 0.0, "prompt_per_second",
+                     m.prefill_tokens_per_s, "predicted_n", m.n_generated_tokens, "predicted_ms", predicted_ms, "predicted_per_token_ms",
+                     m.tpot_mean_ms, "predicted_per_second", m.decode_tokens_per_s, "draft_n", m.n_draft_tokens, "draft_n_accepted",
+                     m.n_accepted_tokens);
+}
+
 static json_t *envelope(const sp_job *j, const char *object) {
     json_t *v = json_pack("{s:s, s:s, s:I, s:s, s:s}", "id", j->id, "object", object, "created", (json_int_t)j->created, "model",
                           j->srv->model_name, "system_fingerprint", "sprout");
@@ -112,18 +127,20 @@ static json_t *take_pending(sp_job *j, bool chat) {
 
 /* A chunk; it carries the log-probabilities of the tokens streamed since the
  * last one, unless it is the opening role chunk, which has no text. */
-static void chat_chunk(sp_job *j, json_t *delta, const char *finish, sp_buf *out) {
+/* A chunk; the last (finish given) carries the result's timings. */
+static void chat_chunk(sp_job *j, json_t *delta, const char *finish, const sprout_result *end, sp_buf *out) {
     json_t *v = envelope(j, "chat.completion.chunk");
     const bool with_logprobs = j->n_pending && j->role_sent;
     json_t *choice = json_pack("{s:i, s:o, s:o}", "index", 0, "delta", delta, "logprobs", with_logprobs ? take_pending(j, true) : json_null());
     json_object_set_new(choice, "finish_reason", finish ? json_string(finish) : json_null());
     json_object_set_new(v, "choices", json_pack("[o]", choice));
+    if (end) json_object_set_new(v, "timings", timings_json(end));
     sp_buf_json(out, "data: ", v, "\n\n");
 }
 
 static void open_chat_stream(sp_job *j, sp_buf *out) {
     if (!j->role_sent) {
-        chat_chunk(j, json_pack("{s:s, s:s}", "role", "assistant", "content", ""), NULL, out);
+        chat_chunk(j, json_pack("{s:s, s:s}", "role", "assistant", "content", ""), NULL, NULL, out);
         j->role_sent = true;
     }
 }
@@ -135,8 +152,9 @@ static void chat_parts(sp_job *j, const char *text, size_t len, bool final, sp_b
     size_t n;
     sp_chat_piece_parts(j, text, len, final, &reasoning, &send, &n);
     open_chat_stream(j, out);
-    if (reasoning.len) chat_chunk(j, json_pack("{s:o}", "reasoning_content", json_string_lossy(reasoning.data, reasoning.len)), NULL, out);
-    if (n) chat_chunk(j, json_pack("{s:o}", "content", json_string_lossy(send, n)), NULL, out);
+    if (reasoning.len)
+        chat_chunk(j, json_pack("{s:o}", "reasoning_content", json_string_lossy(reasoning.data, reasoning.len)), NULL, NULL, out);
+    if (n) chat_chunk(j, json_pack("{s:o}", "content", json_string_lossy(send, n)), NULL, NULL, out);
     free(reasoning.data);
 }
 
@@ -193,10 +211,10 @@ static void chat_stream_end(sp_job *j, sprout_status st, const sprout_result *r,
     char *held = NULL;
     size_t held_len = 0;
     json_t *calls = sp_chat_held_calls(j, &held, &held_len);
-    if (held_len) chat_chunk(j, json_pack("{s:o}", "content", json_string_lossy(held, held_len)), NULL, out);
+    if (held_len) chat_chunk(j, json_pack("{s:o}", "content", json_string_lossy(held, held_len)), NULL, NULL, out);
     free(held);
-    if (calls) chat_chunk(j, json_pack("{s:o}", "tool_calls", openai_tool_calls(j, calls, true)), NULL, out);
-    chat_chunk(j, json_object(), calls ? "tool_calls" : sp_finish_word(r), out);
+    if (calls) chat_chunk(j, json_pack("{s:o}", "tool_calls", openai_tool_calls(j, calls, true)), NULL, NULL, out);
+    chat_chunk(j, json_object(), calls ? "tool_calls" : sp_finish_word(r), r, out);
     json_decref(calls);
     stream_close(j, "chat.completion.chunk", r, out);
 }
@@ -222,6 +240,7 @@ static json_t *chat_response(sp_job *j, const sprout_result *r) {
     free(content);
     free(lps);
     json_object_set_new(v, "usage", usage_json(r));
+    json_object_set_new(v, "timings", timings_json(r));
     return v;
 }
 
@@ -229,16 +248,17 @@ const sp_api_format sp_openai_chat_format = {"text/event-stream", chat_piece, ch
 
 /* --- completions ------------------------------------------------------------------------------------------------- */
 
-static void completion_chunk(sp_job *j, json_t *text, const char *finish, sp_buf *out) {
+static void completion_chunk(sp_job *j, json_t *text, const char *finish, const sprout_result *end, sp_buf *out) {
     json_t *v = envelope(j, "text_completion");
     json_t *choice = json_pack("{s:o, s:i, s:o}", "text", text, "index", 0, "logprobs", j->n_pending ? take_pending(j, false) : json_null());
     json_object_set_new(choice, "finish_reason", finish ? json_string(finish) : json_null());
     json_object_set_new(v, "choices", json_pack("[o]", choice));
+    if (end) json_object_set_new(v, "timings", timings_json(end));
     sp_buf_json(out, "data: ", v, "\n\n");
 }
 
 static void completion_piece(sp_job *j, const char *text, size_t len, sp_buf *out) {
-    completion_chunk(j, json_string_lossy(text, len), NULL, out);
+    completion_chunk(j, json_string_lossy(text, len), NULL, NULL, out);
 }
 
 static void completion_stream_end(sp_job *j, sprout_status st, const sprout_result *r, sp_buf *out) {
@@ -247,7 +267,7 @@ static void completion_stream_end(sp_job *j, sprout_status st, const sprout_resu
         return;
     }
     if (sprout_result_finish_reason(r) == SPROUT_FINISH_STOP_STRING) j->n_pending = 0; /* tokens of text that was cut */
-    completion_chunk(j, json_string(""), sp_finish_word(r), out);
+    completion_chunk(j, json_string(""), sp_finish_word(r), r, out);
     stream_close(j, "text_completion", r, out);
 }
 
@@ -266,6 +286,7 @@ static json_t *completion_response(sp_job *j, const sprout_result *r) {
     free(lps);
     free(all.data);
     json_object_set_new(v, "usage", usage_json(r));
+    json_object_set_new(v, "timings", timings_json(r));
     return v;
 }
 

@@ -165,6 +165,10 @@ enum MHD_Result sp_handle_metrics(sp_server *srv, struct MHD_Connection *c, cons
            (double)st.cached_prompt_tokens);
     metric(&b, "sprout_generated_tokens_total", "counter", "Tokens generated.", (double)st.generated_tokens);
     metric(&b, "sprout_forward_passes_total", "counter", "Batched forward passes run.", (double)st.steps);
+    metric(&b, "sprout_draft_tokens_total", "counter", "Tokens proposed by assisted generation (draft model or prompt lookup).",
+           (double)atomic_load(&srv->draft_tokens));
+    metric(&b, "sprout_draft_accepted_total", "counter", "Proposed tokens kept (each saved a forward pass).",
+           (double)atomic_load(&srv->draft_accepted));
     metric(&b, "sprout_tokens_per_second", "gauge", "Generated tokens per second of engine time, since the start.",
            st.busy_ms > 0 ? (double)st.generated_tokens / (st.busy_ms / 1e3) : 0);
     metric(&b, "sprout_slots", "gauge", "Generation slots.", st.n_slots);

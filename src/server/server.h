@@ -33,6 +33,17 @@ typedef struct sp_server_options {
     const float *lora_scales;
     size_t n_lora;
     bool lora_init_without_apply;
+    /* Assisted generation for every request, output unchanged (a request's
+     * "speculative.n_max", ".n_min", ".p_min" override; n_max 0 opts out):
+     * a draft model's file (NULL: none; loaded with the model, its
+     * vocabulary checked) or prompt lookup (`lookup`, n-grams of up to
+     * lookup_ngram tokens, 0: 3); up to assist_max tokens proposed a pass
+     * (0: none, the server decodes plainly), fewer than assist_min not
+     * checked, and the draft stops below probability draft_p_min. */
+    const char *draft_path;
+    bool lookup;
+    int32_t assist_max, assist_min, lookup_ngram;
+    float draft_p_min;
     /* What the server has to tell its operator: where it listens, that the
      * model is ready, that a signal stops it (INFO), why it cannot start
      * (ERROR), and the HTTP library's complaints (WARN). The server prints

@@ -27,6 +27,8 @@ typedef struct sp_server {
     int64_t model_mtime;     /* seconds since the epoch */
     uint64_t model_bytes;
     atomic_ullong http_requests, http_errors;
+    atomic_ullong draft_tokens, draft_accepted; /* assisted generation's proposals and those kept (/metrics) */
+    sprout_model *draft;         /* the draft model (opt.draft_path), freed after the scheduler */
     atomic_int active_jobs;
     atomic_ullong seed_counter;
     /* LoRA adapters: ids 0..n_lora-1 as opt.lora_paths names them (loaded
