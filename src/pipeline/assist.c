@@ -75,10 +75,14 @@ sprout_status sp_assist_begin(sprout_pipeline *p, const sprout_generation_config
     return SPROUT_OK;
 }
 
+int32_t sp_assist_next_budget(int32_t budget, int32_t cap, int32_t proposed, int32_t kept) {
+    if (!proposed) return budget;
+    const int32_t next = kept == proposed ? 2 * budget : kept + 1;
+    return next < cap ? next : cap;
+}
+
 void sp_assist_done(sprout_pipeline *p, int32_t proposed, int32_t kept) {
-    if (!proposed) return;
-    const int32_t next = kept == proposed ? 2 * p->assist_budget : kept + 1;
-    p->assist_budget = next < p->verify_cap ? next : p->verify_cap;
+    p->assist_budget = sp_assist_next_budget(p->assist_budget, p->verify_cap, proposed, kept);
 }
 
 /* The draft's best token and its probability. */

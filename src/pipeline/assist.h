@@ -16,10 +16,13 @@ sprout_status sp_assist_begin(sprout_pipeline *p, const sprout_generation_config
 sprout_status sp_assist_propose(sprout_pipeline *p, const sprout_generation_config *cfg, const int32_t *text, int32_t n, int32_t max,
                                 int32_t *n_proposed);
 
-/* After a pass that verified `proposed` proposals and kept `kept`: the
- * next pass asks for twice as many after a pass that kept them all, else
- * for one more than were kept, so that text the proposals do not foresee
- * costs few wasted rows and text they do is taken in long runs. */
+/* How many proposals the next pass asks for (at most cap), after a pass
+ * that asked for `budget`, verified `proposed` and kept `kept`: twice as
+ * many after a pass that kept them all, else one more than were kept, so
+ * that text the proposals do not foresee costs few wasted rows and text
+ * they do is taken in long runs. */
+int32_t sp_assist_next_budget(int32_t budget, int32_t cap, int32_t proposed, int32_t kept);
+/* The pipeline's budget after a pass (sp_assist_next_budget). */
 void sp_assist_done(sprout_pipeline *p, int32_t proposed, int32_t kept);
 
 /* Whether a draft model's vocabulary is the target's, as llama.cpp checks

@@ -440,7 +440,8 @@ static void propose(sprout_scheduler *s, int32_t n_generating) {
         slot *sl = &s->slots[i];
         if (!sl->req || sl->req->embed || sl->pending < 0 || !sp_sched_assist_wanted(&s->assist, &sl->req->cfg)) continue;
         const sprout_generation_config *cfg = &sl->req->cfg;
-        int32_t max = cfg->num_assistant_tokens;
+        const int32_t budget = s->assist.slots[i].budget;
+        int32_t max = budget > 0 && budget < cfg->num_assistant_tokens ? budget : cfg->num_assistant_tokens;
         const int32_t left = cfg->max_new_tokens - (int32_t)sl->seq.result->n_tokens;
         if (s->n_ctx - sl->n_cached - 1 < max) max = s->n_ctx - sl->n_cached - 1;
         if (left - 1 < max) max = left - 1;
@@ -529,8 +530,12 @@ static void step(sprout_scheduler *s) {
         const size_t n_vocab = (size_t)s->model->hp.n_vocab;
         if (sl->pending >= 0) { /* the pending token and the proposals: verified */
             int32_t next;
+            const int32_t n_before = sl->n_cached; /* the pending token is fed too */
             const bool more = sp_seq_verify(&sl->seq, s->logits + (size_t)sl->logits_row * n_vocab, n_vocab, sl->pending,
                                             s->assist.slots[i].proposal, sl->n_proposed, sl->cached, &sl->n_cached, s->n_ctx, &next);
+            sp_slot_assist *sa = &s->assist.slots[i];
+            const int32_t cap = sl->req->cfg.num_assistant_tokens;
+            sa->budget = sp_assist_next_budget(sa->budget > 0 ? sa->budget : cap, cap, sl->n_proposed, sl->n_cached - n_before - 1);
             if (sl->n_proposed) sp_kv_truncate(&s->ctx.kv, i, sl->n_cached); /* the proposals not kept */
             sl->pending = more ? next : -1;
             /* a sequence that just ended needs no more passes: its cache

@@ -55,6 +55,7 @@ void sp_sched_assist_free(sp_sched_assist *a) {
 
 void sp_sched_assist_begin(sp_sched_assist *a, int32_t slot) {
     a->slots[slot].k = 0;
+    a->slots[slot].budget = 0;
     sp_lookup_reset(&a->slots[slot].lookup);
 }
 
