@@ -234,10 +234,12 @@ static int32_t front_survivors(sp_candidate *c, int32_t n, float top_p, float mi
     return front;
 }
 
-/* The smallest prefix holding top_p of the mass. */
-static void stage_top_p(sp_sampler *s, float top_p) {
+/* The smallest prefix holding top_p of the mass. min_p: the min-p stage
+ * that follows (0: none), whose floor bounds what needs sorting: should
+ * top-p's cut lie below it, min-p cuts there anyway. */
+static void stage_top_p(sp_sampler *s, float top_p, float min_p) {
     if (!(top_p > 0.f && top_p < 1.f)) return;
-    int32_t front = s->sorted ? s->n_cur : front_survivors(s->cand, s->n_cur, top_p, 0.f);
+    int32_t front = s->sorted ? s->n_cur : front_survivors(s->cand, s->n_cur, top_p, min_p);
     if (front < s->n_cur) s->identity = false;
     sp_chain_probs(s, front);
     if (front > s->n_cur) front = s->n_cur;
@@ -339,7 +341,7 @@ int32_t sp_sample(sp_sampler *s, const float *logits, const sp_sampling *cfg, co
             break;
         case SP_STAGE_TYPICAL_P: sp_stage_typical(s, cfg->typical_p); break;
         case SP_STAGE_TOP_P:
-            if (!greedy) stage_top_p(s, cfg->top_p);
+            if (!greedy) stage_top_p(s, cfg->top_p, i + 1 < SP_MAX_STAGES && order[i + 1] == SP_STAGE_MIN_P ? cfg->min_p : 0.f);
             break;
         case SP_STAGE_MIN_P:
             if (!greedy) stage_min_p(s, cfg->min_p);
