@@ -74,6 +74,88 @@ static bool parse_kv_type(const char *value, void *dst, char *why, size_t why_si
     return true;
 }
 
+/* --dry-sequence-breaker, as llama.cpp's: the first one given replaces the
+ * four defaults; "none" leaves no breakers. Kept in a static list (one
+ * parse per process). */
+enum { CLI_MAX_BREAKERS = 16 };
+static const char *dry_breakers[CLI_MAX_BREAKERS];
+
+static bool parse_dry_breaker(const char *value, void *dst, char *why, size_t why_size) {
+    sprout_generation_config *cfg = dst;
+    if (cfg->dry_sequence_breakers != dry_breakers) { /* the first: the defaults go */
+        cfg->dry_sequence_breakers = dry_breakers;
+        cfg->n_dry_sequence_breakers = 0;
+    }
+    if (!strcmp(value, "none")) {
+        cfg->n_dry_sequence_breakers = 0;
+        return true;
+    }
+    if (!*value) {
+        snprintf(why, why_size, "must not be empty (\"none\": no breakers)");
+        return false;
+    }
+    if (cfg->n_dry_sequence_breakers == CLI_MAX_BREAKERS) {
+        snprintf(why, why_size, "at most %d sequence breakers", CLI_MAX_BREAKERS);
+        return false;
+    }
+    dry_breakers[cfg->n_dry_sequence_breakers++] = value;
+    return true;
+}
+
+/* llama.cpp's sampler names (common_sampler_types_from_names, with its
+ * other spellings) and --sampling-seq letters, for a usage error before
+ * the model loads; the library reads the text itself. */
+static const char *const sampler_names[] = {"penalties", "dry",   "top_n_sigma", "top_k", "typ_p",   "top_p",  "min_p",     "xtc",
+                                            "temperature", "top-k", "top-p",       "nucleus", "top-n-sigma", "typical-p", "typical",
+                                            "typ-p",     "typ",   "min-p",       "temp"};
+static const char sampler_letters[] = "edskypmxt"; /* the first nine names' letters, in order */
+
+static bool parse_samplers(const char *value, void *dst, char *why, size_t why_size) {
+    size_t n = 0;
+    for (const char *p = value; *p;) {
+        const size_t len = strcspn(p, ";,");
+        bool known = len == 0;
+        for (size_t k = 0; !known && k < sizeof sampler_names / sizeof *sampler_names; k++)
+            known = strlen(sampler_names[k]) == len && !strncmp(sampler_names[k], p, len);
+        if (!known) {
+            snprintf(why, why_size, "'%.*s' is no sampler (penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc, temperature)",
+                     (int)(len > 40 ? 40 : len), p);
+            return false;
+        }
+        n += len > 0;
+        p += len;
+        if (*p) p++;
+    }
+    if (!n) {
+        snprintf(why, why_size, "names no sampler");
+        return false;
+    }
+    *(const char **)dst = value;
+    return true;
+}
+
+/* --sampling-seq: the letters turned into names, so that the library
+ * never reads "temp" as a name. */
+static char sampling_seq[16 * 16];
+
+static bool parse_sampling_seq(const char *value, void *dst, char *why, size_t why_size) {
+    size_t at = 0;
+    if (!*value || strlen(value) > 16) {
+        snprintf(why, why_size, "must be 1 to 16 of the letters %s", sampler_letters);
+        return false;
+    }
+    for (const char *p = value; *p; p++) {
+        const char *hit = strchr(sampler_letters, *p);
+        if (!hit) {
+            snprintf(why, why_size, "'%c' is no sampler's letter (%s)", *p, sampler_letters);
+            return false;
+        }
+        at += (size_t)snprintf(sampling_seq + at, sizeof sampling_seq - at, "%s%s", at ? ";" : "", sampler_names[hit - sampler_letters]);
+    }
+    *(const char **)dst = sampling_seq;
+    return true;
+}
+
 #define COMMON(field) offsetof(cli_common, field)
 #define CFG(field) (offsetof(cli_common, cfg) + offsetof(sprout_generation_config, field))
 
@@ -108,6 +190,37 @@ static const cli_option shared_options[] = {
      CLI_SHARED_SAMPLING, NULL},
     {"-s, --seed", "S", CLI_CUSTOM, CFG(seed), 0, 0, NULL, parse_seed, "random seed: the same seed, the same text (default 42)",
      CLI_SHARED_SAMPLING, NULL},
+    {"--typical", "P", CLI_FLOAT, CFG(typical_p), 0, 1, NULL, NULL,
+     "locally typical sampling: keep the tokens whose surprisal is nearest the entropy, up to mass P; 1: off (default)",
+     CLI_SHARED_SAMPLING, NULL},
+    {"--mirostat", "N", CLI_INT, CFG(mirostat), 0, 2, NULL, NULL,
+     "Mirostat 1 or 2 (2.0) instead of the chain (only logit bias and temperature stay); 0: off (default)", CLI_SHARED_SAMPLING, NULL},
+    {"--mirostat-lr", "ETA", CLI_FLOAT, CFG(mirostat_eta), 0, 10, NULL, NULL, "Mirostat's learning rate (default 0.1)", CLI_SHARED_SAMPLING,
+     NULL},
+    {"--mirostat-ent", "TAU", CLI_FLOAT, CFG(mirostat_tau), 0, 100, NULL, NULL, "Mirostat's target entropy in bits (default 5)",
+     CLI_SHARED_SAMPLING, NULL},
+    {"--dry-multiplier", "X", CLI_FLOAT, CFG(dry_multiplier), 0, 1000, NULL, NULL,
+     "DRY: a token extending a repeat of N >= allowed-length tokens loses X * base^(N - allowed-length); 0: off (default)",
+     CLI_SHARED_SAMPLING, NULL},
+    {"--dry-base", "B", CLI_FLOAT, CFG(dry_base), 0, 100, NULL, NULL, "DRY's base (default 1.75; below 1: off)", CLI_SHARED_SAMPLING, NULL},
+    {"--dry-allowed-length", "N", CLI_INT, CFG(dry_allowed_length), 0, 1 << 24, NULL, NULL, "DRY leaves repeats this short alone (default 2)",
+     CLI_SHARED_SAMPLING, NULL},
+    {"--dry-penalty-last-n", "N", CLI_INT, CFG(dry_penalty_last_n), -1, 1 << 24, NULL, NULL,
+     "tokens DRY looks back at; -1: the context (default); 0: off", CLI_SHARED_SAMPLING, NULL},
+    {"--dry-sequence-breaker", "TEXT", CLI_CUSTOM, COMMON(cfg), 0, 0, NULL, parse_dry_breaker,
+     "repeats never reach back past TEXT; repeatable, the first replaces the defaults (\\n : \" *); none: no breakers",
+     CLI_SHARED_SAMPLING, NULL},
+    {"--xtc-probability", "P", CLI_FLOAT, CFG(xtc_probability), 0, 1, NULL, NULL,
+     "XTC: with chance P, drop the tokens above the threshold but the least likely of them; 0: off (default)", CLI_SHARED_SAMPLING, NULL},
+    {"--xtc-threshold", "T", CLI_FLOAT, CFG(xtc_threshold), 0, 1, NULL, NULL, "XTC's threshold (default 0.1; above 0.5: off)",
+     CLI_SHARED_SAMPLING, NULL},
+    {"--top-nsigma, --top-n-sigma", "N", CLI_FLOAT, CFG(top_n_sigma), -1, 1000, NULL, NULL,
+     "keep the logits within N standard deviations of the best; <= 0: off (default -1)", CLI_SHARED_SAMPLING, NULL},
+    {"--samplers", "LIST", CLI_CUSTOM, CFG(samplers), 0, 0, NULL, parse_samplers,
+     "the chain's order, names split by ';' (default penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature)",
+     CLI_SHARED_SAMPLING, NULL},
+    {"--sampling-seq, --sampler-seq", "SEQ", CLI_CUSTOM, CFG(samplers), 0, 0, NULL, parse_sampling_seq,
+     "the chain's order as letters (default edskypmxt)", CLI_SHARED_SAMPLING, NULL},
     {"--stop", "TEXT", CLI_CUSTOM, COMMON(stops), 0, 0, NULL, parse_stop, "stop at this text (repeatable)",
      CLI_SHARED_SAMPLING, NULL},
     {"--ignore-eos", NULL, CLI_FLAG, CFG(ignore_eos), 0, 0, NULL, NULL, "do not stop at end-of-generation tokens", CLI_SHARED_SAMPLING, NULL},

@@ -706,6 +706,32 @@ typedef struct sprout_generation_config {
     bool prompt_lookup;               /* propose the tokens that followed the latest earlier occurrence of the
                                          text's last n-gram (prompt and output) instead of asking a draft model */
     int32_t max_ngram_size;           /* prompt lookup: the longest n-gram matched; 0: 3 */
+    /* llama.cpp's other samplers, each off by default. The chain runs in
+     * `samplers` order (llama.cpp's default: penalties, dry, top_n_sigma,
+     * top_k, typ_p, top_p, min_p, xtc, temperature), then draws; Mirostat
+     * replaces it (only logit_bias and temperature come before it). */
+    float typical_p;                  /* locally typical sampling: keep the tokens whose surprisal is closest to the
+                                         entropy until they hold this mass; <= 0 or >= 1: off (default 1) */
+    int32_t mirostat;                 /* 1: Mirostat, 2: Mirostat 2.0 (its state starts anew each generation); 0: off */
+    float mirostat_tau;               /* Mirostat's target surprise in bits (default 5) */
+    float mirostat_eta;               /* Mirostat's learning rate (default 0.1) */
+    float dry_multiplier;             /* DRY: a token extending a repeat of n >= dry_allowed_length tokens loses
+                                         multiplier * base^(n - allowed_length) of logit; 0: off (default) */
+    float dry_base;                   /* default 1.75; < 1: off */
+    int32_t dry_allowed_length;       /* default 2 */
+    int32_t dry_penalty_last_n;       /* tokens DRY looks back at; -1: the whole context (default); 0: off */
+    const char *const *dry_sequence_breakers; /* repeats never reach back past these texts; NULL: "\n", ":",
+                                                 "\"", "*"; else n_dry_sequence_breakers of them (0: none).
+                                                 Read when the generation starts: a scheduler's request keeps the
+                                                 pointers, which must stay valid until it finishes */
+    size_t n_dry_sequence_breakers;
+    float xtc_probability;            /* XTC: with this chance, drop every token of probability >= xtc_threshold
+                                         but the least likely of them; 0: off (default) */
+    float xtc_threshold;              /* default 0.1; > 0.5: off */
+    float top_n_sigma;                /* keep the logits >= max - n * their standard deviation; <= 0: off (default -1) */
+    const char *samplers;             /* the chain's order, llama.cpp's --samplers ("penalties;dry;top_k;...", also
+                                         its other spellings: "top-k", "temp" ...) or --sampling-seq letters
+                                         ("edskypmxt"); NULL or "": the default. Pointer as dry_sequence_breakers */
 } sprout_generation_config;
 
 void sprout_generation_config_init(sprout_generation_config *config);

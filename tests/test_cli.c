@@ -624,10 +624,48 @@ static void test_lora_flags(void) {
     unlink(adapter); /* the folder stays: test_text_and_errors uses it, then removes it */
 }
 
+/* llama.cpp's sampler flags: accepted, seeded runs repeat, DRY moves a
+ * repetitive greedy run; a bad order or value is a usage error. */
+static void test_sampler_flags(void) {
+    char args[2048], *a = NULL, *b = NULL;
+    const char *model = "run -m '%s/models/stories260K.gguf' -p 'Once upon a time' -n 24 -s 3 %s";
+    snprintf(args, sizeof args, model, test_shared_dir(),
+             "--typical 0.9 --xtc-probability 0.3 --xtc-threshold 0.2 --top-nsigma 2 --dry-multiplier 0.8 --dry-base 1.5 "
+             "--dry-allowed-length 3 --dry-penalty-last-n 64 --dry-sequence-breaker none --dry-sequence-breaker . "
+             "--samplers 'penalties;dry;top_k;typ_p;top_p;min_p;xtc;top_n_sigma;temperature'");
+    CHECK(run_cli(args, false, &a) == 0 && run_cli(args, false, &b) == 0);
+    CHECK(a && b && !strcmp(a, b));
+    free(a), free(b);
+    snprintf(args, sizeof args, model, test_shared_dir(), "--mirostat 2 --mirostat-ent 3 --mirostat-lr 0.2");
+    CHECK(run_cli(args, false, &a) == 0 && strlen(a) > 1);
+    free(a);
+    snprintf(args, sizeof args, model, test_shared_dir(), "--sampling-seq kt --mirostat 1");
+    CHECK(run_cli(args, false, &a) == 0);
+    free(a);
+    const char *rep = "run -m '%s/models/stories260K.gguf' -p 'Lily and Tom. Lily and Tom. Lily and Tom.' -n 40 --temp 0 %s";
+    snprintf(args, sizeof args, rep, test_shared_dir(), "");
+    CHECK(run_cli(args, false, &a) == 0);
+    snprintf(args, sizeof args, rep, test_shared_dir(), "--dry-multiplier 0.8");
+    CHECK(run_cli(args, false, &b) == 0);
+    CHECK_MSG(a && b && strcmp(a, b) != 0, "DRY changed nothing: [%s]", b ? b : "");
+    free(a), free(b);
+    static const char *const bad[][2] = {{"--samplers 'top_k;bogus'", "'bogus' is no sampler"},
+                                         {"--sampling-seq kq", "'q' is no sampler's letter"},
+                                         {"--mirostat 3", "--mirostat 3: must be 0 to 2"},
+                                         {"--dry-sequence-breaker ''", "must not be empty"},
+                                         {"--xtc-probability 2", "must be a number from 0 to 1"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(args, sizeof args, model, test_shared_dir(), bad[i][0]);
+        CHECK_MSG(run_cli(args, true, &a) == 2 && strstr(a, bad[i][1]), "%s: got [%s]", bad[i][0], a ? a : "");
+        free(a);
+    }
+}
+
 int main(void) {
     test_lora_flags();
     test_assist_flags();
     test_run();
+    test_sampler_flags();
     test_kernel_level_env();
     test_template_cli();
     test_tokenize();

@@ -20,6 +20,15 @@ void sprout_generation_config_init(sprout_generation_config *c) {
     c->repetition_penalty = 1.f;
     c->repeat_last_n = 64;
     c->seed = 42;
+    /* llama.cpp's defaults, which leave these samplers off */
+    c->typical_p = 1.f;
+    c->mirostat_tau = 5.f;
+    c->mirostat_eta = 0.1f;
+    c->dry_base = 1.75f;
+    c->dry_allowed_length = 2;
+    c->dry_penalty_last_n = -1;
+    c->xtc_threshold = 0.1f;
+    c->top_n_sigma = -1.f;
 }
 
 void sp_config_copy(sprout_generation_config *dst, const sprout_generation_config *src) {
@@ -159,5 +168,8 @@ sprout_status sprout_pipeline_set_config(sprout_pipeline *p, const sprout_genera
     p->config.n_stop_token_ids = 0;
     p->config.logit_bias = NULL;
     p->config.n_logit_bias = 0;
+    p->config.dry_sequence_breakers = NULL;
+    p->config.n_dry_sequence_breakers = 0;
+    p->config.samplers = NULL;
     return SPROUT_OK;
 }

@@ -118,6 +118,33 @@ sprout_status sp_prompt_check(const sprout_model *model, size_t max_tokens, cons
     return SPROUT_OK;
 }
 
+static bool json_vocab(sp_sampler *smp, const sprout_tokenizer *tok, int32_t n_vocab);
+
+/* llama.cpp's sequence breakers for DRY (common_params_sampling). */
+static const char *const default_breakers[] = {"\n", ":", "\"", "*"};
+
+/* The samplers' settings that have no meaning (the server's 400, the API's
+ * INVALID_ARGUMENT); the field leads the message. */
+static sprout_status sampling_check(const sprout_generation_config *cfg) {
+    uint8_t order[SP_MAX_STAGES];
+    char why[160];
+    if (!sp_sampler_parse_order(cfg->samplers, order, why, sizeof why))
+        return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "samplers: %s", why);
+    if (cfg->mirostat < 0 || cfg->mirostat > 2)
+        return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "mirostat: %d is not 0, 1 or 2", cfg->mirostat);
+    if (cfg->mirostat && (!isfinite(cfg->mirostat_tau) || !isfinite(cfg->mirostat_eta)))
+        return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "mirostat_tau, mirostat_eta: must be finite");
+    if (!isfinite(cfg->dry_multiplier) || cfg->dry_multiplier < 0)
+        return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "dry_multiplier: %g is not a number from 0", (double)cfg->dry_multiplier);
+    if (cfg->dry_multiplier > 0 && (!isfinite(cfg->dry_base) || cfg->dry_allowed_length < 0 || cfg->dry_penalty_last_n < -1))
+        return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "dry_base, dry_allowed_length, dry_penalty_last_n: a finite base, a length "
+                                                    "from 0, a window from -1");
+    for (size_t i = 0; cfg->dry_sequence_breakers && i < cfg->n_dry_sequence_breakers; i++)
+        if (!cfg->dry_sequence_breakers[i] || !*cfg->dry_sequence_breakers[i])
+            return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "dry_sequence_breakers[%zu]: empty", i);
+    return SPROUT_OK;
+}
+
 sprout_status sp_seq_check(const sprout_model *model, int32_t n_ctx, const int32_t *prompt, size_t n_prompt,
                            const sprout_generation_config *cfg) {
     if (!model->output.data)
@@ -129,7 +156,7 @@ sprout_status sp_seq_check(const sprout_model *model, int32_t n_ctx, const int32
     if (st != SPROUT_OK) return st;
     if (cfg && cfg->max_new_tokens < 0)
         return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "max_new_tokens is negative (%d)", cfg->max_new_tokens);
-    return SPROUT_OK;
+    return cfg ? sampling_check(cfg) : SPROUT_OK;
 }
 
 sprout_status sp_seq_begin(sp_seq *s, const sprout_model *model, sp_sampler *sampler, int32_t n_ctx, const int32_t *prompt,
@@ -164,11 +191,37 @@ sprout_status sp_seq_begin(sp_seq *s, const sprout_model *model, sp_sampler *sam
                                 .presence_penalty = cfg->presence_penalty,
                                 .frequency_penalty = cfg->frequency_penalty,
                                 .bias = cfg->logit_bias,
-                                .n_bias = cfg->logit_bias ? cfg->n_logit_bias : 0};
+                                .n_bias = cfg->logit_bias ? cfg->n_logit_bias : 0,
+                                .typical_p = cfg->typical_p,
+                                .top_n_sigma = cfg->top_n_sigma,
+                                .xtc_probability = cfg->xtc_probability,
+                                .xtc_threshold = cfg->xtc_threshold,
+                                .mirostat = cfg->mirostat,
+                                .mirostat_tau = cfg->mirostat_tau,
+                                .mirostat_eta = cfg->mirostat_eta,
+                                .dry_multiplier = cfg->dry_multiplier,
+                                .dry_base = cfg->dry_base,
+                                .dry_allowed_length = cfg->dry_allowed_length,
+                                .dry_penalty_last_n = cfg->dry_penalty_last_n,
+                                .dry_breakers = cfg->dry_sequence_breakers ? cfg->dry_sequence_breakers : default_breakers,
+                                .n_dry_breakers = cfg->dry_sequence_breakers ? cfg->n_dry_sequence_breakers
+                                                                             : sizeof default_breakers / sizeof *default_breakers};
+    char why[160];
+    sp_sampler_parse_order(cfg->samplers, s->sampling.order, why, sizeof why); /* sp_seq_check saw it parse */
+    /* DRY reads the tokens' text: the vocabulary's pieces (JSON mode's too) */
+    if (cfg->dry_multiplier != 0.f && cfg->dry_base >= 1.f && cfg->dry_penalty_last_n != 0 && cfg->mirostat == 0 &&
+        (!json_vocab(sampler, tok, model->hp.n_vocab) ||
+         !sp_sampler_dry_prepare(sampler, s->sampling.dry_breakers, s->sampling.n_dry_breakers))) {
+        sprout_detokenizer_free(s->detok);
+        s->detok = NULL;
+        sprout_result_free(s->result);
+        s->result = NULL;
+        return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
     /* end-of-generation tokens, masked under ignore_eos and before min_new_tokens: the
      * vocabulary's own list, which lives as long as the model */
     s->eog = sp_tokenizer_eog(tok, &s->n_eog);
-    sp_sampler_seed(sampler, cfg->seed);
+    sp_sampler_reset(sampler, &s->sampling, cfg->seed);
     if (cfg->echo && prompt_text) {
         s->oom = !sp_buf_put(&s->text, prompt_text, prompt_len);
         emit(s, s->text.len);

@@ -355,6 +355,90 @@ static bool parse_lora_list(parser *p, const json_t *v, const char *where, sp_ap
     return true;
 }
 
+/* llama.cpp's other samplers, as llama-server reads them (and Ollama's
+ * typical_p and mirostat options, which share the names): typical_p,
+ * mirostat, mirostat_tau, mirostat_eta, dry_*, xtc_*, top_n_sigma and
+ * samplers (an array of names, or a string of --sampling-seq letters).
+ * The breakers and the order are allocated here, freed with the request;
+ * the library checks the names when the request is submitted. */
+static const char sampler_letters[] = "edskypmxt";
+static const char *const sampler_letter_names[] = {"penalties", "dry", "top_n_sigma", "top_k", "typ_p", "top_p", "min_p", "xtc", "temperature"};
+
+static bool parse_more_samplers(parser *p, sp_api_request *r, const json_t *obj, const char *where) {
+    sprout_generation_config *c = &r->cfg;
+    long long v = 0;
+    bool present = false;
+    get_number(p, obj, "typical_p", where, 0, 1, &c->typical_p);
+    get_int(p, obj, "mirostat", where, 0, 2, &v, &present);
+    if (present) c->mirostat = (int32_t)v;
+    get_number(p, obj, "mirostat_tau", where, 0, 100, &c->mirostat_tau);
+    get_number(p, obj, "mirostat_eta", where, 0, 10, &c->mirostat_eta);
+    get_number(p, obj, "dry_multiplier", where, 0, 1000, &c->dry_multiplier);
+    get_number(p, obj, "dry_base", where, 0, 100, &c->dry_base);
+    present = false;
+    get_int(p, obj, "dry_allowed_length", where, 0, 1 << 24, &v, &present);
+    if (present) c->dry_allowed_length = (int32_t)v;
+    present = false;
+    get_int(p, obj, "dry_penalty_last_n", where, -1, INT32_MAX, &v, &present);
+    if (present) c->dry_penalty_last_n = (int32_t)v;
+    get_number(p, obj, "xtc_probability", where, 0, 1, &c->xtc_probability);
+    get_number(p, obj, "xtc_threshold", where, 0, 1, &c->xtc_threshold);
+    get_number(p, obj, "top_n_sigma", where, -1, 1000, &c->top_n_sigma);
+    if (p->failed) return false;
+
+    const json_t *br = field(obj, "dry_sequence_breakers");
+    if (br) { /* llama-server: a non-empty array of strings */
+        const size_t n = json_is_array(br) ? json_array_size(br) : 0;
+        if (!n) return fail(p, "%sdry_sequence_breakers: expected a non-empty array of strings, got %s", where, json_is_array(br) ? "[]" : type_name(br));
+        if (n > 16) return fail(p, "%sdry_sequence_breakers: %zu breakers (at most 16)", where, n);
+        char **list = calloc(n, sizeof *list);
+        if (!list) return fail(p, "out of memory");
+        c->dry_sequence_breakers = (const char *const *)list;
+        c->n_dry_sequence_breakers = n;
+        for (size_t i = 0; i < n; i++) {
+            const json_t *b = json_array_get(br, i);
+            if (!json_is_string(b) || !json_string_length(b) || json_string_length(b) > 64 || strlen(json_string_value(b)) != json_string_length(b))
+                return fail(p, "%sdry_sequence_breakers[%zu]: expected a string of 1 to 64 bytes", where, i);
+            if (!(list[i] = strdup(json_string_value(b)))) return fail(p, "out of memory");
+        }
+    }
+    const json_t *order = field(obj, "samplers");
+    if (order) {
+        size_t len = 0;
+        const bool letters = json_is_string(order);
+        if (letters) {
+            if (strlen(json_string_value(order)) != json_string_length(order)) return fail(p, "%ssamplers: the string contains a NUL character", where);
+            for (const char *q = json_string_value(order); *q; q++) {
+                const char *hit = strchr(sampler_letters, *q);
+                if (!hit) return fail(p, "%ssamplers: '%c' is no sampler's letter (%s)", where, *q, sampler_letters);
+                len += strlen(sampler_letter_names[hit - sampler_letters]) + 1;
+            }
+        } else if (json_is_array(order)) {
+            for (size_t i = 0; i < json_array_size(order); i++) {
+                const json_t *name = json_array_get(order, i);
+                if (!json_is_string(name) || !json_string_length(name) || strpbrk(json_string_value(name), ";,"))
+                    return fail(p, "%ssamplers[%zu]: expected a sampler's name", where, i);
+                len += json_string_length(name) + 1;
+            }
+        } else {
+            return fail(p, "%ssamplers: expected an array of names or a string of letters, got %s", where, type_name(order));
+        }
+        if (!len || len > 1024) return fail(p, "%ssamplers: expected 1 to 64 samplers", where);
+        char *text = malloc(len);
+        if (!text) return fail(p, "out of memory");
+        text[0] = 0;
+        const size_t n = letters ? json_string_length(order) : json_array_size(order);
+        for (size_t i = 0; i < n; i++) {
+            const char *name = letters ? sampler_letter_names[strchr(sampler_letters, json_string_value(order)[i]) - sampler_letters]
+                                       : json_string_value(json_array_get(order, i));
+            if (i) strcat(text, ";");
+            strcat(text, name);
+        }
+        c->samplers = text;
+    }
+    return !p->failed;
+}
+
 /* The sampling fields OpenAI defines, plus llama.cpp's common extensions. */
 static bool parse_openai_sampling(parser *p, sp_api_request *r, const json_t *body) {
     long long v = 0, n = 1;
@@ -384,6 +468,7 @@ static bool parse_openai_sampling(parser *p, sp_api_request *r, const json_t *bo
     }
     get_stops(p, r, body, "stop", "");
     get_bool(p, body, "ignore_eos", "", &c->ignore_eos); /* llama.cpp's extension, for benchmarks */
+    parse_more_samplers(p, r, body, "");
     get_bool(p, body, "stream", "", &r->stream);
     const json_t *so = field(body, "stream_options");
     if (so && !json_is_object(so)) return fail(p, "stream_options: expected an object, got %s", type_name(so));
@@ -439,6 +524,7 @@ static bool parse_ollama_options(parser *p, sp_api_request *r, const json_t *bod
     }
     get_stops(p, r, o, "stop", "options.");
     parse_speculative(p, o, "options.", &r->speculative);
+    parse_more_samplers(p, r, o, "options.");
     return !p->failed;
 }
 
@@ -562,6 +648,11 @@ void sp_api_request_free(sp_api_request *r) {
     free(r->context);
     free(r->biases);
     for (size_t i = 0; i < SP_API_MAX_STOPS; i++) free(r->stops[i]);
+    /* parse_more_samplers' allocations (nothing else sets these) */
+    for (size_t i = 0; r->cfg.dry_sequence_breakers && i < r->cfg.n_dry_sequence_breakers; i++)
+        free((void *)r->cfg.dry_sequence_breakers[i]);
+    free((void *)r->cfg.dry_sequence_breakers);
+    free((void *)r->cfg.samplers);
     memset(r, 0, sizeof *r);
 }
 
