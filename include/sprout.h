@@ -721,9 +721,8 @@ typedef struct sprout_generation_config {
     int32_t dry_allowed_length;       /* default 2 */
     int32_t dry_penalty_last_n;       /* tokens DRY looks back at; -1: the whole context (default); 0: off */
     const char *const *dry_sequence_breakers; /* repeats never reach back past these texts; NULL: "\n", ":",
-                                                 "\"", "*"; else n_dry_sequence_breakers of them (0: none).
-                                                 Read when the generation starts: a scheduler's request keeps the
-                                                 pointers, which must stay valid until it finishes */
+                                                 "\"", "*"; else n_dry_sequence_breakers of them (0: none);
+                                                 a scheduler's request copies them */
     size_t n_dry_sequence_breakers;
     float xtc_probability;            /* XTC: with this chance, drop every token of probability >= xtc_threshold
                                          but the least likely of them; 0: off (default) */
@@ -731,7 +730,7 @@ typedef struct sprout_generation_config {
     float top_n_sigma;                /* keep the logits >= max - n * their standard deviation; <= 0: off (default -1) */
     const char *samplers;             /* the chain's order, llama.cpp's --samplers ("penalties;dry;top_k;...", also
                                          its other spellings: "top-k", "temp" ...) or --sampling-seq letters
-                                         ("edskypmxt"); NULL or "": the default. Pointer as dry_sequence_breakers */
+                                         ("edskypmxt"); NULL or "": the default; copied by a scheduler */
 } sprout_generation_config;
 
 void sprout_generation_config_init(sprout_generation_config *config);

@@ -32,6 +32,8 @@ struct sprout_request {
     char **stops;
     int32_t *stop_ids;
     sprout_logit_bias *biases; /* the config's logit_bias, owned */
+    char **breakers;           /* the config's DRY sequence breakers, owned (NULL: the default ones) */
+    char *samplers;            /* the config's sampler order, owned */
     sp_lora_set lora;          /* the config's adapters, owned (cfg.lora points into it) */
     sprout_streamer streamer;
     void (*on_done)(sprout_request *req, void *user);
@@ -106,9 +108,27 @@ struct sprout_scheduler {
 
 /* --- requests ---------------------------------------------------------------------------------------- */
 
+/* Frees n strings and their array. */
+static void free_strings(char **s, size_t n) {
+    for (size_t i = 0; s && i < n; i++) free(s[i]);
+    free(s);
+}
+
+/* A malloc'd copy of n strings (NULL ones as ""), or NULL. */
+static char **copy_strings(const char *const *src, size_t n) {
+    char **copy = calloc(n ? n : 1, sizeof *copy);
+    for (size_t i = 0; copy && i < n; i++)
+        if (!(copy[i] = strdup(src[i] ? src[i] : ""))) {
+            free_strings(copy, i);
+            return NULL;
+        }
+    return copy;
+}
+
 static void request_destroy(sprout_request *req) {
-    for (size_t i = 0; req->stops && i < req->cfg.n_stop_strings; i++) free(req->stops[i]);
-    free(req->stops);
+    free_strings(req->stops, req->cfg.n_stop_strings);
+    free_strings(req->breakers, req->cfg.n_dry_sequence_breakers);
+    free(req->samplers);
     free(req->stop_ids);
     free(req->biases);
     sp_lora_set_free(&req->lora);
@@ -147,11 +167,22 @@ static sprout_status request_new(const sprout_model *m, const sprout_request_par
     if (ok && rp->n_prompt) memcpy(req->prompt, rp->prompt, rp->n_prompt * sizeof *req->prompt);
     req->n_prompt = rp->n_prompt;
     const size_t n_stops = req->cfg.stop_strings ? req->cfg.n_stop_strings : 0;
-    req->stops = calloc(n_stops ? n_stops : 1, sizeof *req->stops);
+    req->stops = copy_strings(req->cfg.stop_strings, n_stops);
     ok = ok && req->stops;
-    for (size_t i = 0; ok && i < n_stops; i++) ok = (req->stops[i] = strdup(req->cfg.stop_strings[i] ? req->cfg.stop_strings[i] : "")) != NULL;
     req->cfg.stop_strings = (const char *const *)req->stops;
-    req->cfg.n_stop_strings = n_stops;
+    req->cfg.n_stop_strings = req->stops ? n_stops : 0;
+    if (req->cfg.dry_sequence_breakers) { /* NULL stays NULL: the default breakers */
+        const size_t n_breakers = req->cfg.n_dry_sequence_breakers;
+        req->breakers = copy_strings(req->cfg.dry_sequence_breakers, n_breakers);
+        ok = ok && req->breakers;
+        req->cfg.dry_sequence_breakers = (const char *const *)req->breakers;
+        req->cfg.n_dry_sequence_breakers = req->breakers ? n_breakers : 0;
+    }
+    if (req->cfg.samplers) {
+        req->samplers = strdup(req->cfg.samplers);
+        ok = ok && req->samplers;
+        req->cfg.samplers = req->samplers;
+    }
     req->cfg.n_stop_token_ids = req->cfg.stop_token_ids ? req->cfg.n_stop_token_ids : 0;
     req->cfg.stop_token_ids = req->stop_ids = copy_array(req->cfg.stop_token_ids, req->cfg.n_stop_token_ids, sizeof *req->stop_ids);
     req->cfg.n_logit_bias = req->cfg.logit_bias ? req->cfg.n_logit_bias : 0;
