@@ -181,7 +181,22 @@ static rule *find_rule(cv *c, const char *name) {
     return NULL;
 }
 
+/* A rule whose $ref is still being visited: naming it first in an
+ * alternative (a union's branch, an alias) would be left recursion, which
+ * a GBNF engine cannot run. Objects, arrays and strings start with a
+ * character, so recursion through them is fine. */
+static bool in_progress(cv *c, const char *name) {
+    const rule *r = find_rule(c, name);
+    return r && !r->body;
+}
+
+/* Appends a rule, taking name and body; a NULL name is out of memory. */
 static rule *push_rule(cv *c, char *name, char *body) {
+    if (!name) {
+        free(body);
+        fail_oom(c);
+        return NULL;
+    }
     if (c->n_rules == c->cap_rules) {
         const size_t cap = c->cap_rules ? c->cap_rules * 2 : 32;
         rule *r = realloc(c->rules, cap * sizeof *r);
@@ -470,7 +485,7 @@ static void put_constant(sb *b, json_t *v) {
 /* Ignored: they describe, they do not constrain. */
 static const char *const ANNOTATIONS[] = {
     "description", "title", "$schema", "$id", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly",
-    "$defs", "definitions",
+    "$defs", "definitions", "contentMediaType", "contentEncoding", "discriminator", /* OpenAPI's, as pydantic writes it */
 };
 
 static const char *const SUPPORTED[] = {
@@ -1289,8 +1304,8 @@ static const char *visit_ref(cv *c, const char *ref, const char *path) {
     if (!got) return NULL;
     r = find_rule(c, kept);
     if (!r->body) {
-        if (!strcmp(got, kept)) {
-            fail_format(c, path, "$ref \"%s\" refers to itself and nothing else", ref);
+        if (in_progress(c, got)) {
+            fail_keyword(c, path, "$ref", "\"%s\" refers back to itself before any character (left recursion)", ref);
             return NULL;
         }
         r->body = strdup(got);
@@ -1422,6 +1437,101 @@ static const char *first_constraint(json_t *s, const char *const *skip, size_t n
     return NULL;
 }
 
+/* s with its $ref chain followed (NULL with a failure). */
+static json_t *deref(cv *c, json_t *s, const char *path) {
+    for (int hops = 0; s && json_is_object(s) && json_is_string(json_object_get(s, "$ref")); hops++) {
+        if (hops == MAX_DEPTH) {
+            fail_format(c, path, "$ref chain longer than %d", MAX_DEPTH);
+            return NULL;
+        }
+        s = resolve_pointer(c, json_string_value(json_object_get(s, "$ref")), path);
+    }
+    return s;
+}
+
+/* The types a schema's values may have (declared), widened so that an
+ * integer is also a number and back; with infer, a schema without type
+ * counts as the one type its keywords constrain (the type its grammar
+ * writes). */
+static int value_types(json_t *s, bool infer) {
+    const int all = 0x7F;
+    if (!json_is_object(s)) return all;
+    int mask = all;
+    json_t *t = json_object_get(s, "type");
+    if (json_is_string(t)) {
+        mask = type_bit(json_string_value(t));
+    } else if (json_is_array(t)) {
+        mask = 0;
+        for (size_t i = 0; i < json_array_size(t); i++) {
+            json_t *e = json_array_get(t, i);
+            mask |= json_is_string(e) ? type_bit(json_string_value(e)) : 0x7F;
+        }
+    } else if (infer) {
+        int families = 0;
+        const char *k;
+        json_t *v;
+        json_object_foreach(s, k, v) families |= keyword_family(k);
+        if (families) mask = families;
+    }
+    json_t *cst = json_object_get(s, "const"), *en = json_object_get(s, "enum");
+    if (cst || json_is_array(en)) {
+        int of_values = 0;
+        for (size_t i = 0; i < (cst ? 1 : json_array_size(en)); i++) {
+            json_t *v = cst ? cst : json_array_get(en, i);
+            for (int b = 1; b <= T_INTEGER; b <<= 1)
+                if (value_has_type(v, b)) of_values |= b;
+        }
+        mask &= of_values;
+    }
+    if (mask & (T_NUMBER | T_INTEGER)) mask |= T_NUMBER | T_INTEGER;
+    return mask;
+}
+
+static bool values_equal(json_t *a, json_t *b) {
+    if (json_is_number(a) && json_is_number(b)) return json_number_value(a) == json_number_value(b);
+    return json_equal(a, b);
+}
+
+/* Whether two schemas' const/enum lists share no value (false when either
+ * has none). */
+static bool constants_disjoint(json_t *a, json_t *b) {
+    json_t *ca = json_object_get(a, "const"), *ea = json_object_get(a, "enum");
+    json_t *cb = json_object_get(b, "const"), *eb = json_object_get(b, "enum");
+    if (!json_is_object(a) || !json_is_object(b) || (!ca && !json_is_array(ea)) || (!cb && !json_is_array(eb))) return false;
+    const size_t na = ca ? 1 : json_array_size(ea), nb = cb ? 1 : json_array_size(eb);
+    for (size_t i = 0; i < na; i++)
+        for (size_t j = 0; j < nb; j++)
+            if (values_equal(ca ? ca : json_array_get(ea, i), cb ? cb : json_array_get(eb, j))) return false;
+    return true;
+}
+
+static bool requires(json_t *s, const char *prop) {
+    json_t *req = json_object_get(s, "required");
+    for (size_t i = 0; i < json_array_size(req); i++)
+        if (json_is_string(json_array_get(req, i)) && !strcmp(json_string_value(json_array_get(req, i)), prop)) return true;
+    return false;
+}
+
+/* Whether no value that a's grammar writes matches b, and the other way:
+ * types apart, constants apart, or a property both require whose
+ * constants differ (a discriminator). */
+static bool branches_disjoint(cv *c, json_t *a, json_t *b, const char *path) {
+    if (!(value_types(a, true) & value_types(b, false)) && !(value_types(b, true) & value_types(a, false))) return true;
+    if (constants_disjoint(a, b)) return true;
+    json_t *pa = json_object_get(a, "properties"), *pb = json_object_get(b, "properties");
+    if (!json_is_object(pa) || !json_is_object(pb)) return false;
+    if ((value_types(a, true) | value_types(b, true)) != T_OBJECT) return false;
+    const char *k;
+    json_t *v;
+    json_object_foreach(pa, k, v) {
+        json_t *w = json_object_get(pb, k);
+        if (!w || !requires(a, k) || !requires(b, k)) continue;
+        json_t *x = deref(c, v, path), *y = deref(c, w, path);
+        if (x && y && constants_disjoint(x, y)) return true;
+    }
+    return false;
+}
+
 static const char *visit_union(cv *c, json_t *s, const char *key, const char *name, const char *rule_name,
                                const char *path) {
     json_t *alts = json_object_get(s, key);
@@ -1431,37 +1541,59 @@ static const char *visit_union(cv *c, json_t *s, const char *key, const char *na
     }
     static const char *const skip[] = {"anyOf", "oneOf"};
     const bool siblings = first_constraint(s, skip, 2) != NULL;
-    sb body = {0};
-    size_t n = 0;
-    for (size_t i = 0; i < json_array_size(alts) && !failed(c); i++) {
+    /* each branch as it holds: with the keywords beside anyOf merged in */
+    const size_t n_alts = json_array_size(alts);
+    json_t **eff = calloc(n_alts, sizeof *eff);
+    if (!eff) {
+        fail_oom(c);
+        return NULL;
+    }
+    for (size_t i = 0; i < n_alts && !failed(c); i++) {
         json_t *alt = json_array_get(alts, i);
         if (json_is_false(alt)) continue; /* matches nothing: no branch */
+        if (!siblings) {
+            eff[i] = json_incref(alt);
+            continue;
+        }
+        char *sub_path = child_path_index(c, path, key, i);
+        json_t *merged = json_object();
+        if (!merged || !sub_path) fail_oom(c);
+        const char *k;
+        json_t *v;
+        json_object_foreach(s, k, v) {
+            if (merged && strcmp(k, "anyOf") && strcmp(k, "oneOf") && !is_annotation(k)) json_object_set(merged, k, v);
+        }
+        if (merged && sub_path) merge_part(c, merged, alt, sub_path);
+        eff[i] = merged;
+        free(sub_path);
+    }
+    /* oneOf is anyOf only when no value can match two branches */
+    for (size_t i = 0; !strcmp(key, "oneOf") && i < n_alts && !failed(c); i++) {
+        for (size_t j = i + 1; eff[i] && j < n_alts && !failed(c); j++) {
+            json_t *a = eff[j] ? deref(c, eff[i], path) : NULL, *b = a ? deref(c, eff[j], path) : NULL;
+            if (a && b && !branches_disjoint(c, a, b, path))
+                fail_keyword(c, path, key, "branches %zu and %zu may both match a value (use anyOf if that is meant)", i, j);
+        }
+    }
+    sb body = {0};
+    size_t n = 0;
+    for (size_t i = 0; i < n_alts && !failed(c); i++) {
+        if (!eff[i]) continue;
         char *sub_path = child_path_index(c, path, key, i);
         sb nb = {0};
         sb_printf(&nb, "%s%s%zu", name, *name ? "-" : "alternative-", i);
         char *sub_name = take(c, &nb);
-        const char *got = NULL;
-        if (sub_path && sub_name) {
-            if (!siblings) {
-                got = visit(c, alt, sub_name, sub_path);
-            } else { /* the keywords beside anyOf hold in every branch */
-                json_t *merged = json_object();
-                const char *k;
-                json_t *v;
-                json_object_foreach(s, k, v) {
-                    if (strcmp(k, "anyOf") && strcmp(k, "oneOf") && !is_annotation(k)) json_object_set(merged, k, v);
-                }
-                merge_part(c, merged, alt, sub_path);
-                if (!failed(c)) got = visit(c, merged, sub_name, sub_path);
-                json_decref(merged);
-            }
-        }
+        const char *got = sub_path && sub_name ? visit(c, eff[i], sub_name, sub_path) : NULL;
+        if (got && in_progress(c, got))
+            fail_keyword(c, path, key, "branch %zu refers back to the schema it is in before any character (left recursion)", i);
         free(sub_path);
         free(sub_name);
-        if (!got) break;
+        if (!got || failed(c)) break;
         if (n++) sb_puts(&body, " | ");
         sb_puts(&body, got);
     }
+    for (size_t i = 0; i < n_alts; i++) json_decref(eff[i]);
+    free(eff);
     if (failed(c)) {
         free(body.p);
         return NULL;
@@ -1935,8 +2067,8 @@ static const char *visit_string(cv *c, json_t *s, const char *rule_name, const c
     return add_builtin(c, "string");
 }
 
-/* An integer bound keyword as a whole number; inclusive says which side
- * rounds how (minimum rounds up, maximum down). */
+/* An integer bound keyword as the nearest whole number inside it (a lower
+ * bound rounds up, an upper one down; exclusive ones step past). */
 static bool int_bound(cv *c, json_t *s, const char *key, const char *path, bool lower, long long *out) {
     json_t *v = json_object_get(s, key);
     if (!v) return false;
@@ -2120,22 +2252,22 @@ sprout_status sp_json_schema_to_gbnf(const char *schema_json, size_t len, char *
     if (!json_is_object(root) && !json_is_boolean(root)) {
         fail_format(&c, "", "a schema is an object or a boolean");
     } else {
-        /* "#" is the root rule itself */
-        char *root_name = strdup("root"), *hash = strdup("#");
-        c.refs = malloc(8 * sizeof *c.refs);
-        rule *r = root_name && hash && c.refs ? push_rule(&c, root_name, NULL) : NULL;
-        if (!r) {
-            if (!root_name || !hash || !c.refs) free(root_name);
+        /* "root" is reserved first, as the rule that "$ref": "#" names */
+        rule *r = push_rule(&c, strdup("root"), NULL);
+        c.refs = malloc(sizeof *c.refs);
+        char *hash = strdup("#");
+        if (!r || !c.refs || !hash) {
             free(hash);
             fail_oom(&c);
         } else {
-            c.cap_refs = 8;
+            c.cap_refs = 1;
             c.refs[c.n_refs++] = (ref_entry){hash, r->name};
-            add_rule_str(&c, "space", SPACE_BODY);
+        }
+        if (!failed(&c) && add_rule_str(&c, "space", SPACE_BODY)) {
             const char *got = visit(&c, root, "", "");
             rule *rr = got ? find_rule(&c, "root") : NULL;
             if (rr && !rr->body) {
-                if (!strcmp(got, "root")) fail_format(&c, "", "the schema refers to itself and nothing else");
+                if (in_progress(&c, got)) fail_keyword(&c, "", "$ref", "the schema refers to itself before any character (left recursion)");
                 else if (!(rr->body = strdup(got))) fail_oom(&c);
             }
         }
