@@ -84,6 +84,7 @@ static void sb_printf(sb *b, const char *fmt, ...) {
 typedef struct rule {
     char *name;
     char *body; /* NULL: reserved for a $ref whose schema is being visited */
+    int nesting; /* cv.nesting when it was reserved */
 } rule;
 
 typedef struct ref_entry {
@@ -98,6 +99,7 @@ typedef struct cv {
     ref_entry *refs;
     size_t n_refs, cap_refs;
     int depth;
+    int nesting; /* values inside objects and arrays being visited */
     sprout_status status; /* the first failure; later ones keep its message */
 } cv;
 
@@ -181,13 +183,13 @@ static rule *find_rule(cv *c, const char *name) {
     return NULL;
 }
 
-/* A rule whose $ref is still being visited: naming it first in an
- * alternative (a union's branch, an alias) would be left recursion, which
- * a GBNF engine cannot run. Objects, arrays and strings start with a
- * character, so recursion through them is fine. */
-static bool in_progress(cv *c, const char *name) {
+/* Whether naming `name` first in an alternative (a union's branch, an
+ * alias) would be left recursion, which a GBNF engine cannot run: it is a
+ * $ref still being visited, and no object or array (which start with a
+ * character) lies between it and here. */
+static bool left_recursive(cv *c, const char *name) {
     const rule *r = find_rule(c, name);
-    return r && !r->body;
+    return r && !r->body && r->nesting == c->nesting;
 }
 
 /* Appends a rule, taking name and body; a NULL name is out of memory. */
@@ -209,7 +211,7 @@ static rule *push_rule(cv *c, char *name, char *body) {
         c->rules = r;
         c->cap_rules = cap;
     }
-    c->rules[c->n_rules] = (rule){name, body};
+    c->rules[c->n_rules] = (rule){name, body, c->nesting};
     return &c->rules[c->n_rules++];
 }
 
@@ -478,6 +480,15 @@ static void put_constant(sb *b, json_t *v) {
     if (t.oom) b->oom = true;
     else put_literal(b, t.p, t.n);
     free(t.p);
+}
+
+/* The GBNF literal of a property name's JSON text. */
+static void put_key_literal(sb *b, const char *key) {
+    sb js = {0};
+    put_json_string(&js, key, strlen(key));
+    if (js.oom) b->oom = true;
+    else put_literal(b, js.p, js.n);
+    free(js.p);
 }
 
 /* ---- keywords ------------------------------------------------------------- */
@@ -1304,7 +1315,7 @@ static const char *visit_ref(cv *c, const char *ref, const char *path) {
     if (!got) return NULL;
     r = find_rule(c, kept);
     if (!r->body) {
-        if (in_progress(c, got)) {
+        if (left_recursive(c, got)) {
             fail_keyword(c, path, "$ref", "\"%s\" refers back to itself before any character (left recursion)", ref);
             return NULL;
         }
@@ -1584,7 +1595,7 @@ static const char *visit_union(cv *c, json_t *s, const char *key, const char *na
         sb_printf(&nb, "%s%s%zu", name, *name ? "-" : "alternative-", i);
         char *sub_name = take(c, &nb);
         const char *got = sub_path && sub_name ? visit(c, eff[i], sub_name, sub_path) : NULL;
-        if (got && in_progress(c, got))
+        if (got && left_recursive(c, got))
             fail_keyword(c, path, key, "branch %zu refers back to the schema it is in before any character (left recursion)", i);
         free(sub_path);
         free(sub_name);
@@ -1771,17 +1782,10 @@ static const char *visit_object(cv *c, json_t *s, const char *name, const char *
         char *pname = child_name(c, name, keys[i]);
         char *ppath = props && json_object_get(props, keys[i]) ? child_path(c, path, "properties") : NULL;
         char *pppath = ppath ? child_path(c, ppath, keys[i]) : NULL;
-        if (!pname) goto out;
-        const char *value = visit(c, schemas[i], pname, pppath ? pppath : path);
+        const char *value = pname ? visit(c, schemas[i], pname, pppath ? pppath : path) : NULL;
         sb body = {0};
         if (value) {
-            {
-                sb js = {0};
-                put_json_string(&js, keys[i], strlen(keys[i]));
-                if (js.oom) body.oom = true;
-                else put_literal(&body, js.p, js.n);
-                free(js.p);
-            }
+            put_key_literal(&body, keys[i]);
             sb_printf(&body, " space \":\" space %s", value);
             sb kn = {0};
             sb_printf(&kn, "%s-kv", pname);
@@ -2126,8 +2130,14 @@ static const char *visit_typed(cv *c, json_t *s, int type, const char *name, con
     switch (type) {
     case T_NULL: return add_builtin(c, "null");
     case T_BOOLEAN: return add_builtin(c, "boolean");
-    case T_OBJECT: return visit_object(c, s, name, rule_name, path);
-    case T_ARRAY: return visit_array(c, s, name, rule_name, path);
+    case T_OBJECT:
+    case T_ARRAY: { /* what they hold comes after their bracket */
+        c->nesting++;
+        const char *got = type == T_OBJECT ? visit_object(c, s, name, rule_name, path)
+                                           : visit_array(c, s, name, rule_name, path);
+        c->nesting--;
+        return got;
+    }
     case T_STRING: return visit_string(c, s, rule_name, path);
     case T_INTEGER: return visit_integer(c, s, rule_name, path);
     default: break;
@@ -2267,7 +2277,7 @@ sprout_status sp_json_schema_to_gbnf(const char *schema_json, size_t len, char *
             const char *got = visit(&c, root, "", "");
             rule *rr = got ? find_rule(&c, "root") : NULL;
             if (rr && !rr->body) {
-                if (in_progress(&c, got)) fail_keyword(&c, "", "$ref", "the schema refers to itself before any character (left recursion)");
+                if (left_recursive(&c, got)) fail_keyword(&c, "", "$ref", "the schema refers to itself before any character (left recursion)");
                 else if (!(rr->body = strdup(got))) fail_oom(&c);
             }
         }
