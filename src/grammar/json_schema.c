@@ -1,12 +1,16 @@
 /* JSON Schema to GBNF (see json_schema.h). The rules follow llama.cpp's
  * converter (examples/json_schema_to_grammar.py): the same primitive rules,
  * the same whitespace rule, the same object layout (required properties
- * first, then optional ones, in `properties` order) and the same rule names,
- * so that grammars can be compared. Where llama.cpp quietly drops a keyword
- * or accepts text the schema rejects, this file refuses or tightens:
- * keywords it cannot honour fail with SPROUT_ERR_UNSUPPORTED, pattern
- * classes never emit a raw quote, backslash or control character, dates
- * never name a day the month lacks, and integer ranges are exact. */
+ * first, then optional ones, in `properties` order; no extra properties
+ * unless additionalProperties allows them) and the same rule names, so that
+ * grammars can be compared. Where llama.cpp quietly drops a keyword or
+ * accepts text the schema rejects, this file refuses or tightens: keywords
+ * it cannot honour (or combinations, like pattern with minLength) fail with
+ * SPROUT_ERR_UNSUPPORTED; oneOf must have branches no value can match
+ * twice; pattern classes never write a raw quote, backslash or control
+ * character; dates never name a day the month lacks; integer ranges are
+ * exact; a $ref that comes back to itself before any character (left
+ * recursion, which GBNF engines refuse) is refused here. */
 #include "grammar/json_schema.h"
 
 #include <jansson.h>
