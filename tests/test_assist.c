@@ -15,16 +15,8 @@
 #include "sprout.h"
 #include "test_util.h"
 
-static char shared[1024];
 
-static sprout_model *load(const char *rel) {
-    char path[2048];
-    snprintf(path, sizeof path, "%s/%s", shared, rel);
-    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 2, .n_ctx = 256};
-    sprout_model *m = NULL;
-    CHECK_MSG(sprout_model_load(path, &mp, &m) == SPROUT_OK, "%s: %s", rel, sprout_last_error());
-    return m;
-}
+static sprout_model *load(const char *rel) { return test_load_shared(rel, 256); }
 
 static sprout_pipeline *pipeline(const sprout_model *m) {
     sprout_pipeline *p = NULL;
@@ -287,7 +279,6 @@ static void test_vocabulary(void) {
 }
 
 int main(void) {
-    snprintf(shared, sizeof shared, "%s", test_shared_dir());
     test_stories();
     test_arch();
     test_distribution();

@@ -14,16 +14,8 @@
 #include "sprout.h"
 #include "test_util.h"
 
-static char shared[1024];
 
-static sprout_model *load(const char *rel) {
-    char path[2048];
-    snprintf(path, sizeof path, "%s/%s", shared, rel);
-    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 2, .n_ctx = 256};
-    sprout_model *m = NULL;
-    CHECK_MSG(sprout_model_load(path, &mp, &m) == SPROUT_OK, "%s: %s", rel, sprout_last_error());
-    return m;
-}
+static sprout_model *load(const char *rel) { return test_load_shared(rel, 256); }
 
 static const char *const story = "Once upon a time, there was a little girl named Lily. She loved to play outside. "
                                  "One day, Lily saw a big red ball in the park. Once upon a time, there was";
@@ -191,7 +183,6 @@ static void test_vocabulary(sprout_model *m) {
 }
 
 int main(void) {
-    snprintf(shared, sizeof shared, "%s", test_shared_dir());
     sprout_model *m = load("models/stories260K.gguf"), *poor = load("arch/llama-Q8_0.gguf");
     if (!m || !poor) TEST_MAIN_END();
     sprout_result *plain[N_JOBS];

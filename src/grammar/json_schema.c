@@ -113,38 +113,43 @@ static void fail_oom(cv *c) {
     if (!failed(c)) c->status = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "JSON schema: out of memory");
 }
 
+/* The conversion's first failure: st, "WHAT at PATH: why" (PATH "/" for
+ * the root). */
+static void vfail(cv *c, sprout_status st, const char *what, const char *path, const char *fmt, va_list ap) {
+    char why[256];
+    vsnprintf(why, sizeof why, fmt, ap);
+    c->status = sp_fail(st, "%s at %s: %s", what, *path ? path : "/", why);
+}
+
 /* "unsupported keyword K at PATH/K: why" */
 static void fail_keyword(cv *c, const char *path, const char *key, const char *fmt, ...) SP_PRINTF(4, 5);
 static void fail_keyword(cv *c, const char *path, const char *key, const char *fmt, ...) {
     if (failed(c)) return;
-    char why[256];
+    char what[192], at[1024];
+    snprintf(what, sizeof what, "unsupported keyword %s", key);
+    snprintf(at, sizeof at, "%s/%s", path, key);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
+    vfail(c, SPROUT_ERR_UNSUPPORTED, what, at, fmt, ap);
     va_end(ap);
-    c->status = sp_fail(SPROUT_ERR_UNSUPPORTED, "unsupported keyword %s at %s/%s: %s", key, path, key, why);
 }
 
 static void fail_unsupported(cv *c, const char *path, const char *fmt, ...) SP_PRINTF(3, 4);
 static void fail_unsupported(cv *c, const char *path, const char *fmt, ...) {
     if (failed(c)) return;
-    char why[256];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
+    vfail(c, SPROUT_ERR_UNSUPPORTED, "unsupported schema", path, fmt, ap);
     va_end(ap);
-    c->status = sp_fail(SPROUT_ERR_UNSUPPORTED, "unsupported schema at %s: %s", *path ? path : "/", why);
 }
 
 static void fail_format(cv *c, const char *path, const char *fmt, ...) SP_PRINTF(3, 4);
 static void fail_format(cv *c, const char *path, const char *fmt, ...) {
     if (failed(c)) return;
-    char why[256];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
+    vfail(c, SPROUT_ERR_FORMAT, "malformed JSON schema", path, fmt, ap);
     va_end(ap);
-    c->status = sp_fail(SPROUT_ERR_FORMAT, "malformed JSON schema at %s: %s", *path ? path : "/", why);
 }
 
 static char *take(cv *c, sb *b) {
