@@ -15,6 +15,7 @@
 # line sit side by side. src/X is folder X; cli/ is cli.
 LAYERS='
 core
+grammar
 quant sampler
 gguf
 kernels
