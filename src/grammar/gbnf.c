@@ -218,7 +218,7 @@ static bool repeat(parser *p, int64_t rule, size_t sym, uint32_t min, uint32_t m
     const size_t n = r->n - sym;
     sp_gbnf_elem *copy = malloc(n * sizeof *copy + 1);
     if (!copy) return oom(p);
-    memcpy(copy, r->elems + sym, n * sizeof *copy);
+    if (n) memcpy(copy, r->elems + sym, n * sizeof *copy);
     p->total -= n;
     r->n = sym;
     bool ok = true;
