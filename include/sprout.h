@@ -731,6 +731,13 @@ typedef struct sprout_generation_config {
     const char *samplers;             /* the chain's order, llama.cpp's --samplers ("penalties;dry;top_k;...", also
                                          its other spellings: "top-k", "temp" ...) or --sampling-seq letters
                                          ("edskypmxt"); NULL or "": the default; copied by a scheduler */
+    /* Structured output: the output is a text of this GBNF grammar (llama.cpp's dialect, start rule `root`), or a
+     * JSON value valid against this JSON Schema (text); only tokens that keep it so are drawn, end-of-generation
+     * only once it is complete, and generation ends when nothing may follow. One or the other (a schema rules
+     * over json_object); NULL or "": none. A bad grammar or schema fails the call (SPROUT_ERR_FORMAT, or
+     * SPROUT_ERR_UNSUPPORTED naming a schema keyword sprout cannot enforce); copied by a scheduler */
+    const char *grammar;
+    const char *json_schema;
 } sprout_generation_config;
 
 void sprout_generation_config_init(sprout_generation_config *config);
@@ -846,6 +853,12 @@ void sprout_lora_free(sprout_lora *lora);
  * NULL config), and of every call whose config names none (n_lora 0); n 0
  * clears them. The pipeline copies the arrays, not the adapters. */
 sprout_status sprout_pipeline_set_lora(sprout_pipeline *p, sprout_lora *const *adapters, const float *scales, size_t n);
+
+/* A JSON Schema (text) as the GBNF grammar that enforces it (llama.cpp's
+ * json_schema_to_grammar; freed with sprout_free). SPROUT_ERR_UNSUPPORTED
+ * names a keyword that would not be enforced (never a silent downgrade);
+ * SPROUT_ERR_FORMAT a malformed schema. */
+sprout_status sprout_json_schema_to_grammar(const char *schema, size_t len, char **grammar);
 
 /* A draft pipeline for assisted generation: its model (small, the same
  * vocabulary: type, size within 128, BOS and EOS, each token's text, as

@@ -1,6 +1,7 @@
 #include "model/model.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -471,6 +472,7 @@ sprout_status sprout_model_load(const char *path, const sprout_model_params *par
 
 void sprout_model_free(sprout_model *m) {
     if (!m) return;
+    sp_grammar_vocab_free(atomic_load(&m->grammar_vocab));
     sprout_tokenizer_free(m->tokenizer);
     sprout_gguf_close(m->gguf);
     free(m->decoded);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "grammar/grammar_mask.h"
 #include "kernels/kernels.h"
 #include "sprout.h"
 
@@ -92,6 +93,9 @@ struct sprout_model {
     float *decoded;              /* storage of decoded small vectors */
     sprout_model_params params;
     double load_ms;
+    /* the vocabulary as constrained decoding reads it, made at first use
+     * by whichever thread asks (sp_model_grammar_vocab) */
+    _Atomic(sp_grammar_vocab *) grammar_vocab;
 };
 
 /* The matrices the forward pass multiplies by (every sp_matmul's weight),
@@ -110,6 +114,11 @@ void sp_model_weight_name(int64_t i, char *buf, size_t cap);
 /* Tensor i of g as a weight of n_out rows of n_in: a type sprout computes,
  * the shape checked (an error names the tensor). */
 sprout_status sp_weight_bind(const sprout_gguf *g, int64_t i, int64_t n_in, int64_t n_out, sp_weight *w);
+
+/* Each token's text as a grammar reads it (none for tokens that add no
+ * text: control tokens), built once and shared by every sequence; NULL
+ * (the error said) without a vocabulary or memory. Any thread. */
+const sp_grammar_vocab *sp_model_grammar_vocab(const sprout_model *m);
 
 /* Builds the model from an open GGUF (takes ownership of it on success). */
 sprout_status sp_model_build(sprout_gguf *gguf, const sprout_model_params *params, sprout_model **out);

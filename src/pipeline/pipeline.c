@@ -171,5 +171,7 @@ sprout_status sprout_pipeline_set_config(sprout_pipeline *p, const sprout_genera
     p->config.dry_sequence_breakers = NULL;
     p->config.n_dry_sequence_breakers = 0;
     p->config.samplers = NULL;
+    p->config.grammar = NULL;
+    p->config.json_schema = NULL;
     return SPROUT_OK;
 }

@@ -34,6 +34,7 @@ struct sprout_request {
     sprout_logit_bias *biases; /* the config's logit_bias, owned */
     char **breakers;           /* the config's DRY sequence breakers, owned (NULL: the default ones) */
     char *samplers;            /* the config's sampler order, owned */
+    char *grammar, *json_schema; /* the config's constraint, owned */
     sp_lora_set lora;          /* the config's adapters, owned (cfg.lora points into it) */
     sprout_streamer streamer;
     void (*on_done)(sprout_request *req, void *user);
@@ -129,6 +130,8 @@ static void request_destroy(sprout_request *req) {
     free_strings(req->stops, req->cfg.n_stop_strings);
     free_strings(req->breakers, req->cfg.n_dry_sequence_breakers);
     free(req->samplers);
+    free(req->grammar);
+    free(req->json_schema);
     free(req->stop_ids);
     free(req->biases);
     sp_lora_set_free(&req->lora);
@@ -178,11 +181,9 @@ static sprout_status request_new(const sprout_model *m, const sprout_request_par
         req->cfg.dry_sequence_breakers = (const char *const *)req->breakers;
         req->cfg.n_dry_sequence_breakers = req->breakers ? n_breakers : 0;
     }
-    if (req->cfg.samplers) {
-        req->samplers = strdup(req->cfg.samplers);
-        ok = ok && req->samplers;
-        req->cfg.samplers = req->samplers;
-    }
+    if (req->cfg.samplers) ok = ok && (req->cfg.samplers = req->samplers = strdup(req->cfg.samplers));
+    if (req->cfg.grammar) ok = ok && (req->cfg.grammar = req->grammar = strdup(req->cfg.grammar));
+    if (req->cfg.json_schema) ok = ok && (req->cfg.json_schema = req->json_schema = strdup(req->cfg.json_schema));
     req->cfg.n_stop_token_ids = req->cfg.stop_token_ids ? req->cfg.n_stop_token_ids : 0;
     req->cfg.stop_token_ids = req->stop_ids = copy_array(req->cfg.stop_token_ids, req->cfg.n_stop_token_ids, sizeof *req->stop_ids);
     req->cfg.n_logit_bias = req->cfg.logit_bias ? req->cfg.n_logit_bias : 0;

@@ -118,7 +118,7 @@ sprout_status sp_prompt_check(const sprout_model *model, size_t max_tokens, cons
     return SPROUT_OK;
 }
 
-static bool json_vocab(sp_sampler *smp, const sprout_tokenizer *tok, int32_t n_vocab);
+static bool vocab_pieces(sp_sampler *smp, const sprout_tokenizer *tok, int32_t n_vocab);
 
 /* llama.cpp's sequence breakers for DRY (common_params_sampling). */
 static const char *const default_breakers[] = {"\n", ":", "\"", "*"};
@@ -156,15 +156,16 @@ sprout_status sp_seq_check(const sprout_model *model, int32_t n_ctx, const int32
     if (st != SPROUT_OK) return st;
     if (cfg && cfg->max_new_tokens < 0)
         return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "max_new_tokens is negative (%d)", cfg->max_new_tokens);
-    return cfg ? sampling_check(cfg) : SPROUT_OK;
+    if (cfg && (st = sampling_check(cfg)) != SPROUT_OK) return st;
+    return cfg ? sp_constraint_check(cfg) : SPROUT_OK;
 }
 
 sprout_status sp_seq_begin(sp_seq *s, const sprout_model *model, sp_sampler *sampler, int32_t n_ctx, const int32_t *prompt,
                            size_t n_prompt, const char *prompt_text, size_t prompt_len, double t_start, double tokenize_ms,
                            const sprout_generation_config *cfg, sprout_streamer streamer, void *user) {
     memset(s, 0, sizeof *s);
-    sp_json_init(&s->json);
     sprout_status st = sp_seq_check(model, n_ctx, prompt, n_prompt, cfg);
+    if (st == SPROUT_OK) st = sp_constraint_begin(&s->constraint, model, cfg);
     if (st != SPROUT_OK) return st;
     /* logprobs: -1 records none; 0..64 the chosen token's and that many best */
     const int32_t top_k = cfg->logprobs > 0 ? (cfg->logprobs < 64 ? cfg->logprobs : 64) : -1;
@@ -180,6 +181,7 @@ sprout_status sp_seq_begin(sp_seq *s, const sprout_model *model, sp_sampler *sam
     if (!s->result || (tok && sprout_detokenizer_create(tok, SPROUT_DETOKENIZE_CONTINUATION, &s->detok) != SPROUT_OK)) {
         sprout_result_free(s->result);
         s->result = NULL;
+        sp_constraint_free(&s->constraint);
         return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     }
     s->sampling = (sp_sampling){.temperature = cfg->temperature,
@@ -208,14 +210,15 @@ sprout_status sp_seq_begin(sp_seq *s, const sprout_model *model, sp_sampler *sam
                                                                              : sizeof default_breakers / sizeof *default_breakers};
     char why[160];
     sp_sampler_parse_order(cfg->samplers, s->sampling.order, why, sizeof why); /* sp_seq_check saw it parse */
-    /* DRY reads the tokens' text: the vocabulary's pieces (JSON mode's too) */
+    /* DRY reads the tokens' text: the vocabulary's pieces */
     if (cfg->dry_multiplier != 0.f && cfg->dry_base >= 1.f && cfg->dry_penalty_last_n != 0 && cfg->mirostat == 0 &&
-        (!json_vocab(sampler, tok, model->hp.n_vocab) ||
+        (!vocab_pieces(sampler, tok, model->hp.n_vocab) ||
          !sp_sampler_dry_prepare(sampler, s->sampling.dry_breakers, s->sampling.n_dry_breakers))) {
         sprout_detokenizer_free(s->detok);
         s->detok = NULL;
         sprout_result_free(s->result);
         s->result = NULL;
+        sp_constraint_free(&s->constraint);
         return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     }
     /* end-of-generation tokens, masked under ignore_eos and before min_new_tokens: the
@@ -242,16 +245,26 @@ static bool in_list(const int32_t *list, size_t n, int32_t id) {
     return false;
 }
 
-/* JSON mode's view of the vocabulary, once per sampler: each token's text
- * and whether it is plain string text. False when out of memory. */
-static bool json_vocab(sp_sampler *smp, const sprout_tokenizer *tok, int32_t n_vocab) {
+/* Whether the mask allows a token not in `except` (n_vocab ids). */
+static bool allows_other_than(const uint64_t *allowed, const int32_t *except, size_t n_except, int32_t n_vocab) {
+    for (int32_t w = 0; w < (n_vocab + 63) / 64; w++) {
+        uint64_t bits = allowed[w];
+        for (size_t i = 0; i < n_except; i++)
+            if (except[i] / 64 == w) bits &= ~(1ull << (except[i] % 64));
+        if (bits) return true;
+    }
+    return false;
+}
+
+/* The vocabulary's pieces, once per sampler (DRY reads the tokens' text).
+ * False when out of memory. */
+static bool vocab_pieces(sp_sampler *smp, const sprout_tokenizer *tok, int32_t n_vocab) {
     if (smp->piece) return true;
     smp->piece = malloc((size_t)n_vocab * sizeof *smp->piece);
     smp->piece_len = malloc((size_t)n_vocab * sizeof *smp->piece_len);
-    smp->plain_text = malloc((size_t)n_vocab * sizeof *smp->plain_text);
-    if (!smp->piece || !smp->piece_len || !smp->plain_text) {
-        free(smp->piece), free(smp->piece_len), free(smp->plain_text);
-        smp->piece = NULL, smp->piece_len = NULL, smp->plain_text = NULL;
+    if (!smp->piece || !smp->piece_len) {
+        free(smp->piece), free(smp->piece_len);
+        smp->piece = NULL, smp->piece_len = NULL;
         return false;
     }
     for (int32_t id = 0; id < n_vocab; id++) {
@@ -260,50 +273,8 @@ static bool json_vocab(sp_sampler *smp, const sprout_tokenizer *tok, int32_t n_v
         if (!tok || sprout_token_to_piece(tok, id, false, &text, &len) != SPROUT_OK) len = 0;
         smp->piece[id] = text;
         smp->piece_len[id] = (uint32_t)len;
-        smp->plain_text[id] = len > 0 && sp_json_plain_text(text, len);
     }
     return true;
-}
-
-size_t sp_seq_json_banned(sp_seq *s) {
-    sp_sampler *smp = s->sampler;
-    const int32_t n_vocab = s->model->hp.n_vocab;
-    const size_t words = ((size_t)n_vocab + 63) / 64;
-    if (!json_vocab(smp, s->model->tokenizer, n_vocab)) return SIZE_MAX;
-    /* a state seen lately: its list again from the bitset, twenty times
-     * cheaper than a scan of the vocabulary; most states of a JSON object
-     * recur (the misses are first meetings) */
-    sp_json_memo *victim = &smp->json_memo[0];
-    for (int k = 0; k < SP_JSON_MEMO; k++) {
-        sp_json_memo *m = &smp->json_memo[k];
-        if (m->bits && sp_json_state_equal(&m->state, &s->json)) {
-            size_t n = 0;
-            for (size_t w = 0; w < words; w++)
-                for (uint64_t b = m->bits[w]; b; b &= b - 1) smp->masked[n++] = (int32_t)(w * 64 + (size_t)__builtin_ctzll(b));
-            m->last_used = ++smp->json_clock;
-            return n;
-        }
-        if (!m->bits || (victim->bits && m->last_used < victim->last_used)) victim = m;
-    }
-    const bool in_string = sp_json_in_string(&s->json);
-    size_t n = 0;
-    for (int32_t id = 0; id < n_vocab; id++) {
-        if (smp->piece_len[id] == 0) {
-            smp->masked[n++] = id;
-            continue;
-        }
-        if (in_string && smp->plain_text[id]) continue;
-        sp_json_state probe = s->json;
-        if (!sp_json_feed(&probe, smp->piece[id], smp->piece_len[id])) smp->masked[n++] = id;
-    }
-    if (!victim->bits) victim->bits = malloc(words * sizeof *victim->bits);
-    if (victim->bits) { /* without room it is computed again next time */
-        memset(victim->bits, 0, words * sizeof *victim->bits);
-        for (size_t i = 0; i < n; i++) victim->bits[smp->masked[i] / 64] |= 1ull << (smp->masked[i] % 64);
-        victim->state = s->json;
-        victim->last_used = ++smp->json_clock;
-    }
-    return n;
 }
 
 bool sp_seq_next(sp_seq *s, const float *logits, const int32_t *history, size_t n_history, bool room, int32_t *feed) {
@@ -319,19 +290,16 @@ bool sp_seq_next(sp_seq *s, const float *logits, const int32_t *history, size_t 
     const bool mask_eog = cfg->ignore_eos || i < cfg->min_new_tokens;
     const int32_t *banned = s->eog;
     size_t n_banned = mask_eog ? s->n_eog : 0;
-    if (cfg->json_object) {
-        banned = s->sampler->masked;
-        n_banned = sp_seq_json_banned(s);
-        if (n_banned == SIZE_MAX) {
-            s->oom = true;
-            return false;
-        }
-        if (n_banned >= (size_t)s->model->hp.n_vocab) { /* no token can continue the object */
-            s->finish = SPROUT_FINISH_LENGTH;
+    const uint64_t *allowed = NULL;
+    if (sp_constraint_active(&s->constraint)) {
+        allowed = sp_constraint_mask(&s->constraint, &s->oom);
+        if (s->oom) return false;
+        if (!allowed || (mask_eog && !allows_other_than(allowed, s->eog, s->n_eog, s->model->hp.n_vocab))) {
+            s->finish = SPROUT_FINISH_LENGTH; /* no token can continue the output */
             return false;
         }
     }
-    const int32_t next = sp_sample(s->sampler, logits, &s->sampling, history, n_history, banned, n_banned);
+    const int32_t next = sp_sample_allowed(s->sampler, logits, &s->sampling, history, n_history, banned, n_banned, allowed);
     const double t_now = sp_now_ms();
     if (i == 0) s->t_first = t_now;
     else {
@@ -355,9 +323,12 @@ bool sp_seq_next(sp_seq *s, const float *logits, const int32_t *history, size_t 
         s->on_token(s->token_ctx, next, r->logprob ? r->logprob[i] : 0.f, r->top_ids ? r->top_ids + (size_t)i * (size_t)r->top_k : NULL,
                     r->top_logprobs ? r->top_logprobs + (size_t)i * (size_t)r->top_k : NULL, r->top_k > 0 ? r->top_k : 0);
     r->tokens[r->n_tokens++] = next;
-    if (cfg->json_object) {
-        sp_json_feed(&s->json, s->sampler->piece[next], s->sampler->piece_len[next]);
-        if (sp_json_done(&s->json)) s->finish = SPROUT_FINISH_EOS; /* the object is closed: nothing may follow */
+    if (sp_constraint_active(&s->constraint)) {
+        const char *text = "";
+        size_t len = 0;
+        if (tok && sprout_token_to_piece(tok, next, false, &text, &len) != SPROUT_OK) len = 0;
+        sp_constraint_accept(&s->constraint, text, len);
+        if (sp_constraint_must_end(&s->constraint)) s->finish = SPROUT_FINISH_EOS; /* the grammar is complete: nothing may follow */
     }
     if (s->detok) {
         const char *piece;
@@ -410,6 +381,7 @@ sprout_status sp_seq_end(sp_seq *s, sprout_status st, sprout_result **out) {
     }
     sprout_detokenizer_free(s->detok);
     s->detok = NULL;
+    sp_constraint_free(&s->constraint);
     if (st == SPROUT_OK && s->oom) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     if (st != SPROUT_OK) {
         free(s->text.data);

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "core/buf.h"
-#include "sampler/json_constraint.h"
+#include "pipeline/constraint.h"
 #include "sampler/sampler.h"
 #include "sprout.h"
 
@@ -37,7 +37,7 @@ typedef struct sp_seq {
     sprout_stream_status stream;
     sprout_finish_reason finish;
     int32_t n_prefill;      /* prompt tokens computed (the rest were cached) */
-    sp_json_state json;     /* JSON mode: the output read so far */
+    sp_constraint constraint; /* a grammar, a JSON schema or JSON mode: the output read so far */
     int32_t n_draft, n_accepted, n_passes; /* assisted generation's counts (the metrics') */
     double t_start, t_prefill, t_prefilled, t_first, t_last, tpot_sum, tpot_sq, tokenize_ms;
 } sp_seq;
@@ -83,11 +83,6 @@ static inline bool sp_seq_finished(const sp_seq *s) { return s->finish != SPROUT
 bool sp_seq_verify(sp_seq *s, const float *rows, size_t n_vocab, int32_t pending, const int32_t *proposal, int32_t k,
                    int32_t *history, int32_t *n_history, int32_t n_ctx, int32_t *next);
 
-/* JSON mode: the ids that cannot continue the object read so far, into the
- * sampler's `masked` list (end-of-generation and other control tokens among
- * them: they add no text, and the sequence ends by itself when the object
- * closes); SIZE_MAX when out of memory. sp_seq_next calls it. */
-size_t sp_seq_json_banned(sp_seq *s);
 
 /* Ends the sequence: a status other than OK (a failed forward pass) frees
  * everything and is returned; otherwise the result goes to *out. */

@@ -41,9 +41,8 @@ sprout_status sp_sampler_init(sp_sampler *s, int32_t n_vocab, uint64_t seed) {
     s->n_vocab = n_vocab;
     s->cand = malloc((size_t)n_vocab * sizeof *s->cand);
     s->counts = calloc((size_t)n_vocab, sizeof *s->counts);
-    s->masked = malloc((size_t)n_vocab * sizeof *s->masked);
     s->scratch = malloc((size_t)n_vocab * 8);
-    if (!s->cand || !s->counts || !s->masked || !s->scratch) {
+    if (!s->cand || !s->counts || !s->scratch) {
         sp_sampler_free(s);
         return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory for the sampler");
     }
@@ -59,15 +58,12 @@ void sp_sampler_reset(sp_sampler *s, const sp_sampling *cfg, uint64_t seed) {
 void sp_sampler_free(sp_sampler *s) {
     free(s->cand);
     free(s->counts);
-    free(s->masked);
     free(s->piece);
     free(s->piece_len);
-    free(s->plain_text);
     free(s->scratch);
     free(s->dry_kind);
     free(s->dry_max);
     free(s->dry_z);
-    for (int i = 0; i < SP_JSON_MEMO; i++) free(s->json_memo[i].bits);
     memset(s, 0, sizeof *s);
 }
 
@@ -297,6 +293,11 @@ static bool in_order(const uint8_t *order, sp_stage st) {
 
 int32_t sp_sample(sp_sampler *s, const float *logits, const sp_sampling *cfg, const int32_t *history, size_t n_history,
                   const int32_t *banned, size_t n_banned) {
+    return sp_sample_allowed(s, logits, cfg, history, n_history, banned, n_banned, NULL);
+}
+
+int32_t sp_sample_allowed(sp_sampler *s, const float *logits, const sp_sampling *cfg, const int32_t *history, size_t n_history,
+                          const int32_t *banned, size_t n_banned, const uint64_t *allowed) {
     const int32_t n = s->n_vocab;
     /* a broken model (NaN or infinite weights) must still give a token in
      * range: NaN counts as the lowest logit, +inf as the highest finite one,
@@ -311,6 +312,10 @@ int32_t sp_sample(sp_sampler *s, const float *logits, const sp_sampling *cfg, co
     }
     for (size_t i = 0; i < n_banned; i++)
         if (banned[i] >= 0 && banned[i] < n) s->cand[banned[i]].logit = -INFINITY;
+    for (int32_t w = 0; allowed && w < (n + 63) / 64; w++) /* a word at a time: most of a mask is whole words */
+        if (allowed[w] != UINT64_MAX)
+            for (int32_t i = 64 * w; i < n && i < 64 * (w + 1); i++)
+                if (!(allowed[w] >> (i % 64) & 1)) s->cand[i].logit = -INFINITY;
     s->n_cur = n;
     s->sorted = s->p_valid = false;
     s->identity = true;

@@ -12,7 +12,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sampler/json_constraint.h"
 #include "sprout.h"
 
 /* The stages of the chain, llama.cpp's sampler types (--samplers). */
@@ -62,27 +61,13 @@ typedef struct sp_candidate {
     float p;
 } sp_candidate;
 
-/* JSON mode's masks of the last reader states seen (sequence.c's
- * json_banned): the ids a state bans, as a bitset, reused whenever the
- * output comes back to that state (a string's text keeps it in one). */
-enum { SP_JSON_MEMO = 8 };
-typedef struct sp_json_memo {
-    sp_json_state state;
-    uint64_t *bits; /* n_vocab bits; NULL: an empty entry */
-    uint64_t last_used;
-} sp_json_memo;
-
 typedef struct sp_sampler {
     int32_t n_vocab;
     sp_candidate *cand;
     int32_t *counts;   /* per token, for penalties */
-    int32_t *masked;   /* per token: room for a list of ids to ban (JSON mode's) */
-    /* JSON mode's view of the vocabulary, filled on first use (a sampler serves one model) */
+    /* each token's text, filled on first use by DRY (a sampler serves one model) */
     const char **piece;
     uint32_t *piece_len;
-    bool *plain_text;
-    sp_json_memo json_memo[SP_JSON_MEMO];
-    uint64_t json_clock;
     uint64_t rng[4];
     int32_t n_last; /* candidates left by the last draw */
     /* the chain's working state: cand[0..n_cur) are the candidates left;
@@ -125,6 +110,10 @@ bool sp_sampler_parse_order(const char *text, uint8_t order[SP_MAX_STAGES], char
  * penalties look at. The logits are not modified. */
 int32_t sp_sample(sp_sampler *s, const float *logits, const sp_sampling *cfg, const int32_t *history, size_t n_history,
                   const int32_t *banned, size_t n_banned);
+/* The same among the tokens of `allowed` only (bit t of allowed[t / 64];
+ * NULL: all): constrained decoding's mask. It must allow some token. */
+int32_t sp_sample_allowed(sp_sampler *s, const float *logits, const sp_sampling *cfg, const int32_t *history, size_t n_history,
+                          const int32_t *banned, size_t n_banned, const uint64_t *allowed);
 
 /* The candidates that survived the last sp_sample's filters (best first)
  * with their final probabilities; for tests and for diagnostics. */

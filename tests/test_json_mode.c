@@ -1,14 +1,16 @@
-/* JSON mode's byte-level reader against jansson: every prefix of a valid
- * object is accepted and only the whole is done; thousands of mutated
- * documents agree with jansson both ways (what jansson accepts is accepted
- * and done; what is accepted and done jansson accepts); a list of near
- * misses is refused; and a sequence in JSON mode on the real stories260K
- * vocabulary passes over better-scored tokens that would break the object
- * and ends as the object closes. */
+/* JSON mode, the grammar of one JSON object (pipeline/constraint.c),
+ * against jansson: every prefix of a valid object is accepted and only the
+ * whole is complete; thousands of mutated documents agree with jansson
+ * both ways (what jansson accepts within the grammar's whitespace is
+ * accepted and complete; what is accepted and complete jansson accepts); a
+ * list of near misses is refused; a sequence in JSON mode on the real
+ * stories260K vocabulary passes over better-scored tokens that would break
+ * the object and ends as the object closes; and the masks a sequence uses
+ * equal a scan of the vocabulary. */
 #include <jansson.h>
 
+#include "pipeline/constraint.h"
 #include "pipeline/sequence.h"
-#include "sampler/json_constraint.h"
 #include "test_util.h"
 
 static const char *const valid[] = {
@@ -26,53 +28,76 @@ static const char *const invalid[] = {
     "{\"a\":.5}", "{\"a\":+1}", "{1:2}", "{\"a\":NaN}", "{\"a\":\"\xc3\"}", "{\"a\":\"\xed\xa0\x80\"}", "{\"a\":\"\xc0\xaf\"}",
 };
 
-static bool feed_all(const char *s, size_t n, sp_json_state *st) {
-    sp_json_init(st);
-    return sp_json_feed(st, s, n);
+static sp_grammar *json_grammar;
+
+/* A state of JSON mode's grammar after s[0..n); NULL when refused. */
+static sp_grammar_state *feed_all(const char *s, size_t n) {
+    sp_grammar_state *st = sp_grammar_state_new(json_grammar);
+    if (st && !sp_grammar_accept(st, s, n)) {
+        sp_grammar_state_free(st);
+        return NULL;
+    }
+    return st;
+}
+
+/* Accepted and complete: the object closed, nothing may follow. */
+static bool whole(const char *s, size_t n) {
+    sp_grammar_state *st = feed_all(s, n);
+    const bool done = st && sp_grammar_must_end(st);
+    sp_grammar_state_free(st);
+    return done;
+}
+
+/* Accepted and not complete. */
+static bool prefix(const char *s, size_t n) {
+    sp_grammar_state *st = feed_all(s, n);
+    const bool open = st && !sp_grammar_can_end(st);
+    sp_grammar_state_free(st);
+    return open;
+}
+
+/* Refused. */
+static bool refused(const char *s, size_t n) {
+    sp_grammar_state *st = feed_all(s, n);
+    sp_grammar_state_free(st);
+    return st == NULL;
 }
 
 static void test_fixed(void) {
     for (size_t i = 0; i < sizeof valid / sizeof valid[0]; i++) {
         const size_t n = strlen(valid[i]);
-        sp_json_state st;
-        for (size_t k = 0; k < n; k++) {
-            const bool ok = feed_all(valid[i], k, &st);
-            CHECK_MSG(ok && !sp_json_done(&st), "valid %zu: prefix of %zu bytes", i, k);
-        }
-        CHECK_MSG(feed_all(valid[i], n, &st) && sp_json_done(&st), "valid %zu whole", i);
+        for (size_t k = 0; k < n; k++) CHECK_MSG(prefix(valid[i], k), "valid %zu: prefix of %zu bytes", i, k);
+        CHECK_MSG(whole(valid[i], n), "valid %zu whole", i);
         /* byte by byte gives the same as all at once */
-        sp_json_init(&st);
-        for (size_t k = 0; k < n; k++) sp_json_feed(&st, valid[i] + k, 1);
-        CHECK_MSG(sp_json_done(&st), "valid %zu byte by byte", i);
+        sp_grammar_state *st = sp_grammar_state_new(json_grammar);
+        bool ok = st != NULL;
+        for (size_t k = 0; ok && k < n; k++) ok = sp_grammar_accept(st, valid[i] + k, 1);
+        CHECK_MSG(ok && sp_grammar_must_end(st), "valid %zu byte by byte", i);
+        sp_grammar_state_free(st);
     }
-    for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) {
-        sp_json_state st;
-        const bool ok = feed_all(invalid[i], strlen(invalid[i]), &st);
-        CHECK_MSG(!ok, "invalid %zu (%s) accepted", i, invalid[i]);
-    }
-    /* the bounds: whitespace runs and nesting */
-    sp_json_state st;
-    char text[256];
-    snprintf(text, sizeof text, "{%*s\"a\":1}", SP_JSON_MAX_WHITESPACE, "");
-    CHECK(feed_all(text, strlen(text), &st) && sp_json_done(&st));
-    snprintf(text, sizeof text, "{%*s\"a\":1}", SP_JSON_MAX_WHITESPACE + 1, "");
-    CHECK(!feed_all(text, strlen(text), &st));
-    static const char pretty[] = "{\n  \"a\": 1\n}", two_newlines[] = "{\n\n\"a\": 1}";
-    CHECK(feed_all(pretty, strlen(pretty), &st) && sp_json_done(&st));
-    CHECK(!feed_all(two_newlines, strlen(two_newlines), &st));
+    for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++)
+        CHECK_MSG(refused(invalid[i], strlen(invalid[i])), "invalid %zu (%s) accepted", i, invalid[i]);
+    /* whitespace as llama.cpp's JSON grammar has it: one space, or a
+     * newline and up to 20 spaces or tabs, between any two tokens */
+    static const char indented[] = "{\n                    \"a\": 1}", too_deep[] = "{\n                     \"a\": 1}",
+                      pretty[] = "{\n  \"a\": 1\n}", two_newlines[] = "{\n\n\"a\": 1}", two_spaces[] = "{  \"a\": 1}";
+    CHECK(whole(indented, strlen(indented)) && whole(pretty, strlen(pretty)));
+    CHECK(refused(too_deep, strlen(too_deep)) && refused(two_newlines, strlen(two_newlines)) && refused(two_spaces, strlen(two_spaces)));
+    /* deep nesting is fine */
+    char text[512];
     size_t o = 0;
     text[o++] = '{', text[o++] = '"', text[o++] = 'a', text[o++] = '"', text[o++] = ':';
-    for (int d = 1; d < SP_JSON_MAX_DEPTH; d++) text[o++] = '[';
-    CHECK(feed_all(text, o, &st));
-    text[o++] = '[';
-    CHECK(!feed_all(text, o, &st));
+    for (int d = 0; d < 100; d++) text[o++] = '[';
+    for (int d = 0; d < 100; d++) text[o++] = ']';
+    text[o++] = '}';
+    CHECK(whole(text, o));
 }
 
-/* Whether every run of whitespace outside strings is within JSON mode's
- * bounds (jansson has none). */
+/* Whether every run of whitespace outside strings is one JSON mode's
+ * grammar allows: " ", or a newline and up to 20 spaces or tabs (jansson
+ * allows any). */
 static bool whitespace_in_bounds(const char *s, size_t n) {
     bool in_string = false;
-    int run = 0, newlines = 0;
     for (size_t i = 0; i < n; i++) {
         const char c = s[i];
         if (in_string) {
@@ -81,12 +106,14 @@ static bool whitespace_in_bounds(const char *s, size_t n) {
             continue;
         }
         if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
-            run++;
-            newlines += c == '\n';
-            if (run > SP_JSON_MAX_WHITESPACE || newlines > 1) return false;
+            size_t end = i + 1;
+            while (end < n && (s[end] == ' ' || s[end] == '\n' || s[end] == '\t' || s[end] == '\r')) end++;
+            bool indented = c == '\n' && end - i - 1 <= 20;
+            for (size_t k = i + 1; indented && k < end; k++) indented = s[k] == ' ' || s[k] == '\t';
+            if (!(end - i == 1 && c == ' ') && !indented) return false;
+            i = end - 1;
             continue;
         }
-        run = newlines = 0;
         in_string = c == '"';
     }
     return true;
@@ -123,8 +150,7 @@ static void test_against_jansson(void) {
         if (first == n || doc[first] != '{') continue;
         json_error_t err;
         json_t *j = json_loadb(doc, n, JSON_ALLOW_NUL, &err);
-        sp_json_state st;
-        const bool ours = feed_all(doc, n, &st) && sp_json_done(&st);
+        const bool ours = whole(doc, n);
         if (!j && strstr(err.text, "overflow")) continue; /* jansson stops at a number past double's range, which is still JSON */
         if (j && !whitespace_in_bounds(doc, n)) {
             json_decref(j);
@@ -210,9 +236,10 @@ static void test_sequence(void) {
     sprout_model_free(model);
 }
 
-/* The masks a sequence uses, reused by reader state (the sampler keeps the
- * last few), against a scan of the vocabulary for every state that a
- * random walk through JSON mode on stories260K reaches. */
+/* The masks a sequence uses (sp_constraint_mask) against a scan of the
+ * vocabulary (each token's text tried on a copy of the state; tokens
+ * without text never, but end-of-generation once the object may end) for
+ * every state that random walks through JSON mode on stories260K reach. */
 static void test_masks_by_state(void) {
     sprout_model *model = load_stories();
     if (!model) return;
@@ -229,7 +256,7 @@ static void test_masks_by_state(void) {
     cfg.top_k = 0, cfg.top_p = 1, cfg.min_p = 0; /* every token may be drawn */
     float *logits = malloc((size_t)n_vocab * sizeof *logits);
     bool *want = malloc((size_t)n_vocab * sizeof *want), *got = malloc((size_t)n_vocab * sizeof *got);
-    int steps = 0, mismatches = 0, hits_possible = 0;
+    int steps = 0, mismatches = 0;
     const int32_t bos = 1;
     for (uint64_t seed = 1; seed <= 6; seed++) { /* one sampler: later walks meet states the earlier ones left */
         cfg.seed = seed;
@@ -237,17 +264,23 @@ static void test_masks_by_state(void) {
         CHECK(sp_seq_begin(&seq, model, &sampler, 512, &bos, 1, NULL, 0, sp_now_ms(), 0, &cfg, NULL, NULL) == SPROUT_OK);
         uint64_t r = seed * 0x9E3779B97F4A7C15ull;
         for (bool going = true; going;) {
-            const size_t n = sp_seq_json_banned(&seq);
-            memset(got, 0, (size_t)n_vocab * sizeof *got);
-            for (size_t i = 0; i < n && n != SIZE_MAX; i++) got[sampler.masked[i]] = true;
+            bool failed = false;
+            const uint64_t *bits = sp_constraint_mask(&seq.constraint, &failed);
+            CHECK(!failed);
+            for (int32_t id = 0; id < n_vocab; id++) got[id] = bits && (bits[id / 64] >> (id % 64) & 1);
+            const bool can_end = sp_grammar_can_end(seq.constraint.state);
             for (int32_t id = 0; id < n_vocab; id++) {
                 const char *text;
-                size_t len;
-                sp_json_state probe = seq.json;
-                want[id] = sprout_token_to_piece(tok, id, false, &text, &len) != SPROUT_OK || len == 0 || !sp_json_feed(&probe, text, len);
+                size_t len = 0;
+                if (sprout_token_to_piece(tok, id, false, &text, &len) != SPROUT_OK || len == 0) {
+                    want[id] = can_end && sprout_tokenizer_is_eog(tok, id);
+                    continue;
+                }
+                sp_grammar_state *probe = sp_grammar_state_clone(seq.constraint.state);
+                want[id] = probe && sp_grammar_accept(probe, text, len);
+                sp_grammar_state_free(probe);
             }
             mismatches += memcmp(want, got, (size_t)n_vocab * sizeof *want) != 0;
-            hits_possible += sampler.json_clock > 0;
             steps++;
             /* logits that wander: structure one step, text the next */
             for (int32_t id = 0; id < n_vocab; id++) {
@@ -262,7 +295,6 @@ static void test_masks_by_state(void) {
         sprout_result_free(result);
     }
     CHECK_MSG(mismatches == 0 && steps > 100, "%d of %d masks differ from a scan", mismatches, steps);
-    CHECK(hits_possible > 0);
     free(logits);
     free(want);
     free(got);
@@ -271,9 +303,12 @@ static void test_masks_by_state(void) {
 }
 
 int main(void) {
+    CHECK(sp_grammar_compile(sp_json_object_grammar, strlen(sp_json_object_grammar), "root", &json_grammar) == SPROUT_OK);
+    if (!json_grammar) TEST_MAIN_END();
     test_fixed();
     test_against_jansson();
     test_sequence();
     test_masks_by_state();
+    sp_grammar_free(json_grammar);
     TEST_MAIN_END();
 }

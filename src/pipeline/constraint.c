@@ -1,0 +1,111 @@
+#include "pipeline/constraint.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "grammar/json_schema.h"
+
+/* Whitespace as llama.cpp's JSON grammar bounds it, so that a model cannot
+ * stall in it; UTF-16 surrogates are no characters. */
+const char sp_json_object_grammar[] =
+    "root   ::= ws \"{\" ws ( member ( \",\" ws member )* )? \"}\"\n"
+    "member ::= string \":\" ws value\n"
+    "value  ::= ( object | array | string | number | \"true\" | \"false\" | \"null\" ) ws\n"
+    "object ::= \"{\" ws ( member ( \",\" ws member )* )? \"}\"\n"
+    "array  ::= \"[\" ws ( value ( \",\" ws value )* )? \"]\"\n"
+    "string ::= \"\\\"\" ( [^\"\\\\\\x7F\\x00-\\x1F\\uD800-\\uDFFF] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} ) )* \"\\\"\" ws\n"
+    "number ::= \"-\"? ( \"0\" | [1-9] [0-9]* ) ( \".\" [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\n"
+    "ws     ::= | \" \" | \"\\n\" [ \\t]{0,20}\n";
+
+sprout_status sprout_json_schema_to_grammar(const char *schema, size_t len, char **grammar) {
+    if (!grammar) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL output pointer");
+    *grammar = NULL;
+    if (!schema) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL schema");
+    return sp_json_schema_to_gbnf(schema, len, grammar);
+}
+
+sprout_status sp_constraint_check(const sprout_generation_config *cfg) {
+    const bool grammar = cfg->grammar && *cfg->grammar, schema = cfg->json_schema && *cfg->json_schema;
+    if (grammar && schema) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "a grammar and a JSON schema: one or the other");
+    char *converted = NULL;
+    sprout_status st = schema ? sp_json_schema_to_gbnf(cfg->json_schema, strlen(cfg->json_schema), &converted) : SPROUT_OK;
+    sp_grammar *g = NULL;
+    if (st == SPROUT_OK && (grammar || converted)) {
+        const char *text = grammar ? cfg->grammar : converted;
+        st = sp_grammar_compile(text, strlen(text), "root", &g);
+    }
+    sp_grammar_free(g);
+    free(converted);
+    return st;
+}
+
+sprout_status sp_constraint_begin(sp_constraint *c, const sprout_model *m, const sprout_generation_config *cfg) {
+    memset(c, 0, sizeof *c);
+    const bool grammar = cfg->grammar && *cfg->grammar, schema = cfg->json_schema && *cfg->json_schema;
+    if (grammar && schema) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "a grammar and a JSON schema: one or the other");
+    if (!grammar && !schema && !cfg->json_object) return SPROUT_OK;
+    char *converted = NULL;
+    const char *text = grammar ? cfg->grammar : sp_json_object_grammar;
+    sprout_status st = SPROUT_OK;
+    if (schema && (st = sp_json_schema_to_gbnf(cfg->json_schema, strlen(cfg->json_schema), &converted)) != SPROUT_OK) return st;
+    if (converted) text = converted;
+    st = sp_grammar_compile(text, strlen(text), "root", &c->grammar);
+    free(converted);
+    if (st != SPROUT_OK) return st;
+    c->vocab = sp_model_grammar_vocab(m);
+    if (!c->vocab) st = SPROUT_ERR_UNSUPPORTED;
+    if (st == SPROUT_OK) st = sp_grammar_masker_create(c->grammar, c->vocab, &c->masker);
+    const int32_t n_vocab = m->hp.n_vocab;
+    if (st == SPROUT_OK) {
+        c->state = sp_grammar_state_new(c->grammar);
+        c->allowed = malloc(sp_grammar_mask_words(c->vocab) * sizeof *c->allowed);
+        c->silent = malloc((size_t)n_vocab * sizeof *c->silent);
+        c->eog = calloc((size_t)n_vocab, sizeof *c->eog);
+        if (!c->state || !c->allowed || !c->silent || !c->eog) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int32_t id = 0; st == SPROUT_OK && id < n_vocab; id++) {
+        const char *piece;
+        size_t len = 0;
+        if (sprout_token_to_piece(m->tokenizer, id, false, &piece, &len) != SPROUT_OK || len == 0) {
+            c->eog[c->n_silent] = sprout_tokenizer_is_eog(m->tokenizer, id);
+            c->silent[c->n_silent++] = id;
+        }
+    }
+    if (st != SPROUT_OK) sp_constraint_free(c);
+    return st;
+}
+
+const uint64_t *sp_constraint_mask(sp_constraint *c, bool *failed) {
+    *failed = false;
+    if (sp_grammar_mask(c->masker, c->state, c->allowed) != SPROUT_OK) {
+        *failed = true;
+        return NULL;
+    }
+    const bool can_end = sp_grammar_can_end(c->state);
+    for (int32_t i = 0; i < c->n_silent; i++) {
+        const int32_t id = c->silent[i];
+        if (c->eog[i] && can_end) c->allowed[id / 64] |= 1ull << (id % 64);
+        else c->allowed[id / 64] &= ~(1ull << (id % 64));
+    }
+    const size_t words = sp_grammar_mask_words(c->vocab);
+    for (size_t w = 0; w < words; w++)
+        if (c->allowed[w]) return c->allowed;
+    return NULL;
+}
+
+void sp_constraint_accept(sp_constraint *c, const char *text, size_t len) {
+    if (len) sp_grammar_accept(c->state, text, len);
+}
+
+bool sp_constraint_must_end(const sp_constraint *c) { return sp_grammar_must_end(c->state); }
+
+void sp_constraint_free(sp_constraint *c) {
+    sp_grammar_state_free(c->state);
+    sp_grammar_masker_free(c->masker);
+    sp_grammar_free(c->grammar);
+    free(c->allowed);
+    free(c->silent);
+    free(c->eog);
+    memset(c, 0, sizeof *c);
+}

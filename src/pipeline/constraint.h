@@ -1,0 +1,51 @@
+/* Constrained decoding: a GBNF grammar, a JSON Schema (turned into one,
+ * grammar/json_schema.c) or JSON mode (the grammar of any JSON object)
+ * says which tokens may come next. The mask comes from the grammar engine
+ * (grammar/grammar_mask.c) over the model's vocabulary; tokens that add no
+ * text are never allowed, but end-of-generation ones once the grammar can
+ * end. One per sequence. */
+#ifndef SPROUT_PIPELINE_CONSTRAINT_H
+#define SPROUT_PIPELINE_CONSTRAINT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "grammar/grammar.h"
+#include "grammar/grammar_mask.h"
+#include "model/model.h"
+
+typedef struct sp_constraint {
+    sp_grammar *grammar; /* NULL: unconstrained */
+    sp_grammar_state *state;
+    sp_grammar_masker *masker;
+    const sp_grammar_vocab *vocab;
+    uint64_t *allowed;   /* the last mask */
+    int32_t *silent;     /* ids of tokens that add no text, */
+    int32_t n_silent;
+    bool *eog;           /* and which of them end generation */
+} sp_constraint;
+
+/* Whether cfg's grammar or schema compiles (what begin would refuse),
+ * for refusing a request before it waits in a queue. */
+sprout_status sp_constraint_check(const sprout_generation_config *cfg);
+
+/* The constraint cfg asks for (grammar, json_schema or json_object); none
+ * leaves c inactive. A bad grammar or schema fails with its message
+ * (SPROUT_ERR_FORMAT or SPROUT_ERR_UNSUPPORTED); both at once is
+ * SPROUT_ERR_INVALID_ARGUMENT. */
+sprout_status sp_constraint_begin(sp_constraint *c, const sprout_model *m, const sprout_generation_config *cfg);
+static inline bool sp_constraint_active(const sp_constraint *c) { return c->grammar != NULL; }
+
+/* The tokens that may come next (c->allowed), or NULL when none may: the
+ * output cannot go on. *failed: out of memory. */
+const uint64_t *sp_constraint_mask(sp_constraint *c, bool *failed);
+/* The chosen token's text, read; then whether nothing may follow. */
+void sp_constraint_accept(sp_constraint *c, const char *text, size_t len);
+bool sp_constraint_must_end(const sp_constraint *c);
+void sp_constraint_free(sp_constraint *c);
+
+/* JSON mode's grammar: one JSON object (llama.cpp's JSON grammar, with
+ * nothing after the object closes). */
+extern const char sp_json_object_grammar[];
+
+#endif
