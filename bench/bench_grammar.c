@@ -48,7 +48,7 @@ static int cmp_double(const void *a, const void *b) {
 /* One walk of the document; the mask times (seconds) go to times. Returns
  * the steps taken, or -1 if the document cannot be followed. */
 static long walk(sp_grammar_masker *m, const sp_grammar *g, const char *doc, size_t doc_len, uint32_t n_vocab,
-                 const char *const *text, const uint32_t *len, uint64_t *bits, double *times) {
+                 const char *const *text, const uint32_t *len, uint64_t *bits, double *times, double *inside, long *n_inside) {
     sp_grammar_state *st = sp_grammar_state_new(g);
     size_t at = 0;
     long steps = 0;
@@ -56,6 +56,7 @@ static long walk(sp_grammar_masker *m, const sp_grammar *g, const char *doc, siz
         double t0 = now();
         if (sp_grammar_mask(m, st, bits) != SPROUT_OK) return -1;
         times[steps] = now() - t0;
+        if (st->need > 0) inside[(*n_inside)++] = times[steps];
         uint32_t best = UINT32_MAX;
         for (uint32_t t = 0; t < n_vocab; t++)
             if (((bits[t >> 6] >> (t & 63)) & 1) && len[t] > 0 && len[t] <= doc_len - at &&
@@ -78,7 +79,7 @@ static void report(const char *what, double *times, long n) {
     qsort(times, (size_t)n, sizeof *times, cmp_double);
     double sum = 0;
     for (long i = 0; i < n; i++) sum += times[i];
-    printf("  %-6s %5ld steps  median %8.1f us  p90 %8.1f us  max %9.1f us  mean %8.1f us\n", what, n,
+    printf("  %s %5ld steps  median %8.1f us  p90 %8.1f us  max %9.1f us  mean %8.1f us\n", what, n,
            times[n / 2] * 1e6, times[(n * 9) / 10] * 1e6, times[n - 1] * 1e6, sum / (double)n * 1e6);
 }
 
@@ -128,21 +129,23 @@ int main(int argc, char **argv) {
     printf("  compile %.3f ms, vocabulary trie %.1f ms\n", t_compile * 1e3, t_trie * 1e3);
 
     uint64_t *bits = malloc(sp_grammar_mask_words(v) * 8);
-    double *times = malloc((doc_len + 1) * sizeof *times);
+    double *times = malloc((doc_len + 1) * sizeof *times), *inside = malloc((doc_len + 1) * sizeof *inside);
     for (int pass = 0; pass < 2; pass++) {
         t0 = now();
-        long steps = walk(m, g, doc, doc_len, n_vocab, text, len, bits, times);
+        long n_inside = 0;
+        long steps = walk(m, g, doc, doc_len, n_vocab, text, len, bits, times, inside, &n_inside);
         if (steps <= 0) return 1;
         const double total = now() - t0;
         report(pass == 0 ? "cold" : "warm", times, steps);
         if (pass == 0) printf("         (walk with the greedy pick: %.1f ms)\n", total * 1e3);
+        if (n_inside) report("  of which inside a code point", inside, n_inside);
     }
     sp_grammar_mask_stats s;
     sp_grammar_mask_stats_get(m, &s);
     printf("  cache: %zu keys (%zu lengthened), %zu open tokens, %.1f MiB\n", s.keys, s.lengthened, s.dependent,
            (double)s.bytes / (1 << 20));
 
-    free(bits), free(times), free(text), free(len), free(gbnf), free(doc);
+    free(bits), free(times), free(inside), free(text), free(len), free(gbnf), free(doc);
     sp_grammar_masker_free(m);
     sp_grammar_vocab_free(v);
     sp_grammar_free(g);

@@ -1,7 +1,7 @@
 /* The grammar engine: GBNF parsing and its errors, the automaton over
  * bytes on grammars of every kind llama.cpp ships (tests/data/grammar),
  * can_end / must_end, and token masks equal to trying every token, on the
- * stories260K and Llama-3 vocabularies. */
+ * stories260K, Llama-3 and Qwen2 vocabularies. */
 #include <stdint.h>
 
 #include "grammar/gbnf.h"
@@ -423,5 +423,6 @@ int main(void) {
     test_errors();
     test_masks("models/stories260K.gguf", test_quick_run() ? 6 : 24);
     test_masks("tokenizer/ggml-vocab-llama-bpe.gguf", test_quick_run() ? 2 : 6);
+    test_masks("tokenizer/ggml-vocab-qwen2.gguf", test_quick_run() ? 1 : 4);
     TEST_MAIN_END();
 }

@@ -72,18 +72,15 @@ static size_t normalize(crange *r, size_t n, bool negated) {
         } else r[k++] = r[i];
     }
     if (!negated) return k;
-    /* the gaps between the ranges, within [0, 0x10FFFF]; in place from the back would
-     * overlap, so shift through a running "next lo" */
-    crange prev_end = {0, 0};
+    /* the gaps between the ranges, within [0, 0x10FFFF], written over them:
+     * gap m ends before range m starts, so it never overwrites a range unread */
     uint32_t next = 0;
     size_t m = 0;
     for (size_t i = 0; i < k; i++) {
-        crange cur = r[i];
+        const crange cur = r[i];
         if (cur.lo > next) r[m++] = (crange){next, cur.lo - 1};
         next = cur.hi + 1;
-        prev_end = cur;
     }
-    (void)prev_end;
     if (next <= 0x10FFFF) r[m++] = (crange){next, 0x10FFFF};
     return m;
 }

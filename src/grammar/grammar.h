@@ -44,7 +44,8 @@ typedef struct sp_grammar_state sp_grammar_state;
 sprout_status sp_grammar_compile(const char *text, size_t len, const char *root, sp_grammar **out);
 void sp_grammar_free(sp_grammar *g);
 
-/* A state before any byte; NULL when out of memory. */
+/* A state before any byte; NULL when out of memory or when the start
+ * already passes a bound (SP_GRAMMAR_MAX_STACKS: a hostile grammar). */
 sp_grammar_state *sp_grammar_state_new(const sp_grammar *g);
 sp_grammar_state *sp_grammar_state_clone(const sp_grammar_state *st);
 /* dst becomes a copy of src (same grammar); false when out of memory (dst unchanged). */

@@ -152,14 +152,20 @@ oom:
 typedef struct entry {
     uint32_t *key;
     uint32_t key_len;
+    uint32_t start, start_depth; /* the trie node the tokens are read from (0: the root), its depth */
     bool whole;      /* the key is a whole stack: nothing below */
     bool lengthen;   /* too many open tokens: use a longer key */
-    uint64_t *accept;
+    uint64_t *accept;     /* from the root: a bitset of the vocabulary */
+    uint32_t *accept_ids; /* from another node: the few token ids of its subtree */
+    uint32_t n_accept_ids;
     trie open;       /* ids: token ids; items: the bytes after the key's rule ends */
     uint32_t n_open;
 } entry;
 
-enum { CACHE_MAX_BYTES = 512 << 20 };
+enum {
+    CACHE_MAX_BYTES = 512 << 20,
+    OPEN_WALK_MAX_STEPS = 64, /* bytes stepped in one walk of a key's open tokens */
+};
 
 struct sp_grammar_masker {
     const sp_grammar *g;
@@ -178,10 +184,14 @@ struct sp_grammar_masker {
     bool *escaped;
     item *open; /* open tokens found by a walk */
     size_t n_open, cap_open;
+    uint32_t *ids; /* accepted tokens found by a walk from a node */
+    size_t n_ids, cap_ids;
+    sp_grammar_state pre[4]; /* the walk through a code point begun */
+    uint32_t pre_node[4], pre_child[4];
 };
 
 static void entry_free(entry *e) {
-    free(e->key), free(e->accept);
+    free(e->key), free(e->accept), free(e->accept_ids);
     trie_free(&e->open);
 }
 
@@ -200,7 +210,8 @@ void sp_grammar_masker_free(sp_grammar_masker *m) {
         for (uint32_t i = 0; i < m->n_level; i++) {
             sp_gset_free(&m->level[i].set), sp_gset_free(&m->level[i].spare), sp_gset_free(&m->level[i].spare2);
         }
-    free(m->level), free(m->node), free(m->child), free(m->escaped), free(m->open);
+    for (int i = 0; i < 4; i++) sp_gset_free(&m->pre[i].set), sp_gset_free(&m->pre[i].spare), sp_gset_free(&m->pre[i].spare2);
+    free(m->level), free(m->node), free(m->child), free(m->escaped), free(m->open), free(m->ids);
     free(m);
 }
 
@@ -223,6 +234,7 @@ sprout_status sp_grammar_masker_create(const sp_grammar *g, const sp_grammar_voc
         return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "grammar: out of memory");
     }
     for (uint32_t i = 0; i < m->n_level; i++) m->level[i].g = g;
+    for (int i = 0; i < 4; i++) m->pre[i].g = g;
     *out = m;
     return SPROUT_OK;
 }
@@ -239,9 +251,11 @@ static void set_range(uint64_t *bits, const uint32_t *ids, uint32_t lo, uint32_t
     for (uint32_t i = lo; i < hi; i++) bits[ids[i] >> 6] |= 1ull << (ids[i] & 63);
 }
 
-/* Every token of t whose bytes the state `start` (m->level[0]) takes joins bits. */
-static void walk_all(sp_grammar_masker *m, const trie *t, uint64_t *bits) {
-    if (t->n_nodes == 0) return;
+/* Every token of t whose bytes the state `start` (m->level[0]) takes joins
+ * bits. Returns the bytes stepped. */
+static uint64_t walk_all(sp_grammar_masker *m, const trie *t, uint64_t *bits) {
+    if (t->n_nodes == 0) return 0;
+    uint64_t steps = 0;
     set_range(bits, t->ids, t->lo[0], t->mid[0]);
     int32_t d = 0;
     m->node[0] = 0, m->child[0] = 1;
@@ -252,6 +266,7 @@ static void walk_all(sp_grammar_masker *m, const trie *t, uint64_t *bits) {
             continue;
         }
         m->child[d] = t->end[c];
+        steps++;
         if (!sp_grammar_step(&m->level[d], t->byte[c], &m->level[d + 1])) continue;
         set_range(bits, t->ids, t->lo[c], t->mid[c]);
         if (t->mid[c] < t->hi[c]) {
@@ -259,6 +274,7 @@ static void walk_all(sp_grammar_masker *m, const trie *t, uint64_t *bits) {
             m->node[d] = c, m->child[d] = c + 1;
         }
     }
+    return steps;
 }
 
 static bool has_empty_stack(const sp_gset *s) {
@@ -268,8 +284,9 @@ static bool has_empty_stack(const sp_gset *s) {
 }
 
 /* Records tokens ids[lo..hi) of the vocabulary as open, once per escape on the
- * path (depths 1..d); false once there are too many. */
-static bool add_open(sp_grammar_masker *m, uint32_t lo, uint32_t hi, int32_t d) {
+ * path (depths 1..d below the walk's start, at start_depth); false once
+ * there are too many. */
+static bool add_open(sp_grammar_masker *m, uint32_t lo, uint32_t hi, int32_t d, uint32_t start_depth) {
     const sp_grammar_vocab *v = m->v;
     for (int32_t e = 1; e <= d; e++) {
         if (!m->escaped[e]) continue;
@@ -282,7 +299,8 @@ static bool add_open(sp_grammar_masker *m, uint32_t lo, uint32_t hi, int32_t d) 
                 m->open = o, m->cap_open = cap;
             }
             const uint32_t id = v->trie.ids[i];
-            m->open[m->n_open++] = (item){v->text[id] + e, v->len[id] - (uint32_t)e, id};
+            const uint32_t at = start_depth + (uint32_t)e;
+            m->open[m->n_open++] = (item){v->text[id] + at, v->len[id] - at, id};
         }
     }
     return true;
@@ -295,12 +313,14 @@ static bool entry_fill(sp_grammar_masker *m, entry *e) {
     sp_grammar_state *L = m->level;
     L[0].set.len = 0, L[0].set.count = 0, L[0].need = 0, L[0].cp = 0, L[0].size = 0;
     if (!sp_gset_add(&L[0].set, e->key, e->key_len)) return false;
-    e->accept = calloc(m->words, sizeof *e->accept);
-    if (!e->accept) return false;
-    m->n_open = 0;
-    bool full = false;
+    if (e->start == 0) {
+        e->accept = calloc(m->words, sizeof *e->accept);
+        if (!e->accept) return false;
+    }
+    m->n_open = 0, m->n_ids = 0;
+    bool full = false, oom = false;
     int32_t d = 0;
-    m->node[0] = 0, m->child[0] = 1, m->escaped[0] = false;
+    m->node[0] = e->start, m->child[0] = e->start + 1, m->escaped[0] = false;
     while (d >= 0 && !full) {
         const uint32_t c = m->child[d];
         if (c >= t->end[m->node[d]]) {
@@ -309,43 +329,64 @@ static bool entry_fill(sp_grammar_masker *m, entry *e) {
         }
         m->child[d] = t->end[c];
         if (!sp_grammar_step(&L[d], t->byte[c], &L[d + 1])) {
-            if (!e->whole && !add_open(m, t->lo[c], t->hi[c], d)) full = true;
+            if (!e->whole && !add_open(m, t->lo[c], t->hi[c], d, e->start_depth)) full = true;
             continue;
         }
-        set_range(e->accept, t->ids, t->lo[c], t->mid[c]);
+        if (e->accept) set_range(e->accept, t->ids, t->lo[c], t->mid[c]);
+        else
+            for (uint32_t i = t->lo[c]; i < t->mid[c] && !oom; i++) {
+                if (m->n_ids == m->cap_ids) {
+                    size_t cap = m->cap_ids ? m->cap_ids * 2 : 256;
+                    uint32_t *ids = realloc(m->ids, cap * sizeof *ids);
+                    if (!ids) {
+                        oom = full = true;
+                        break;
+                    }
+                    m->ids = ids, m->cap_ids = cap;
+                }
+                m->ids[m->n_ids++] = t->ids[i];
+            }
         const bool esc = L[d + 1].need == 0 && has_empty_stack(&L[d + 1].set);
         m->escaped[d + 1] = esc;
         if (t->mid[c] == t->hi[c]) continue;
         if (L[d + 1].set.count > (esc ? 1u : 0u)) {
             d++;
             m->node[d] = c, m->child[d] = c + 1;
-        } else if (!e->whole && !add_open(m, t->mid[c], t->hi[c], d + 1))
+        } else if (!e->whole && !add_open(m, t->mid[c], t->hi[c], d + 1, e->start_depth))
             full = true;
     }
+    if (oom) return false;
     if (full) {
         e->lengthen = true;
         free(e->accept);
         e->accept = NULL;
         return m->n_open >= m->open_limit; /* else out of memory */
     }
+    if (e->start != 0 && m->n_ids) {
+        e->accept_ids = malloc(m->n_ids * sizeof *e->accept_ids);
+        if (!e->accept_ids) return false;
+        memcpy(e->accept_ids, m->ids, m->n_ids * sizeof *e->accept_ids);
+        e->n_accept_ids = (uint32_t)m->n_ids;
+    }
     e->n_open = (uint32_t)m->n_open;
     if (m->n_open && !trie_build(&e->open, m->open, (uint32_t)m->n_open)) return false;
     return true;
 }
 
-static uint64_t key_hash(const uint32_t *k, uint32_t n, bool whole) {
-    uint64_t h = 1469598103934665603ull ^ whole;
+static uint64_t key_hash(const uint32_t *k, uint32_t n, bool whole, uint32_t start) {
+    uint64_t h = (1469598103934665603ull ^ whole ^ (uint64_t)start << 1) * 1099511628211ull;
     for (uint32_t i = 0; i < n; i++) h = (h ^ k[i]) * 1099511628211ull;
     return h ^ (h >> 29);
 }
 
 /* The entry of a key, made when new; NULL when out of memory. */
-static entry *lookup(sp_grammar_masker *m, const uint32_t *key, uint32_t n, bool whole) {
-    const uint64_t h = key_hash(key, n, whole);
+static entry *lookup(sp_grammar_masker *m, const uint32_t *key, uint32_t n, bool whole, uint32_t start,
+                     uint32_t start_depth) {
+    const uint64_t h = key_hash(key, n, whole, start);
     size_t s = h & (m->n_slots - 1);
     for (; m->slots[s]; s = (s + 1) & (m->n_slots - 1)) {
         entry *e = &m->entries[m->slots[s] - 1];
-        if (e->key_len == n && e->whole == whole && !memcmp(e->key, key, n * sizeof *key)) return e;
+        if (e->key_len == n && e->whole == whole && e->start == start && !memcmp(e->key, key, n * sizeof *key)) return e;
     }
     if (m->bytes > CACHE_MAX_BYTES) { /* start again rather than grow without bound */
         cache_clear(m);
@@ -357,7 +398,7 @@ static entry *lookup(sp_grammar_masker *m, const uint32_t *key, uint32_t n, bool
         if (!slots) return NULL;
         for (size_t i = 0; i < m->n_entries; i++) {
             const entry *e = &m->entries[i];
-            size_t t = key_hash(e->key, e->key_len, e->whole) & (ns - 1);
+            size_t t = key_hash(e->key, e->key_len, e->whole, e->start) & (ns - 1);
             while (slots[t]) t = (t + 1) & (ns - 1);
             slots[t] = (uint32_t)i + 1;
         }
@@ -372,7 +413,7 @@ static entry *lookup(sp_grammar_masker *m, const uint32_t *key, uint32_t n, bool
         m->entries = es, m->cap_entries = cap;
     }
     entry *e = &m->entries[m->n_entries];
-    *e = (entry){.key = malloc(n * sizeof *key + 1), .key_len = n, .whole = whole};
+    *e = (entry){.key = malloc(n * sizeof *key + 1), .key_len = n, .whole = whole, .start = start, .start_depth = start_depth};
     if (!e->key) return NULL;
     memcpy(e->key, key, n * sizeof *key);
     if (!entry_fill(m, e)) {
@@ -380,31 +421,71 @@ static entry *lookup(sp_grammar_masker *m, const uint32_t *key, uint32_t n, bool
         return NULL;
     }
     m->slots[s] = (uint32_t)++m->n_entries;
-    m->bytes += n * 4 + (e->accept ? m->words * 8 : 0) + trie_bytes(&e->open) + sizeof *e;
+    m->bytes += n * 4 + (e->accept ? m->words * 8 : 0) + e->n_accept_ids * 4 + trie_bytes(&e->open) + sizeof *e;
     return e;
 }
 
-/* bits gains the tokens one stack s[0..n) (top last, n > 0) allows. */
-static bool mask_stack(sp_grammar_masker *m, const uint32_t *s, uint32_t n, uint64_t *bits) {
+/* bits gains the tokens one stack s[0..n) (top last, n > 0) allows, of
+ * the tokens under trie node `start` (at depth start_depth) read from there. */
+static bool mask_stack(sp_grammar_masker *m, const uint32_t *s, uint32_t n, uint64_t *bits, uint32_t start,
+                       uint32_t start_depth) {
     const sp_grammar *g = m->g;
     uint32_t t = 1;
     while (t < n && !sp_grammar_pos_named(g, s[n - t])) t++;
     entry *e;
     for (;;) {
-        e = lookup(m, s + n - t, t, t == n);
+        e = lookup(m, s + n - t, t, t == n, start, start_depth);
         if (!e) return false;
         if (!e->lengthen) break;
         t++; /* one more frame, then down to the next named rule */
         while (t < n && !sp_grammar_pos_named(g, s[n - t])) t++;
     }
-    for (size_t w = 0; w < m->words; w++) bits[w] |= e->accept[w];
+    if (e->accept)
+        for (size_t w = 0; w < m->words; w++) bits[w] |= e->accept[w];
+    for (uint32_t i = 0; i < e->n_accept_ids; i++) bits[e->accept_ids[i] >> 6] |= 1ull << (e->accept_ids[i] & 63);
     if (t == n || e->n_open == 0) return true;
     /* the open tokens' rests, read by what lies below the key */
     sp_grammar_state *L = m->level;
     if (!sp_gset_advance(g, s, n - t, &L[0].set)) return true; /* a bound passed: nothing below can read */
     L[0].need = 0, L[0].cp = 0, L[0].size = 0;
-    walk_all(m, &e->open, bits);
+    /* a key whose open tokens cost more than a few microseconds a step is
+     * lengthened from now on (the next stacks with it look further down) */
+    if (walk_all(m, &e->open, bits) > OPEN_WALK_MAX_STEPS) e->lengthen = true;
     return true;
+}
+
+/* A state inside a code point: the trie is walked plainly to where the code
+ * point ends (at most 3 bytes), and from each node there on as from the
+ * root, with keys cached per node. */
+static sprout_status mask_inside_code_point(sp_grammar_masker *m, const sp_grammar_state *st, uint64_t *bits) {
+    const trie *t = &m->v->trie;
+    if (!sp_grammar_state_copy(&m->pre[0], st)) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "grammar: out of memory");
+    set_range(bits, t->ids, t->lo[0], t->mid[0]); /* tokens of no bytes */
+    int32_t d = 0;
+    m->pre_node[0] = 0, m->pre_child[0] = 1;
+    while (d >= 0) {
+        const uint32_t c = m->pre_child[d];
+        if (c >= t->end[m->pre_node[d]]) {
+            d--;
+            continue;
+        }
+        m->pre_child[d] = t->end[c];
+        if (!sp_grammar_step(&m->pre[d], t->byte[c], &m->pre[d + 1])) continue;
+        set_range(bits, t->ids, t->lo[c], t->mid[c]);
+        if (t->mid[c] == t->hi[c]) continue;
+        if (m->pre[d + 1].need > 0) {
+            d++;
+            m->pre_node[d] = c, m->pre_child[d] = c + 1;
+            continue;
+        }
+        const sp_gset *set = &m->pre[d + 1].set;
+        for (size_t i = 0; i < set->len; i += 1 + set->data[i])
+            if (set->data[i] && !mask_stack(m, set->data + i + 1, set->data[i], bits, c, (uint32_t)d + 1)) {
+                memset(bits, 0, m->words * sizeof *bits);
+                return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "grammar: out of memory for the mask cache");
+            }
+    }
+    return SPROUT_OK;
 }
 
 sprout_status sp_grammar_mask(sp_grammar_masker *m, const sp_grammar_state *st, uint64_t *bits) {
@@ -412,16 +493,12 @@ sprout_status sp_grammar_mask(sp_grammar_masker *m, const sp_grammar_state *st, 
     if (st->g != m->g) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "grammar: the state is of another grammar than the masker");
     if (st->set.count == 0) return SPROUT_OK;
     const trie *t = &m->v->trie;
-    if (st->need > 0) { /* inside a code point: the plain walk */
-        if (!sp_grammar_state_copy(&m->level[0], st)) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "grammar: out of memory");
-        walk_all(m, t, bits);
-        return SPROUT_OK;
-    }
+    if (st->need > 0) return mask_inside_code_point(m, st, bits);
     set_range(bits, t->ids, t->lo[0], t->mid[0]); /* tokens of no bytes */
     for (size_t i = 0; i < st->set.len; i += 1 + st->set.data[i]) {
         const uint32_t n = st->set.data[i];
         if (n == 0) continue;
-        if (!mask_stack(m, st->set.data + i + 1, n, bits)) {
+        if (!mask_stack(m, st->set.data + i + 1, n, bits, 0, 0)) {
             memset(bits, 0, m->words * sizeof *bits);
             return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "grammar: out of memory for the mask cache");
         }

@@ -12,8 +12,11 @@
  * once per vocabulary. The tokens it leaves open (they finish the key's
  * rule and go on with bytes the frames below must read: context dependent)
  * are kept as their remaining bytes, in a small trie walked from the
- * frames below at each step. A key that leaves too many tokens open is
- * lengthened by the next frames.
+ * frames below at each step. A key that leaves too many tokens open, or
+ * whose open tokens cost a step more than 64 bytes stepped, is lengthened
+ * by the next frames for the stacks that follow. A state inside a UTF-8
+ * code point walks the trie plainly to the code point's end, then on
+ * through the cache, keyed by the trie node too.
  *
  *     sp_grammar_vocab *v;   sp_grammar_vocab_create(texts, lens, n_vocab, &v);
  *     sp_grammar_masker *m;  sp_grammar_masker_create(g, v, &m);
