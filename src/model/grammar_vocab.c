@@ -1,6 +1,7 @@
-/* The model's vocabulary for constrained decoding: made by the first
- * sequence that needs it and published with one compare-and-swap, so that
- * concurrent first users race harmlessly (the loser frees its copy). */
+/* The model's vocabulary and grammar cache for constrained decoding: made
+ * by the first sequence that needs them and published with one
+ * compare-and-swap, so that concurrent first users race harmlessly (the
+ * loser frees its copy). */
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -36,4 +37,22 @@ const sp_grammar_vocab *sp_model_grammar_vocab(const sprout_model *m) {
         return expected;
     }
     return v;
+}
+
+/* Grammars kept per model: a server's distinct schemas in use at once and
+ * lately (beyond it, the least recently used idle one goes). */
+enum { GRAMMAR_CACHE_ENTRIES = 16 };
+
+sp_grammar_cache *sp_model_grammar_cache(const sprout_model *m) {
+    sprout_model *mm = (sprout_model *)m;
+    sp_grammar_cache *c = atomic_load(&mm->grammar_cache);
+    if (c) return c;
+    const sp_grammar_vocab *v = sp_model_grammar_vocab(m);
+    if (!v || sp_grammar_cache_create(v, GRAMMAR_CACHE_ENTRIES, &c) != SPROUT_OK) return NULL;
+    sp_grammar_cache *expected = NULL;
+    if (!atomic_compare_exchange_strong(&mm->grammar_cache, &expected, c)) {
+        sp_grammar_cache_free(c);
+        return expected;
+    }
+    return c;
 }

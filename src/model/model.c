@@ -472,6 +472,7 @@ sprout_status sprout_model_load(const char *path, const sprout_model_params *par
 
 void sprout_model_free(sprout_model *m) {
     if (!m) return;
+    sp_grammar_cache_free(atomic_load(&m->grammar_cache));
     sp_grammar_vocab_free(atomic_load(&m->grammar_vocab));
     sprout_tokenizer_free(m->tokenizer);
     sprout_gguf_close(m->gguf);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "grammar/grammar_cache.h"
 #include "grammar/grammar_mask.h"
 #include "kernels/kernels.h"
 #include "sprout.h"
@@ -96,6 +97,7 @@ struct sprout_model {
     /* the vocabulary as constrained decoding reads it, made at first use
      * by whichever thread asks (sp_model_grammar_vocab) */
     _Atomic(sp_grammar_vocab *) grammar_vocab;
+    _Atomic(sp_grammar_cache *) grammar_cache; /* over grammar_vocab (sp_model_grammar_cache) */
 };
 
 /* The matrices the forward pass multiplies by (every sp_matmul's weight),
@@ -119,6 +121,9 @@ sprout_status sp_weight_bind(const sprout_gguf *g, int64_t i, int64_t n_in, int6
  * text: control tokens), built once and shared by every sequence; NULL
  * (the error said) without a vocabulary or memory. Any thread. */
 const sp_grammar_vocab *sp_model_grammar_vocab(const sprout_model *m);
+/* The model's cache of compiled grammars over that vocabulary, made the
+ * same way; NULL (the error said) without a vocabulary or memory. */
+sp_grammar_cache *sp_model_grammar_cache(const sprout_model *m);
 
 /* Builds the model from an open GGUF (takes ownership of it on success). */
 sprout_status sp_model_build(sprout_gguf *gguf, const sprout_model_params *params, sprout_model **out);

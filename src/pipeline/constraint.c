@@ -46,19 +46,17 @@ sprout_status sp_constraint_begin(sp_constraint *c, const sprout_model *m, const
     if (grammar && schema) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "a grammar and a JSON schema: one or the other");
     if (!grammar && !schema && !cfg->json_object) return SPROUT_OK;
     char *converted = NULL;
-    const char *text = grammar ? cfg->grammar : sp_json_object_grammar;
     sprout_status st = SPROUT_OK;
     if (schema && (st = sp_json_schema_to_gbnf(cfg->json_schema, strlen(cfg->json_schema), &converted)) != SPROUT_OK) return st;
-    if (converted) text = converted;
-    st = sp_grammar_compile(text, strlen(text), "root", &c->grammar);
-    free(converted);
-    if (st != SPROUT_OK) return st;
+    const char *text = converted ? converted : grammar ? cfg->grammar : sp_json_object_grammar;
+    c->cache = sp_model_grammar_cache(m);
     c->vocab = sp_model_grammar_vocab(m);
-    if (!c->vocab) st = SPROUT_ERR_UNSUPPORTED;
-    if (st == SPROUT_OK) st = sp_grammar_masker_create(c->grammar, c->vocab, &c->masker);
+    if (!c->cache || !c->vocab) st = SPROUT_ERR_UNSUPPORTED; /* (the model has no vocabulary, or no memory: said) */
+    if (st == SPROUT_OK) st = sp_grammar_cache_get(c->cache, text, &c->entry);
+    free(converted);
     const int32_t n_vocab = m->hp.n_vocab;
     if (st == SPROUT_OK) {
-        c->state = sp_grammar_state_new(c->grammar);
+        c->state = sp_grammar_state_new(sp_grammar_entry_grammar(c->entry));
         c->allowed = malloc(sp_grammar_mask_words(c->vocab) * sizeof *c->allowed);
         c->silent = malloc((size_t)n_vocab * sizeof *c->silent);
         c->eog = calloc((size_t)n_vocab, sizeof *c->eog);
@@ -78,7 +76,7 @@ sprout_status sp_constraint_begin(sp_constraint *c, const sprout_model *m, const
 
 const uint64_t *sp_constraint_mask(sp_constraint *c, bool *failed) {
     *failed = false;
-    if (sp_grammar_mask(c->masker, c->state, c->allowed) != SPROUT_OK) {
+    if (sp_grammar_entry_mask(c->entry, c->state, c->allowed) != SPROUT_OK) {
         *failed = true;
         return NULL;
     }
@@ -102,8 +100,7 @@ bool sp_constraint_must_end(const sp_constraint *c) { return sp_grammar_must_end
 
 void sp_constraint_free(sp_constraint *c) {
     sp_grammar_state_free(c->state);
-    sp_grammar_masker_free(c->masker);
-    sp_grammar_free(c->grammar);
+    if (c->cache) sp_grammar_cache_release(c->cache, c->entry);
     free(c->allowed);
     free(c->silent);
     free(c->eog);

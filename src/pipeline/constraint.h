@@ -11,13 +11,14 @@
 #include <stdint.h>
 
 #include "grammar/grammar.h"
+#include "grammar/grammar_cache.h"
 #include "grammar/grammar_mask.h"
 #include "model/model.h"
 
 typedef struct sp_constraint {
-    sp_grammar *grammar; /* NULL: unconstrained */
+    sp_grammar_cache *cache;
+    sp_grammar_entry *entry; /* the grammar and its masker, shared (the model's cache); NULL: unconstrained */
     sp_grammar_state *state;
-    sp_grammar_masker *masker;
     const sp_grammar_vocab *vocab;
     uint64_t *allowed;   /* the last mask */
     int32_t *silent;     /* ids of tokens that add no text, */
@@ -34,7 +35,7 @@ sprout_status sp_constraint_check(const sprout_generation_config *cfg);
  * (SPROUT_ERR_FORMAT or SPROUT_ERR_UNSUPPORTED); both at once is
  * SPROUT_ERR_INVALID_ARGUMENT. */
 sprout_status sp_constraint_begin(sp_constraint *c, const sprout_model *m, const sprout_generation_config *cfg);
-static inline bool sp_constraint_active(const sp_constraint *c) { return c->grammar != NULL; }
+static inline bool sp_constraint_active(const sp_constraint *c) { return c->entry != NULL; }
 
 /* The tokens that may come next (c->allowed), or NULL when none may: the
  * output cannot go on. *failed: out of memory. */
