@@ -5,7 +5,8 @@
  * (a random model of the same vocabulary); stop strings, EOS and the
  * length end where plain decoding ends; a cancelled turn leaves the cache
  * as it was; the second token's distribution under a disagreeing draft is
- * the target's softmax; a draft of another vocabulary is refused. */
+ * the target's softmax; a draft of another vocabulary is refused; a
+ * chat keeps both caches. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,6 +251,37 @@ static void test_distribution(void) {
     sprout_model_free(random);
 }
 
+/* A chat with a draft: each turn is plain decoding's, and both caches
+ * carry over (the second turn computes only its new tokens, and the draft
+ * holds the conversation too). */
+static void test_chat(void) {
+    sprout_model *m = load("models/stories260K.gguf");
+    sprout_pipeline *p = pipeline(m), *q = pipeline(m), *draft = pipeline(m);
+    if (!p || !q || !draft) return;
+    CHECK(sprout_pipeline_set_draft(q, draft) == SPROUT_OK);
+    CHECK(sprout_chat_set_template(p, "chatml") == SPROUT_OK && sprout_chat_set_template(q, "chatml") == SPROUT_OK);
+    CHECK(sprout_chat_start(p, "Tell stories.") == SPROUT_OK && sprout_chat_start(q, "Tell stories.") == SPROUT_OK);
+    static const char *const turns[] = {"Once upon a time", "And then?"};
+    for (int t = 0; t < 2; t++) {
+        sprout_generation_config plain = config(PLAIN, 0.f, 24), assisted = config(DRAFT, 0.f, 24);
+        sprout_result *a = NULL, *b = NULL;
+        CHECK(sprout_chat_generate(p, turns[t], &plain, NULL, NULL, &a) == SPROUT_OK);
+        CHECK(sprout_chat_generate(q, turns[t], &assisted, NULL, NULL, &b) == SPROUT_OK);
+        CHECK_MSG(test_same_result(a, b), "chat turn %d differs with a draft", t);
+        if (t == 1) {
+            CHECK(sprout_pipeline_last_prefill_tokens(q) == sprout_pipeline_last_prefill_tokens(p));
+            CHECK(sprout_pipeline_last_prefill_tokens(q) < (int32_t)metrics(b).n_prompt_tokens);
+            CHECK(sprout_pipeline_cached_tokens(draft) > (int32_t)metrics(b).n_prompt_tokens / 2);
+        }
+        sprout_result_free(a);
+        sprout_result_free(b);
+    }
+    sprout_pipeline_free(p);
+    sprout_pipeline_free(q);
+    sprout_pipeline_free(draft);
+    sprout_model_free(m);
+}
+
 /* A draft of another vocabulary is refused, naming the difference. */
 static void test_vocabulary(void) {
     char path[512];
@@ -283,5 +315,6 @@ int main(void) {
     test_arch();
     test_distribution();
     test_vocabulary();
+    test_chat();
     TEST_MAIN_END();
 }
