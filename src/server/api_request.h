@@ -70,6 +70,13 @@ typedef struct sp_api_request {
     sprout_logit_bias *biases; /* OpenAI's logit_bias (cfg points here) */
     sp_api_lora lora;     /* "lora": the adapters of this request, replacing the server's defaults */
     sp_api_speculative speculative; /* llama-server's "speculative.*": overrides of the server's assisted generation */
+    /* Structured output (cfg.grammar and cfg.json_schema point here): GBNF
+     * text ("grammar"), a schema as compact JSON text (response_format,
+     * "json_schema", Ollama's format); structured_param names the field
+     * that gave it (errors at submit time name it), NULL for none */
+    char *grammar;
+    char *json_schema;
+    const char *structured_param;
 } sp_api_request;
 
 /* Parses a request body. On failure returns false with `error` saying

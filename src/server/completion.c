@@ -283,6 +283,12 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
     if (!r->max_tokens_set || r->cfg.max_new_tokens > room) r->cfg.max_new_tokens = room;
     if (!r->seed_set) r->cfg.seed = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull + atomic_fetch_add(&srv->seed_counter, 1);
     assisted(srv, r);
+    /* the server's --grammar or --json-schema, for a request that brings no structured output of its own (as
+     * llama-server's defaults) */
+    if (!r->cfg.grammar && !r->cfg.json_schema && !r->cfg.json_object) {
+        r->cfg.grammar = srv->opt.grammar;
+        r->cfg.json_schema = srv->opt.json_schema;
+    }
     /* "logprobs" alone asks for the chosen token's; the library counts alternatives */
     if (r->logprobs >= 0) r->cfg.logprobs = r->logprobs > 0 ? r->logprobs : 1;
 
@@ -307,8 +313,13 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
     pthread_rwlock_unlock(&srv->sched_lock);
     if (st != SPROUT_OK) {
         const bool busy = st == SPROUT_ERR_BUSY;
-        res = sp_reply_error(srv, c, style, busy ? 503 : 400, NULL, "%s",
-                             busy && atomic_load(&srv->stopping) ? "the server is shutting down" : sprout_last_error());
+        /* a bad grammar (FORMAT, "grammar:LINE:COL: ...") or a schema keyword sprout cannot enforce (UNSUPPORTED,
+         * naming it): the field that brought it */
+        const bool structured = (st == SPROUT_ERR_FORMAT || st == SPROUT_ERR_UNSUPPORTED) && r->structured_param;
+        const char *why = busy && atomic_load(&srv->stopping) ? "the server is shutting down" : sprout_last_error();
+        const bool prefix = structured && strncmp(why, r->structured_param, strlen(r->structured_param)); /* "grammar:1:5: ..." names it */
+        res = sp_reply_error(srv, c, style, busy ? 503 : 400, structured ? r->structured_param : NULL, "%s%s%s",
+                             prefix ? r->structured_param : "", prefix ? ": " : "", why);
         job_free(j);
         return res;
     }
