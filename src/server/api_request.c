@@ -263,6 +263,14 @@ static bool parse_template_vars(parser *p, sp_api_request *r, const json_t *body
         if (choice && !json_is_null(choice) && !json_is_string(choice) && !json_is_object(choice))
             return fail(p, "tool_choice: expected a string or an object, got %s", type_name(choice));
         r->tools = json_array_size(tools) > 0 && !(json_is_string(choice) && !strcmp(json_string_value(choice), "none"));
+        /* a call is forced by "required" or {"type": "function", "function": {"name": ...}} (OpenAI's tool_choice) */
+        r->tool_required = r->tools && json_is_string(choice) && !strcmp(json_string_value(choice), "required");
+        if (r->tools && json_is_object(choice)) {
+            const json_t *name = json_object_get(json_object_get(choice, "function"), "name");
+            if (!json_is_string(name)) return fail(p, "tool_choice.function.name: expected a string");
+            if (!(r->tool_name = strndup(json_string_value(name), json_string_length(name)))) return fail(p, "out of memory");
+            r->tool_required = true;
+        }
     }
     if (kwargs && !json_is_null(kwargs) && !json_is_object(kwargs))
         return fail(p, "chat_template_kwargs: expected an object, got %s", type_name(kwargs));
@@ -697,6 +705,7 @@ void sp_api_request_free(sp_api_request *r) {
     free(r->biases);
     free(r->grammar);
     free(r->json_schema);
+    free(r->tool_name);
     for (size_t i = 0; i < SP_API_MAX_STOPS; i++) free(r->stops[i]);
     /* parse_more_samplers' allocations (nothing else sets these) */
     for (size_t i = 0; r->cfg.dry_sequence_breakers && i < r->cfg.n_dry_sequence_breakers; i++)

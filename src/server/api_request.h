@@ -50,6 +50,8 @@ typedef struct sp_api_request {
     char *messages_json;  /* chat: the messages, content flattened to text */
     char *vars_json;      /* chat: the template's other variables as a JSON object (tools ...), or NULL */
     bool tools;           /* tools are offered: replies may call them */
+    bool tool_required;   /* tool_choice "required" or a named function: the reply must call one */
+    char *tool_name;      /* tool_choice's named function, or NULL */
     int8_t think;         /* Ollama's think: -1 not given, 0 or 1 */
     size_t n_messages;
     char *prompt;         /* completion / generate */

@@ -8,14 +8,17 @@
 // and absent). Then Ollama's format with a schema, llama-server's grammar
 // and json_schema fields, a stream, the AI SDK's generateObject with a zod
 // schema, and the 400s: every unsupported keyword of errors.json named,
-// a bad grammar's line:column, a grammar beside a schema.
+// a bad grammar's line:column, a grammar beside a schema. Last, strict tool
+// calls forced by tool_choice on the random Qwen2 with a <tool_call>
+// template: every call's arguments validate against the tool's parameters.
 //
 // Numbers: the grammar lets a number have any exponent (valid JSON), so a
 // reply may hold 1e999, which JSON.parse turns into Infinity and ajv then
 // refuses as a number. Such a literal is validated as the largest double
 // of its sign (the true value lies beyond every finite bound a schema can
 // state, so minimum/maximum judge it the same way) and counted apart.
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SHARED, check, checkRejects, clientRequire, clients, finish, postJson, startServer } from './harness.mjs';
 
@@ -274,9 +277,35 @@ check(enums.nodes >= 2 && enums.varied === enums.nodes, 'enum values vary across
 await server.stop();
 
 // --- a random Qwen2 (BPE vocabulary, multi-byte tokens) beside it -----------------------------------
+// With a Qwen2.5-style template that teaches <tool_call> blocks, it also
+// answers forced tool calls: a random model writes valid calls only if the
+// grammar holds it to them.
+
+const qwenTemplate = `{%- if tools %}<|im_start|>system
+# Tools
+
+You may call one or more functions to assist with the user query.
+
+<tools>
+{% for t in tools %}{{ t | tojson }}
+{% endfor %}</tools>
+
+For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:
+<tool_call>
+{"name": <function-name>, "arguments": <args-json-object>}
+</tool_call><|im_end|>
+{% endif %}
+{%- for m in messages %}<|im_start|>{{ m.role }}
+{{ m.content }}<|im_end|>
+{% endfor %}
+{%- if add_generation_prompt %}<|im_start|>assistant
+{% endif %}`;
+const templateDir = mkdtempSync(join(tmpdir(), 'sprout-structured-'));
+writeFileSync(join(templateDir, 'qwen.jinja'), qwenTemplate);
 
 {
-  const arch = await startServer(['-m', join(SHARED, 'arch/qwen2-Q8_0.gguf'), '-c', '1024', '--parallel', '4']);
+  const arch = await startServer(['-m', join(SHARED, 'arch/qwen2-Q8_0.gguf'), '-c', '1024', '--parallel', '4',
+    '--chat-template-file', join(templateDir, 'qwen.jinja')]);
   const qclient = new OpenAI({ baseURL: `${arch.url}/v1`, apiKey: 'unused', maxRetries: 0 });
   const model = (await qclient.models.list()).data[0].id;
   const before = { ...stats };
@@ -286,6 +315,42 @@ await server.stop();
   await runCases(qclient, model, chosen, 3);
   console.log(`qwen2-Q8_0: ${chosen.length} schemas x 3 seeds: ${stats.stop - before.stop} stopped (${stats.valid - before.valid} valid), ${stats.length - before.length} cut`);
   check(stats.valid - before.valid >= 1, 'qwen2: replies end and validate');
+
+  // strict tool calls, forced
+  const tools = [
+    { type: 'function', function: { name: 'get_weather', description: 'The weather in a city', strict: true,
+      parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 12 }, unit: { enum: ['c', 'f'] } }, required: ['city', 'unit'], additionalProperties: false } } },
+    { type: 'function', function: { name: 'book_table', description: 'Book a table', strict: true,
+      parameters: { type: 'object', properties: { people: { type: 'integer', minimum: 1, maximum: 8 }, time: { type: 'string', format: 'time' } }, required: ['people', 'time'], additionalProperties: false } } },
+  ];
+  const byName = Object.fromEntries(tools.map((t) => [t.function.name, validator(t.function.parameters)]));
+  const ask = [{ role: 'user', content: 'Book a table for two, or tell me the weather.' }];
+  const names = new Set();
+  let calls = 0;
+  const forced = [];
+  for (let seed = 1; seed <= 6; seed++) forced.push([seed, 'required']);
+  for (let seed = 1; seed <= 3; seed++) forced.push([seed, { type: 'function', function: { name: 'book_table' } }]);
+  for (const [seed, tool_choice] of forced) {
+    const r = await qclient.chat.completions.create({ model, messages: ask, tools, tool_choice, seed, temperature: 1, max_tokens: 300 });
+    const choice = r.choices[0], call = choice.message.tool_calls?.[0];
+    let valid = false;
+    try { valid = choice.message.tool_calls.length === 1 && byName[call.function.name](JSON.parse(call.function.arguments)); } catch {}
+    check(choice.finish_reason === 'tool_calls' && valid, `forced tool call (seed ${seed}, ${JSON.stringify(tool_choice)}) validates`,
+      choice.finish_reason, JSON.stringify(choice.message));
+    if (typeof tool_choice === 'object') check(call?.function?.name === 'book_table', 'a named tool_choice calls that tool', call?.function?.name);
+    else names.add(call?.function?.name);
+    calls += valid;
+  }
+  // (which tool "required" picks is the random model's choice; the named choice covers book_table)
+  console.log(`qwen2-Q8_0 forced tool calls: ${calls} of ${forced.length} valid (tools called: ${[...names]})`);
+  const loose = { type: 'function', function: { name: 'count', parameters: { type: 'object', properties: { n: { type: 'integer', multipleOf: 3 } } } } };
+  await checkRejects(qclient.chat.completions.create({ model, messages: ask, tools: [{ ...loose, function: { ...loose.function, strict: true } }], tool_choice: 'required' }),
+    'a strict tool with an unsupported keyword', (err) => err.status === 400 && /tools\[0\]\.function\.parameters: unsupported keyword multipleOf/.test(err.message));
+  const notStrict = await qclient.chat.completions.create({ model, messages: ask, tools: [loose], tool_choice: 'required', seed: 1, temperature: 1, max_tokens: 200 });
+  check(notStrict.choices[0].finish_reason === 'tool_calls' && notStrict.choices[0].message.tool_calls[0].function.name === 'count',
+    'a tool that is not strict: its arguments any object', JSON.stringify(notStrict.choices[0].message));
+  await checkRejects(qclient.chat.completions.create({ model, messages: ask, tools, tool_choice: { type: 'function', function: { name: 'nope' } } }),
+    'tool_choice naming no tool', (err) => err.status === 400 && /no offered tool is named "nope"/.test(err.message));
   await arch.stop();
 }
 
