@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "files.h"
+
 #define CLI_STR_(x) #x
 #define CLI_STR(x) CLI_STR_(x)
 
@@ -156,6 +158,32 @@ static bool parse_sampling_seq(const char *value, void *dst, char *why, size_t w
     return true;
 }
 
+/* --grammar-file and --json-schema-file: their paths until cli_parse has
+ * seen every flag, and then the files' texts, which cfg.grammar and
+ * cfg.json_schema point at for the life of the process (one parse per
+ * process). */
+static const char *grammar_file, *schema_file;
+static char *structured_texts[2];
+
+static bool set_path(const char **path, const char *value, char *why, size_t why_size) {
+    if (!*value) {
+        snprintf(why, why_size, "names no file");
+        return false;
+    }
+    *path = value;
+    return true;
+}
+
+static bool parse_grammar_file(const char *value, void *dst, char *why, size_t why_size) {
+    (void)dst;
+    return set_path(&grammar_file, value, why, why_size);
+}
+
+static bool parse_schema_file(const char *value, void *dst, char *why, size_t why_size) {
+    (void)dst;
+    return set_path(&schema_file, value, why, why_size);
+}
+
 #define COMMON(field) offsetof(cli_common, field)
 #define CFG(field) (offsetof(cli_common, cfg) + offsetof(sprout_generation_config, field))
 
@@ -226,6 +254,14 @@ static const cli_option shared_options[] = {
     {"--ignore-eos", NULL, CLI_FLAG, CFG(ignore_eos), 0, 0, NULL, NULL, "do not stop at end-of-generation tokens", CLI_SHARED_SAMPLING, NULL},
     {"--json-mode", NULL, CLI_FLAG, CFG(json_object), 0, 0, NULL, NULL, "the output is one JSON object (only tokens that keep it valid are drawn)",
      CLI_SHARED_SAMPLING, NULL},
+    {"--grammar", "GBNF", CLI_STRING, CFG(grammar), 0, 0, NULL, NULL,
+     "the output is a text of this grammar (llama.cpp's GBNF, start rule root); only tokens that keep it so are drawn",
+     CLI_SHARED_SAMPLING, NULL},
+    {"--grammar-file", "FILE", CLI_CUSTOM, 0, 0, 0, NULL, parse_grammar_file, "the grammar from a file", CLI_SHARED_SAMPLING, NULL},
+    {"-j, --json-schema", "SCHEMA", CLI_STRING, CFG(json_schema), 0, 0, NULL, NULL,
+     "the output is JSON valid against this JSON Schema (text); a keyword sprout cannot enforce is an error",
+     CLI_SHARED_SAMPLING, NULL},
+    {"-jf, --json-schema-file", "FILE", CLI_CUSTOM, 0, 0, 0, NULL, parse_schema_file, "the JSON Schema from a file", CLI_SHARED_SAMPLING, NULL},
     {"-ctk, --cache-type-k, -ctv, --cache-type-v, --kv-type", "T", CLI_CUSTOM, COMMON(kv_type), 0, 0, NULL, parse_kv_type,
      "KV cache type of keys and values, which share one: f16 (default) or f32; given twice, it must agree", CLI_SHARED_KV, NULL},
     {"--lora", "FILE", CLI_CUSTOM, COMMON(loras), 0, 0, NULL, parse_lora, "apply a LoRA adapter (GGUF) at scale 1; repeatable",
@@ -414,6 +450,9 @@ int cli_parse(const cli_command *cmd, cli_common *common, void *own, int argc, c
         common->cfg.num_assistant_tokens = common->lookup;
     }
     if (common->draft_path && !common->cfg.num_assistant_tokens) common->cfg.num_assistant_tokens = 16; /* llama.cpp's --draft-max */
+    const int structured = cli_structured_output(cmd->name, &common->cfg.grammar, grammar_file, &common->cfg.json_schema, schema_file,
+                                                 structured_texts);
+    if (structured >= 0) return structured;
     common->cfg.stop_strings = common->stops.text;
     common->cfg.n_stop_strings = common->stops.n;
     common->kv_type_set = common->kv_type != CLI_KV_UNSET;

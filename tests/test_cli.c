@@ -661,10 +661,76 @@ static void test_sampler_flags(void) {
     }
 }
 
+/* Structured output flags (llama.cpp's spellings): --grammar and
+ * --grammar-file hold the output to a grammar, --json-schema-file to a
+ * schema, on seeds at temperature 1; an unreadable file, a bad grammar, an
+ * unsupported keyword exit 1 with the reason, a grammar beside a schema 2;
+ * serve checks its defaults once the model has loaded. */
+static void test_structured_flags(void) {
+    char args[2048], path[512], *out = NULL;
+    const char *model = "run -m '%s/models/stories260K.gguf' -p 'Once upon a time' -n 200 --temp 1 -s %d %s";
+    int lily = 0;
+    for (int seed = 1; seed <= 6; seed++) {
+        snprintf(args, sizeof args, model, test_shared_dir(), seed, "--grammar 'root ::= (\"Lily\" | \"Tom\") \" was \" [a-z]+ \".\"'");
+        CHECK(run_cli(args, false, &out) == 0);
+        const size_t name = !strncmp(out, "Lily", 4) ? 4 : !strncmp(out, "Tom", 3) ? 3 : 0;
+        const size_t word = name && !strncmp(out + name, " was ", 5) ? strspn(out + name + 5, "abcdefghijklmnopqrstuvwxyz") : 0;
+        CHECK_MSG(word > 0 && !strcmp(out + name + 5 + word, ".\n"), "seed %d: got [%s]", seed, out);
+        lily += name == 4;
+        free(out);
+    }
+    CHECK_MSG(lily > 0 && lily < 6, "6 seeds gave Lily %d times", lily); /* the seeds take both branches */
+    snprintf(path, sizeof path, "%s/digits.gbnf", test_temp_dir());
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs("root ::= digit{3} \".\"\ndigit ::= [0-9]\n", f) >= 0 && fclose(f) == 0);
+    snprintf(args, sizeof args, "run -m '%s/models/stories260K.gguf' -p 'Once' -n 20 --temp 1 -s 3 --grammar-file '%s'", test_shared_dir(), path);
+    CHECK(run_cli(args, false, &out) == 0 && strlen(out) == 5 && strspn(out, "0123456789") == 3 && !strcmp(out + 3, ".\n"));
+    free(out);
+    snprintf(path, sizeof path, "%s/pet.json", test_temp_dir());
+    f = fopen(path, "w");
+    CHECK(f && fputs("{\"type\": \"object\", \"properties\": {\"kind\": {\"enum\": [\"cat\", \"dog\"]},"
+                     " \"n\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 9}}, \"required\": [\"kind\", \"n\"]}",
+                     f) >= 0 && fclose(f) == 0);
+    for (int seed = 1; seed <= 4; seed++) {
+        char flags[600];
+        snprintf(flags, sizeof flags, "--json-schema-file '%s' --json", path);
+        snprintf(args, sizeof args, model, test_shared_dir(), seed, flags);
+        json_t *j = run_json(args), *v = j ? json_loads(json_string_value(json_object_get(j, "text")), 0, NULL) : NULL;
+        const char *kind = json_string_value(json_object_get(v, "kind"));
+        const json_t *n = json_object_get(v, "n");
+        CHECK_MSG(v && json_object_size(v) == 2 && kind && (!strcmp(kind, "cat") || !strcmp(kind, "dog")) && json_is_integer(n) &&
+                      json_integer_value(n) >= 1 && json_integer_value(n) <= 9,
+                  "seed %d: got [%s]", seed, j ? json_string_value(json_object_get(j, "text")) : "");
+        CHECK(j && !strcmp(json_string_value(json_object_get(j, "finish_reason")), "eos"));
+        json_decref(v);
+        json_decref(j);
+    }
+    static const char *const bad[][3] = {
+        {"--grammar-file /nonexistent.gbnf", "1", "--grammar-file /nonexistent.gbnf: cannot read the file"},
+        {"--json-schema-file /nonexistent.json", "1", "--json-schema-file /nonexistent.json: cannot read the file"},
+        {"--grammar 'root ::= \"a\" b'", "1", "grammar:1:14: undefined rule 'b'"},
+        {"-j '{\"type\": \"integer\", \"multipleOf\": 3}'", "1", "--json-schema: unsupported keyword multipleOf"},
+        {"-j '{\"type\": '", "1", "--json-schema:"},
+        {"--grammar 'root ::= \"a\"' -j '{}'", "2", "--grammar and --json-schema: one or the other"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(args, sizeof args, model, test_shared_dir(), 1, bad[i][0]);
+        CHECK_MSG(run_cli(args, true, &out) == atoi(bad[i][1]) && strstr(out, bad[i][2]), "%s: got [%s]", bad[i][0], out);
+        free(out);
+    }
+    snprintf(args, sizeof args, "serve -m '%s/models/stories260K.gguf' --port 0 --grammar 'root ::= x'", test_shared_dir());
+    CHECK_MSG(run_cli(args, true, &out) == 1 && strstr(out, "--grammar: grammar:1:10: undefined rule 'x'"), "got [%s]", out);
+    free(out);
+    snprintf(args, sizeof args, "serve -m '%s/models/stories260K.gguf' --port 0 -jf /nonexistent.json", test_shared_dir());
+    CHECK_MSG(run_cli(args, true, &out) == 1 && strstr(out, "cannot read the file"), "got [%s]", out);
+    free(out);
+}
+
 int main(void) {
     test_lora_flags();
     test_assist_flags();
     test_run();
+    test_structured_flags();
     test_sampler_flags();
     test_kernel_level_env();
     test_template_cli();

@@ -263,6 +263,14 @@ static bool parse_template_vars(parser *p, sp_api_request *r, const json_t *body
         if (choice && !json_is_null(choice) && !json_is_string(choice) && !json_is_object(choice))
             return fail(p, "tool_choice: expected a string or an object, got %s", type_name(choice));
         r->tools = json_array_size(tools) > 0 && !(json_is_string(choice) && !strcmp(json_string_value(choice), "none"));
+        /* a call is forced by "required" or {"type": "function", "function": {"name": ...}} (OpenAI's tool_choice) */
+        r->tool_required = r->tools && json_is_string(choice) && !strcmp(json_string_value(choice), "required");
+        if (r->tools && json_is_object(choice)) {
+            const json_t *name = json_object_get(json_object_get(choice, "function"), "name");
+            if (!json_is_string(name)) return fail(p, "tool_choice.function.name: expected a string");
+            if (!(r->tool_name = strndup(json_string_value(name), json_string_length(name)))) return fail(p, "out of memory");
+            r->tool_required = true;
+        }
     }
     if (kwargs && !json_is_null(kwargs) && !json_is_object(kwargs))
         return fail(p, "chat_template_kwargs: expected an object, got %s", type_name(kwargs));
@@ -284,24 +292,72 @@ static bool parse_template_vars(parser *p, sp_api_request *r, const json_t *body
     return ok || fail(p, "out of memory");
 }
 
-/* JSON mode: OpenAI's response_format {"type": "json_object"} (or
- * "json_schema": the output is then a JSON object, its schema not checked),
- * Ollama's format "json" (or a schema, likewise). */
-static bool parse_json_mode(parser *p, sp_api_request *r, const json_t *body, bool ollama) {
-    const json_t *v = json_object_get(body, ollama ? "format" : "response_format");
-    if (!v || json_is_null(v)) return true;
+/* A schema (an object, or true/false) as compact JSON text in *out, its
+ * keys in the order given: llama.cpp's converter, like sprout's, writes
+ * properties in schema order. */
+static bool take_schema(parser *p, sp_api_request *r, const json_t *schema, const char *where) {
+    if (!json_is_object(schema) && !json_is_boolean(schema)) return fail(p, "%s: expected a JSON schema (an object), got %s", where, type_name(schema));
+    if (r->json_schema) return fail(p, "%s: a schema is given twice (json_schema, response_format or format): give one", where);
+    r->json_schema = json_dumps(schema, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+    if (!r->json_schema) return fail(p, "out of memory");
+    r->cfg.json_schema = r->json_schema;
+    r->structured_param = where;
+    return true;
+}
+
+/* Structured output. OpenAI's response_format: {"type": "json_object"} is
+ * JSON mode, with a "schema" (llama-server's extension) that schema;
+ * {"type": "json_schema", "json_schema": {"name", "schema", "strict"}} the
+ * schema (none: {}, any JSON value, as llama-server takes it; always
+ * enforced, strict or not); "text" nothing. llama-server's own fields on
+ * the OpenAI endpoints: "grammar" (GBNF text) and "json_schema" (a
+ * schema); a grammar beside any schema or JSON mode is refused, as
+ * llama-server refuses it. Ollama's format: "json" is JSON mode, an object
+ * the schema. A bad grammar or an unsupported keyword is found when the
+ * request is submitted (400 naming it). */
+static bool parse_structured(parser *p, sp_api_request *r, const json_t *body, bool ollama) {
+    const json_t *v = field(body, ollama ? "format" : "response_format");
     if (ollama) {
-        if (json_is_object(v)) r->cfg.json_object = true;
-        else if (!json_is_string(v)) return fail(p, "format: expected \"json\" or a JSON schema, got %s", type_name(v));
-        else if (!strcmp(json_string_value(v), "json")) r->cfg.json_object = true;
+        if (!v) return true;
+        if (json_is_object(v)) return take_schema(p, r, v, "format");
+        if (!json_is_string(v)) return fail(p, "format: expected \"json\" or a JSON schema, got %s", type_name(v));
+        if (!strcmp(json_string_value(v), "json")) r->cfg.json_object = true;
         else if (json_string_length(v) != 0) return fail(p, "format: \"%s\" is not supported (only \"json\" or a schema)", json_string_value(v));
         return true;
     }
-    const json_t *type = json_object_get(v, "type");
-    if (!json_is_object(v) || !json_is_string(type)) return fail(p, "response_format: expected an object with a \"type\"");
-    const char *t = json_string_value(type);
-    if (!strcmp(t, "json_object") || !strcmp(t, "json_schema")) r->cfg.json_object = true;
-    else if (strcmp(t, "text")) return fail(p, "response_format.type: \"%s\" is not supported (text, json_object, json_schema)", t);
+    const json_t *schema = field(body, "json_schema"); /* llama-server's fields */
+    if (schema && !take_schema(p, r, schema, "json_schema")) return false;
+    if (!get_string(p, body, "grammar", "", &r->grammar)) return false;
+    if (r->grammar && !*r->grammar) { /* "" is no grammar, as llama-server takes it */
+        free(r->grammar);
+        r->grammar = NULL;
+    }
+    if (v) {
+        const json_t *type = json_object_get(v, "type");
+        if (!json_is_object(v) || !json_is_string(type)) return fail(p, "response_format: expected an object with a \"type\"");
+        const char *t = json_string_value(type);
+        if (!strcmp(t, "json_object")) {
+            const json_t *s = field(v, "schema");
+            if (s) take_schema(p, r, s, "response_format.schema");
+            else r->cfg.json_object = true;
+        } else if (!strcmp(t, "json_schema")) {
+            const json_t *wrapper = field(v, "json_schema"), *s = wrapper ? field(wrapper, "schema") : NULL;
+            if (wrapper && !json_is_object(wrapper))
+                return fail(p, "response_format.json_schema: expected an object with a \"schema\", got %s", type_name(wrapper));
+            if (wrapper && field(wrapper, "strict") && !json_is_boolean(field(wrapper, "strict")))
+                return fail(p, "response_format.json_schema.strict: expected a boolean, got %s", type_name(field(wrapper, "strict")));
+            json_t *any = s ? NULL : json_object();
+            take_schema(p, r, s ? s : any, "response_format.json_schema");
+            json_decref(any);
+        } else if (strcmp(t, "text")) return fail(p, "response_format.type: \"%s\" is not supported (text, json_object, json_schema)", t);
+        if (p->failed) return false;
+    }
+    if (r->grammar && (r->json_schema || r->cfg.json_object))
+        return fail(p, "grammar: give either a grammar or a schema (json_schema, response_format), not both");
+    if (r->grammar) {
+        r->cfg.grammar = r->grammar;
+        r->structured_param = "grammar";
+    }
     return true;
 }
 
@@ -565,7 +621,7 @@ bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api
     case SP_API_OPENAI_CHAT:
         parse_messages(&p, r, root, false);
         parse_template_vars(&p, r, root, false);
-        parse_json_mode(&p, r, root, false);
+        parse_structured(&p, r, root, false);
         parse_openai_sampling(&p, r, root);
         get_bool(&p, root, "logprobs", "", &(bool){false});
         if (json_is_true(json_object_get(root, "logprobs"))) r->logprobs = 0;
@@ -583,7 +639,7 @@ bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api
         else if (strlen(r->prompt) != json_string_length(pr)) fail(&p, "prompt: the string contains a NUL character");
         get_string(&p, root, "suffix", "", &r->suffix);
         parse_openai_sampling(&p, r, root);
-        parse_json_mode(&p, r, root, false);
+        parse_structured(&p, r, root, false);
         get_bool(&p, root, "echo", "", &r->echo);
         get_int(&p, root, "logprobs", "", 0, 5, &v, &present);
         if (present) r->logprobs = (int32_t)v;
@@ -592,7 +648,7 @@ bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api
     case SP_API_OLLAMA_CHAT:
         parse_messages(&p, r, root, true);
         parse_template_vars(&p, r, root, true);
-        parse_json_mode(&p, r, root, true);
+        parse_structured(&p, r, root, true);
         get_bool(&p, root, "stream", "", &r->stream);
         parse_ollama_options(&p, r, root);
         break;
@@ -602,7 +658,7 @@ bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api
         get_string(&p, root, "system", "", &r->system);
         get_bool(&p, root, "raw", "", &r->raw);
         parse_template_vars(&p, r, root, true);
-        parse_json_mode(&p, r, root, true);
+        parse_structured(&p, r, root, true);
         get_bool(&p, root, "stream", "", &r->stream);
         const json_t *context = field(root, "context");
         if (context && !json_is_array(context)) fail(&p, "context: expected an array of token ids, got %s", type_name(context));
@@ -647,6 +703,9 @@ void sp_api_request_free(sp_api_request *r) {
     free(r->system);
     free(r->context);
     free(r->biases);
+    free(r->grammar);
+    free(r->json_schema);
+    free(r->tool_name);
     for (size_t i = 0; i < SP_API_MAX_STOPS; i++) free(r->stops[i]);
     /* parse_more_samplers' allocations (nothing else sets these) */
     for (size_t i = 0; r->cfg.dry_sequence_breakers && i < r->cfg.n_dry_sequence_breakers; i++)

@@ -50,6 +50,8 @@ typedef struct sp_api_request {
     char *messages_json;  /* chat: the messages, content flattened to text */
     char *vars_json;      /* chat: the template's other variables as a JSON object (tools ...), or NULL */
     bool tools;           /* tools are offered: replies may call them */
+    bool tool_required;   /* tool_choice "required" or a named function: the reply must call one */
+    char *tool_name;      /* tool_choice's named function, or NULL */
     int8_t think;         /* Ollama's think: -1 not given, 0 or 1 */
     size_t n_messages;
     char *prompt;         /* completion / generate */
@@ -70,6 +72,13 @@ typedef struct sp_api_request {
     sprout_logit_bias *biases; /* OpenAI's logit_bias (cfg points here) */
     sp_api_lora lora;     /* "lora": the adapters of this request, replacing the server's defaults */
     sp_api_speculative speculative; /* llama-server's "speculative.*": overrides of the server's assisted generation */
+    /* Structured output (cfg.grammar and cfg.json_schema point here): GBNF
+     * text ("grammar"), a schema as compact JSON text (response_format,
+     * "json_schema", Ollama's format); structured_param names the field
+     * that gave it (errors at submit time name it), NULL for none */
+    char *grammar;
+    char *json_schema;
+    const char *structured_param;
 } sp_api_request;
 
 /* Parses a request body. On failure returns false with `error` saying

@@ -10,6 +10,7 @@
 
 #include "server/server_internal.h"
 #include "server/reasoning.h"
+#include "server/tool_calls.h"
 
 /* --- the job's life ---------------------------------------------------------------------------------------- */
 
@@ -182,6 +183,25 @@ static sprout_status prepend_context(sp_server *srv, sp_job *j) {
  * whether the reply's reasoning is to come apart (OpenAI chat always, as
  * llama.cpp's server does; Ollama when asked with think), starting inside
  * a <think> block when the prompt opened one. */
+/* A reply that must call a tool (tool_choice "required" or a named
+ * function), when the prompt teaches the Hermes/Qwen <tool_call> shape and
+ * the request brings no grammar or schema of its own: the grammar of one
+ * call whose arguments are valid against the tool's parameters. Other
+ * shapes go unconstrained (SERVER.md says what they need). */
+static sprout_status forced_call_grammar(sp_job *j, const char *prompt_text, size_t prompt_len) {
+    sp_api_request *r = &j->req;
+    if (!r->tool_required || r->cfg.grammar || r->cfg.json_schema || r->cfg.json_object || !r->vars_json ||
+        !memmem(prompt_text, prompt_len, "<tool_call>", strlen("<tool_call>")))
+        return SPROUT_OK;
+    json_t *vars = json_loads(r->vars_json, 0, NULL);
+    r->grammar = vars ? sp_tool_call_grammar(json_object_get(vars, "tools"), r->tool_name, j->error, sizeof j->error) : NULL;
+    json_decref(vars);
+    if (!r->grammar) return j->error[0] && strcmp(j->error, "out of memory") ? SPROUT_ERR_UNSUPPORTED : SPROUT_ERR_OUT_OF_MEMORY;
+    r->cfg.grammar = r->grammar;
+    r->structured_param = "tools";
+    return SPROUT_OK;
+}
+
 static sprout_status chat_prompt(sp_server *srv, sp_job *j, const char *messages_json) {
     char *text = NULL;
     size_t text_len = 0;
@@ -190,6 +210,7 @@ static sprout_status chat_prompt(sp_server *srv, sp_job *j, const char *messages
     j->split_reasoning = j->req.kind == SP_API_OPENAI_CHAT || j->req.think == 1;
     j->reasoning_opened = st == SPROUT_OK && sp_reasoning_opened_by(text, text_len);
     sp_reasoning_init(&j->reasoning, j->reasoning_opened);
+    if (st == SPROUT_OK) st = forced_call_grammar(j, text, text_len);
     sprout_free(text);
     return st;
 }
@@ -283,6 +304,12 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
     if (!r->max_tokens_set || r->cfg.max_new_tokens > room) r->cfg.max_new_tokens = room;
     if (!r->seed_set) r->cfg.seed = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull + atomic_fetch_add(&srv->seed_counter, 1);
     assisted(srv, r);
+    /* the server's --grammar or --json-schema, for a request that brings no structured output of its own (as
+     * llama-server's defaults) */
+    if (!r->cfg.grammar && !r->cfg.json_schema && !r->cfg.json_object) {
+        r->cfg.grammar = srv->opt.grammar;
+        r->cfg.json_schema = srv->opt.json_schema;
+    }
     /* "logprobs" alone asks for the chosen token's; the library counts alternatives */
     if (r->logprobs >= 0) r->cfg.logprobs = r->logprobs > 0 ? r->logprobs : 1;
 
@@ -307,8 +334,13 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
     pthread_rwlock_unlock(&srv->sched_lock);
     if (st != SPROUT_OK) {
         const bool busy = st == SPROUT_ERR_BUSY;
-        res = sp_reply_error(srv, c, style, busy ? 503 : 400, NULL, "%s",
-                             busy && atomic_load(&srv->stopping) ? "the server is shutting down" : sprout_last_error());
+        /* a bad grammar (FORMAT, "grammar:LINE:COL: ...") or a schema keyword sprout cannot enforce (UNSUPPORTED,
+         * naming it): the field that brought it */
+        const bool structured = (st == SPROUT_ERR_FORMAT || st == SPROUT_ERR_UNSUPPORTED) && r->structured_param;
+        const char *why = busy && atomic_load(&srv->stopping) ? "the server is shutting down" : sprout_last_error();
+        const bool prefix = structured && strncmp(why, r->structured_param, strlen(r->structured_param)); /* "grammar:1:5: ..." names it */
+        res = sp_reply_error(srv, c, style, busy ? 503 : 400, structured ? r->structured_param : NULL, "%s%s%s",
+                             prefix ? r->structured_param : "", prefix ? ": " : "", why);
         job_free(j);
         return res;
     }

@@ -388,6 +388,31 @@ static bool load_adapters(sp_server *srv) {
     return true;
 }
 
+/* The server's default grammar or schema, tried on the scheduler (which
+ * checks them when a request is submitted) with a request of one token
+ * that is cancelled at once; false after an ERROR notice with the
+ * engine's message. */
+static bool check_default_structure(sp_server *srv) {
+    if (!(srv->opt.grammar && *srv->opt.grammar) && !(srv->opt.json_schema && *srv->opt.json_schema)) return true;
+    sprout_generation_config cfg;
+    sprout_generation_config_init(&cfg);
+    cfg.grammar = srv->opt.grammar;
+    cfg.json_schema = srv->opt.json_schema;
+    cfg.max_new_tokens = 1;
+    const sprout_token bos = sprout_tokenizer_special(sprout_model_tokenizer(srv->model), SPROUT_SPECIAL_BOS);
+    const sprout_token prompt = bos >= 0 ? bos : 0;
+    sprout_request_params rp = {.struct_size = sizeof rp, .prompt = &prompt, .n_prompt = 1, .config = &cfg};
+    sprout_request *req = NULL;
+    const sprout_status st = sprout_scheduler_submit(srv->sched, &rp, &req);
+    if (st != SPROUT_OK) {
+        notice(srv, SPROUT_LOG_ERROR, "%s: %s", srv->opt.grammar ? "--grammar" : "--json-schema", sprout_last_error());
+        return false;
+    }
+    sprout_request_cancel(req);
+    sprout_request_free(req);
+    return true;
+}
+
 int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
     sp_server *srv = calloc(1, sizeof *srv);
     if (!srv) return 1;
@@ -451,7 +476,7 @@ int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
         (sp.draft_model = srv->draft, sprout_scheduler_create(srv->model, &sp, &srv->sched)) != SPROUT_OK) {
         notice(srv, SPROUT_LOG_ERROR, "%s", sprout_last_error());
         rc = 1;
-    } else if (!load_adapters(srv)) {
+    } else if (!load_adapters(srv) || !check_default_structure(srv)) {
         rc = 1;
     } else {
         srv->n_ctx = sprout_scheduler_n_ctx(srv->sched);

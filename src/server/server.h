@@ -44,6 +44,13 @@ typedef struct sp_server_options {
     bool lookup;
     int32_t assist_max, assist_min, lookup_ngram;
     float draft_p_min;
+    /* Structured output for every request that brings none of its own
+     * (grammar, json_schema, response_format, format), as llama-server's
+     * --grammar and --json-schema: GBNF text, or a JSON schema's text; at
+     * most one. Checked once the model has loaded: a bad one stops the
+     * server (ERROR notice, exit 1). NULL: none. */
+    const char *grammar;
+    const char *json_schema;
     /* What the server has to tell its operator: where it listens, that the
      * model is ready, that a signal stops it (INFO), why it cannot start
      * (ERROR), and the HTTP library's complaints (WARN). The server prints

@@ -1,10 +1,12 @@
 #include "server/tool_calls.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/buf.h"
 #include "core/text_stream.h"
+#include "sprout.h"
 
 typedef enum marker_kind { M_TOOL_CALL, M_MISTRAL, M_FUNCTION, M_DEEPSEEK_CALLS, M_DEEPSEEK_CALL, M_PYTHON_TAG, M_COUNT } marker_kind;
 
@@ -263,4 +265,106 @@ size_t sp_tool_calls_text_prefix(const char *text, size_t len, size_t sent) {
         if (tail > hold) hold = tail;
     }
     return len - hold;
+}
+
+/* --- a grammar for a forced call ------------------------------------------------------------------------ */
+
+/* Appends grammar g with every rule name prefixed: names are runs of
+ * [a-zA-Z0-9_-] outside literals ("..."), classes ([...]), repetition
+ * counts ({m,n}) and comments, as the converter writes them. */
+static bool put_renamed(sp_buf *b, const char *g, const char *prefix) {
+    bool ok = true;
+    for (size_t i = 0, n = strlen(g); i < n;) {
+        const char c = g[i];
+        if (c == '"' || c == '[' || c == '{' || c == '#') {
+            const char close = c == '"' ? '"' : c == '[' ? ']' : c == '{' ? '}' : '\n';
+            size_t k = i + 1;
+            while (k < n && g[k] != close) k += g[k] == '\\' && c != '#' && k + 1 < n ? 2 : 1;
+            k = k < n ? k + 1 : n;
+            ok &= sp_buf_put(b, g + i, k - i);
+            i = k;
+        } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') {
+            size_t k = i;
+            while (k < n && ((g[k] >= 'a' && g[k] <= 'z') || (g[k] >= 'A' && g[k] <= 'Z') || (g[k] >= '0' && g[k] <= '9') || g[k] == '-' ||
+                             g[k] == '_'))
+                k++;
+            ok &= sp_buf_put(b, prefix, strlen(prefix)) && sp_buf_put(b, g + i, k - i);
+            i = k;
+        } else {
+            ok &= sp_buf_put(b, g + i, 1);
+            i++;
+        }
+    }
+    return ok;
+}
+
+/* Text as a GBNF literal's inside: '"' and '\' escaped. */
+static bool put_literal(sp_buf *b, const char *s, size_t n) {
+    bool ok = true;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '"' || s[i] == '\\') ok &= sp_buf_put(b, "\\", 1);
+        ok &= sp_buf_put(b, s + i, 1);
+    }
+    return ok;
+}
+
+char *sp_tool_call_grammar(const json_t *tools, const char *only, char *error, size_t error_size) {
+    sp_buf b = {0}, alts = {0};
+    size_t n_alts = 0;
+    bool ok = true;
+    error[0] = 0;
+    for (size_t i = 0; i < json_array_size(tools) && !error[0]; i++) {
+        const json_t *fn = json_object_get(json_array_get(tools, i), "function"), *name = json_object_get(fn, "name");
+        if (!json_is_string(name) || (only && strcmp(json_string_value(name), only))) continue;
+        const json_t *params = json_object_get(fn, "parameters");
+        json_t *any = json_pack("{s:s}", "type", "object");
+        char *schema = json_dumps(params ? params : any, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+        char *g = NULL;
+        sprout_status st = schema ? sprout_json_schema_to_grammar(schema, strlen(schema), &g) : SPROUT_ERR_OUT_OF_MEMORY;
+        if (st != SPROUT_OK && st != SPROUT_ERR_OUT_OF_MEMORY && !json_is_true(json_object_get(fn, "strict"))) {
+            /* not strict: arguments the schema cannot hold to are any object, as OpenAI's non-strict calls are */
+            free(schema);
+            schema = json_dumps(any, JSON_COMPACT);
+            st = schema ? sprout_json_schema_to_grammar(schema, strlen(schema), &g) : SPROUT_ERR_OUT_OF_MEMORY;
+        }
+        json_decref(any);
+        free(schema);
+        if (st != SPROUT_OK) {
+            snprintf(error, error_size, "tools[%zu].function.parameters: %s", i, st == SPROUT_ERR_OUT_OF_MEMORY ? "out of memory" : sprout_last_error());
+            sprout_free(g);
+            break;
+        }
+        char prefix[32];
+        snprintf(prefix, sizeof prefix, "t%zu-", i);
+        ok &= put_renamed(&b, g, prefix);
+        sprout_free(g);
+        char *quoted = json_dumps(name, JSON_ENCODE_ANY); /* the name as JSON text */
+        if (!quoted) {
+            snprintf(error, error_size, "out of memory");
+            break;
+        }
+        if (n_alts++) ok &= sp_buf_put(&alts, " | ", strlen(" | "));
+        ok &= sp_buf_put(&alts, "\"{\\\"name\\\": ", strlen("\"{\\\"name\\\": "));
+        ok &= put_literal(&alts, quoted, strlen(quoted));
+        ok &= sp_buf_put(&alts, ", \\\"arguments\\\": \" ", strlen(", \\\"arguments\\\": \" "));
+        ok &= sp_buf_put(&alts, prefix, strlen(prefix));
+        ok &= sp_buf_put(&alts, "root \"}\"", strlen("root \"}\""));
+        free(quoted);
+    }
+    if (!error[0] && n_alts == 0) snprintf(error, error_size, "tool_choice: no offered tool is named \"%s\"", only ? only : "");
+    char *out = NULL;
+    if (!error[0]) {
+        sp_buf g = {0};
+        const char *head = "root ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\ncall ::= ";
+        ok &= sp_buf_put(&g, head, strlen(head)) && sp_buf_put(&g, alts.data, alts.len) && sp_buf_put(&g, "\n", 1) &&
+              sp_buf_put(&g, b.data, b.len) && sp_buf_put(&g, "", 1);
+        if (ok) out = g.data;
+        else {
+            free(g.data);
+            snprintf(error, error_size, "out of memory");
+        }
+    }
+    free(b.data);
+    free(alts.data);
+    return out;
 }

@@ -43,6 +43,12 @@ export function clients() {
   return { OpenAI: openai.OpenAI ?? openai.default ?? openai, Ollama: ollama.Ollama };
 }
 
+// require() from the same npm folder, for the other packages it holds
+// (ajv, ajv-formats, ai, @ai-sdk/openai-compatible, zod).
+export function clientRequire() {
+  return createRequire(join(process.env.SPROUT_NODE_CLIENTS, 'package.json'));
+}
+
 // Starts the server on a free port; resolves once /health says 200.
 export async function startServer(extraArgs = []) {
   const proc = spawn(SPROUT, ['serve', '-m', MODEL, '--port', '0', ...extraArgs], { stdio: ['ignore', 'ignore', 'pipe'] });

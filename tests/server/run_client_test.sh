@@ -10,20 +10,28 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   echo "SKIP: node/npm not installed (scripts/deps.sh --test installs them)"
   exit 77
 fi
+# The clients, and for test_structured the validator and the AI SDK
+# (pinned: ai 5 is the last major that runs on node 18 and 20).
+packages=(openai ollama ajv@8.20.0 ajv-formats@3.0.1 ai@5.0.277 @ai-sdk/openai-compatible@1.0.61 zod@3.25.76)
 mkdir -p "$(dirname "$clients")"
 (
   flock 9
-  if [ ! -d "$clients/node_modules/openai" ] || [ ! -d "$clients/node_modules/ollama" ]; then
+  missing=0
+  for p in "${packages[@]}"; do
+    name=${p%@*}; [ -z "$name" ] && name=$p # a scoped name without a version
+    [ -d "$clients/node_modules/$name" ] || missing=1
+  done
+  if [ "$missing" = 1 ]; then
     tmp=$(mktemp -d)
     echo '{"name":"sprout-server-clients","private":true}' >"$tmp/package.json"
-    if ! npm install --prefix "$tmp" --no-audit --no-fund --loglevel=error openai ollama; then
+    if ! npm install --prefix "$tmp" --no-audit --no-fund --loglevel=error "${packages[@]}"; then
       rm -rf "$tmp"
       exit 1
     fi
     rm -rf "$clients"
     mv "$tmp" "$clients"
   fi
-) 9>"$clients.lock" || { echo "SKIP: npm could not install the openai and ollama clients"; exit 77; }
+) 9>"$clients.lock" || { echo "SKIP: npm could not install the client packages (${packages[*]})"; exit 77; }
 version() { sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$clients/node_modules/$1/package.json" | head -1; }
 echo "clients: openai $(version openai), ollama $(version ollama)"
 SPROUT_NODE_CLIENTS=$clients exec node "$test_script"
