@@ -16,7 +16,6 @@
 
 typedef struct serve_options {
     const char *host, *api_key, *alias, *chat_template, *chat_template_file;
-    const char *grammar, *grammar_file, *json_schema, *json_schema_file; /* defaults for requests without their own */
     int32_t port, n_slots, max_body, n_queue;
     bool lora_init_without_apply;
 } serve_options;
@@ -33,11 +32,6 @@ static const cli_option serve_table[] = {
     CLI_OPT_STRING("--chat-template", "T", OWN(chat_template),
      "a built-in template (chatml llama2 llama3 zephyr phi3 gemma mistral) or Jinja source (default: the model's)"),
     CLI_OPT_STRING("--chat-template-file", "FILE", OWN(chat_template_file), "the chat template from a file"),
-    CLI_OPT_STRING("--grammar", "GBNF", OWN(grammar),
-                   "a GBNF grammar for every request that brings no grammar, schema or JSON mode of its own"),
-    CLI_OPT_STRING("--grammar-file", "FILE", OWN(grammar_file), "the default grammar from a file"),
-    CLI_OPT_STRING("-j, --json-schema", "SCHEMA", OWN(json_schema), "a JSON Schema for every such request instead"),
-    CLI_OPT_STRING("-jf, --json-schema-file", "FILE", OWN(json_schema_file), "the default schema from a file"),
     CLI_OPT_FLAG("--lora-init-without-apply", OWN(lora_init_without_apply),
                  "load the adapters at scale 0 (POST /lora-adapters or a request's \"lora\" applies them)"),
 };
@@ -50,7 +44,7 @@ static const cli_command serve_command = {
              "said on stderr unless --log-disable. LoRA adapters (--lora) get ids 0, 1, ... in the order given; their\n"
              "scales are the defaults of requests without \"lora\" (GET/POST /lora-adapters). With --model-draft or\n"
              "--lookup every request speculates (output unchanged); a request's \"speculative.n_max\": 0 opts out.\n",
-    .shared = CLI_SHARED_MODEL | CLI_SHARED_THREADS | CLI_SHARED_CTX | CLI_SHARED_BATCH | CLI_SHARED_KV | CLI_SHARED_LORA | CLI_SHARED_ASSIST,
+    .shared = CLI_SHARED_MODEL | CLI_SHARED_THREADS | CLI_SHARED_CTX | CLI_SHARED_BATCH | CLI_SHARED_KV | CLI_SHARED_LORA | CLI_SHARED_ASSIST | CLI_SHARED_STRUCTURED,
     CLI_TABLE(serve_table),
 };
 
@@ -75,12 +69,6 @@ int cmd_serve(int argc, char **argv) {
         }
         so.chat_template = template_text;
     }
-    char *structured[2];
-    const int structured_status = cli_structured_output("serve", &so.grammar, so.grammar_file, &so.json_schema, so.json_schema_file, structured);
-    if (structured_status >= 0) {
-        free(template_text);
-        return structured_status;
-    }
     sp_server_options o = {
         .model_path = c.model, .host = so.host, .port = so.port, .n_slots = so.n_slots, .n_ctx = c.n_ctx, .n_batch = c.n_batch,
         .n_threads = c.n_threads, .kv_type = c.kv_type, .kv_type_set = c.kv_type_set, .n_queue = so.n_queue < 0 ? 0 : so.n_queue ? so.n_queue : -1,
@@ -88,7 +76,8 @@ int cmd_serve(int argc, char **argv) {
         .lora_paths = c.loras.path, .lora_scales = c.loras.scale, .n_lora = c.loras.n, .lora_init_without_apply = so.lora_init_without_apply,
         .draft_path = c.draft_path, .lookup = c.cfg.prompt_lookup, .assist_max = c.cfg.num_assistant_tokens,
         .assist_min = c.cfg.min_assistant_tokens, .lookup_ngram = c.cfg.max_ngram_size, .draft_p_min = c.cfg.assistant_confidence_threshold,
-        .grammar = so.grammar && *so.grammar ? so.grammar : NULL, .json_schema = so.json_schema && *so.json_schema ? so.json_schema : NULL,
+        .grammar = c.cfg.grammar && *c.cfg.grammar ? c.cfg.grammar : NULL,
+        .json_schema = c.cfg.json_schema && *c.cfg.json_schema ? c.cfg.json_schema : NULL,
         .notice = on_notice, .notice_user = &c,
     };
     /* the signals go to sigwait in this thread only: block them before any
@@ -101,7 +90,7 @@ int cmd_serve(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN); /* a client that hangs up is an error return, not a death */
     const int rc = sp_server_run(&o, &stop);
     free(template_text);
-    free(structured[0]);
-    free(structured[1]);
+    free(c.structured_texts[0]);
+    free(c.structured_texts[1]);
     return rc;
 }

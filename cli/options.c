@@ -158,32 +158,6 @@ static bool parse_sampling_seq(const char *value, void *dst, char *why, size_t w
     return true;
 }
 
-/* --grammar-file and --json-schema-file: their paths until cli_parse has
- * seen every flag, and then the files' texts, which cfg.grammar and
- * cfg.json_schema point at for the life of the process (one parse per
- * process). */
-static const char *grammar_file, *schema_file;
-static char *structured_texts[2];
-
-static bool set_path(const char **path, const char *value, char *why, size_t why_size) {
-    if (!*value) {
-        snprintf(why, why_size, "names no file");
-        return false;
-    }
-    *path = value;
-    return true;
-}
-
-static bool parse_grammar_file(const char *value, void *dst, char *why, size_t why_size) {
-    (void)dst;
-    return set_path(&grammar_file, value, why, why_size);
-}
-
-static bool parse_schema_file(const char *value, void *dst, char *why, size_t why_size) {
-    (void)dst;
-    return set_path(&schema_file, value, why, why_size);
-}
-
 #define COMMON(field) offsetof(cli_common, field)
 #define CFG(field) (offsetof(cli_common, cfg) + offsetof(sprout_generation_config, field))
 
@@ -255,13 +229,15 @@ static const cli_option shared_options[] = {
     {"--json-mode", NULL, CLI_FLAG, CFG(json_object), 0, 0, NULL, NULL, "the output is one JSON object (only tokens that keep it valid are drawn)",
      CLI_SHARED_SAMPLING, NULL},
     {"--grammar", "GBNF", CLI_STRING, CFG(grammar), 0, 0, NULL, NULL,
-     "the output is a text of this grammar (llama.cpp's GBNF, start rule root); only tokens that keep it so are drawn",
-     CLI_SHARED_SAMPLING, NULL},
-    {"--grammar-file", "FILE", CLI_CUSTOM, 0, 0, 0, NULL, parse_grammar_file, "the grammar from a file", CLI_SHARED_SAMPLING, NULL},
+     "the output is a text of this grammar (llama.cpp's GBNF, start rule root); only tokens that keep it so are drawn (serve: "
+     "for every request that brings no grammar, schema or JSON mode of its own)",
+     CLI_SHARED_STRUCTURED, NULL},
+    {"--grammar-file", "FILE", CLI_STRING, COMMON(grammar_file), 0, 0, NULL, NULL, "the grammar from a file", CLI_SHARED_STRUCTURED, NULL},
     {"-j, --json-schema", "SCHEMA", CLI_STRING, CFG(json_schema), 0, 0, NULL, NULL,
      "the output is JSON valid against this JSON Schema (text); a keyword sprout cannot enforce is an error",
-     CLI_SHARED_SAMPLING, NULL},
-    {"-jf, --json-schema-file", "FILE", CLI_CUSTOM, 0, 0, 0, NULL, parse_schema_file, "the JSON Schema from a file", CLI_SHARED_SAMPLING, NULL},
+     CLI_SHARED_STRUCTURED, NULL},
+    {"-jf, --json-schema-file", "FILE", CLI_STRING, COMMON(schema_file), 0, 0, NULL, NULL, "the JSON Schema from a file",
+     CLI_SHARED_STRUCTURED, NULL},
     {"-ctk, --cache-type-k, -ctv, --cache-type-v, --kv-type", "T", CLI_CUSTOM, COMMON(kv_type), 0, 0, NULL, parse_kv_type,
      "KV cache type of keys and values, which share one: f16 (default) or f32; given twice, it must agree", CLI_SHARED_KV, NULL},
     {"--lora", "FILE", CLI_CUSTOM, COMMON(loras), 0, 0, NULL, parse_lora, "apply a LoRA adapter (GGUF) at scale 1; repeatable",
@@ -450,8 +426,8 @@ int cli_parse(const cli_command *cmd, cli_common *common, void *own, int argc, c
         common->cfg.num_assistant_tokens = common->lookup;
     }
     if (common->draft_path && !common->cfg.num_assistant_tokens) common->cfg.num_assistant_tokens = 16; /* llama.cpp's --draft-max */
-    const int structured = cli_structured_output(cmd->name, &common->cfg.grammar, grammar_file, &common->cfg.json_schema, schema_file,
-                                                 structured_texts);
+    const int structured = cli_structured_output(cmd->name, &common->cfg.grammar, common->grammar_file, &common->cfg.json_schema,
+                                                 common->schema_file, common->structured_texts);
     if (structured >= 0) return structured;
     common->cfg.stop_strings = common->stops.text;
     common->cfg.n_stop_strings = common->stops.n;
@@ -546,6 +522,10 @@ void cli_close_pipeline(cli_common *c, sprout_model *model, sprout_pipeline *pip
     sprout_model_free(c->draft_model);
     c->draft = NULL;
     c->draft_model = NULL;
+    for (int i = 0; i < 2; i++) { /* cfg.grammar or cfg.json_schema pointed here */
+        free(c->structured_texts[i]);
+        c->structured_texts[i] = NULL;
+    }
     for (size_t i = 0; i < c->loras.n; i++) {
         sprout_lora_free(c->loras.loaded[i]);
         c->loras.loaded[i] = NULL;

@@ -64,9 +64,10 @@ enum {
     CLI_SHARED_LOG = 1u << 7,      /* -v, --log-disable: every command takes them */
     CLI_SHARED_LORA = 1u << 8,     /* --lora, --lora-scaled */
     CLI_SHARED_ASSIST = 1u << 9,   /* -md, --draft-max ..., --lookup: assisted generation */
+    CLI_SHARED_STRUCTURED = 1u << 10, /* --grammar(-file), --json-schema(-file): structured output */
     /* what a generating command (run, chat) takes: a pipeline's and a generation's settings */
     CLI_SHARED_GENERATION = CLI_SHARED_MODEL | CLI_SHARED_THREADS | CLI_SHARED_CTX | CLI_SHARED_BATCH | CLI_SHARED_PREDICT |
-                            CLI_SHARED_SAMPLING | CLI_SHARED_KV | CLI_SHARED_LORA | CLI_SHARED_ASSIST,
+                            CLI_SHARED_SAMPLING | CLI_SHARED_KV | CLI_SHARED_LORA | CLI_SHARED_ASSIST | CLI_SHARED_STRUCTURED,
 };
 
 enum { CLI_MAX_STOP = 16, CLI_MAX_ARGS = 8, CLI_MAX_LORA = 16 };
@@ -101,6 +102,10 @@ typedef struct cli_common {
     sprout_model *draft_model;
     sprout_pipeline *draft;
     int32_t lookup;
+    /* --grammar-file and --json-schema-file; once parsed, cfg.grammar and
+     * cfg.json_schema point at the files' texts (owned) */
+    const char *grammar_file, *schema_file;
+    char *structured_texts[2];
     sprout_kv_type kv_type; /* -ctk and its spellings; f16 when not given */
     bool kv_type_set;       /* whether it was given */
     bool verbose, log_disable;
