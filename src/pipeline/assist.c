@@ -76,9 +76,10 @@ sprout_status sp_assist_begin(sprout_pipeline *p, const sprout_generation_config
 }
 
 int32_t sp_assist_next_budget(int32_t budget, int32_t cap, int32_t proposed, int32_t kept) {
-    if (!proposed) return budget;
-    const int32_t next = kept == proposed ? 2 * budget : kept + 1;
-    return next < cap ? next : cap;
+    if (!proposed) return budget < 1 ? budget + 1 : budget; /* resting, or nothing was found to propose */
+    if (!kept) return budget <= 1 ? 1 - SP_ASSIST_REST : 1; /* a lone proposal missed too: rest */
+    const int64_t next = kept == proposed ? 2 * (int64_t)(budget < cap ? budget : cap) : kept + 1;
+    return next < cap ? (int32_t)next : cap;
 }
 
 void sp_assist_done(sprout_pipeline *p, int32_t proposed, int32_t kept) {

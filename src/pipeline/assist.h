@@ -16,11 +16,16 @@ sprout_status sp_assist_begin(sprout_pipeline *p, const sprout_generation_config
 sprout_status sp_assist_propose(sprout_pipeline *p, const sprout_generation_config *cfg, const int32_t *text, int32_t n, int32_t max,
                                 int32_t *n_proposed);
 
-/* How many proposals the next pass asks for (at most cap), after a pass
- * that asked for `budget`, verified `proposed` and kept `kept`: twice as
- * many after a pass that kept them all, else one more than were kept, so
- * that text the proposals do not foresee costs few wasted rows and text
- * they do is taken in long runs. */
+/* How many proposals the next pass asks for (at most cap; 0 or less: none,
+ * resting), after a pass that asked for `budget`, verified `proposed` and
+ * kept `kept`: twice as many after a pass that kept them all, one more
+ * than were kept after one that kept some, one after one that kept none,
+ * and after a single one missed a rest of SP_ASSIST_REST passes without
+ * any, then a single one again: text the
+ * proposals do not foresee costs few wasted rows (where a pass of several
+ * tokens costs several single ones, int8 weights on few cores, a rejected
+ * proposal costs a token's time), and text they do goes in long runs. */
+enum { SP_ASSIST_REST = 4 };
 int32_t sp_assist_next_budget(int32_t budget, int32_t cap, int32_t proposed, int32_t kept);
 /* The pipeline's budget after a pass (sp_assist_next_budget). */
 void sp_assist_done(sprout_pipeline *p, int32_t proposed, int32_t kept);

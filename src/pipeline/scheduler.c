@@ -473,7 +473,7 @@ static void propose(sprout_scheduler *s, int32_t n_generating) {
         if (!sl->req || sl->req->embed || sl->pending < 0 || !sp_sched_assist_wanted(&s->assist, &sl->req->cfg)) continue;
         const sprout_generation_config *cfg = &sl->req->cfg;
         const int32_t budget = s->assist.slots[i].budget;
-        int32_t max = budget > 0 && budget < cfg->num_assistant_tokens ? budget : cfg->num_assistant_tokens;
+        int32_t max = budget < cfg->num_assistant_tokens ? budget : cfg->num_assistant_tokens;
         const int32_t left = cfg->max_new_tokens - (int32_t)sl->seq.result->n_tokens;
         if (s->n_ctx - sl->n_cached - 1 < max) max = s->n_ctx - sl->n_cached - 1;
         if (left - 1 < max) max = left - 1;
@@ -567,7 +567,7 @@ static void step(sprout_scheduler *s) {
                                             s->assist.slots[i].proposal, sl->n_proposed, sl->cached, &sl->n_cached, s->n_ctx, &next);
             sp_slot_assist *sa = &s->assist.slots[i];
             const int32_t cap = sl->req->cfg.num_assistant_tokens;
-            sa->budget = sp_assist_next_budget(sa->budget > 0 ? sa->budget : cap, cap, sl->n_proposed, sl->n_cached - n_before - 1);
+            sa->budget = sp_assist_next_budget(sa->budget, cap, sl->n_proposed, sl->n_cached - n_before - 1);
             if (sl->n_proposed) sp_kv_truncate(&s->ctx.kv, i, sl->n_cached); /* the proposals not kept */
             sl->pending = more ? next : -1;
             /* a sequence that just ended needs no more passes: its cache

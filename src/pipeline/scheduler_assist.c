@@ -55,7 +55,7 @@ void sp_sched_assist_free(sp_sched_assist *a) {
 
 void sp_sched_assist_begin(sp_sched_assist *a, int32_t slot) {
     a->slots[slot].k = 0;
-    a->slots[slot].budget = 0;
+    a->slots[slot].budget = INT32_MAX; /* the config's number, until a pass says otherwise */
     sp_lookup_reset(&a->slots[slot].lookup);
 }
 
@@ -148,7 +148,7 @@ void sp_sched_assist_propose(sp_sched_assist *a, int32_t n_vocab_target, const s
     for (int32_t w = 0; w < n_want; w++) {
         sp_slot_assist *sa = &a->slots[want[w].slot];
         const sprout_generation_config *cfg = want[w].cfg;
-        *sa = (sp_slot_assist){.lookup = sa->lookup, .proposal = sa->proposal, .dcached = sa->dcached, .n_dcached = sa->n_dcached,
+        *sa = (sp_slot_assist){.lookup = sa->lookup, .proposal = sa->proposal, .budget = sa->budget, .dcached = sa->dcached, .n_dcached = sa->n_dcached,
                                .cfg = cfg, .text = want[w].text, .n_text = want[w].n, .max = want[w].max};
         if (sa->max <= 0) continue;
         if (cfg->prompt_lookup) {

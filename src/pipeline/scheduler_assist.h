@@ -21,7 +21,7 @@ typedef struct sp_slot_assist {
     sp_lookup lookup;   /* prompt lookup's index of the slot's text (reset when a request takes the slot) */
     int32_t *proposal;  /* this step's proposals (n_batch of room) */
     int32_t k;          /* how many */
-    int32_t budget;     /* how many the next step asks for (sp_assist_next_budget); 0: the config's number */
+    int32_t budget;     /* how many the next step asks for at most (sp_assist_next_budget; 0 or less: none) */
     int32_t *dcached;   /* the tokens the draft's cache holds for this slot, in order */
     int32_t n_dcached;
     /* during sp_sched_assist_propose: the slot's want */
