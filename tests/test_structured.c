@@ -5,7 +5,8 @@
  * constrained by each schema on stories260K and a random arch model
  * (temperature 1, several seeds) end complete (finish "eos") with output
  * the schema's grammar accepts and jansson parses; a GBNF grammar given
- * directly does the same; bad grammars and schemas fail the call by name. */
+ * directly does the same, and a stop string inside it ends with "length";
+ * bad grammars and schemas fail the call by name. */
 #include <jansson.h>
 
 #include "grammar/grammar.h"
@@ -134,6 +135,18 @@ static void test_generation(const json_t *cases) {
                       text[len - 1] == '.',
                   "%s: grammar output [%s]", models[i], text);
         sprout_result_free(r);
+        /* a stop string before the grammar is complete: what there is, finish "length" */
+        const char *stop = ", ";
+        cfg.stop_strings = &stop;
+        cfg.n_stop_strings = 1;
+        r = NULL;
+        if (p) CHECK(sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r) == SPROUT_OK);
+        text = r ? sprout_result_text(r, &len) : "";
+        CHECK_MSG(r && sprout_result_finish_reason(r) == SPROUT_FINISH_LENGTH && (!strcmp(text, "yes") || !strcmp(text, "no")),
+                  "%s: stopped grammar output [%s], finish %d", models[i], text, r ? (int)sprout_result_finish_reason(r) : -1);
+        sprout_result_free(r);
+        cfg.stop_strings = NULL;
+        cfg.n_stop_strings = 0;
         r = NULL;
         cfg.grammar = "root ::= item\nitem ::= \"x\" | undefined";
         CHECK(!p || (sprout_generate(p, "Hi", &cfg, NULL, NULL, &r) == SPROUT_ERR_FORMAT && strstr(sprout_last_error(), "undefined")));

@@ -381,6 +381,10 @@ sprout_status sp_seq_end(sp_seq *s, sprout_status st, sprout_result **out) {
     }
     sprout_detokenizer_free(s->detok);
     s->detok = NULL;
+    /* a stop string inside structured output leaves it unfinished: what
+     * there is, as when the length runs out */
+    if (s->finish == SPROUT_FINISH_STOP_STRING && sp_constraint_active(&s->constraint) && !sp_grammar_can_end(s->constraint.state))
+        s->finish = SPROUT_FINISH_LENGTH;
     sp_constraint_free(&s->constraint);
     if (st == SPROUT_OK && s->oom) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     if (st != SPROUT_OK) {
