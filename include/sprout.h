@@ -738,6 +738,10 @@ typedef struct sprout_generation_config {
      * SPROUT_ERR_UNSUPPORTED naming a schema keyword sprout cannot enforce); copied by a scheduler */
     const char *grammar;
     const char *json_schema;
+    /* A lazy grammar (llama.cpp's grammar_lazy with a word trigger): the output is free until this text appears in
+     * it, and from its first letter on it must follow the grammar or schema (a tool call that the model may or may
+     * not make). NULL or "": the grammar holds from the start. Copied by a scheduler */
+    const char *grammar_trigger;
 } sprout_generation_config;
 
 void sprout_generation_config_init(sprout_generation_config *config);

@@ -147,6 +147,22 @@ static void test_generation(const json_t *cases) {
         sprout_result_free(r);
         cfg.stop_strings = NULL;
         cfg.n_stop_strings = 0;
+        /* lazy: free text until the trigger, then the grammar from its first letter (the trigger comes
+         * by a logit bias on its token, 'y', once a few tokens are out) */
+        cfg.grammar = "root ::= \"y\" [a-z]{2,4} \".\"";
+        cfg.grammar_trigger = "y";
+        cfg.max_new_tokens = 60;
+        r = NULL;
+        if (p) CHECK(sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r) == SPROUT_OK);
+        text = r ? sprout_result_text(r, &len) : "";
+        const char *y = strchr(text, 'y');
+        size_t tail = y ? len - (size_t)(y - text) : 0;
+        /* (a token that brings the trigger with letters the grammar refuses after it ends the output there) */
+        CHECK_MSG(r && (!y || (sprout_result_finish_reason(r) == SPROUT_FINISH_EOS && (text[len - 1] != '.' || (tail >= 4 && tail <= 6)))),
+                  "%s: lazy grammar output [%s]", models[i], text);
+        sprout_result_free(r);
+        cfg.grammar_trigger = NULL;
+        cfg.max_new_tokens = 256;
         r = NULL;
         cfg.grammar = "root ::= item\nitem ::= \"x\" | undefined";
         CHECK(!p || (sprout_generate(p, "Hi", &cfg, NULL, NULL, &r) == SPROUT_ERR_FORMAT && strstr(sprout_last_error(), "undefined")));

@@ -70,8 +70,35 @@ sprout_status sp_constraint_begin(sp_constraint *c, const sprout_model *m, const
             c->silent[c->n_silent++] = id;
         }
     }
+    if (st == SPROUT_OK && cfg->grammar_trigger && *cfg->grammar_trigger) {
+        c->trigger = cfg->grammar_trigger;
+        if (!(c->waiting = calloc(1, 1))) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
     if (st != SPROUT_OK) sp_constraint_free(c);
     return st;
+}
+
+/* A lazy grammar's wait: the text gathers until the trigger appears; the
+ * grammar then reads from the trigger's first byte on. */
+static void wait_for_trigger(sp_constraint *c, const char *text, size_t len) {
+    char *grown = realloc(c->waiting, c->n_waiting + len + 1);
+    if (!grown) {
+        c->broken = true;
+        return;
+    }
+    memcpy(grown + c->n_waiting, text, len);
+    c->n_waiting += len;
+    grown[c->n_waiting] = 0;
+    c->waiting = grown;
+    const size_t n_trigger = strlen(c->trigger);
+    /* only the new bytes (and the trigger's length before them) can complete it */
+    const size_t from = c->n_waiting - len > n_trigger ? c->n_waiting - len - n_trigger : 0;
+    const char *at = memmem(grown + from, c->n_waiting - from, c->trigger, n_trigger);
+    if (!at) return;
+    if (!sp_grammar_accept(c->state, at, (size_t)(grown + c->n_waiting - at))) c->broken = true;
+    free(c->waiting);
+    c->waiting = NULL;
+    c->n_waiting = 0;
 }
 
 const uint64_t *sp_constraint_mask(sp_constraint *c, bool *failed) {
@@ -93,10 +120,11 @@ const uint64_t *sp_constraint_mask(sp_constraint *c, bool *failed) {
 }
 
 void sp_constraint_accept(sp_constraint *c, const char *text, size_t len) {
-    if (len) sp_grammar_accept(c->state, text, len);
+    if (c->waiting) wait_for_trigger(c, text, len);
+    else if (len) sp_grammar_accept(c->state, text, len);
 }
 
-bool sp_constraint_must_end(const sp_constraint *c) { return sp_grammar_must_end(c->state); }
+bool sp_constraint_must_end(const sp_constraint *c) { return c->broken || (!c->waiting && sp_grammar_must_end(c->state)); }
 
 void sp_constraint_free(sp_constraint *c) {
     sp_grammar_state_free(c->state);
@@ -104,5 +132,6 @@ void sp_constraint_free(sp_constraint *c) {
     free(c->allowed);
     free(c->silent);
     free(c->eog);
+    free(c->waiting);
     memset(c, 0, sizeof *c);
 }

@@ -24,6 +24,12 @@ typedef struct sp_constraint {
     int32_t *silent;     /* ids of tokens that add no text, */
     int32_t n_silent;
     bool *eog;           /* and which of them end generation */
+    /* a lazy grammar: the trigger (the config's), and the output's text
+     * while it has not appeared (NULL once the grammar holds) */
+    const char *trigger;
+    char *waiting;
+    size_t n_waiting;
+    bool broken;         /* the text from the trigger on left the grammar: nothing may follow */
 } sp_constraint;
 
 /* Whether cfg's grammar or schema compiles (what begin would refuse),
@@ -36,6 +42,9 @@ sprout_status sp_constraint_check(const sprout_generation_config *cfg);
  * SPROUT_ERR_INVALID_ARGUMENT. */
 sprout_status sp_constraint_begin(sp_constraint *c, const sprout_model *m, const sprout_generation_config *cfg);
 static inline bool sp_constraint_active(const sp_constraint *c) { return c->entry != NULL; }
+
+/* Whether a lazy grammar still waits for its trigger: any token may come. */
+static inline bool sp_constraint_waiting(const sp_constraint *c) { return c->waiting != NULL; }
 
 /* The tokens that may come next (c->allowed), or NULL when none may: the
  * output cannot go on. *failed: out of memory. */

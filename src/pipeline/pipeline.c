@@ -173,5 +173,6 @@ sprout_status sprout_pipeline_set_config(sprout_pipeline *p, const sprout_genera
     p->config.samplers = NULL;
     p->config.grammar = NULL;
     p->config.json_schema = NULL;
+    p->config.grammar_trigger = NULL;
     return SPROUT_OK;
 }

@@ -34,7 +34,7 @@ struct sprout_request {
     sprout_logit_bias *biases; /* the config's logit_bias, owned */
     char **breakers;           /* the config's DRY sequence breakers, owned (NULL: the default ones) */
     char *samplers;            /* the config's sampler order, owned */
-    char *grammar, *json_schema; /* the config's constraint, owned */
+    char *grammar, *json_schema, *grammar_trigger; /* the config's constraint, owned */
     sp_lora_set lora;          /* the config's adapters, owned (cfg.lora points into it) */
     sprout_streamer streamer;
     void (*on_done)(sprout_request *req, void *user);
@@ -132,6 +132,7 @@ static void request_destroy(sprout_request *req) {
     free(req->samplers);
     free(req->grammar);
     free(req->json_schema);
+    free(req->grammar_trigger);
     free(req->stop_ids);
     free(req->biases);
     sp_lora_set_free(&req->lora);
@@ -184,6 +185,7 @@ static sprout_status request_new(const sprout_model *m, const sprout_request_par
     if (req->cfg.samplers) ok = ok && (req->cfg.samplers = req->samplers = strdup(req->cfg.samplers));
     if (req->cfg.grammar) ok = ok && (req->cfg.grammar = req->grammar = strdup(req->cfg.grammar));
     if (req->cfg.json_schema) ok = ok && (req->cfg.json_schema = req->json_schema = strdup(req->cfg.json_schema));
+    if (req->cfg.grammar_trigger) ok = ok && (req->cfg.grammar_trigger = req->grammar_trigger = strdup(req->cfg.grammar_trigger));
     req->cfg.n_stop_token_ids = req->cfg.stop_token_ids ? req->cfg.n_stop_token_ids : 0;
     req->cfg.stop_token_ids = req->stop_ids = copy_array(req->cfg.stop_token_ids, req->cfg.n_stop_token_ids, sizeof *req->stop_ids);
     req->cfg.n_logit_bias = req->cfg.logit_bias ? req->cfg.n_logit_bias : 0;

@@ -291,7 +291,7 @@ bool sp_seq_next(sp_seq *s, const float *logits, const int32_t *history, size_t 
     const int32_t *banned = s->eog;
     size_t n_banned = mask_eog ? s->n_eog : 0;
     const uint64_t *allowed = NULL;
-    if (sp_constraint_active(&s->constraint)) {
+    if (sp_constraint_active(&s->constraint) && !sp_constraint_waiting(&s->constraint)) {
         allowed = sp_constraint_mask(&s->constraint, &s->oom);
         if (s->oom) return false;
         if (!allowed || (mask_eog && !allows_other_than(allowed, s->eog, s->n_eog, s->model->hp.n_vocab))) {
@@ -383,7 +383,8 @@ sprout_status sp_seq_end(sp_seq *s, sprout_status st, sprout_result **out) {
     s->detok = NULL;
     /* a stop string inside structured output leaves it unfinished: what
      * there is, as when the length runs out */
-    if (s->finish == SPROUT_FINISH_STOP_STRING && sp_constraint_active(&s->constraint) && !sp_grammar_can_end(s->constraint.state))
+    if (s->finish == SPROUT_FINISH_STOP_STRING && sp_constraint_active(&s->constraint) && !sp_constraint_waiting(&s->constraint) &&
+        !sp_grammar_can_end(s->constraint.state))
         s->finish = SPROUT_FINISH_LENGTH;
     sp_constraint_free(&s->constraint);
     if (st == SPROUT_OK && s->oom) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");

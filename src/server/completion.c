@@ -183,18 +183,33 @@ static sprout_status prepend_context(sp_server *srv, sp_job *j) {
  * whether the reply's reasoning is to come apart (OpenAI chat always, as
  * llama.cpp's server does; Ollama when asked with think), starting inside
  * a <think> block when the prompt opened one. */
+/* Whether any offered tool is strict (OpenAI's function.strict). */
+static bool any_strict(const json_t *tools) {
+    for (size_t i = 0; i < json_array_size(tools); i++)
+        if (json_is_true(json_object_get(json_object_get(json_array_get(tools, i), "function"), "strict"))) return true;
+    return false;
+}
+
 /* A reply that must call a tool (tool_choice "required" or a named
- * function), when the prompt teaches the Hermes/Qwen <tool_call> shape and
- * the request brings no grammar or schema of its own: the grammar of one
- * call whose arguments are valid against the tool's parameters. Other
- * shapes go unconstrained (SERVER.md says what they need). */
+ * function), or may call strict tools (tool_choice "auto"), when the
+ * prompt teaches the Hermes/Qwen <tool_call> shape and the request brings
+ * no grammar or schema of its own: the grammar of one call whose arguments
+ * are valid against the tool's parameters; under "auto" a lazy one, from
+ * the first "<tool_call>" the model writes on (text before it is free).
+ * Other shapes go unconstrained (SERVER.md says what they need). */
 static sprout_status forced_call_grammar(sp_job *j, const char *prompt_text, size_t prompt_len) {
     sp_api_request *r = &j->req;
-    if (!r->tool_required || r->cfg.grammar || r->cfg.json_schema || r->cfg.json_object || !r->vars_json ||
+    if (r->cfg.grammar || r->cfg.json_schema || r->cfg.json_object || !r->vars_json ||
         !memmem(prompt_text, prompt_len, "<tool_call>", strlen("<tool_call>")))
         return SPROUT_OK;
     json_t *vars = json_loads(r->vars_json, 0, NULL);
-    r->grammar = vars ? sp_tool_call_grammar(json_object_get(vars, "tools"), r->tool_name, j->error, sizeof j->error) : NULL;
+    const json_t *tools = json_object_get(vars, "tools");
+    if (!r->tool_required && !any_strict(tools)) {
+        json_decref(vars);
+        return SPROUT_OK;
+    }
+    r->grammar = vars ? sp_tool_call_grammar(tools, r->tool_name, j->error, sizeof j->error) : NULL;
+    if (r->grammar && !r->tool_required) r->cfg.grammar_trigger = "<tool_call>";
     json_decref(vars);
     if (!r->grammar) return j->error[0] && strcmp(j->error, "out of memory") ? SPROUT_ERR_UNSUPPORTED : SPROUT_ERR_OUT_OF_MEMORY;
     r->cfg.grammar = r->grammar;

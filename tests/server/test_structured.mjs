@@ -349,6 +349,13 @@ writeFileSync(join(templateDir, 'qwen.jinja'), qwenTemplate);
   const notStrict = await qclient.chat.completions.create({ model, messages: ask, tools: [loose], tool_choice: 'required', seed: 1, temperature: 1, max_tokens: 200 });
   check(notStrict.choices[0].finish_reason === 'tool_calls' && notStrict.choices[0].message.tool_calls[0].function.name === 'count',
     'a tool that is not strict: its arguments any object', JSON.stringify(notStrict.choices[0].message));
+  // tool_choice "auto" with strict tools: a lazy grammar (from "<tool_call>" on); text before any call is free, so a
+  // reply that calls nothing comes back as text
+  const auto = await qclient.chat.completions.create({ model, messages: ask, tools, tool_choice: 'auto', seed: 2, temperature: 1, max_tokens: 40 });
+  const autoCall = auto.choices[0].message.tool_calls?.[0];
+  let autoValid = !autoCall;
+  try { if (autoCall) autoValid = byName[autoCall.function.name](JSON.parse(autoCall.function.arguments)); } catch {}
+  check(autoValid && (autoCall || auto.choices[0].message.content.length > 0), 'tool_choice auto with strict tools', JSON.stringify(auto.choices[0]));
   await checkRejects(qclient.chat.completions.create({ model, messages: ask, tools, tool_choice: { type: 'function', function: { name: 'nope' } } }),
     'tool_choice naming no tool', (err) => err.status === 400 && /no offered tool is named "nope"/.test(err.message));
   await arch.stop();
