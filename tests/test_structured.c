@@ -76,7 +76,7 @@ static void generate_all(sprout_pipeline *p, const char *model, const json_t *ca
         char *schema = schema_text(c), *gbnf = NULL;
         sp_grammar *g = NULL;
         if (sprout_json_schema_to_grammar(schema, strlen(schema), &gbnf) == SPROUT_OK) sp_grammar_compile(gbnf, strlen(gbnf), "root", &g);
-        for (uint64_t seed = 1; seed <= 3; seed++) {
+        for (uint64_t seed = 1; seed <= (test_quick_run() ? 1u : 2u); seed++) {
             sprout_generation_config cfg;
             sprout_generation_config_init(&cfg);
             cfg.temperature = 1.f;

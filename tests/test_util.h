@@ -159,12 +159,13 @@ static inline bool test_same_result(const sprout_result *a, const sprout_result 
 }
 
 /* A model of ../shared (rel: "models/stories260K.gguf", "arch/llama-Q8_0.gguf"
- * ...) on 2 threads with a context of n_ctx; NULL (a failed check) if it
- * does not load. */
+ * ...) on one thread (these tiny models gain nothing from more, and CTest
+ * runs tests side by side) with a context of n_ctx; NULL (a failed check)
+ * if it does not load. */
 static inline sprout_model *test_load_shared(const char *rel, int32_t n_ctx) {
     char path[2048];
     snprintf(path, sizeof path, "%s/%s", test_shared_dir(), rel);
-    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 2, .n_ctx = n_ctx};
+    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 1, .n_ctx = n_ctx};
     sprout_model *m = NULL;
     CHECK_MSG(sprout_model_load(path, &mp, &m) == SPROUT_OK, "%s: %s", rel, sprout_last_error());
     return m;
