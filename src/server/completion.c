@@ -192,23 +192,23 @@ static bool any_strict(const json_t *tools) {
 
 /* A reply that must call a tool (tool_choice "required" or a named
  * function), or may call strict tools (tool_choice "auto"), when the
- * prompt teaches the Hermes/Qwen <tool_call> shape and the request brings
- * no grammar or schema of its own: the grammar of one call whose arguments
- * are valid against the tool's parameters; under "auto" a lazy one, from
- * the first "<tool_call>" the model writes on (text before it is free).
- * Other shapes go unconstrained (SERVER.md says what they need). */
+ * request brings no grammar or schema of its own: the grammar of one call
+ * whose arguments are valid against the tool's parameters. Where the
+ * prompt teaches the Hermes/Qwen <tool_call> shape, that shape, and under
+ * "auto" lazily, from the first "<tool_call>" the model writes on (text
+ * before it is free); a forced call with another template, the bare
+ * object (Llama 3.x's form, which the parser takes from any model). */
 static sprout_status forced_call_grammar(sp_job *j, const char *prompt_text, size_t prompt_len) {
     sp_api_request *r = &j->req;
-    if (r->cfg.grammar || r->cfg.json_schema || r->cfg.json_object || !r->vars_json ||
-        !memmem(prompt_text, prompt_len, "<tool_call>", strlen("<tool_call>")))
-        return SPROUT_OK;
+    if (r->cfg.grammar || r->cfg.json_schema || r->cfg.json_object || !r->vars_json) return SPROUT_OK;
+    const bool tagged = memmem(prompt_text, prompt_len, "<tool_call>", strlen("<tool_call>")) != NULL;
     json_t *vars = json_loads(r->vars_json, 0, NULL);
     const json_t *tools = json_object_get(vars, "tools");
-    if (!r->tool_required && !any_strict(tools)) {
+    if (!r->tool_required && !(tagged && any_strict(tools))) {
         json_decref(vars);
         return SPROUT_OK;
     }
-    r->grammar = vars ? sp_tool_call_grammar(tools, r->tool_name, j->error, sizeof j->error) : NULL;
+    r->grammar = vars ? sp_tool_call_grammar(tools, r->tool_name, tagged, j->error, sizeof j->error) : NULL;
     if (r->grammar && !r->tool_required) r->cfg.grammar_trigger = "<tool_call>";
     json_decref(vars);
     if (!r->grammar) return j->error[0] && strcmp(j->error, "out of memory") ? SPROUT_ERR_UNSUPPORTED : SPROUT_ERR_OUT_OF_MEMORY;

@@ -308,7 +308,7 @@ static bool put_literal(sp_buf *b, const char *s, size_t n) {
     return ok;
 }
 
-char *sp_tool_call_grammar(const json_t *tools, const char *only, char *error, size_t error_size) {
+char *sp_tool_call_grammar(const json_t *tools, const char *only, bool tagged, char *error, size_t error_size) {
     sp_buf b = {0}, alts = {0};
     size_t n_alts = 0;
     bool ok = true;
@@ -355,7 +355,7 @@ char *sp_tool_call_grammar(const json_t *tools, const char *only, char *error, s
     char *out = NULL;
     if (!error[0]) {
         sp_buf g = {0};
-        const char *head = "root ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\ncall ::= ";
+        const char *head = tagged ? "root ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\ncall ::= " : "root ::= call\ncall ::= ";
         ok &= sp_buf_put(&g, head, strlen(head)) && sp_buf_put(&g, alts.data, alts.len) && sp_buf_put(&g, "\n", 1) &&
               sp_buf_put(&g, b.data, b.len) && sp_buf_put(&g, "", 1);
         if (ok) out = g.data;

@@ -30,15 +30,16 @@ json_t *sp_tool_calls_parse(const char *text, size_t len, char **content, size_t
  * until it is known what follows. */
 size_t sp_tool_calls_text_prefix(const char *text, size_t len, size_t sent);
 
-/* The GBNF grammar of one call in the Hermes/Qwen shape,
+/* The GBNF grammar of one call, in the Hermes/Qwen shape (tagged)
  *   <tool_call>\n{"name": NAME, "arguments": ARGS}\n</tool_call>
- * for a reply that must call a tool (tool_choice "required", or `only`,
- * the function it names): NAME one of the offered tools' names, ARGS
- * valid against its "parameters" (sprout_json_schema_to_grammar, each
- * tool's rules renamed apart). A strict tool ("strict": true) whose
- * parameters use a keyword the converter refuses fails; another one's
- * arguments are then any object. NULL with `error` saying why (naming
- * tools[i] or tool_choice); malloc'd. */
-char *sp_tool_call_grammar(const json_t *tools, const char *only, char *error, size_t error_size);
+ * or as the bare object {"name": NAME, "arguments": ARGS} (Llama 3.x's
+ * form, which the parser takes from any model), for a reply that must or
+ * may call a tool (`only`: the function tool_choice names): NAME one of
+ * the offered tools' names, ARGS valid against its "parameters"
+ * (sprout_json_schema_to_grammar, each tool's rules renamed apart). A
+ * strict tool ("strict": true) whose parameters use a keyword the
+ * converter refuses fails; another one's arguments are then any object.
+ * NULL with `error` saying why (naming tools[i] or tool_choice); malloc'd. */
+char *sp_tool_call_grammar(const json_t *tools, const char *only, bool tagged, char *error, size_t error_size);
 
 #endif

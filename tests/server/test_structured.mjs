@@ -274,7 +274,6 @@ check(enums.nodes >= 2 && enums.varied === enums.nodes, 'enum values vary across
   const bad = await postJson(`${server.url}/v1/chat/completions`, { messages, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: 'integer' } } });
   check(bad.status === 400 && bad.json?.error?.param === 'response_format.json_schema', 'a schema that is not an object', bad.text);
 }
-await server.stop();
 
 // --- a random Qwen2 (BPE vocabulary, multi-byte tokens) beside it -----------------------------------
 // With a Qwen2.5-style template that teaches <tool_call> blocks, it also
@@ -356,9 +355,20 @@ writeFileSync(join(templateDir, 'qwen.jinja'), qwenTemplate);
   let autoValid = !autoCall;
   try { if (autoCall) autoValid = byName[autoCall.function.name](JSON.parse(autoCall.function.arguments)); } catch {}
   check(autoValid && (autoCall || auto.choices[0].message.content.length > 0), 'tool_choice auto with strict tools', JSON.stringify(auto.choices[0]));
+  // a forced call with a template that teaches no <tool_call> shape (stories260K's own): the bare object, which the
+  // parser takes from any model
+  for (let seed = 1; seed <= 3; seed++) {
+    const r = await client.chat.completions.create({ model: 'stories260K', messages: ask, tools, tool_choice: 'required', seed, temperature: 1,
+      max_tokens: 300 });
+    const choice = r.choices[0], call = choice.message.tool_calls?.[0];
+    let valid = false;
+    try { valid = choice.message.tool_calls.length === 1 && byName[call.function.name](JSON.parse(call.function.arguments)); } catch {}
+    check(choice.finish_reason === 'tool_calls' && valid, `forced bare tool call on stories260K (seed ${seed}) validates`, JSON.stringify(choice));
+  }
   await checkRejects(qclient.chat.completions.create({ model, messages: ask, tools, tool_choice: { type: 'function', function: { name: 'nope' } } }),
     'tool_choice naming no tool', (err) => err.status === 400 && /no offered tool is named "nope"/.test(err.message));
   await arch.stop();
 }
 
+await server.stop();
 finish();
