@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/mapped_file.h"
 #include "grammar/grammar.h"
 #include "grammar/grammar_mask.h"
 #include "sprout.h"
@@ -22,22 +23,6 @@ static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf) buf[n] = 0, *len = (size_t)n;
-    return buf;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -94,12 +79,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s: %s\n", argv[1], sprout_last_error());
         return 1;
     }
-    size_t gbnf_len = 0, doc_len = 0;
-    char *gbnf = read_file(argv[2], &gbnf_len), *doc = read_file(argv[3], &doc_len);
-    if (!gbnf || !doc) {
-        fprintf(stderr, "cannot read %s or %s\n", argv[2], argv[3]);
+    sp_mapped_file gbnf_file, doc_file;
+    if (sp_mapped_file_open(argv[2], &gbnf_file) != SPROUT_OK || sp_mapped_file_open(argv[3], &doc_file) != SPROUT_OK) {
+        fprintf(stderr, "%s\n", sprout_last_error());
         return 1;
     }
+    const char *gbnf = (const char *)gbnf_file.data, *doc = (const char *)doc_file.data;
+    const size_t gbnf_len = (size_t)gbnf_file.size, doc_len = (size_t)doc_file.size;
     const uint32_t n_vocab = (uint32_t)sprout_tokenizer_vocab_size(tok);
     const char **text = malloc(n_vocab * sizeof *text);
     uint32_t *len = malloc(n_vocab * sizeof *len);
@@ -145,7 +131,9 @@ int main(int argc, char **argv) {
     printf("  cache: %zu keys (%zu lengthened), %zu open tokens, %.1f MiB\n", s.keys, s.lengthened, s.dependent,
            (double)s.bytes / (1 << 20));
 
-    free(bits), free(times), free(inside), free(text), free(len), free(gbnf), free(doc);
+    free(bits), free(times), free(inside), free(text), free(len);
+    sp_mapped_file_close(&gbnf_file);
+    sp_mapped_file_close(&doc_file);
     sp_grammar_masker_free(m);
     sp_grammar_vocab_free(v);
     sp_grammar_free(g);

@@ -31,16 +31,27 @@ static bool whole_text(const sp_grammar *g, const char *text) {
 
 static char *schema_text(const json_t *c) { return json_dumps(json_object_get(c, "schema"), JSON_COMPACT | JSON_ENCODE_ANY); }
 
+/* A case's schema, as text (*schema, malloc'd) and compiled through
+ * sprout_json_schema_to_grammar (NULL after a failed check). */
+static sp_grammar *schema_grammar(const json_t *c, char **schema) {
+    const char *name = json_string_value(json_object_get(c, "name"));
+    char *gbnf = NULL;
+    *schema = schema_text(c);
+    CHECK_MSG(*schema && sprout_json_schema_to_grammar(*schema, strlen(*schema), &gbnf) == SPROUT_OK, "%s: %s", name, sprout_last_error());
+    sp_grammar *g = NULL;
+    if (gbnf) CHECK_MSG(sp_grammar_compile(gbnf, strlen(gbnf), "root", &g) == SPROUT_OK, "%s: %s", name, sprout_last_error());
+    sprout_free(gbnf);
+    return g;
+}
+
 static void test_instances(const json_t *cases) {
     size_t i;
     const json_t *c;
     int accepted = 0, refused = 0;
     json_array_foreach(cases, i, c) {
         const char *name = json_string_value(json_object_get(c, "name"));
-        char *schema = schema_text(c), *gbnf = NULL;
-        CHECK_MSG(sprout_json_schema_to_grammar(schema, strlen(schema), &gbnf) == SPROUT_OK, "%s: %s", name, sprout_last_error());
-        sp_grammar *g = NULL;
-        if (gbnf) CHECK_MSG(sp_grammar_compile(gbnf, strlen(gbnf), "root", &g) == SPROUT_OK, "%s: %s", name, sprout_last_error());
+        char *schema = NULL;
+        sp_grammar *g = schema_grammar(c, &schema);
         size_t k;
         const json_t *doc;
         json_array_foreach(json_object_get(c, "valid"), k, doc) {
@@ -54,7 +65,6 @@ static void test_instances(const json_t *cases) {
             refused += ok;
         }
         sp_grammar_free(g);
-        sprout_free(gbnf);
         free(schema);
     }
     printf("schemas: %zu, valid instances accepted %d, invalid refused %d\n", json_array_size(cases), accepted, refused);
@@ -73,9 +83,8 @@ static void generate_all(sprout_pipeline *p, const char *model, const json_t *ca
     int done = 0, total = 0;
     json_array_foreach(cases, i, c) {
         const char *name = json_string_value(json_object_get(c, "name"));
-        char *schema = schema_text(c), *gbnf = NULL;
-        sp_grammar *g = NULL;
-        if (sprout_json_schema_to_grammar(schema, strlen(schema), &gbnf) == SPROUT_OK) sp_grammar_compile(gbnf, strlen(gbnf), "root", &g);
+        char *schema = NULL;
+        sp_grammar *g = schema_grammar(c, &schema);
         for (uint64_t seed = 1; seed <= (test_quick_run() ? 1u : 2u); seed++) {
             sprout_generation_config cfg;
             sprout_generation_config_init(&cfg);
@@ -108,7 +117,6 @@ static void generate_all(sprout_pipeline *p, const char *model, const json_t *ca
             sprout_result_free(r);
         }
         sp_grammar_free(g);
-        sprout_free(gbnf);
         free(schema);
     }
     printf("%s: %d of %d constrained generations complete\n", model, done, total);
