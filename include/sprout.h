@@ -699,13 +699,13 @@ typedef struct sprout_generation_config {
      * checked by one batched forward pass of the model and kept as far as
      * the model itself would have chosen them, so the output is token for
      * token what plain decoding gives (greedy and seeded sampling alike) */
-    int32_t num_assistant_tokens;     /* tokens proposed per pass at most; 0: plain decoding (the default) */
+    int32_t num_assistant_tokens;     /* tokens proposed per pass at most (up to 1024); 0: plain decoding (the default) */
     float assistant_confidence_threshold; /* a draft model stops proposing at a token it gives less probability
                                              than this (llama.cpp's --draft-p-min); 0: never */
     int32_t min_assistant_tokens;     /* fewer proposals than this are not checked (--draft-min); 0 */
     bool prompt_lookup;               /* propose the tokens that followed the latest earlier occurrence of the
                                          text's last n-gram (prompt and output) instead of asking a draft model */
-    int32_t max_ngram_size;           /* prompt lookup: the longest n-gram matched; 0: 3 */
+    int32_t max_ngram_size;           /* prompt lookup: the longest n-gram matched (up to 64); 0: 3 */
     /* llama.cpp's other samplers, each off by default. The chain runs in
      * `samplers` order (llama.cpp's default: penalties, dry, top_n_sigma,
      * top_k, typ_p, top_p, min_p, xtc, temperature), then draws; Mirostat

@@ -297,6 +297,14 @@ static void test_vocabulary(void) {
         CHECK(sprout_pipeline_set_draft(p, draft) == SPROUT_ERR_UNSUPPORTED && strstr(sprout_last_error(), "draft model"));
         CHECK(sprout_pipeline_set_draft(p, p) == SPROUT_ERR_INVALID_ARGUMENT);
         CHECK(sprout_pipeline_set_draft(NULL, draft) == SPROUT_ERR_INVALID_ARGUMENT);
+        /* settings out of range are refused, not walked: an n-gram size of millions, a negative count */
+        sprout_generation_config bad = config(LOOKUP, 0.f, 8);
+        bad.max_ngram_size = 1 << 30;
+        sprout_result *none = NULL;
+        CHECK(sprout_generate(p, "Once upon a time", &bad, NULL, NULL, &none) == SPROUT_ERR_INVALID_ARGUMENT && !none);
+        bad = config(LOOKUP, 0.f, 8);
+        bad.num_assistant_tokens = -3;
+        CHECK(sprout_generate(p, "Once upon a time", &bad, NULL, NULL, &none) == SPROUT_ERR_INVALID_ARGUMENT && !none);
         /* without a draft, a config asking for one decodes plainly */
         sprout_generation_config c = config(DRAFT, 0.f, 8), plain = config(PLAIN, 0.f, 8);
         sprout_result *a = generate(p, "Once upon a time", &c), *b = generate(p, "Once upon a time", &plain);

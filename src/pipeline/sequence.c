@@ -139,6 +139,13 @@ static sprout_status sampling_check(const sprout_generation_config *cfg) {
     if (cfg->dry_multiplier > 0 && (!isfinite(cfg->dry_base) || cfg->dry_allowed_length < 0 || cfg->dry_penalty_last_n < -1))
         return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "dry_base, dry_allowed_length, dry_penalty_last_n: a finite base, a length "
                                                     "from 0, a window from -1");
+    /* assisted generation: an n-gram index walks max_ngram_size entries a token, a pass verifies the proposals */
+    if (cfg->num_assistant_tokens < 0 || cfg->num_assistant_tokens > 1024)
+        return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "num_assistant_tokens: %d is not 0 to 1024", cfg->num_assistant_tokens);
+    if (cfg->max_ngram_size < 0 || cfg->max_ngram_size > 64)
+        return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "max_ngram_size: %d is not 0 to 64", cfg->max_ngram_size);
+    if (cfg->min_assistant_tokens < 0 || !(cfg->assistant_confidence_threshold >= 0.f && cfg->assistant_confidence_threshold <= 1.f))
+        return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "min_assistant_tokens, assistant_confidence_threshold: from 0, and 0 to 1");
     for (size_t i = 0; cfg->dry_sequence_breakers && i < cfg->n_dry_sequence_breakers; i++)
         if (!cfg->dry_sequence_breakers[i] || !*cfg->dry_sequence_breakers[i])
             return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "dry_sequence_breakers[%zu]: empty", i);
