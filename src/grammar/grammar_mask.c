@@ -104,6 +104,8 @@ struct sp_grammar_vocab {
     uint32_t n;
     uint8_t **text;
     uint32_t *len;
+    uint32_t *empty; /* ids of the tokens with no text (special tokens) */
+    uint32_t n_empty;
     trie trie;
 };
 
@@ -111,12 +113,17 @@ void sp_grammar_vocab_free(sp_grammar_vocab *v) {
     if (!v) return;
     if (v->text)
         for (uint32_t i = 0; i < v->n; i++) free(v->text[i]);
-    free(v->text), free(v->len);
+    free(v->text), free(v->len), free(v->empty);
     trie_free(&v->trie);
     free(v);
 }
 
 uint32_t sp_grammar_vocab_size(const sp_grammar_vocab *v) { return v->n; }
+
+const uint32_t *sp_grammar_vocab_empty(const sp_grammar_vocab *v, uint32_t *n) {
+    *n = v->n_empty;
+    return v->empty;
+}
 size_t sp_grammar_mask_words(const sp_grammar_vocab *v) { return ((size_t)v->n + 63) / 64; }
 
 sprout_status sp_grammar_vocab_create(const char *const *text, const uint32_t *len, uint32_t n, sp_grammar_vocab **out) {
@@ -127,12 +134,14 @@ sprout_status sp_grammar_vocab_create(const char *const *text, const uint32_t *l
     v->n = n;
     v->text = calloc((size_t)n + 1, sizeof *v->text);
     v->len = malloc((size_t)n * sizeof *v->len + 1);
-    if (!v->text || !v->len) goto oom;
+    v->empty = malloc((size_t)n * sizeof *v->empty + 1);
+    if (!v->text || !v->len || !v->empty) goto oom;
     for (uint32_t i = 0; i < n; i++) {
         v->text[i] = malloc((size_t)len[i] + 1);
         if (!v->text[i]) goto oom;
         if (len[i]) memcpy(v->text[i], text[i], len[i]);
         v->len[i] = len[i];
+        if (!len[i]) v->empty[v->n_empty++] = i;
         items[i] = (item){v->text[i], len[i], i};
     }
     if (!trie_build(&v->trie, items, n)) goto oom;

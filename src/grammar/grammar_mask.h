@@ -42,6 +42,9 @@ typedef struct sp_grammar_masker sp_grammar_masker;
 sprout_status sp_grammar_vocab_create(const char *const *text, const uint32_t *len, uint32_t n, sp_grammar_vocab **out);
 void sp_grammar_vocab_free(sp_grammar_vocab *v);
 uint32_t sp_grammar_vocab_size(const sp_grammar_vocab *v);
+/* The ids of the tokens with no text (*n of them, ascending): a grammar
+ * can never read them, so their place in a mask is the caller's to set. */
+const uint32_t *sp_grammar_vocab_empty(const sp_grammar_vocab *v, uint32_t *n);
 /* 64-bit words of a mask: (n + 63) / 64. */
 size_t sp_grammar_mask_words(const sp_grammar_vocab *v);
 

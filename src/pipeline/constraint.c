@@ -54,22 +54,17 @@ sprout_status sp_constraint_begin(sp_constraint *c, const sprout_model *m, const
     if (!c->cache || !c->vocab) st = SPROUT_ERR_UNSUPPORTED; /* (the model has no vocabulary, or no memory: said) */
     if (st == SPROUT_OK) st = sp_grammar_cache_get(c->cache, text, &c->entry);
     free(converted);
-    const int32_t n_vocab = m->hp.n_vocab;
     if (st == SPROUT_OK) {
         c->state = sp_grammar_state_new(sp_grammar_entry_grammar(c->entry));
         c->allowed = malloc(sp_grammar_mask_words(c->vocab) * sizeof *c->allowed);
-        c->silent = malloc((size_t)n_vocab * sizeof *c->silent);
-        c->eog = calloc((size_t)n_vocab, sizeof *c->eog);
-        if (!c->state || !c->allowed || !c->silent || !c->eog) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+        c->silent = sp_grammar_vocab_empty(c->vocab, &c->n_silent);
+        c->eog = calloc((size_t)c->n_silent + 1, sizeof *c->eog);
+        if (!c->state || !c->allowed || !c->eog) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    for (int32_t id = 0; st == SPROUT_OK && id < n_vocab; id++) {
-        const char *piece;
-        size_t len = 0;
-        if (sprout_token_to_piece(m->tokenizer, id, false, &piece, &len) != SPROUT_OK || len == 0) {
-            c->eog[c->n_silent] = sprout_tokenizer_is_eog(m->tokenizer, id);
-            c->silent[c->n_silent++] = id;
-        }
-    }
+    /* only the few tokens without text can end generation: the vocabulary's
+     * list of them is made once per model */
+    for (uint32_t i = 0; st == SPROUT_OK && i < c->n_silent; i++)
+        c->eog[i] = sprout_tokenizer_is_eog(m->tokenizer, (sprout_token)c->silent[i]);
     if (st == SPROUT_OK && cfg->grammar_trigger && *cfg->grammar_trigger) {
         c->trigger = cfg->grammar_trigger;
         if (!(c->waiting = calloc(1, 1))) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
@@ -108,8 +103,8 @@ const uint64_t *sp_constraint_mask(sp_constraint *c, bool *failed) {
         return NULL;
     }
     const bool can_end = sp_grammar_can_end(c->state);
-    for (int32_t i = 0; i < c->n_silent; i++) {
-        const int32_t id = c->silent[i];
+    for (uint32_t i = 0; i < c->n_silent; i++) {
+        const uint32_t id = c->silent[i];
         if (c->eog[i] && can_end) c->allowed[id / 64] |= 1ull << (id % 64);
         else c->allowed[id / 64] &= ~(1ull << (id % 64));
     }
@@ -130,7 +125,6 @@ void sp_constraint_free(sp_constraint *c) {
     sp_grammar_state_free(c->state);
     if (c->cache) sp_grammar_cache_release(c->cache, c->entry);
     free(c->allowed);
-    free(c->silent);
     free(c->eog);
     free(c->waiting);
     memset(c, 0, sizeof *c);

@@ -21,8 +21,8 @@ typedef struct sp_constraint {
     sp_grammar_state *state;
     const sp_grammar_vocab *vocab;
     uint64_t *allowed;   /* the last mask */
-    int32_t *silent;     /* ids of tokens that add no text, */
-    int32_t n_silent;
+    const uint32_t *silent; /* ids of tokens that add no text (the vocabulary's), */
+    uint32_t n_silent;
     bool *eog;           /* and which of them end generation */
     /* a lazy grammar: the trigger (the config's), and the output's text
      * while it has not appeared (NULL once the grammar holds) */
