@@ -39,4 +39,5 @@ def library_version() -> str:
     """The version of the libsprout.so in use ("0.1.0")."""
     from . import _lib
 
-    return _lib.lib().sprout_version().decode()
+    version: bytes = _lib.lib().sprout_version()
+    return version.decode()

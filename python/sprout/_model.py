@@ -23,7 +23,7 @@ _PROPERTY_NAMES = {
 }
 
 
-def model_file(models_path: Union[str, os.PathLike]) -> str:
+def model_file(models_path: Union[str, "os.PathLike[str]"]) -> str:
     """A .gguf file, or the one .gguf in a directory (the first part of a
     split model counts as the model)."""
     path = Path(models_path)

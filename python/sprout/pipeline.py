@@ -34,7 +34,7 @@ class LLMPipeline:
     >>> print(pipe.generate("Once upon a time", max_new_tokens=32))
     """
 
-    def __init__(self, models_path: Union[str, os.PathLike], device: str = "CPU", **props: Any) -> None:
+    def __init__(self, models_path: Union[str, "os.PathLike[str]"], device: str = "CPU", **props: Any) -> None:
         self._handle: Optional[ctypes.c_void_p] = None
         check_device(device)
         known = properties(props)
@@ -129,6 +129,7 @@ class LLMPipeline:
                 s = TextStream(self, prompt, config)
                 for piece in s:
                     yield chunk(piece, None)
+                assert s.result is not None  # set once the pieces are exhausted
                 yield chunk("", _openai_finish(s.result.finish_reasons[0]))
             return chunks()
         r = self._generate_one(prompt, config, None)

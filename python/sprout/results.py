@@ -7,7 +7,7 @@ import ctypes
 import enum
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Union
 
 from . import _lib
 from ._lib import PerfMetricsStruct
@@ -33,7 +33,7 @@ class MeanStdPair:
     mean: float
     std: float
 
-    def __iter__(self):  # unpacks as (mean, std)
+    def __iter__(self) -> Iterator[float]:  # unpacks as (mean, std)
         return iter((self.mean, self.std))
 
 
