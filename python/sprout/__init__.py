@@ -12,7 +12,7 @@ Python API, so code written for it ports by changing the import::
 from ._lib import SproutError
 from .config import GenerationConfig
 from .pipeline import LLMPipeline, TextStream
-from .results import DecodedResults, MeanStdPair, PerfMetrics, StreamingStatus
+from .results import DecodedResults, EncodedResults, MeanStdPair, PerfMetrics, StreamingStatus
 from .scheduler import Request, Scheduler
 from .tokenizer import TokenizedInputs, Tokenizer
 
@@ -20,6 +20,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DecodedResults",
+    "EncodedResults",
     "GenerationConfig",
     "LLMPipeline",
     "MeanStdPair",

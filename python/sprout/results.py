@@ -151,6 +151,18 @@ class DecodedResults:
         return "\n".join(self.texts)
 
 
+@dataclass
+class EncodedResults:
+    """Token ids generated for tokenized inputs (one list per input)."""
+
+    tokens: List[List[int]] = field(default_factory=list)
+    perf_metrics: PerfMetrics = field(default_factory=PerfMetrics)
+
+
+def encoded(results: DecodedResults) -> EncodedResults:
+    return EncodedResults(results.tokens, results.perf_metrics)
+
+
 def decode_result(result: Any) -> DecodedResults:
     """A sprout_result* as DecodedResults (the result stays the caller's)."""
     L = _lib.lib()

@@ -67,6 +67,14 @@ def test_list_of_prompts(pipe):
     assert r.perf_metrics.get_num_generated_tokens() == 16
 
 
+def test_tokenized_inputs(pipe):
+    enc = pipe.get_tokenizer().encode([PROMPT, "The cat"])
+    r = pipe.generate(enc, max_new_tokens=8)
+    assert isinstance(r, sprout.EncodedResults)
+    assert r.tokens == pipe.generate([PROMPT, "The cat"], max_new_tokens=8).tokens
+    assert r.perf_metrics.get_num_generated_tokens() == 16
+
+
 def test_library_struct_layout():
     """The ctypes mirror of sprout_generation_config reads the library's
     defaults at the right offsets."""
