@@ -115,6 +115,17 @@ class PerfMetrics:
     def get_tokenization_duration(self) -> MeanStdPair:
         return self._over_calls("tokenize_ms")
 
+    def get_detokenization_duration(self) -> MeanStdPair:
+        """0: sprout turns each token into text as it is generated (for the
+        streamer), so that time is part of each token's, not measured apart."""
+        return _pooled([0.0] * len(self._samples), [0.0] * len(self._samples), [1.0] * len(self._samples))
+
+    def get_inference_duration(self) -> MeanStdPair:
+        """The call less the prompt's tokenization: the model's forward
+        passes and sampling."""
+        values = [float(s.total_ms - s.tokenize_ms) for s in self._samples]
+        return _pooled(values, [0.0] * len(values), [1.0] * len(values))
+
     def get_num_generated_tokens(self) -> int:
         return self._sum("n_generated_tokens")
 

@@ -47,6 +47,9 @@ def test_generate_greedy_equals_cli(pipe):
     assert m.get_load_time() > 0
     mean, std = m.get_tpot()
     assert std >= 0 and mean == m.get_tpot().mean
+    assert 0 < m.get_inference_duration().mean <= m.get_generate_duration().mean
+    both = m + pipe.generate(PROMPT, max_new_tokens=N).perf_metrics
+    assert both.get_num_generated_tokens() == 2 * N and both.get_ttft().std >= 0
 
 
 def test_config_object_and_call(pipe):
