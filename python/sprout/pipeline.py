@@ -14,7 +14,7 @@ from . import _lib
 from ._lib import PipelineParamsStruct, SproutError
 from ._model import Model, check_device, model_file, properties
 from ._stream import StreamCallback
-from .config import GenerationConfig, resolve
+from .config import ConfigArg, GenerationConfig, resolve
 from .results import DecodedResults, EncodedResults, Streamer, StreamingStatus, decode_result, encoded, merge
 from .tokenizer import TokenizedInputs, Tokenizer
 
@@ -54,15 +54,15 @@ class LLMPipeline:
     # --- generation ---------------------------------------------------------
 
     @overload
-    def generate(self, inputs: Union[str, Sequence[str]], generation_config: Optional[GenerationConfig] = None,
+    def generate(self, inputs: Union[str, Sequence[str]], generation_config: ConfigArg = None,
                  streamer: Optional[Streamer] = None, **kwargs: Any) -> DecodedResults: ...
 
     @overload
-    def generate(self, inputs: TokenizedInputs, generation_config: Optional[GenerationConfig] = None,
+    def generate(self, inputs: TokenizedInputs, generation_config: ConfigArg = None,
                  streamer: Optional[Streamer] = None, **kwargs: Any) -> EncodedResults: ...
 
     def generate(self, inputs: Union[str, Sequence[str], TokenizedInputs],
-                 generation_config: Optional[GenerationConfig] = None, streamer: Optional[Streamer] = None,
+                 generation_config: ConfigArg = None, streamer: Optional[Streamer] = None,
                  **kwargs: Any) -> Union[DecodedResults, EncodedResults]:
         """Completes a prompt (or each prompt of a list, one after another),
         or, between start_chat() and finish_chat(), answers a user message.
@@ -116,7 +116,7 @@ class LLMPipeline:
             if out:
                 L.sprout_result_free(out)
 
-    def stream(self, inputs: str, generation_config: Optional[GenerationConfig] = None,
+    def stream(self, inputs: str, generation_config: ConfigArg = None,
                **kwargs: Any) -> "TextStream":
         """The generation as an iterator of text pieces; after the last one,
         the iterator's ``result`` holds the DecodedResults. Leaving the loop

@@ -12,7 +12,7 @@ from . import _lib
 from ._lib import RequestParamsStruct, SchedulerParamsStruct, SchedulerStatsStruct, SproutError
 from ._model import Model, check_device, model_file, properties
 from ._stream import StreamCallback
-from .config import GenerationConfig, resolve
+from .config import ConfigArg, GenerationConfig, resolve
 from .pipeline import LLMPipeline
 from .results import DecodedResults, Streamer, decode_result
 
@@ -121,7 +121,7 @@ class Scheduler:
             raise TypeError("a prompt is a str, a list of token ids or a list of chat messages")
         return [int(t) for t in items]
 
-    def submit(self, prompt: Prompt, generation_config: Optional[GenerationConfig] = None,
+    def submit(self, prompt: Prompt, generation_config: ConfigArg = None,
                streamer: Optional[Streamer] = None, **kwargs: Any) -> Request:
         """Queues a generation and returns at once; keyword arguments set
         GenerationConfig fields as LLMPipeline.generate() takes them."""
@@ -141,7 +141,7 @@ class Scheduler:
         del keep
         return Request(self, handle, callback)
 
-    def generate(self, prompt: Prompt, generation_config: Optional[GenerationConfig] = None,
+    def generate(self, prompt: Prompt, generation_config: ConfigArg = None,
                  streamer: Optional[Streamer] = None, **kwargs: Any) -> DecodedResults:
         """submit() and wait for the result."""
         request = self.submit(prompt, generation_config, streamer, **kwargs)

@@ -62,6 +62,7 @@ def test_config_object_and_call(pipe):
     assert str(a) == str(b)  # seeded
     with pytest.raises(TypeError, match="no_such_field"):
         pipe.generate(PROMPT, no_such_field=1)
+    assert str(pipe.generate(PROMPT, {"max_new_tokens": 12})) == sprout_run(PROMPT, 12)
 
 
 def test_list_of_prompts(pipe):
@@ -183,6 +184,11 @@ def test_errors_carry_the_message():
         sprout.LLMPipeline(MODEL, "GPU")
     with pytest.raises(TypeError, match="NO_SUCH_PROPERTY"):
         sprout.LLMPipeline(MODEL, NO_SUCH_PROPERTY=1)
+    with pytest.raises(TypeError, match="NO_SUCH_PROPERTY"):
+        sprout.LLMPipeline(MODEL, config={"CACHE_DIR": "cache", "NO_SUCH_PROPERTY": 1})
+    with pytest.raises(sprout.SproutError) as e:
+        sprout.LLMPipeline(MODEL, config={"INFERENCE_NUM_THREADS": 100000})
+    assert "100000" in e.value.message
 
 
 def test_bad_generation_arguments(pipe):
