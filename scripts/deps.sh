@@ -12,6 +12,8 @@ if [ "${1:-}" = "--test" ]; then
   packages+=(clang libclang-rt-dev time wrk curl)
   # the kernels cross-built for aarch64 and run under qemu
   packages+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
+  # headless Chromium for the web page's browser test (puppeteer-core drives it)
+  packages+=(chromium)
   command -v node >/dev/null 2>&1 || packages+=(nodejs)
   command -v npm >/dev/null 2>&1 || packages+=(npm)
 fi
