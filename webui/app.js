@@ -47,12 +47,12 @@ async function loadModels() {
   select.replaceChildren(...models.map((id) => Object.assign(document.createElement('option'), { value: id, textContent: id })));
   if (!models.includes(settings.model)) settings.model = models[0] ?? '';
   select.value = settings.model;
-  // a picker only where there is a choice
-  select.hidden = $('model-name').hidden = false;
-  select.hidden = models.length < 2;
-  document.querySelector('.model-label').hidden = models.length < 2;
-  $('model-name').textContent = models.length < 2 ? settings.model : '';
-  $('model-name').hidden = models.length > 1;
+  // a picker only where there is a choice; else the one model's name
+  const choice = models.length > 1;
+  select.hidden = !choice;
+  document.querySelector('.model-label').hidden = !choice;
+  $('model-name').hidden = choice;
+  $('model-name').textContent = choice ? '' : settings.model;
   contextTokens = settings.model ? await contextSize(settings.model, settings.apiKey) : null;
 }
 

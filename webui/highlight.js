@@ -14,11 +14,11 @@ const SQL = 'select from where insert into values update set delete create table
   'order having limit offset as and or not null is in like distinct union all primary key foreign references index';
 
 const FAMILIES = {
-  c: { keywords: C_LIKE, line: '//', block: true, hash: false },
-  python: { keywords: PYTHON, line: '#', block: false, hash: true },
-  shell: { keywords: SHELL, line: '#', block: false, hash: true },
-  sql: { keywords: SQL, line: '--', block: true, hash: false, caseless: true },
-  json: { keywords: 'true false null', line: null, block: false, hash: false },
+  c: { keywords: C_LIKE, line: '//', block: true },
+  python: { keywords: PYTHON, line: '#', block: false },
+  shell: { keywords: SHELL, line: '#', block: false },
+  sql: { keywords: SQL, line: '--', block: true, caseless: true },
+  json: { keywords: 'true false null', line: null, block: false },
 };
 
 const ALIASES = {

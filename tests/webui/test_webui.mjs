@@ -6,7 +6,7 @@
 // errors (a 500, the server gone) show in the page with a working Retry.
 // Any request to a host other than the server fails the test. Screenshots
 // (1280 and 390 wide, light and dark) go to SPROUT_SCREENSHOT_DIR.
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,6 +39,7 @@ await page.setViewport({ width: 1280, height: 800 });
 // --- every request the page makes: only to the server; some answered by the test -------------------------
 const foreign = [], chatBodies = [], pageErrors = [];
 let fake = null; // (request) => response for the next chat requests, or null: the real server
+let twoModels = false; // GET /v1/models lists a second model
 await page.setRequestInterception(true);
 page.on('request', (req) => {
   const url = new URL(req.url());
@@ -50,12 +51,14 @@ page.on('request', (req) => {
     chatBodies.push(JSON.parse(req.postData()));
     if (fake) return req.respond(fake(req));
   }
+  if (url.pathname === '/v1/models' && twoModels)
+    return req.respond({ status: 200, contentType: 'application/json', body: JSON.stringify({ object: 'list', data: [{ id: 'stories260K' }, { id: 'other-model' }] }) });
   return req.continue();
 });
 page.on('pageerror', (e) => pageErrors.push(String(e)));
 page.on('console', (m) => {
   // a 500 the test asked for, and the server it stopped, are the only errors the console may show
-  if (m.type() === 'error' && !/status of 500|ERR_CONNECTION_REFUSED|Failed to fetch/.test(m.text())) pageErrors.push(m.text());
+  if (m.type() === 'error' && !/status of (404|500)|ERR_CONNECTION_REFUSED|Failed to fetch/.test(m.text())) pageErrors.push(m.text());
 });
 page.on('dialog', (d) => d.accept());
 
@@ -162,6 +165,19 @@ check((await page.$$eval('#chat-list .chat-open', (l) => l.map((b) => b.textCont
 check((await text('#messages article.user .msg-body')) === 'Tim had a dog', 'the conversation is shown after a reload');
 check((await page.evaluate(() => JSON.parse(localStorage.getItem('sprout.settings.v1')).seed)) === 42, 'the settings survive a reload');
 
+// --- several models: a picker, and the request names the one chosen (a 4xx shows the server's message) --------
+twoModels = true;
+await page.reload({ waitUntil: 'networkidle0' });
+check(await page.$eval('#model', (e) => !e.hidden && e.options.length === 2), 'a model picker when the server lists several');
+await page.select('#model', 'other-model');
+await page.type('#composer-input', 'Which model?');
+await page.keyboard.press('Enter');
+await page.waitForSelector('#error:not([hidden])', { timeout: 5000 });
+check(chatBodies.at(-1).model === 'other-model', 'the request names the chosen model', chatBodies.at(-1).model);
+check(/^404 .*other-model.*not found/.test(await text('#error-text')), 'a 404 shows with the server\'s message', await text('#error-text'));
+await page.select('#model', 'stories260K');
+twoModels = false;
+
 // --- a reply with markdown and HTML payloads renders as text -------------------------------------------------
 const evil = [
   '## Heading <img src=x onerror="window.__pwned=1">', '', 'Some **bold**, *italic*, `x<y>` and a [link](https://example.com/a).',
@@ -239,6 +255,32 @@ await page.screenshot({ path: join(shots, 'list-390-dark.png') });
 await page.click('#chat-list .chat-open');
 await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'light' }]);
 await page.setViewport({ width: 1280, height: 800 });
+
+// --- the list: rename, export, import, delete ------------------------------------------------------------------
+const titles = () => page.$$eval('#chat-list .chat-open', (l) => l.map((b) => b.textContent));
+await page.click('#chat-list li:first-child button[aria-label^="Rename"]');
+await page.$eval('#chat-list .rename', (e) => (e.value = ''));
+await page.type('#chat-list .rename', 'Markdown sample');
+await page.keyboard.press('Enter');
+check((await titles())[0] === 'Markdown sample' && (await text('#chat-title')) === 'Markdown sample', 'a conversation is renamed', await titles());
+const downloads = mkdtempSync(join(tmpdir(), 'sprout-webui-dl-'));
+const cdp = await page.createCDPSession();
+await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: downloads });
+await page.click('#export');
+const exported = join(downloads, 'sprout-conversations.json');
+for (let i = 0; i < 100 && !existsSync(exported); i++) await new Promise((r) => setTimeout(r, 20));
+const dump = existsSync(exported) ? JSON.parse(readFileSync(exported, 'utf8')) : null;
+const before = (await titles()).length;
+check(dump?.format === 'sprout-conversations' && dump.conversations.length === before, 'Export writes every conversation', dump?.conversations?.length);
+await (await page.$('#import-file')).uploadFile(exported);
+await page.waitForFunction((n) => document.querySelectorAll('#chat-list li').length === n, { timeout: 5000 }, before * 2);
+check((await titles()).filter((t) => t === 'Markdown sample').length === 2, 'Import adds the exported conversations');
+for (let n = before * 2; n > before; n--) {
+  await page.click('#chat-list li:last-child button[aria-label^="Delete"]'); // the dialog is accepted
+  await page.waitForFunction((k) => document.querySelectorAll('#chat-list li').length === k, { timeout: 5000 }, n - 1);
+}
+check((await titles()).length === before, 'Delete removes a conversation');
+rmSync(downloads, { recursive: true, force: true });
 
 // --- errors: a 500 with the server's message, then Retry --------------------------------------------------
 fake = () => ({ status: 500, contentType: 'application/json', body: JSON.stringify({ error: { message: 'the test says no', code: 500 } }) });
