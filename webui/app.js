@@ -18,8 +18,10 @@ let contextTokens = null;
 
 // --- errors --------------------------------------------------------------------------------------------
 
-function showError(message, again) {
+// The banner under the messages: an error (with Retry when `again` is given), or with `notice` a plain message.
+function showError(message, again, notice = false) {
   retry = again;
+  $('error').classList.toggle('notice', notice);
   $('error-text').textContent = message;
   $('retry').hidden = !again;
   $('error').hidden = false;
@@ -292,7 +294,7 @@ async function importFile(file) {
   try {
     const n = chats.importJson(await file.text());
     renderList();
-    showError(`Imported ${n} conversation${n === 1 ? '' : 's'}.`, null);
+    showError(`Imported ${n} conversation${n === 1 ? '' : 's'}.`, null, true);
   } catch (e) {
     showError(`Cannot import ${file.name}: ${e.message}`, null);
   }

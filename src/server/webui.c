@@ -113,7 +113,7 @@ static enum MHD_Result send_from_folder(sp_server *srv, struct MHD_Connection *c
     if (!realpath(srv->opt.webui_path, root) || snprintf(path, sizeof path, "%s/%s", root, name) >= (int)sizeof path)
         return sp_reply_error(srv, c, SP_STYLE_OPENAI, 500, NULL, "cannot read the --webui-path folder: %s", strerror(errno));
     const size_t root_len = strlen(root);
-    if (!realpath(path, real) || strncmp(real, root, root_len) || real[root_len] != '/')
+    if (!realpath(path, real) || strncmp(real, root, root_len) || (real[root_len] != '/' && root[root_len - 1] != '/'))
         return sp_reply_error(srv, c, SP_STYLE_OPENAI, 404, NULL, "no such file: %s", name);
     const int fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     struct stat st;
