@@ -39,12 +39,18 @@ async function loadModels() {
   try {
     models = await listModels(settings.apiKey);
   } catch (e) {
+    if (e.status === 503) { // the model is still loading: ask again shortly
+      showError('The model is loading…', null, true);
+      setTimeout(loadModels, 1000);
+      return;
+    }
     showError(`Cannot list the models: ${e.message}`, () => {
       clearError();
       loadModels();
     });
     return;
   }
+  if ($('error').classList.contains('notice')) clearError();
   const select = $('model');
   select.replaceChildren(...models.map((id) => Object.assign(document.createElement('option'), { value: id, textContent: id })));
   if (!models.includes(settings.model)) settings.model = models[0] ?? '';

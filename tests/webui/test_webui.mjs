@@ -40,6 +40,7 @@ await page.setViewport({ width: 1280, height: 800 });
 const foreign = [], chatBodies = [], pageErrors = [];
 let fake = null; // (request) => response for the next chat requests, or null: the real server
 let twoModels = false; // GET /v1/models lists a second model
+let loading = 1; // how many GET /v1/models still answer 503, as while the model loads
 await page.setRequestInterception(true);
 page.on('request', (req) => {
   const url = new URL(req.url());
@@ -51,6 +52,8 @@ page.on('request', (req) => {
     chatBodies.push(JSON.parse(req.postData()));
     if (fake) return req.respond(fake(req));
   }
+  if (url.pathname === '/v1/models' && loading > 0 && loading--)
+    return req.respond({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: { message: 'the model is still loading' } }) });
   if (url.pathname === '/v1/models' && twoModels)
     return req.respond({ status: 200, contentType: 'application/json', body: JSON.stringify({ object: 'list', data: [{ id: 'stories260K' }, { id: 'other-model' }] }) });
   return req.continue();
@@ -58,7 +61,7 @@ page.on('request', (req) => {
 page.on('pageerror', (e) => pageErrors.push(String(e)));
 page.on('console', (m) => {
   // a 500 the test asked for, and the server it stopped, are the only errors the console may show
-  if (m.type() === 'error' && !/status of (404|500)|ERR_CONNECTION_REFUSED|Failed to fetch/.test(m.text())) pageErrors.push(m.text());
+  if (m.type() === 'error' && !/status of (404|500|503)|ERR_CONNECTION_REFUSED|Failed to fetch/.test(m.text())) pageErrors.push(m.text());
 });
 page.on('dialog', (d) => d.accept());
 
@@ -76,7 +79,9 @@ async function metric(name) {
 const response = await page.goto(`${server.url}/`, { waitUntil: 'networkidle0' });
 check(response.status() === 200, 'GET / is 200', response.status());
 check(/default-src 'self'/.test(response.headers()['content-security-policy'] ?? ''), 'the page has a CSP');
+check(/loading/.test(await text('#error-text')), 'the page says the model is loading', await text('#error-text'));
 await page.waitForFunction(() => document.querySelector('#model-name').textContent.length > 0, { timeout: 5000 });
+check(await page.$eval('#error', (e) => e.hidden), 'and asks again until it is ready');
 check((await text('#model-name')) === 'stories260K', 'the model is named', await text('#model-name'));
 
 // --- a reply streams in over several frames; Esc stops it, and the server cancels ------------------------
