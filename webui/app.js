@@ -199,8 +199,15 @@ async function generate(c) {
   renderList();
   renderMessages();
   const t0 = performance.now();
-  let tFirst = null, pieces = 0, timings = null, usage = null, finish = null;
-  const first = () => (tFirst ??= performance.now());
+  let tFirst = null, pieces = 0, timings = null, usage = null, finish = null, saved = t0;
+  // the reply so far is saved each second: a reload mid-reply keeps what came
+  const first = () => {
+    tFirst ??= performance.now();
+    if (performance.now() - saved > 1000) {
+      saved = performance.now();
+      chats.persist();
+    }
+  };
   try {
     await streamChat(body, {
       apiKey: settings.apiKey,

@@ -65,7 +65,8 @@ function cleanConversation(c) {
     id: typeof c.id === 'string' && /^[\w-]{1,64}$/.test(c.id) ? c.id : newId(),
     title: typeof c.title === 'string' ? c.title.slice(0, 200) : 'Imported chat',
     updated: Number.isFinite(c.updated) ? c.updated : Date.now(),
-    messages: c.messages.map(cleanMessage).filter(Boolean),
+    // a reply that never got a word (the page closed as it began) is left out
+    messages: c.messages.map(cleanMessage).filter((m) => m && (m.role !== 'assistant' || m.content || m.reasoning || m.tool_calls)),
   };
 }
 
