@@ -115,7 +115,8 @@ static enum MHD_Result send_from_folder(sp_server *srv, struct MHD_Connection *c
     const size_t root_len = strlen(root);
     if (!realpath(path, real) || strncmp(real, root, root_len) || (real[root_len] != '/' && root[root_len - 1] != '/'))
         return sp_reply_error(srv, c, SP_STYLE_OPENAI, 404, NULL, "no such file: %s", name);
-    const int fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* O_NONBLOCK: a FIFO put there must not hold the connection's thread (fstat then turns it away) */
+    const int fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > WEBUI_FILE_MAX) {
         if (fd >= 0) close(fd);
@@ -123,8 +124,11 @@ static enum MHD_Result send_from_folder(sp_server *srv, struct MHD_Connection *c
     }
     unsigned char *data = malloc(st.st_size ? (size_t)st.st_size : 1);
     size_t len = 0;
-    for (ssize_t got = 1; data && got > 0 && len < (size_t)st.st_size; len += got > 0 ? (size_t)got : 0)
-        got = read(fd, data + len, (size_t)st.st_size - len);
+    while (data && len < (size_t)st.st_size) {
+        const ssize_t got = read(fd, data + len, (size_t)st.st_size - len);
+        if (got <= 0) break;
+        len += (size_t)got;
+    }
     close(fd);
     if (!data || len != (size_t)st.st_size) {
         free(data);

@@ -73,12 +73,14 @@ echo 'secret' >"$work/secret.txt"
 echo 'inside' >"$work/dev/inside.txt"
 ln -s "$work/secret.txt" "$work/dev/out.txt"
 ln -s "$work/dev/inside.txt" "$work/dev/link.txt"
+mkfifo "$work/dev/pipe.txt"
 start --webui-path "$work/dev"
 expect "--webui-path serves its index" [ "$(curl -s "${html[@]}" "$url/")" = '<!doctype html><title>dev</title>' ]
 expect "--webui-path serves its files" [ "$(curl -s "$url/webui/inside.txt")" = inside ]
 expect "--webui-path follows links inside" [ "$(curl -s "$url/webui/link.txt")" = inside ]
 expect "--webui-path refuses links out" [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/webui/out.txt")" = 404 ]
 expect "--webui-path refuses escaped slashes" [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/webui/..%2Fsecret.txt")" = 404 ]
+expect "--webui-path refuses FIFOs" [ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$url/webui/pipe.txt")" = 404 ]
 expect "--webui-path refuses folders" [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/webui/sub")" = 404 ]
 expect "--webui-path refuses .." [ "$(curl -s --path-as-is -o /dev/null -w '%{http_code}' "$url/webui/..")" = 404 ]
 etag=$(curl -s -D - -o /dev/null "$url/webui/inside.txt" | grep -i '^etag:' | cut -d' ' -f2 | tr -d '\r')
