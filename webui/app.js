@@ -2,6 +2,7 @@
 // a reply streamed in as the server sends it, Stop/Esc to cut it short,
 // regenerate, edit and resend, and errors shown in the page with a retry.
 import { ApiError, contextSize, listModels, streamChat } from './api.js';
+import { Attachments, withAttachments } from './attachments.js';
 import { copyText, editMessage, renderMessage } from './chat.js';
 import { requestBody, settingsDialog } from './settings.js';
 import { Conversations, loadSettings, saveSettings } from './store.js';
@@ -15,6 +16,7 @@ let current = chats.get(localStorage.getItem(CURRENT_KEY)) ?? null;
 let running = null; // {controller, conversation} while a reply streams
 let retry = null;   // what the error banner's Retry does
 let contextTokens = null;
+const attachments = new Attachments($('attach-file'), $('attachments'), (message) => showError(message, null));
 
 // --- errors --------------------------------------------------------------------------------------------
 
@@ -274,13 +276,14 @@ function stop() {
 
 function send() {
   const input = $('composer-input');
-  const text = input.value.trim();
-  if (!text || running) return;
+  if ((!input.value.trim() && !attachments.count) || running) return;
+  const typed = input.value.trim(), files = attachments.take();
+  const text = withAttachments(typed, files);
   if (!current) {
     current = chats.create();
     localStorage.setItem(CURRENT_KEY, current.id);
   }
-  if (!current.messages.length) current.title = text.split('\n')[0].slice(0, 60);
+  if (!current.messages.length) current.title = (typed.split('\n')[0] || files[0].name).slice(0, 60);
   current.messages.push({ role: 'user', content: text });
   input.value = '';
   autosize(input);

@@ -6,7 +6,7 @@
 // errors (a 500, the server gone) show in the page with a working Retry.
 // Any request to a host other than the server fails the test. Screenshots
 // (1280 and 390 wide, light and dark) go to SPROUT_SCREENSHOT_DIR.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -201,9 +201,16 @@ fake = () => ({
     { object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 20, completion_tokens: 60, total_tokens: 80 } }]),
 });
 await page.click('#new-chat');
+const attached = join(profile, 'notes.txt');
+writeFileSync(attached, 'a line with ``` inside\nsecond line\n');
+await (await page.$('#attach-file')).uploadFile(attached);
+await page.waitForSelector('#attachments:not([hidden]) li');
 await page.type('#composer-input', 'Show me markdown');
 await page.keyboard.press('Enter');
 await replyDone();
+check(chatBodies.at(-1).messages.at(-1).content === 'Show me markdown\n\n````notes.txt\na line with ``` inside\nsecond line\n````',
+  'an attached text file goes in the message, fenced', chatBodies.at(-1).messages.at(-1).content);
+check(await page.$eval('#attachments', (e) => e.hidden), 'the message takes the attachment');
 const md = await page.$eval('#messages article.assistant:last-of-type', (a) => ({
   pwned: window.__pwned ?? null,
   scripts: a.querySelectorAll('script, img, iframe, b').length,
