@@ -84,6 +84,15 @@ await page.waitForFunction(() => document.querySelector('#model-name').textConte
 check(await page.$eval('#error', (e) => e.hidden), 'and asks again until it is ready');
 check((await text('#model-name')) === 'stories260K', 'the model is named', await text('#model-name'));
 
+// --- keyboard: the message box has the focus, Tab moves on with a visible ring -----------------------------
+check((await page.evaluate(() => document.activeElement.id)) === 'composer-input', 'the message box has the focus');
+await page.keyboard.press('Tab');
+const ring = await page.evaluate(() => ({ id: document.activeElement.id, outline: getComputedStyle(document.activeElement).outlineStyle }));
+check(ring.id === 'send' && ring.outline === 'solid', 'Tab reaches Send and shows a focus ring', ring);
+const unlabelled = await page.$$eval('button, select, textarea, input', (l) => l.filter((e) => !e.hidden && e.offsetParent !== null &&
+  !(e.getAttribute('aria-label') || e.textContent.trim() || (e.id && document.querySelector(`label[for="${e.id}"]`)))).map((e) => e.outerHTML));
+check(unlabelled.length === 0, 'every control has a label', unlabelled);
+
 // --- a reply streams in over several frames; Esc stops it, and the server cancels ------------------------
 const cancelledBefore = await metric('sprout_requests_cancelled_total');
 check(cancelledBefore === 0, '/metrics counts cancelled requests', cancelledBefore);
