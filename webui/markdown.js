@@ -76,10 +76,12 @@ function linkAt(text, i) {
   return { label: text.slice(i + 1, j), url: target, end: close + 1 };
 }
 
-function appendLink(into, label, url, image) {
+// A link; `kind` 'image' words an image's link, 'url' shows a bare or <autolinked> URL as it is (no markdown inside).
+function appendLink(into, label, url, kind = 'link') {
   const href = safeHref(url);
   if (!href) { // an unsafe or unknown target: the words stay, the link goes
-    appendInline(into, label || url);
+    if (kind === 'url') into.append(label);
+    else appendInline(into, label || url);
     return;
   }
   const a = el('a');
@@ -88,7 +90,8 @@ function appendLink(into, label, url, image) {
     a.target = '_blank';
     a.rel = 'noopener noreferrer';
   }
-  if (image) a.textContent = `image: ${label || url}`;
+  if (kind === 'image') a.textContent = `image: ${label || url}`;
+  else if (kind === 'url') a.textContent = label;
   else appendInline(a, label);
   into.append(a);
 }
@@ -135,7 +138,7 @@ export function appendInline(into, text) {
       const link = linkAt(text, image ? i + 1 : i);
       if (link) {
         flush();
-        appendLink(into, link.label, link.url, image);
+        appendLink(into, link.label, link.url, image ? 'image' : 'link');
         i = link.end;
         continue;
       }
@@ -144,17 +147,19 @@ export function appendInline(into, text) {
       const m = /^<((?:https?:\/\/|mailto:)[^\s>]+)>/i.exec(text.slice(i));
       if (m) {
         flush();
-        appendLink(into, m[1], m[1], false);
+        appendLink(into, m[1], m[1], 'url');
         i += m[0].length;
         continue;
       }
     }
     if (ch === 'h') { // a bare URL
-      const m = /^https?:\/\/[^\s<>()]*[^\s<>().,;:!?'"]/.exec(text.slice(i));
+      const m = /^https?:\/\/[^\s<>]*[^\s<>.,;:!?'"]/.exec(text.slice(i));
       if (m && (i === 0 || /[\s(]/.test(text[i - 1]))) {
+        let url = m[0]; // a closing parenthesis belongs to the URL only if it opened one: (see https://x.org/a_(b))
+        while (url.endsWith(')') && url.split('(').length < url.split(')').length) url = url.slice(0, -1);
         flush();
-        appendLink(into, m[0], m[0], false);
-        i += m[0].length;
+        appendLink(into, url, url, 'url');
+        i += url.length;
         continue;
       }
     }

@@ -195,7 +195,7 @@ twoModels = false;
 // --- a reply with markdown and HTML payloads renders as text -------------------------------------------------
 const evil = [
   '## Heading <img src=x onerror="window.__pwned=1">', '', 'Some **bold**, *italic*, `x<y>` and a [link](https://example.com/a).',
-  'A [bad link](javascript:window.__pwned=2) and ![pic](https://example.com/p.png).', '',
+  'A [bad link](javascript:window.__pwned=2) and ![pic](https://example.com/p.png) (see https://example.com/b_(c)).', '',
   '<script>window.__pwned=3</script>', '', '| a | b |', '|---|--:|', '| 1 | <b>2</b> |', '', '- one', '- two', '  1. nested', '',
   '```js', 'const s = "</code><script>window.__pwned=4</script>"; // note', 'return 42;', '```'].join('\n');
 const sse = (chunks) => chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join('') + 'data: [DONE]\n\n';
@@ -244,8 +244,8 @@ const md = await page.$eval('#messages article.assistant:last-of-type', (a) => (
 check(md.pwned === null && md.scripts === 0, 'no payload ran and no element came from the reply\'s HTML', md.pwned, md.scripts);
 check(md.h2 === 'Heading <img src=x onerror="window.__pwned=1">', 'a heading, its HTML as text', md.h2);
 check(md.strong === 'bold' && md.em === 'italic', 'emphasis', md.strong, md.em);
-check(JSON.stringify(md.links) === JSON.stringify([['https://example.com/a', 'noopener noreferrer'], ['https://example.com/p.png', 'noopener noreferrer']]),
-  'only safe links, and the image as a link', md.links);
+check(JSON.stringify(md.links) === JSON.stringify([['https://example.com/a', 'noopener noreferrer'], ['https://example.com/p.png', 'noopener noreferrer'],
+  ['https://example.com/b_(c)', 'noopener noreferrer']]), 'only safe links, the image as a link, a bare URL', md.links);
 check(md.body.includes('<script>window.__pwned=3</script>') && md.body.includes('bad link'), 'the script tag is shown as text');
 check(JSON.stringify(md.cells) === '["1","<b>2</b>"]' && md.align === 'right', 'a table with its alignment', md.cells, md.align);
 check(md.nested === 'nested', 'a nested list', md.nested);
