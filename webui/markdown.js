@@ -61,27 +61,30 @@ function findCloser(text, mark, from) {
   return -1;
 }
 
-// [text](url) at i: {label, url, end} or null.
+// [text](url) at i: {label, url, end} or null. Labels and targets are looked for within a
+// bounded stretch: a reply of many unclosed '[' would otherwise cost a scan to its end each.
+const LINK_SPAN = 2000;
 function linkAt(text, i) {
   let depth = 0, j = i;
-  for (; j < text.length; j++) {
+  const stop = Math.min(text.length, i + LINK_SPAN);
+  for (; j < stop; j++) {
     if (text[j] === '\\') j++;
     else if (text[j] === '[') depth++;
     else if (text[j] === ']' && --depth === 0) break;
   }
-  if (j >= text.length || text[j + 1] !== '(') return null;
+  if (j >= stop || text[j + 1] !== '(') return null;
   const close = text.indexOf(')', j + 2);
-  if (close < 0) return null;
+  if (close < 0 || close - j > LINK_SPAN) return null;
   const target = text.slice(j + 2, close).trim().replace(/\s+"[^"]*"$/, '').replace(/^<(.*)>$/, '$1');
   return { label: text.slice(i + 1, j), url: target, end: close + 1 };
 }
 
 // A link; `kind` 'image' words an image's link, 'url' shows a bare or <autolinked> URL as it is (no markdown inside).
-function appendLink(into, label, url, kind = 'link') {
+function appendLink(into, label, url, kind, depth) {
   const href = safeHref(url);
   if (!href) { // an unsafe or unknown target: the words stay, the link goes
     if (kind === 'url') into.append(label);
-    else appendInline(into, label || url);
+    else appendInline(into, label || url, depth + 1);
     return;
   }
   const a = el('a');
@@ -92,13 +95,22 @@ function appendLink(into, label, url, kind = 'link') {
   }
   if (kind === 'image') a.textContent = `image: ${label || url}`;
   else if (kind === 'url') a.textContent = label;
-  else appendInline(a, label);
+  else appendInline(a, label, depth + 1);
   into.append(a);
 }
 
+// Nesting deeper than this (a reply of ten thousand '[' or '>') is shown as text: the renderer recurses per level.
+const MAX_DEPTH = 12;
+
 /** Appends inline markdown to `into`. */
-export function appendInline(into, text) {
+export function appendInline(into, text, depth = 0) {
+  if (depth > MAX_DEPTH) {
+    into.append(text);
+    return;
+  }
   let plain = '';
+  // where a search for each mark's closer found none: a later search cannot do better, so it is not made
+  const noCloserFrom = {};
   const flush = () => {
     if (plain) into.append(plain);
     plain = '';
@@ -138,7 +150,7 @@ export function appendInline(into, text) {
       const link = linkAt(text, image ? i + 1 : i);
       if (link) {
         flush();
-        appendLink(into, link.label, link.url, image ? 'image' : 'link');
+        appendLink(into, link.label, link.url, image ? 'image' : 'link', depth);
         i = link.end;
         continue;
       }
@@ -147,7 +159,7 @@ export function appendInline(into, text) {
       const m = /^<((?:https?:\/\/|mailto:)[^\s>]+)>/i.exec(text.slice(i));
       if (m) {
         flush();
-        appendLink(into, m[1], m[1], 'url');
+        appendLink(into, m[1], m[1], 'url', depth);
         i += m[0].length;
         continue;
       }
@@ -158,7 +170,7 @@ export function appendInline(into, text) {
         let url = m[0]; // a closing parenthesis belongs to the URL only if it opened one: (see https://x.org/a_(b))
         while (url.endsWith(')') && url.split('(').length < url.split(')').length) url = url.slice(0, -1);
         flush();
-        appendLink(into, url, url, 'url');
+        appendLink(into, url, url, 'url', depth);
         i += url.length;
         continue;
       }
@@ -167,11 +179,12 @@ export function appendInline(into, text) {
     if (emphasis && text[i + emphasis.mark.length] && !/\s/.test(text[i + emphasis.mark.length]) &&
         !(emphasis.mark[0] === '_' && i > 0 && /\w/.test(text[i - 1]))) {
       const start = i + emphasis.mark.length;
-      const end = findCloser(text, emphasis.mark, start);
+      const end = start >= (noCloserFrom[emphasis.mark] ?? Infinity) ? -1 : findCloser(text, emphasis.mark, start);
+      if (end < 0) noCloserFrom[emphasis.mark] = Math.min(start, noCloserFrom[emphasis.mark] ?? Infinity);
       if (end > start) {
         flush();
         const e = el(emphasis.tag);
-        appendInline(e, text.slice(start, end));
+        appendInline(e, text.slice(start, end), depth + 1);
         into.append(e);
         i = end + emphasis.mark.length;
         continue;
@@ -257,7 +270,11 @@ function table(header, align, rows) {
   return scroll;
 }
 
-function parseBlocks(lines, into, onCopy) {
+function parseBlocks(lines, into, onCopy, depth = 0) {
+  if (depth > MAX_DEPTH) {
+    into.append(el('p', null, lines.join('\n')));
+    return;
+  }
   let i = 0;
   const blank = (l) => !l || !l.trim();
   while (i < lines.length) {
@@ -295,7 +312,7 @@ function parseBlocks(lines, into, onCopy) {
         i++;
       }
       const q = el('blockquote');
-      parseBlocks(inner, q, onCopy);
+      parseBlocks(inner, q, onCopy, depth + 1);
       into.append(q);
       continue;
     }
@@ -309,7 +326,7 @@ function parseBlocks(lines, into, onCopy) {
       continue;
     }
     if ((m = ITEM.exec(line))) {
-      i = list(lines, i, into, onCopy);
+      i = list(lines, i, into, onCopy, depth);
       continue;
     }
     const para = [];
@@ -326,7 +343,7 @@ function parseBlocks(lines, into, onCopy) {
 
 // A list from lines[i]: its items are the lines up to the next marker at its own indentation,
 // with their indentation taken off, parsed as blocks (so items nest). Returns the next line.
-function list(lines, i, into, onCopy) {
+function list(lines, i, into, onCopy, depth) {
   const first = ITEM.exec(lines[i]);
   const indent = first[1].length;
   const ordered = /\d/.test(first[2]);
@@ -355,7 +372,7 @@ function list(lines, i, into, onCopy) {
       body.push(lead >= contentIndent ? next.slice(contentIndent) : sub ? next.slice(Math.min(lead, indent + 2)) : next.trimStart());
     }
     const li = el('li');
-    parseBlocks(body, li, onCopy);
+    parseBlocks(body, li, onCopy, depth + 1);
     if (!loose && li.childElementCount && li.firstElementChild.tagName === 'P') li.firstElementChild.replaceWith(...li.firstElementChild.childNodes);
     l.append(li);
     while (i < lines.length && !lines[i].trim() && ITEM.exec(lines[i + 1] ?? '')?.[1].length === indent) i++;
