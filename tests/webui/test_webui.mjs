@@ -254,6 +254,22 @@ check(md.code === 'const s = "</code><script>window.__pwned=4</script>"; // note
 check(md.reasoning === 'Thinking <i>hard</i>.' && md.reasoningOpen === false, 'the reasoning in a closed block', md.reasoning, md.reasoningOpen);
 check(md.tool === 'get_weather' && JSON.parse(md.toolArgs).city === 'Paris', 'the tool call is shown', md.tool, md.toolArgs);
 check(/99\.5 tokens\/s/.test(md.stats) && /context 80\/2048/.test(md.stats), 'the figures come from timings and usage', md.stats);
+const hostile = await page.evaluate(async () => {
+  const { renderMarkdown } = await import('/webui/markdown.js');
+  const inputs = ['>'.repeat(5000) + ' x', '- '.repeat(5000) + 'x', '['.repeat(5000), '*a '.repeat(5000), 'a _b'.repeat(5000),
+    'https://x.org/' + '('.repeat(3000), '|'.repeat(5000) + '\n|-|\n', '```\n' + '<script>'.repeat(1000)];
+  const t0 = performance.now();
+  const failures = [];
+  for (const text of inputs) {
+    try {
+      renderMarkdown(text, () => {});
+    } catch (e) {
+      failures.push(`${text.slice(0, 12)}: ${e}`);
+    }
+  }
+  return { failures, ms: performance.now() - t0 };
+});
+check(hostile.failures.length === 0 && hostile.ms < 3000, 'deep nesting and unclosed marks render, quickly', hostile);
 await page.click('#messages article.assistant:last-of-type .code-copy');
 const copiedCode = await page.evaluate(() => navigator.clipboard.readText()).catch((e) => `(${e})`);
 check(copiedCode.startsWith('const s = '), 'the code block\'s Copy copies the code', copiedCode);
