@@ -263,7 +263,7 @@ async function generate(c) {
     if (finish === 'error') delete reply.stats;
     running = null;
     setBusy(false);
-    chats.touch(c);
+    if (!chats.touch(c) && finish !== 'error') showError('This browser\'s storage is full: the conversation is not saved. Export, then delete old ones.', null);
     if (c === current) renderMessages();
     renderList();
     if (document.activeElement === document.body || document.activeElement === $('stop')) $('composer-input').focus();

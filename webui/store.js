@@ -49,13 +49,32 @@ function newId() {
   return `c${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
 }
 
+// A reply's figures, each of its type or left out (an import may bring anything).
+function cleanStats(s) {
+  if (!s || typeof s !== 'object') return undefined;
+  const out = {};
+  for (const k of ['tokens', 'tokensPerSecond', 'ttftMs', 'contextUsed', 'contextSize']) if (Number.isFinite(s[k])) out[k] = s[k];
+  if (typeof s.finish === 'string') out.finish = s.finish.slice(0, 40);
+  if (s.stopped === true) out.stopped = true;
+  return out;
+}
+
+function cleanToolCalls(calls) {
+  if (!Array.isArray(calls)) return undefined;
+  const text = (v) => (typeof v === 'string' ? v : '');
+  return calls.filter((c) => c && typeof c === 'object').map((c) => ({
+    id: text(c.id), type: 'function', function: { name: text(c.function?.name), arguments: text(c.function?.arguments) },
+  }));
+}
+
 // Only what a conversation is made of survives an import: roles, strings, numbers.
 function cleanMessage(m) {
   if (!m || typeof m !== 'object' || !['user', 'assistant', 'system', 'tool'].includes(m.role)) return null;
   const out = { role: m.role, content: typeof m.content === 'string' ? m.content : '' };
   if (typeof m.reasoning === 'string' && m.reasoning) out.reasoning = m.reasoning;
-  if (Array.isArray(m.tool_calls)) out.tool_calls = JSON.parse(JSON.stringify(m.tool_calls));
-  if (m.stats && typeof m.stats === 'object') out.stats = JSON.parse(JSON.stringify(m.stats));
+  const calls = cleanToolCalls(m.tool_calls), stats = cleanStats(m.stats);
+  if (calls?.length) out.tool_calls = calls;
+  if (stats) out.stats = stats;
   return out;
 }
 

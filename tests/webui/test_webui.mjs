@@ -317,6 +317,19 @@ for (let n = before * 2; n > before; n--) {
   await page.waitForFunction((k) => document.querySelectorAll('#chat-list li').length === k, { timeout: 5000 }, n - 1);
 }
 check((await titles()).length === before, 'Delete removes a conversation');
+const odd = join(downloads, 'odd.json');
+writeFileSync(odd, JSON.stringify([{ id: '"]<x>', title: '<img src=x onerror="window.__pwned=5">', messages: [
+  { role: 'user', content: 'hi' }, { role: 'evil', content: 'dropped' },
+  { role: 'assistant', content: 'ok', stats: { tokens: 'many', tokensPerSecond: {}, finish: 7 }, tool_calls: [{ function: { name: {}, arguments: 3 } }, null] }] }]));
+await (await page.$('#import-file')).uploadFile(odd);
+await page.waitForFunction((n) => document.querySelectorAll('#chat-list li').length === n, { timeout: 5000 }, before + 1);
+await page.click('#chat-list li:first-child .chat-open');
+const oddView = await page.evaluate(() => ({ title: document.querySelector('#chat-title').textContent, n: document.querySelectorAll('#messages article').length,
+  pwned: window.__pwned ?? null, tool: document.querySelector('#messages .tool-call code')?.textContent }));
+check(oddView.title === '<img src=x onerror="window.__pwned=5">' && oddView.n === 2 && oddView.pwned === null && oddView.tool === '(unnamed)',
+  'an odd import is cleaned: its title is text, bad roles and fields are dropped', oddView);
+await page.click('#chat-list li:first-child button[aria-label^="Delete"]');
+await page.waitForFunction((n) => document.querySelectorAll('#chat-list li').length === n, { timeout: 5000 }, before);
 rmSync(downloads, { recursive: true, force: true });
 
 // --- errors: a 500 with the server's message, then Retry --------------------------------------------------
