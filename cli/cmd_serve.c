@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "commands.h"
 #include "files.h"
@@ -15,9 +16,9 @@
 #include "server/server.h"
 
 typedef struct serve_options {
-    const char *host, *api_key, *alias, *chat_template, *chat_template_file;
+    const char *host, *api_key, *alias, *chat_template, *chat_template_file, *webui_path;
     int32_t port, n_slots, max_body, n_queue;
-    bool lora_init_without_apply;
+    bool lora_init_without_apply, no_webui;
 } serve_options;
 
 #define OWN(field) offsetof(serve_options, field)
@@ -34,6 +35,8 @@ static const cli_option serve_table[] = {
     CLI_OPT_STRING("--chat-template-file", "FILE", OWN(chat_template_file), "the chat template from a file"),
     CLI_OPT_FLAG("--lora-init-without-apply", OWN(lora_init_without_apply),
                  "load the adapters at scale 0 (POST /lora-adapters or a request's \"lora\" applies them)"),
+    CLI_OPT_FLAG("--no-webui", OWN(no_webui), "no web chat page at / (the APIs only)"),
+    CLI_OPT_STRING("--webui-path", "DIR", OWN(webui_path), "serve the web page's files from DIR instead of the built-in ones"),
 };
 
 static const cli_command serve_command = {
@@ -61,6 +64,11 @@ int cmd_serve(int argc, char **argv) {
     serve_options so = {.host = "127.0.0.1", .port = 8080, .api_key = getenv("SPROUT_API_KEY"), .n_queue = -1 /* not given */};
     const int status = cli_parse(&serve_command, &c, &so, argc, argv);
     if (status != CLI_CONTINUE) return status;
+    struct stat st;
+    if (so.webui_path && (stat(so.webui_path, &st) || !S_ISDIR(st.st_mode))) {
+        fprintf(stderr, "sprout serve: --webui-path %s is not a folder\n", so.webui_path);
+        return 2;
+    }
     char *template_text = NULL;
     if (so.chat_template_file) {
         if (!(template_text = cli_read_file(so.chat_template_file, NULL))) {
@@ -78,7 +86,7 @@ int cmd_serve(int argc, char **argv) {
         .assist_min = c.cfg.min_assistant_tokens, .lookup_ngram = c.cfg.max_ngram_size, .draft_p_min = c.cfg.assistant_confidence_threshold,
         .grammar = c.cfg.grammar && *c.cfg.grammar ? c.cfg.grammar : NULL,
         .json_schema = c.cfg.json_schema && *c.cfg.json_schema ? c.cfg.json_schema : NULL,
-        .notice = on_notice, .notice_user = &c,
+        .no_webui = so.no_webui, .webui_path = so.webui_path, .notice = on_notice, .notice_user = &c,
     };
     /* the signals go to sigwait in this thread only: block them before any
      * other thread starts, so every thread inherits the mask */

@@ -16,6 +16,9 @@
 
 static void job_free(sp_job *j) {
     if (!j) return;
+    pthread_mutex_lock(&j->mu); /* the connection closed before the generation ended: its client left */
+    if (j->sreq && !j->engine_done && !j->client_left) atomic_fetch_add(&j->srv->requests_cancelled, 1);
+    pthread_mutex_unlock(&j->mu);
     sprout_request_free(j->sreq); /* cancels if still running */
     sp_api_request_free(&j->req);
     free(j->lora);
@@ -35,7 +38,11 @@ static void job_free(sp_job *j) {
 static void wait_for_engine(sp_job *j, bool want_output) {
     while (!j->engine_done && !(want_output && j->out.len > j->out_sent)) {
         sp_wait_a_while(&j->cond, &j->mu);
-        if (!j->engine_done && sp_client_gone(j->fd)) sprout_request_cancel(j->sreq);
+        if (!j->engine_done && !j->client_left && sp_client_gone(j->fd)) {
+            j->client_left = true;
+            atomic_fetch_add(&j->srv->requests_cancelled, 1);
+            sprout_request_cancel(j->sreq);
+        }
     }
 }
 

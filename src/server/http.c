@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "json/json_util.h"
 #include "server/server_internal.h"
+#include "server/webui.h"
 
 /* Numbers in replies: nine significant digits give back every float32 (the
  * library's numbers: log-probabilities, embeddings) exactly, and no more. */
@@ -143,11 +144,6 @@ void sp_wait_a_while(pthread_cond_t *cond, pthread_mutex_t *mu) {
 
 /* --- routing ------------------------------------------------------------------------------------------- */
 
-static enum MHD_Result handle_root(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
-    (void)url, (void)body, (void)len;
-    return sp_reply_text(srv, c, 200, "text/plain", "sprout is running");
-}
-
 #define GENERATION_HANDLER(name, kind)                                                                               \
     static enum MHD_Result name(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) { \
         return sp_handle_generation(srv, c, kind, url, body, len);                                                   \
@@ -171,7 +167,8 @@ static bool route_serves(const route *r, const char *url) {
 }
 
 static const route routes[] = {
-    {"GET", "/", handle_root, true},
+    {"GET", "/", sp_handle_webui, true},
+    {"GET", SP_WEBUI_PREFIX, sp_handle_webui, true},
     {"GET", "/health", sp_handle_health, true},
     {"GET", "/metrics", sp_handle_metrics, false},
     {"POST", "/tokenize", sp_handle_tokenize, false},

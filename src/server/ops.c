@@ -158,6 +158,8 @@ enum MHD_Result sp_handle_metrics(sp_server *srv, struct MHD_Connection *c, cons
     metric(&b, "sprout_http_requests_total", "counter", "HTTP requests received.", (double)atomic_load(&srv->http_requests));
     metric(&b, "sprout_http_errors_total", "counter", "HTTP responses with a 4xx or 5xx status.", (double)atomic_load(&srv->http_errors));
     metric(&b, "sprout_requests_total", "counter", "Generation requests finished.", (double)st.requests_done);
+    metric(&b, "sprout_requests_cancelled_total", "counter", "Generation requests cut short because the client hung up.",
+           (double)atomic_load(&srv->requests_cancelled));
     metric(&b, "sprout_requests_rejected_total", "counter", "Generation requests turned away with a full queue.",
            (double)st.requests_rejected);
     metric(&b, "sprout_prompt_tokens_total", "counter", "Prompt tokens received.", (double)st.prompt_tokens);

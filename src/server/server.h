@@ -51,6 +51,10 @@ typedef struct sp_server_options {
      * server (ERROR notice, exit 1). NULL: none. */
     const char *grammar;
     const char *json_schema;
+    /* The web chat page at / (browsers) and /webui/: off with no_webui;
+     * webui_path serves a folder's files instead of the built-in copies. */
+    bool no_webui;
+    const char *webui_path;
     /* What the server has to tell its operator: where it listens, that the
      * model is ready, that a signal stops it (INFO), why it cannot start
      * (ERROR), and the HTTP library's complaints (WARN). The server prints

@@ -27,6 +27,7 @@ typedef struct sp_server {
     int64_t model_mtime;     /* seconds since the epoch */
     uint64_t model_bytes;
     atomic_ullong http_requests, http_errors;
+    atomic_ullong requests_cancelled; /* generations cut short because their client hung up (/metrics) */
     atomic_ullong draft_tokens, draft_accepted; /* assisted generation's proposals and those kept (/metrics) */
     sprout_model *draft;         /* the draft model (opt.draft_path), freed after the scheduler */
     atomic_int active_jobs;
@@ -127,6 +128,7 @@ struct sp_job {
     bool engine_done, final_written;
     sprout_request *sreq;
     int fd;                /* the client's socket, to notice a hang-up */
+    bool client_left;      /* it hung up mid-generation (counted once) */
 };
 
 /* A generation request of any of the four kinds. */
