@@ -19,6 +19,8 @@ static const command commands[] = {
     {"quantize", cmd_quantize, "convert a GGUF to another tensor type or a Q4_K_M-style mix"},
     {"export-lora", cmd_export_lora, "merge LoRA adapters into a copy of their base model"},
     {"serve", cmd_serve, "serve the OpenAI and Ollama HTTP APIs, many clients at once"},
+    {"ps", cmd_ps, "list the models a running server has loaded"},
+    {"stop", cmd_stop, "unload a model from a running server"},
     {"bench", cmd_bench, "measure prefill and decode speed, load time, time to first token and memory"},
     {"info", cmd_info, "show a GGUF model's architecture, sizes, tokenizer and tensors"},
     {"embed", cmd_embed, "turn texts into embedding vectors (pooled hidden states)"},
