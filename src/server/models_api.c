@@ -218,7 +218,9 @@ enum MHD_Result sp_handle_openai_model(sp_server *srv, struct MHD_Connection *c,
 /* --- loaded models -------------------------------------------------------------------------------------------------- */
 
 static void add_loaded(sp_model_entry *e, void *user) {
-    json_t *m = tag_json(e->name, e->modified, e->mem_bytes, e->digest, sprout_model_gguf(e->model));
+    char name[300];
+    snprintf(name, sizeof name, "%s%s", e->name, e->store_model ? "" : ":latest"); /* a -m file's name gets the tag /api/tags gives it */
+    json_t *m = tag_json(name, e->modified, e->mem_bytes, e->digest, sprout_model_gguf(e->model));
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     /* in use: its keep_alive starts when the last request ends; never: ten years on, as Ollama shows "forever" */
@@ -337,8 +339,11 @@ static json_t *capabilities(const model_view *v, const char *tmpl, size_t tmpl_l
         return caps;
     }
     json_array_append_new(caps, json_string("completion"));
-    if (sprout_gguf_find(g, "tokenizer.ggml.fim_pre_token_id") || sprout_gguf_find(g, "tokenizer.ggml.prefix_token_id"))
-        json_array_append_new(caps, json_string("insert"));
+    const sprout_tokenizer *tok = v->held ? sprout_model_tokenizer(v->held->model) : NULL;
+    const bool fim = tok ? sprout_tokenizer_special(tok, SPROUT_SPECIAL_FIM_PRE) >= 0 && sprout_tokenizer_special(tok, SPROUT_SPECIAL_FIM_SUF) >= 0 &&
+                               sprout_tokenizer_special(tok, SPROUT_SPECIAL_FIM_MID) >= 0
+                         : sprout_gguf_find(g, "tokenizer.ggml.fim_pre_token_id") != NULL; /* not loaded: what its metadata says */
+    if (fim) json_array_append_new(caps, json_string("insert"));
     if (tmpl_len && memmem(tmpl, tmpl_len, "tools", 5)) json_array_append_new(caps, json_string("tools"));
     if (tmpl_len && (memmem(tmpl, tmpl_len, "<think>", 7) || memmem(tmpl, tmpl_len, ".Think", 6) || memmem(tmpl, tmpl_len, "enable_thinking", 15)))
         json_array_append_new(caps, json_string("thinking"));

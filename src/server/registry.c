@@ -560,8 +560,6 @@ void sp_models_names(sp_server *srv, char *out, size_t cap) {
 static enum MHD_Result reply_unknown(sp_server *srv, struct MHD_Connection *c, sp_api_style style, const char *name) {
     char names[2048];
     sp_models_names(srv, names, sizeof names);
-    if (style == SP_STYLE_OPENAI)
-        return sp_reply_error(srv, c, style, 404, "model", "The model '%s' does not exist (this server has %s)", name ? name : "", names);
     return sp_reply_error(srv, c, style, 404, "model", "model \"%s\" not found (this server has %s)", name ? name : "", names);
 }
 
