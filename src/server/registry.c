@@ -434,7 +434,7 @@ bool sp_models_start(sp_server *srv) {
     /* a -m file needs no store; a name does */
     struct stat st;
     if (!srv->opt.model_path || stat(srv->opt.model_path, &st) != 0) {
-        sprout_store_params sp = {.struct_size = sizeof sp};
+        sprout_store_params sp = {.struct_size = sizeof sp, .root = srv->opt.store_root};
         if (sprout_store_open(&sp, &srv->store) != SPROUT_OK) {
             sp_notice(srv, SPROUT_LOG_ERROR, "cannot open the model store: %s", sprout_last_error());
             return false;

@@ -20,6 +20,7 @@ typedef struct sp_server_options {
      * loaded at once (0: 3), their memory (mapped files plus KV caches'
      * estimates, bytes; 0: no limit), and how long a request waits for
      * room before 503 (ms; 0: 5 minutes). */
+    const char *store_root; /* the store's folder; NULL: $SPROUT_MODELS or its default */
     int64_t keep_alive_ms;
     int32_t max_loaded;
     uint64_t max_memory;
