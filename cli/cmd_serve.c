@@ -69,6 +69,10 @@ int cmd_serve(int argc, char **argv) {
         }
         so.chat_template = template_text;
     }
+    if (c.stored) { /* -m NAME: the server answers to the name, with the Modelfile's TEMPLATE */
+        if (!so.alias) so.alias = sprout_store_model_name(c.stored);
+        if (!so.chat_template) so.chat_template = sprout_store_model_template(c.stored);
+    }
     sp_server_options o = {
         .model_path = c.model, .host = so.host, .port = so.port, .n_slots = so.n_slots, .n_ctx = c.n_ctx, .n_batch = c.n_batch,
         .n_threads = c.n_threads, .kv_type = c.kv_type, .kv_type_set = c.kv_type_set, .n_queue = so.n_queue < 0 ? 0 : so.n_queue ? so.n_queue : -1,
