@@ -74,6 +74,11 @@ plain=$("$sprout" run -m "$dir/model.gguf" -p "Once upon a time" -n 6 --temp 0 -
 check "ADAPTER applies as --lora does" test "$(tokens "$by_name")" = "$(tokens "$by_file")"
 check "the adapter changes the output" test "$(tokens "$by_name")" != "$(tokens "$plain")"
 
+# --quantize: a new blob of the quantized model
+out=$("$sprout" create small -f "$dir/mf/Modelfile" --quantize Q8_0)
+check "create --quantize says so" has "$out" "quantizing model to Q8_0"
+check "show: the quantized type" has "$("$sprout" show small)" "Q8_0"
+check "the quantized model runs" "$sprout" run -m small -p hi > /dev/null
 check "bench by name" "$sprout" bench -m story -p 4 -n 2 -r 1 > /dev/null
 check "embed by name" "$sprout" embed -m story -p hi > /dev/null
 out=$(printf 'Hi\n' | "$sprout" chat -m story 2>&1)
@@ -82,11 +87,12 @@ check "chat by name" test $? -eq 0
 # a name no store has: an error with the close names
 out=$("$sprout" run -m stroy -p hi 2>&1)
 check "unknown name fails" test $? -ne 0
-check "unknown name lists close names" has "$out" "close names: story:latest"
+check "unknown name lists close names" has "$out" "close names: "
+check "the close names have story" has "$out" "story:latest"
 
 check "cp" "$sprout" cp story mine/story:v2 > /dev/null
 check "cp'd name runs" "$sprout" run -m mine/story:v2 -p hi > /dev/null
-out=$("$sprout" rm story again mine/story:v2 tuned)
+out=$("$sprout" rm story again mine/story:v2 tuned small)
 check "rm" has "$out" "deleted 'mine/story:v2'"
 check "rm leaves no blobs" test -z "$(ls "$dir/store/blobs")"
 check "rm keeps the source file" test -f "$dir/model.gguf"
