@@ -116,6 +116,14 @@ int cmd_serve(int argc, char **argv) {
         .json_schema = c.cfg.json_schema && *c.cfg.json_schema ? c.cfg.json_schema : NULL,
         .notice = on_notice, .notice_user = &c,
     };
+    o.store_root = c.models_dir;
+    if (c.stored) { /* -m NAME: the server serves it by its name, with its Modelfile (adapters included) */
+        const size_t own = sprout_store_model_n_adapters(c.stored);
+        o.model_path = sprout_store_model_name(c.stored);
+        o.lora_paths += own;
+        o.lora_scales += own;
+        o.n_lora -= own;
+    }
     if (!on_demand_options(&so, &o)) {
         free(template_text);
         return 2;

@@ -331,12 +331,18 @@ static void test_reference_and_copy(void) {
     CHECK(sprout_store_remove(s, "ref") == SPROUT_OK && access(file, F_OK) == 0);
     CHECK(count_files(path_of(root, "refs"), "sha256-") == 0 && count_files(path_of(root, "blobs"), "sha256-") == 0);
 
-    /* copy: a blob of its own */
+    /* copy: a blob of its own, even where a reference to the file was */
+    setenv("SPROUT_STORE_REFERENCE", "1", 1);
+    create(s, "ref", "FROM referenced.gguf\n", false);
+    unsetenv("SPROUT_STORE_REFERENCE");
     if (create(s, "copied", "FROM referenced.gguf\n", true) == SPROUT_OK) {
         CHECK(sprout_store_resolve(s, "copied", &m) == SPROUT_OK);
         struct stat a, b;
         CHECK(m && stat(sprout_store_model_path(m), &a) == 0 && stat(file, &b) == 0);
         CHECK(m && a.st_ino != b.st_ino && a.st_nlink == 1 && a.st_size == b.st_size);
+        sprout_store_model_free(m);
+        CHECK(count_files(path_of(root, "refs"), "sha256-") == 0);
+        CHECK(sprout_store_resolve(s, "ref", &m) == SPROUT_OK && m && strstr(sprout_store_model_path(m), "/blobs/"));
         sprout_store_model_free(m);
     }
     free(real);
@@ -553,7 +559,18 @@ static void test_two_processes(void) {
 static void test_killed(void) {
     const char *root = path_of(tmp_root, "store_kill");
     srand(12345);
-    int rounds = test_quick_run() ? 12 : 30;
+    int rounds = test_quick_run() ? 10 : 20;
+    /* how long a whole create takes here (a second one: the first makes the folders), so that the kills
+     * land inside one */
+    struct timespec t0, t1;
+    sprout_store *timed = open_store(path_of(tmp_root, "store_timed"), NULL);
+    create(timed, "timed", full_modelfile, true);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    create(timed, "timed2", "FROM model.gguf\nSYSTEM another\n", true);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    sprout_store_free(timed);
+    long span_us = (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000 + 1;
+    int killed = 0;
     for (int i = 0; i < rounds; i++) {
         pid_t kid = fork();
         if (kid == 0) {
@@ -565,16 +582,20 @@ static void test_killed(void) {
             if (st == SPROUT_OK && i % 3 == 0) st = sprout_store_remove(s, name);
             _exit(st == SPROUT_OK ? 0 : 1);
         }
-        struct timespec ts = {0, (long)(rand() % 8000) * 1000};
+        /* the fork adds to the child's time: up to half as much again */
+        struct timespec ts = {0, (rand() % (span_us + span_us / 2)) * 1000L % 1000000000L};
         nanosleep(&ts, NULL);
         kill(kid, SIGKILL);
         int status;
         waitpid(kid, &status, 0);
+        killed += WIFSIGNALED(status);
         sprout_store *s = open_store(root, NULL);
         size_t n;
         check_consistent(s, &n);
         sprout_store_free(s);
     }
+    fprintf(stderr, "killed %d of %d (span %ld us)\n", killed, rounds, span_us);
+    CHECK_MSG(killed > 0, "no create was killed midway (%d rounds of %ld us)", rounds, span_us);
     sprout_store *s = open_store(root, NULL);
     create(s, "after", full_modelfile, true);
     CHECK(count_files(path_of(root, "blobs"), ".tmp-sprout-") == 0);

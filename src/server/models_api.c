@@ -111,6 +111,11 @@ static bool view_open(sp_server *srv, struct MHD_Connection *c, const char *name
     return true;
 }
 
+/* An entry's name as /api/tags and /api/ps show it: a -m file's gets the tag. */
+static void shown_name(const sp_model_entry *e, char *out, size_t cap) {
+    snprintf(out, cap, "%s%s", e->name, e->store_model ? "" : ":latest");
+}
+
 /* /api/tags' entry: name, model, modified_at, size, digest, details. */
 static json_t *tag_json(const char *name, int64_t modified, uint64_t size, const char *digest, const sprout_gguf *g) {
     return json_pack("{s:o, s:o, s:o, s:I, s:s, s:o}", "name", json_string_lossy(name, strlen(name)), "model",
@@ -152,7 +157,7 @@ static bool each_model(sp_server *srv, each_model_fn fn, void *user) {
 static void add_tag(sp_server *srv, const char *name, int64_t modified, uint64_t size, const char *digest, void *user) {
     if (srv->pinned) {
         char tagged[300];
-        snprintf(tagged, sizeof tagged, "%s:latest", name);
+        shown_name(srv->pinned, tagged, sizeof tagged);
         json_array_append_new(user, tag_json(tagged, modified, size, digest, sprout_model_gguf(srv->pinned->model)));
         return;
     }
@@ -219,7 +224,7 @@ enum MHD_Result sp_handle_openai_model(sp_server *srv, struct MHD_Connection *c,
 
 static void add_loaded(sp_model_entry *e, void *user) {
     char name[300];
-    snprintf(name, sizeof name, "%s%s", e->name, e->store_model ? "" : ":latest"); /* a -m file's name gets the tag /api/tags gives it */
+    shown_name(e, name, sizeof name);
     json_t *m = tag_json(name, e->modified, e->mem_bytes, e->digest, sprout_model_gguf(e->model));
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);

@@ -128,7 +128,9 @@ sprout_status sp_blob_add_file(const char *root, const char *path, const char *d
     if (!blob) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "store: out of memory");
     sprout_status st = make_folder(root, "blobs");
     struct stat sb;
-    if (st == SPROUT_OK && lstat(blob, &sb) == 0) {
+    /* a referenced file asked for as a copy becomes one; any other blob that is there stays */
+    bool upgrade = mode == SP_BLOB_COPY && lstat(blob, &sb) == 0 && S_ISLNK(sb.st_mode);
+    if (st == SPROUT_OK && !upgrade && lstat(blob, &sb) == 0) {
         *existed = true;
         if (mode == SP_BLOB_MOVE) unlink(path);
         free(blob);
@@ -145,6 +147,11 @@ sprout_status sp_blob_add_file(const char *root, const char *path, const char *d
             st = sp_fail(SPROUT_ERR_IO, "%s: cannot rename into place: %s", blob, strerror(errno));
         if (tmp && st != SPROUT_OK) unlink(tmp);
         free(tmp);
+        if (st == SPROUT_OK && upgrade) {
+            char *ref = sp_ref_path(root, digest);
+            if (ref) unlink(ref);
+            free(ref);
+        }
     } else if (st == SPROUT_OK) {
         /* link() is atomic and fails on an existing name: no temporary needed.
          * $SPROUT_STORE_REFERENCE=1 asks for a reference where a link would do. */
