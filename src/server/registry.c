@@ -312,7 +312,8 @@ static bool entry_adapters(sp_server *srv, sp_model_entry *e) {
 /* An entry for a resolved store model (taken over), not yet loaded. */
 static sp_model_entry *entry_for_store(sp_server *srv, sprout_store_model *sm) {
     sp_model_entry *e = entry_new();
-    if (!e || !(e->path = strdup(sprout_store_model_path(sm)))) {
+    const char *path = sprout_store_model_path(sm);
+    if (!e || !path || !(e->path = strdup(path))) {
         free(e);
         sprout_store_model_free(sm);
         return NULL;
@@ -631,7 +632,7 @@ sp_model_entry *sp_models_acquire(sp_server *srv, struct MHD_Connection *c, sp_a
         if (!e || !add_entry(srv, e)) {
             pthread_mutex_unlock(&srv->models_lock);
             entry_free(e);
-            *res = MHD_NO;
+            *res = sp_reply_error(srv, c, style, 500, NULL, "out of memory");
             return NULL;
         }
         e->state = SP_ENTRY_LOADING;
