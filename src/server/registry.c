@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "json/json_util.h"
 #include "server/server_internal.h"
@@ -203,7 +204,9 @@ static void entry_free(sp_model_entry *e) {
 
 /* Bytes the model will take: its file (mapped) and its slots' KV cache
  * (keys and values of every layer, F16 unless --kv-type f32), from the
- * GGUF's hyperparameters. */
+ * GGUF's hyperparameters. n_ctx and n_slots 0 are the scheduler's defaults:
+ * the model's context up to 4096, and 2 slots a core from 2 to 8, fewer
+ * while their cache would pass 2 GiB. */
 static uint64_t estimate_bytes(const sp_server *srv, const char *path, int32_t n_ctx, int32_t n_slots) {
     sprout_gguf *g = NULL;
     if (sprout_gguf_open(path, &g) != SPROUT_OK) return 0;
@@ -212,21 +215,35 @@ static uint64_t estimate_bytes(const sp_server *srv, const char *path, int32_t n
     size_t arch_len = 0;
     if (sprout_gguf_get_str(g, "general.architecture", &arch, &arch_len) == SPROUT_OK && arch_len < 64) {
         char key[128];
-        uint32_t layers = 0, embd = 0, heads = 1, kv_heads = 0, ctx_train = 0;
+        uint32_t layers = 0, embd = 0, heads = 1, kv_heads = 0, ctx_train = 0, key_length = 0;
 #define HYPER(name, out) (snprintf(key, sizeof key, "%.*s." name, (int)arch_len, arch), sprout_gguf_get_u32(g, key, out))
         HYPER("block_count", &layers);
         HYPER("embedding_length", &embd);
         HYPER("attention.head_count", &heads);
         if (HYPER("attention.head_count_kv", &kv_heads) != SPROUT_OK || !kv_heads) kv_heads = heads;
         HYPER("context_length", &ctx_train);
+        if (HYPER("attention.key_length", &key_length) != SPROUT_OK || !key_length) key_length = heads ? embd / heads : 0;
 #undef HYPER
         if (n_ctx <= 0) n_ctx = ctx_train && ctx_train < 4096 ? (int32_t)ctx_train : 4096;
-        const uint64_t kv_width = heads ? (uint64_t)embd * kv_heads / heads : 0;
-        const uint64_t elem = srv->opt.kv_type_set && srv->opt.kv_type == SPROUT_KV_F32 ? 4 : 2;
-        bytes += 2 * (uint64_t)layers * kv_width * (uint64_t)n_ctx * (uint64_t)(n_slots > 0 ? n_slots : 1) * elem;
+        const double cell = 2.0 * layers * kv_heads * key_length * (srv->opt.kv_type_set && srv->opt.kv_type == SPROUT_KV_F32 ? 4 : 2);
+        if (n_slots <= 0) {
+            const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+            n_slots = cores > 4 ? 8 : cores > 1 ? 2 * (int32_t)cores : 2;
+            while (n_slots > 1 && cell * n_ctx * n_slots > 2.0 * 1024 * 1024 * 1024) n_slots--;
+        }
+        bytes += (uint64_t)(cell * n_ctx * n_slots);
     }
     sprout_gguf_close(g);
     return bytes;
+}
+
+/* The context a store model's slots will have: its Modelfile's num_ctx, else -c. */
+static int32_t model_n_ctx(const sp_server *srv, const sprout_store_model *sm) {
+    sprout_runner_settings runner = {.struct_size = sizeof runner};
+    sprout_generation_config scratch;
+    sprout_generation_config_init(&scratch);
+    if (sm && sprout_store_model_apply(sm, &scratch, &runner) == SPROUT_OK && runner.num_ctx > 0) return runner.num_ctx;
+    return srv->opt.n_ctx;
 }
 
 /* --- loading --------------------------------------------------------------------------------------------------- */
@@ -622,7 +639,7 @@ sp_model_entry *sp_models_acquire(sp_server *srv, struct MHD_Connection *c, sp_a
                 *res = sp_reply_error(srv, c, style, 500, NULL, "%s", sprout_last_error());
                 return NULL;
             }
-            need = estimate_bytes(srv, sprout_store_model_path(resolved), 0, srv->opt.n_slots);
+            need = estimate_bytes(srv, sprout_store_model_path(resolved), model_n_ctx(srv, resolved), srv->opt.n_slots);
             pthread_mutex_lock(&srv->models_lock);
             continue;
         }
