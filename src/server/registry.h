@@ -11,12 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "server/server.h"
 #include "sprout.h"
-
-/* keep_alive as a request gives it: milliseconds; "not given" uses the
- * server's default, a negative one keeps the model forever. */
-#define SP_KEEP_DEFAULT INT64_MIN
-#define SP_KEEP_FOREVER INT64_MAX
 
 typedef enum sp_entry_state { SP_ENTRY_LOADING, SP_ENTRY_LOADED } sp_entry_state;
 

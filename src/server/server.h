@@ -9,7 +9,11 @@
 #include <stdint.h>
 
 #include "sprout.h"
-#include "server/registry.h"
+
+/* keep_alive as a request or --keep-alive gives it: milliseconds; "not
+ * given" uses the server's default, a negative one keeps the model. */
+#define SP_KEEP_DEFAULT INT64_MIN
+#define SP_KEEP_FOREVER INT64_MAX
 
 typedef struct sp_server_options {
     /* a GGUF file or a store name, served alone and kept loaded; NULL: every
