@@ -90,6 +90,8 @@ check "unknown name fails" test $? -ne 0
 check "unknown name lists close names" has "$out" "close names: "
 check "the close names have story" has "$out" "story:latest"
 
+out=$("$sprout" run -m "$dir/missing.gguf" -p hi 2>&1)
+check "a missing .gguf is a file error, not a name" test $? -ne 0 -a -z "$(printf '%s' "$out" | grep 'close names')"
 check "cp" "$sprout" cp story mine/story:v2 > /dev/null
 check "cp'd name runs" "$sprout" run -m mine/story:v2 -p hi > /dev/null
 out=$("$sprout" rm story again mine/story:v2 tuned small)
