@@ -69,8 +69,12 @@ int cmd_serve(int argc, char **argv) {
         }
         so.chat_template = template_text;
     }
-    if (c.stored) { /* -m NAME: the server answers to the name, with the Modelfile's TEMPLATE */
-        if (!so.alias) so.alias = sprout_store_model_name(c.stored);
+    char alias[256];
+    if (c.stored) { /* -m NAME: the server answers to the name (it adds ":latest" itself), with the Modelfile's TEMPLATE */
+        const char *name = sprout_store_model_name(c.stored);
+        const size_t n = strlen(name);
+        snprintf(alias, sizeof alias, "%.*s", n > 7 && !strcmp(name + n - 7, ":latest") ? (int)(n - 7) : (int)n, name);
+        if (!so.alias) so.alias = alias;
         if (!so.chat_template) so.chat_template = sprout_store_model_template(c.stored);
     }
     sp_server_options o = {

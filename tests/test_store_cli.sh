@@ -84,6 +84,20 @@ check "embed by name" "$sprout" embed -m story -p hi > /dev/null
 out=$(printf 'Hi\n' | "$sprout" chat -m story 2>&1)
 check "chat by name" test $? -eq 0
 
+# serve -m NAME answers to the name
+"$sprout" serve -m story --port 0 > "$dir/serve.log" 2>&1 &
+server=$!
+port=
+for _ in $(seq 1 100); do
+    port=$(sed -n 's/.*listening on http:[^:]*:\([0-9]*\).*/\1/p' "$dir/serve.log" | head -1)
+    [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/health" > /dev/null 2>&1 && break
+    sleep 0.1
+done
+check "serve -m NAME starts" test -n "$port"
+check "serve -m NAME lists the name" has "$(curl -s "http://127.0.0.1:$port/api/tags")" '"story:latest"'
+kill "$server" 2>/dev/null
+wait "$server" 2>/dev/null
+
 # a name no store has: an error with the close names
 out=$("$sprout" run -m stroy -p hi 2>&1)
 check "unknown name fails" test $? -ne 0
