@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 /* The resolved model lives until exit: the config's stop lists point into it. */
@@ -70,9 +71,18 @@ static void print_close_names(sprout_store *s, const char *name) {
     sprout_store_entries_free(e, n);
 }
 
+/* A file that exists, or what only a file could be: a .gguf name, an
+ * absolute or ./ path, a string no model name can be. Opening it then says
+ * what is wrong with the file. */
 static bool is_path(const char *s) {
     struct stat sb;
-    return stat(s, &sb) == 0;
+    if (stat(s, &sb) == 0 || s[0] == '/' || !strncmp(s, "./", 2) || !strncmp(s, "../", 3)) return true;
+    size_t n = strlen(s);
+    if (n >= 5 && !strcasecmp(s + n - 5, ".gguf")) return true;
+    char *full = NULL;
+    bool name = sprout_store_name_full(s, &full) == SPROUT_OK;
+    sprout_free(full);
+    return !name;
 }
 
 void cli_model_ref_scan(int argc, char **argv, const char **model, const char **models_dir) {

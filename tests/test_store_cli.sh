@@ -84,12 +84,28 @@ check "embed by name" "$sprout" embed -m story -p hi > /dev/null
 out=$(printf 'Hi\n' | "$sprout" chat -m story 2>&1)
 check "chat by name" test $? -eq 0
 
+# serve -m NAME answers to the name
+"$sprout" serve -m story --port 0 > "$dir/serve.log" 2>&1 &
+server=$!
+port=
+for _ in $(seq 1 100); do
+    port=$(sed -n 's/.*listening on http:[^:]*:\([0-9]*\).*/\1/p' "$dir/serve.log" | head -1)
+    [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/health" > /dev/null 2>&1 && break
+    sleep 0.1
+done
+check "serve -m NAME starts" test -n "$port"
+check "serve -m NAME lists the name" has "$(curl -s "http://127.0.0.1:$port/api/tags")" '"story:latest"'
+kill "$server" 2>/dev/null
+wait "$server" 2>/dev/null
+
 # a name no store has: an error with the close names
 out=$("$sprout" run -m stroy -p hi 2>&1)
 check "unknown name fails" test $? -ne 0
 check "unknown name lists close names" has "$out" "close names: "
 check "the close names have story" has "$out" "story:latest"
 
+out=$("$sprout" run -m "$dir/missing.gguf" -p hi 2>&1)
+check "a missing .gguf is a file error, not a name" test $? -ne 0 -a -z "$(printf '%s' "$out" | grep 'close names')"
 check "cp" "$sprout" cp story mine/story:v2 > /dev/null
 check "cp'd name runs" "$sprout" run -m mine/story:v2 -p hi > /dev/null
 out=$("$sprout" rm story again mine/story:v2 tuned small)

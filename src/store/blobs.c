@@ -56,7 +56,6 @@ sprout_status sp_blob_put(const char *root, const char *digest, const void *data
 }
 
 static sprout_status copy_into(const char *src, const char *dst) {
-    char *text = NULL;
     int in = open(src, O_RDONLY | O_CLOEXEC);
     if (in < 0) return sp_fail(SPROUT_ERR_IO, "%s: %s", src, strerror(errno));
     int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -78,7 +77,6 @@ static sprout_status copy_into(const char *src, const char *dst) {
     }
     if (st == SPROUT_OK && fsync(out) != 0) st = sp_fail(SPROUT_ERR_IO, "%s: fsync failed: %s", dst, strerror(errno));
     free(buf);
-    free(text);
     close(in);
     if (out >= 0) close(out);
     return st;
@@ -211,7 +209,7 @@ sprout_status sp_blob_open_path(const char *root, const char *digest, uint64_t s
         st = check_reference(ref, digest, path);
     } else if (st == SPROUT_OK) {
         if (stat(blob, &sb) != 0)
-            st = sp_fail(SPROUT_ERR_NOT_FOUND, "%s: the blob of %s is missing: %s", blob, digest, strerror(errno));
+            st = sp_fail(SPROUT_ERR_IO, "%s: the blob of %s is missing: %s", blob, digest, strerror(errno));
         else if ((uint64_t)sb.st_size != size)
             st = sp_fail(SPROUT_ERR_FORMAT, "%s: %llu bytes, the manifest says %llu", blob,
                          (unsigned long long)sb.st_size, (unsigned long long)size);

@@ -34,12 +34,11 @@ static bool part_valid(part_kind kind, const char *s, size_t n) {
     return true;
 }
 
-static sprout_status set_part(char *dst, size_t cap, part_kind kind, const char *s, size_t n, const char *text) {
+static sprout_status set_part(char *dst, part_kind kind, const char *s, size_t n, const char *text) {
     static const char *const kinds[] = {"host", "namespace", "model", "tag"};
     if (!part_valid(kind, s, n))
         return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "invalid model name '%.200s': bad %s '%.*s'", text, kinds[kind],
                        (int)(n > 100 ? 100 : n), s);
-    (void)cap;
     memcpy(dst, s, n);
     dst[n] = '\0';
     return SPROUT_OK;
@@ -66,20 +65,20 @@ sprout_status sp_name_parse(const char *text, sp_name *out) {
     /* a ':' after the last '/' starts the tag; one before it is a host's port */
     const char *colon = last_of(s, n, ':'), *slash = last_of(s, n, '/');
     if (colon && (!slash || colon > slash)) {
-        st = set_part(out->tag, sizeof out->tag, PART_TAG, colon + 1, n - (size_t)(colon + 1 - s), text);
+        st = set_part(out->tag, PART_TAG, colon + 1, n - (size_t)(colon + 1 - s), text);
         if (st != SPROUT_OK) return st;
         n = (size_t)(colon - s);
     }
     slash = last_of(s, n, '/');
     const char *model = slash ? slash + 1 : s;
-    st = set_part(out->model, sizeof out->model, PART_MODEL, model, n - (size_t)(model - s), text);
+    st = set_part(out->model, PART_MODEL, model, n - (size_t)(model - s), text);
     if (st != SPROUT_OK || !slash) return st;
     n = (size_t)(slash - s);
     slash = last_of(s, n, '/');
     const char *ns = slash ? slash + 1 : s;
-    st = set_part(out->ns, sizeof out->ns, PART_NAMESPACE, ns, n - (size_t)(ns - s), text);
+    st = set_part(out->ns, PART_NAMESPACE, ns, n - (size_t)(ns - s), text);
     if (st != SPROUT_OK || !slash) return st;
-    return set_part(out->host, sizeof out->host, PART_HOST, s, (size_t)(slash - s), text);
+    return set_part(out->host, PART_HOST, s, (size_t)(slash - s), text);
 }
 
 static char *format_name(const sp_name *n, bool shortest) {
