@@ -185,7 +185,10 @@ enum MHD_Result sp_handle_ollama_create(sp_server *srv, struct MHD_Connection *c
             if (!last) on_progress("success", &lines);
             res = lines.data ? sp_reply_text(srv, c, 200, "application/x-ndjson", lines.data) : MHD_NO;
         }
-        if (st == SPROUT_OK) sp_notice(srv, SPROUT_LOG_INFO, "created \"%s\"", json_string_value(name));
+        if (st == SPROUT_OK) {
+            sp_notice(srv, SPROUT_LOG_INFO, "created \"%s\"", json_string_value(name));
+            sp_models_unload(srv, json_string_value(name)); /* a model replaced: the next request loads the new one */
+        }
     }
     free(modelfile.data);
     free(lines.data);

@@ -42,10 +42,18 @@ const created = await ollama.create({ model: 'story-a', files: { 'stories260K.gg
 check(created.status === 'success', 'create from an uploaded file', created);
 const lines = [];
 for await (const part of await ollama.create({
-  model: 'story-b', from: 'story-a', system: 'You are B.', parameters: { num_predict: 3, temperature: 0 }, stream: true,
+  model: 'story-b', from: 'story-a', system: 'You are B.', parameters: { num_predict: 3, temperature: 0 },
+  messages: [{ role: 'user', content: 'Who are you?' }, { role: 'assistant', content: 'A story teller.' }], stream: true,
 })) lines.push(part.status);
 check(lines.at(-1) === 'success' && lines.length > 1, 'create streams status lines ending in success', lines);
 
+// from a GGUF path (the ollama client refuses local paths: the body as Ollama's CLI sends it)
+const byPath = await postJson(`${server.url}/api/create`, { model: 'story-p', from: MODEL, stream: false });
+check(byPath.status === 200 && byPath.json?.status === 'success', 'create from a path', byPath.text);
+check((await names()).includes('story-p:latest'), 'list: the model made from a path');
+await ollama.delete({ model: 'story-p' });
+const badCreate = await postJson(`${server.url}/api/create`, { model: 'story-x', from: 'no-such-model', stream: false });
+check(badCreate.status >= 400 && badCreate.json?.error, 'create from an unknown model fails', badCreate.text);
 check(JSON.stringify(await names()) === '["story-a:latest","story-b:latest"]', 'list: both models', await names());
 const tag = (await ollama.list()).models.find((m) => m.name === 'story-a:latest');
 check(tag.size === bytes.length && /^[0-9a-f]{64}$/.test(tag.digest) && tag.details.family === 'llama' && tag.details.format === 'gguf',
@@ -77,6 +85,9 @@ const expires = Date.parse(ps[0].expires_at) - Date.now();
 check(expires > 4 * 60e3 && expires <= 5 * 60e3 + 1000, 'ps: expires in the default 5 minutes', ps[0].expires_at);
 const b = await ask('story-b');
 check(b.eval_count <= 3, "story-b's PARAMETER num_predict 3 is the default", b.eval_count);
+check(b.prompt_eval_count > a.prompt_eval_count + 8, "story-b's SYSTEM and MESSAGEs come before the request's", a.prompt_eval_count, b.prompt_eval_count);
+check(JSON.stringify(shown.messages) === JSON.stringify([{ role: 'user', content: 'Who are you?' }, { role: 'assistant', content: 'A story teller.' }]),
+  'show: messages', shown.messages);
 const b6 = await ask('story-b', { num_predict: 6 });
 check(b6.eval_count > 3, "the request's options override the Modelfile's", b6.eval_count);
 check(JSON.stringify(await loaded()) === '["story-b:latest"]', 'the memory budget: loading story-b unloaded idle story-a', await loaded());
