@@ -617,8 +617,8 @@ sp_model_entry *sp_models_acquire(sp_server *srv, struct MHD_Connection *c, sp_a
             if (wait_change(srv, deadline, fd)) continue;
             pthread_mutex_unlock(&srv->models_lock);
             sprout_store_model_free(resolved);
-            *res = sp_reply_error(srv, c, style, 503, NULL, "no room to load \"%s\" within %lld s (--max-loaded %d%s): every loaded model is busy",
-                                  name, (long long)(srv->opt.load_timeout_ms / 1000), srv->opt.max_loaded,
+            *res = sp_reply_error(srv, c, style, 503, NULL, "no room to load \"%s\" within %g s (--max-loaded %d%s): every loaded model is busy",
+                                  name, (double)srv->opt.load_timeout_ms / 1000, srv->opt.max_loaded,
                                   srv->opt.max_memory ? ", --max-memory" : "");
             return NULL;
         }
