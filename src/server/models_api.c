@@ -222,26 +222,35 @@ enum MHD_Result sp_handle_openai_model(sp_server *srv, struct MHD_Connection *c,
 
 /* --- loaded models -------------------------------------------------------------------------------------------------- */
 
+typedef struct loaded_list {
+    json_t *models;
+    int64_t keep_alive_ms; /* the server's default */
+} loaded_list;
+
 static void add_loaded(sp_model_entry *e, void *user) {
+    loaded_list *list = user;
     char name[300];
     shown_name(e, name, sizeof name);
     json_t *m = tag_json(name, e->modified, e->mem_bytes, e->digest, sprout_model_gguf(e->model));
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    /* in use: its keep_alive starts when the last request ends; never: ten years on, as Ollama shows "forever" */
+    const int64_t now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    /* kept: ten years on, as Ollama shows "forever"; in use: its keep_alive starts when its requests end */
     int64_t expires_ms = e->expires_wall_ms;
-    if (e->refs || expires_ms == SP_KEEP_FOREVER) expires_ms = (int64_t)now.tv_sec * 1000 + (e->pinned || e->expires_ms == SP_KEEP_FOREVER ? 10LL * 365 * 86400 * 1000 : 0);
+    const bool kept = e->pinned || (!e->refs && e->expires_ms == SP_KEEP_FOREVER) || (e->refs && list->keep_alive_ms < 0);
+    if (kept) expires_ms = now_ms + 10LL * 365 * 86400 * 1000;
+    else if (e->refs) expires_ms = now_ms + list->keep_alive_ms;
     json_object_set_new(m, "expires_at", sp_rfc3339(expires_ms / 1000, (long)(expires_ms % 1000) * 1000000L));
     json_object_set_new(m, "size_vram", json_integer(0));
     json_object_set_new(m, "context_length", json_integer(e->n_ctx));
-    json_array_append_new(user, m);
+    json_array_append_new(list->models, m);
 }
 
 enum MHD_Result sp_handle_ollama_ps(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
     (void)url, (void)body, (void)len;
-    json_t *models = json_array();
-    sp_models_each_loaded(srv, add_loaded, models);
-    return sp_reply_json(srv, c, 200, json_pack("{s:o}", "models", models));
+    loaded_list list = {json_array(), srv->opt.keep_alive_ms};
+    sp_models_each_loaded(srv, add_loaded, &list);
+    return sp_reply_json(srv, c, 200, json_pack("{s:o}", "models", list.models));
 }
 
 enum MHD_Result sp_handle_ollama_version(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
