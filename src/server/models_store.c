@@ -146,11 +146,140 @@ static bool create_modelfile(const json_t *req, sp_buf *b, char *error, size_t c
     return parameter_lines(b, json_object_get(req, "parameters"), error, cap) && message_lines(b, json_object_get(req, "messages"), error, cap);
 }
 
-/* The store's status lines, kept for the reply as NDJSON. */
-static bool on_progress(const char *status, void *user) {
-    sp_buf *lines = user;
-    json_t *v = json_pack("{s:o}", "status", json_string_lossy(status, strlen(status)));
-    return sp_buf_json(lines, "", v, "\n");
+/* The store's call: the Modelfile made into `name` (store_lock held while
+ * it runs), and a model so named that is loaded goes, so that the next
+ * request loads the new one. sprout_last_error() says why it failed. */
+static sprout_status run_create(sp_server *srv, const char *name, const sp_buf *modelfile, const char *quantize,
+                                bool (*progress)(const char *status, void *user), void *user) {
+    sprout_store_create_params cp = {.struct_size = sizeof cp, .quantize = quantize && *quantize ? quantize : NULL, .progress = progress,
+                                     .progress_user = user};
+    pthread_mutex_lock(&srv->store_lock);
+    const sprout_status st = sprout_store_create(srv->store, name, modelfile->data ? modelfile->data : "", modelfile->len, &cp);
+    pthread_mutex_unlock(&srv->store_lock);
+    if (st == SPROUT_OK) {
+        sp_notice(srv, SPROUT_LOG_INFO, "created \"%s\"", name);
+        sp_models_unload(srv, name);
+    }
+    return st;
+}
+
+static bool no_progress(const char *status, void *user) {
+    (void)status, (void)user;
+    return true;
+}
+
+/* A streamed create: the store works on a thread of its own and its status
+ * lines go out as it says them (a quantization takes minutes); a client
+ * that hangs up cancels it (the store is left unchanged). */
+typedef struct create_job {
+    sp_server *srv;
+    char *name, *quantize;
+    sp_buf modelfile;
+    int fd;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    sp_buf out;  /* NDJSON lines not yet sent */
+    size_t sent;
+    bool done, cancelled, said_success;
+} create_job;
+
+static void job_line(create_job *j, json_t *v) {
+    pthread_mutex_lock(&j->mu);
+    sp_buf_json(&j->out, "", v, "\n");
+    pthread_cond_signal(&j->cond);
+    pthread_mutex_unlock(&j->mu);
+}
+
+static bool job_progress(const char *status, void *user) {
+    create_job *j = user;
+    if (!strcmp(status, "success")) j->said_success = true;
+    job_line(j, json_pack("{s:o}", "status", json_string_lossy(status, strlen(status))));
+    pthread_mutex_lock(&j->mu);
+    const bool go_on = !j->cancelled;
+    pthread_mutex_unlock(&j->mu);
+    return go_on;
+}
+
+static void *create_main(void *arg) {
+    create_job *j = arg;
+    const sprout_status st = run_create(j->srv, j->name, &j->modelfile, j->quantize, job_progress, j);
+    /* Ollama's stream ends in success, or in an error line its clients raise */
+    if (st != SPROUT_OK) job_line(j, json_pack("{s:o}", "error", json_string_lossy(sprout_last_error(), strlen(sprout_last_error()))));
+    else if (!j->said_success) job_line(j, json_pack("{s:s}", "status", "success"));
+    pthread_mutex_lock(&j->mu);
+    j->done = true;
+    pthread_cond_signal(&j->cond);
+    pthread_mutex_unlock(&j->mu);
+    return NULL;
+}
+
+static ssize_t create_reader(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    create_job *j = cls;
+    pthread_mutex_lock(&j->mu);
+    while (!j->done && j->out.len == j->sent) {
+        sp_wait_a_while(&j->cond, &j->mu);
+        if (sp_client_gone(j->fd)) j->cancelled = true;
+    }
+    ssize_t n = MHD_CONTENT_READER_END_OF_STREAM;
+    if (j->out.len > j->sent) {
+        const size_t avail = j->out.len - j->sent;
+        n = (ssize_t)(avail < max ? avail : max);
+        memcpy(buf, j->out.data + j->sent, (size_t)n);
+        j->sent += (size_t)n;
+        if (j->sent == j->out.len) j->out.len = j->sent = 0;
+    }
+    pthread_mutex_unlock(&j->mu);
+    return n;
+}
+
+static void create_free(void *cls) {
+    create_job *j = cls;
+    pthread_mutex_lock(&j->mu);
+    j->cancelled = true; /* the response ended early (the client left): stop the store at its next line */
+    pthread_mutex_unlock(&j->mu);
+    pthread_join(j->thread, NULL);
+    pthread_cond_destroy(&j->cond);
+    pthread_mutex_destroy(&j->mu);
+    free(j->out.data);
+    free(j->modelfile.data);
+    free(j->name);
+    free(j->quantize);
+    free(j);
+}
+
+/* Starts the streamed create; the job owns modelfile's text from here. */
+static enum MHD_Result stream_create(sp_server *srv, struct MHD_Connection *c, const char *name, const char *quantize, sp_buf *modelfile) {
+    create_job *j = calloc(1, sizeof *j);
+    if (!j) return MHD_NO;
+    j->srv = srv;
+    j->fd = sp_connection_fd(c);
+    j->modelfile = *modelfile;
+    *modelfile = (sp_buf){0};
+    j->name = strdup(name);
+    j->quantize = quantize ? strdup(quantize) : NULL;
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cond, NULL);
+    if (!j->name || (quantize && !j->quantize) || pthread_create(&j->thread, NULL, create_main, j) != 0) {
+        pthread_cond_destroy(&j->cond);
+        pthread_mutex_destroy(&j->mu);
+        free(j->modelfile.data);
+        free(j->name);
+        free(j->quantize);
+        free(j);
+        return sp_reply_error(srv, c, SP_STYLE_OLLAMA, 500, NULL, "cannot start the create");
+    }
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, create_reader, j, create_free);
+    if (!r) {
+        create_free(j);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", "application/x-ndjson");
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+    const enum MHD_Result res = MHD_queue_response(c, 200, r);
+    MHD_destroy_response(r); /* the job now belongs to the response */
+    return res;
 }
 
 enum MHD_Result sp_handle_ollama_create(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
@@ -163,35 +292,19 @@ enum MHD_Result sp_handle_ollama_create(sp_server *srv, struct MHD_Connection *c
     if (!name || json_is_null(name)) name = json_object_get(req, "name");
     const char *quantize = json_string_value(json_object_get(req, "quantize"));
     char error[512] = "";
-    sp_buf modelfile = {0}, lines = {0};
+    sp_buf modelfile = {0};
     if (!json_is_string(name) || !*json_string_value(name)) snprintf(error, sizeof error, "model: required, a string");
     else if (json_object_get(req, "quantize") && !json_is_null(json_object_get(req, "quantize")) && !quantize)
         snprintf(error, sizeof error, "quantize: expected a type name (\"Q4_K_M\")");
     else create_modelfile(req, &modelfile, error, sizeof error);
-    if (*error) {
-        res = sp_reply_error(srv, c, SP_STYLE_OLLAMA, 400, NULL, "%s", error);
-    } else {
-        const bool stream = !json_is_false(json_object_get(req, "stream")); /* Ollama streams unless told not to */
-        sprout_store_create_params cp = {.struct_size = sizeof cp, .quantize = quantize && *quantize ? quantize : NULL,
-                                         .progress = on_progress, .progress_user = &lines};
-        pthread_mutex_lock(&srv->store_lock);
-        const sprout_status st = sprout_store_create(srv->store, json_string_value(name), modelfile.data ? modelfile.data : "", modelfile.len, &cp);
-        pthread_mutex_unlock(&srv->store_lock);
-        if (st != SPROUT_OK) res = reply_store_error(srv, c, st);
-        else if (!stream) res = sp_reply_json(srv, c, 200, json_pack("{s:s}", "status", "success"));
-        else {
-            /* the store says "success" last; a store that did not gets it here */
-            const char *last = lines.data ? strstr(lines.data, "{\"status\":\"success\"}") : NULL;
-            if (!last) on_progress("success", &lines);
-            res = lines.data ? sp_reply_text(srv, c, 200, "application/x-ndjson", lines.data) : MHD_NO;
-        }
-        if (st == SPROUT_OK) {
-            sp_notice(srv, SPROUT_LOG_INFO, "created \"%s\"", json_string_value(name));
-            sp_models_unload(srv, json_string_value(name)); /* a model replaced: the next request loads the new one */
-        }
+    if (*error) res = sp_reply_error(srv, c, SP_STYLE_OLLAMA, 400, NULL, "%s", error);
+    else if (!json_is_false(json_object_get(req, "stream"))) /* Ollama streams unless told not to */
+        res = stream_create(srv, c, json_string_value(name), quantize, &modelfile);
+    else {
+        const sprout_status st = run_create(srv, json_string_value(name), &modelfile, quantize, no_progress, NULL);
+        res = st == SPROUT_OK ? sp_reply_json(srv, c, 200, json_pack("{s:s}", "status", "success")) : reply_store_error(srv, c, st);
     }
     free(modelfile.data);
-    free(lines.data);
     json_decref(req);
     return res;
 }

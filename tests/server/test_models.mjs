@@ -54,6 +54,9 @@ check((await names()).includes('story-p:latest'), 'list: the model made from a p
 await ollama.delete({ model: 'story-p' });
 const badCreate = await postJson(`${server.url}/api/create`, { model: 'story-x', from: 'no-such-model', stream: false });
 check(badCreate.status >= 400 && badCreate.json?.error, 'create from an unknown model fails', badCreate.text);
+await checkRejects((async () => {
+  for await (const part of await ollama.create({ model: 'story-x', from: 'no-such-model', stream: true })) void part;
+})(), 'a streamed create from an unknown model ends in an error', (e) => /no-such-model/.test(e.message));
 check(JSON.stringify(await names()) === '["story-a:latest","story-b:latest"]', 'list: both models', await names());
 const tag = (await ollama.list()).models.find((m) => m.name === 'story-a:latest');
 check(tag.size === bytes.length && /^[0-9a-f]{64}$/.test(tag.digest) && tag.details.family === 'llama' && tag.details.format === 'gguf',
