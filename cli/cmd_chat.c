@@ -84,11 +84,13 @@ int cmd_chat(int argc, char **argv) {
     chat_options co = {0};
     const int status = cli_parse(&chat_command, &o, &co, argc, argv);
     if (status != CLI_CONTINUE) return status;
-    const char *system_arg = co.system;
+    const char *system_arg = co.system ? co.system : o.stored ? sprout_store_model_system(o.stored) : NULL;
     sprout_model *model = NULL;
     sprout_pipeline *p = NULL;
     sprout_status st = cli_open_pipeline(&o, &model, &p);
     char *system = system_arg ? strdup(system_arg) : NULL;
+    if (st == SPROUT_OK && o.stored && sprout_store_model_template(o.stored)) /* the Modelfile's TEMPLATE */
+        st = sprout_chat_set_template(p, sprout_store_model_template(o.stored));
     if (st == SPROUT_OK) st = sprout_chat_start(p, system);
     if (st != SPROUT_OK) {
         fprintf(stderr, "sprout chat: %s\n", sprout_last_error());

@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "files.h"
 #include "json/json_util.h"
+#include "model_ref.h"
 #include "options.h"
 #include "sprout.h"
 
@@ -152,7 +153,19 @@ int cmd_run(int argc, char **argv) {
     sprout_status st = cli_open_pipeline(&o, &model, &p);
     sprout_streamer streamer = ro.json ? NULL : print_piece;
     if (st == SPROUT_OK) {
-        if (ro.chat) {
+        if (ro.chat && o.stored) { /* the model's TEMPLATE, SYSTEM and MESSAGEs before the prompt */
+            char *messages = cli_model_ref_messages(o.stored, ro.system, ro.prompt), *text = NULL;
+            sprout_token *chat_ids = NULL;
+            size_t n_chat = 0;
+            st = messages ? sprout_model_chat_prompt(model, sprout_store_model_template(o.stored), messages, true, &text, NULL,
+                                                     &chat_ids, &n_chat)
+                          : SPROUT_ERR_OUT_OF_MEMORY;
+            if (st == SPROUT_OK) cli_log(SPROUT_LOG_INFO, "prompt: %s", text);
+            if (st == SPROUT_OK) st = sprout_generate_tokens(p, chat_ids, n_chat, &o.cfg, streamer, NULL, &r);
+            sprout_free(text);
+            sprout_free(chat_ids);
+            free(messages);
+        } else if (ro.chat) {
             st = sprout_chat_start(p, ro.system);
             if (st == SPROUT_OK) st = sprout_chat_generate(p, ro.prompt, &o.cfg, streamer, NULL, &r);
         } else if (ids) {

@@ -17,7 +17,8 @@
 
 typedef struct serve_options {
     const char *host, *api_key, *alias, *chat_template, *chat_template_file, *webui_path;
-    int32_t port, n_slots, max_body, n_queue;
+    const char *keep_alive, *max_memory, *load_timeout;
+    int32_t port, n_slots, max_body, n_queue, max_loaded;
     bool lora_init_without_apply, no_webui;
 } serve_options;
 
@@ -37,13 +38,21 @@ static const cli_option serve_table[] = {
                  "load the adapters at scale 0 (POST /lora-adapters or a request's \"lora\" applies them)"),
     CLI_OPT_FLAG("--no-webui", OWN(no_webui), "no web chat page at / (the APIs only)"),
     CLI_OPT_STRING("--webui-path", "DIR", OWN(webui_path), "serve the web page's files from DIR instead of the built-in ones"),
+    CLI_OPT_STRING("--keep-alive", "DURATION", OWN(keep_alive),
+                   "how long a model stays loaded after its last request: 5m, 30s, 1h, seconds; negative: forever (default 5m, $SPROUT_KEEP_ALIVE)"),
+    CLI_OPT_INT("--max-loaded", "N", OWN(max_loaded), 1, 1024, "models loaded at once (default 3, $SPROUT_MAX_LOADED)"),
+    CLI_OPT_STRING("--max-memory", "SIZE", OWN(max_memory),
+                   "memory of the models loaded at once: files plus KV caches, 512M, 8G (default: no limit, $SPROUT_MAX_MEMORY)"),
+    CLI_OPT_STRING("--load-timeout", "DURATION", OWN(load_timeout),
+                   "how long a request waits for room to load its model before 503 (default 5m, $SPROUT_LOAD_TIMEOUT)"),
 };
 
 static const cli_command serve_command = {
     .name = "serve",
-    .needs_model = true,
-    .usage = "serve -m MODEL.gguf [options]",
-    .about = "The OpenAI and Ollama HTTP APIs; -c is the context of each request. The listening and ready lines are\n"
+    .usage = "serve [-m MODEL.gguf|NAME] [options]",
+    .about = "The OpenAI and Ollama HTTP APIs; -c is the context of each request. Without -m every model of the store\n"
+             "($SPROUT_MODELS, and Ollama's) is served, each loaded by the first request that names it and unloaded after\n"
+             "its keep_alive; with -m that one model, kept loaded. The listening and ready lines are\n"
              "said on stderr unless --log-disable. LoRA adapters (--lora) get ids 0, 1, ... in the order given; their\n"
              "scales are the defaults of requests without \"lora\" (GET/POST /lora-adapters). With --model-draft or\n"
              "--lookup every request speculates (output unchanged); a request's \"speculative.n_max\": 0 opts out.\n",
@@ -57,6 +66,33 @@ static void on_notice(sprout_log_level level, const char *message, void *user) {
     const cli_common *c = user;
     if (level == SPROUT_LOG_ERROR || !c->log_disable)
         fprintf(stderr, "sprout serve: %s%s\n", level == SPROUT_LOG_WARN ? "warning: " : "", message);
+}
+
+/* The options of models loaded on demand (a flag, else its environment variable); false after saying which is bad. */
+static bool on_demand_options(const serve_options *so, sp_server_options *o) {
+    const char *keep = so->keep_alive ? so->keep_alive : getenv("SPROUT_KEEP_ALIVE");
+    const char *memory = so->max_memory ? so->max_memory : getenv("SPROUT_MAX_MEMORY");
+    const char *timeout = so->load_timeout ? so->load_timeout : getenv("SPROUT_LOAD_TIMEOUT");
+    const char *loaded = getenv("SPROUT_MAX_LOADED");
+    o->keep_alive_ms = SP_KEEP_DEFAULT;
+    if (keep && *keep && !sp_parse_duration(keep, &o->keep_alive_ms)) {
+        fprintf(stderr, "sprout serve: --keep-alive %s: expected a duration (5m, 30s, 1h) or seconds\n", keep);
+        return false;
+    }
+    if (memory && *memory && !sp_parse_size(memory, &o->max_memory)) {
+        fprintf(stderr, "sprout serve: --max-memory %s: expected a size (512M, 8G) or bytes\n", memory);
+        return false;
+    }
+    if (timeout && *timeout && (!sp_parse_duration(timeout, &o->load_timeout_ms) || o->load_timeout_ms < 0)) {
+        fprintf(stderr, "sprout serve: --load-timeout %s: expected a duration (5m, 30s)\n", timeout);
+        return false;
+    }
+    o->max_loaded = so->max_loaded ? so->max_loaded : loaded ? atoi(loaded) : 0;
+    if (o->max_loaded < 0) {
+        fprintf(stderr, "sprout serve: $SPROUT_MAX_LOADED %s: expected a count\n", loaded);
+        return false;
+    }
+    return true;
 }
 
 int cmd_serve(int argc, char **argv) {
@@ -88,6 +124,18 @@ int cmd_serve(int argc, char **argv) {
         .json_schema = c.cfg.json_schema && *c.cfg.json_schema ? c.cfg.json_schema : NULL,
         .no_webui = so.no_webui, .webui_path = so.webui_path, .notice = on_notice, .notice_user = &c,
     };
+    o.store_root = c.models_dir;
+    if (c.stored) { /* -m NAME: the server serves it by its name, with its Modelfile (adapters included) */
+        const size_t own = sprout_store_model_n_adapters(c.stored);
+        o.model_path = sprout_store_model_name(c.stored);
+        o.lora_paths += own;
+        o.lora_scales += own;
+        o.n_lora -= own;
+    }
+    if (!on_demand_options(&so, &o)) {
+        free(template_text);
+        return 2;
+    }
     /* the signals go to sigwait in this thread only: block them before any
      * other thread starts, so every thread inherits the mask */
     sigset_t stop;

@@ -13,5 +13,12 @@ int cmd_export_lora(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_embed(int argc, char **argv);
+int cmd_create(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_cp(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
+int cmd_ps(int argc, char **argv);
+int cmd_stop(int argc, char **argv);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "files.h"
+#include "model_ref.h"
 
 #define CLI_STR_(x) #x
 #define CLI_STR(x) CLI_STR_(x)
@@ -166,7 +167,10 @@ static bool parse_sampling_seq(const char *value, void *dst, char *why, size_t w
  * pipelines and schedulers ask), or what the value means (a probability is
  * 0 to 1). */
 static const cli_option shared_options[] = {
-    {"-m, --model", "FILE", CLI_STRING, COMMON(model), 0, 0, NULL, NULL, "the GGUF model", CLI_SHARED_MODEL, NULL},
+    {"-m, --model", "FILE|NAME", CLI_STRING, COMMON(model), 0, 0, NULL, NULL, "the GGUF model, or a model of the store by name",
+     CLI_SHARED_MODEL, NULL},
+    {"--models", "DIR", CLI_STRING, COMMON(models_dir), 0, 0, NULL, NULL, "the model store (default: $SPROUT_MODELS, else "
+     "~/.local/share/sprout/models; Ollama's is read too)", CLI_SHARED_MODEL | CLI_SHARED_STORE, NULL},
     {"-t, --threads", "N", CLI_INT, COMMON(n_threads), 1, SPROUT_MAX_THREADS, NULL, NULL,
      "threads (default: one per core, at most " CLI_STR(SPROUT_MAX_THREADS) ")", CLI_SHARED_THREADS, NULL},
     {"-c, --ctx-size, --ctx", "N", CLI_INT, COMMON(n_ctx), 2, 1 << 24, NULL, NULL, "context length (default: the model's, at most 4096)",
@@ -375,8 +379,54 @@ static void common_init(cli_common *c) {
 
 static void cli_help(const cli_command *cmd, FILE *out);
 
+static bool asks_help(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return true;
+    return false;
+}
+
+/* After the flags, a model of the store: -m becomes its file, its adapters
+ * come before --lora's, and its stop strings, num_ctx, num_thread and
+ * num_batch fill what the flags left unset. */
+static int use_stored_model(const cli_command *cmd, cli_common *c, const sprout_generation_config *stored,
+                            const sprout_runner_settings *runner) {
+    const sprout_store_model *m = c->stored;
+    c->model = sprout_store_model_path(m);
+    if (!c->stops.n) {
+        c->cfg.stop_strings = stored->stop_strings;
+        c->cfg.n_stop_strings = stored->n_stop_strings;
+    }
+    if (!c->n_ctx) c->n_ctx = runner->num_ctx;
+    if (!c->n_threads) c->n_threads = runner->num_thread;
+    if (!c->n_batch) c->n_batch = runner->num_batch;
+    const size_t n = sprout_store_model_n_adapters(m);
+    if (n && !(cmd->shared & CLI_SHARED_LORA)) {
+        fprintf(stderr, "sprout %s: %s has LoRA adapters, which this command does not apply\n", cmd->name, sprout_store_model_name(m));
+        return 1;
+    }
+    if (c->loras.n + n > CLI_MAX_LORA) return cli_usage_error(cmd, "at most %d adapters, the model's %zu included", CLI_MAX_LORA, n);
+    memmove(c->loras.path + n, c->loras.path, c->loras.n * sizeof *c->loras.path);
+    memmove(c->loras.scale + n, c->loras.scale, c->loras.n * sizeof *c->loras.scale);
+    for (size_t i = 0; i < n; i++) {
+        c->loras.path[i] = sprout_store_model_adapter(m, i);
+        c->loras.scale[i] = 1.0f;
+    }
+    c->loras.n += n;
+    cli_log(SPROUT_LOG_INFO, "%s is %s", sprout_store_model_name(m), c->model);
+    return CLI_CONTINUE;
+}
+
 int cli_parse(const cli_command *cmd, cli_common *common, void *own, int argc, char **argv) {
     common_init(common);
+    /* -m NAME: the model's PARAMETERs first, so that the flags override them */
+    sprout_runner_settings runner = {sizeof runner, 0, 0, 0, 0};
+    sprout_generation_config stored_cfg = common->cfg;
+    if (takes(cmd, &shared_options[0]) && !asks_help(argc, argv)) {
+        const char *model = NULL;
+        cli_model_ref_scan(argc, argv, &model, &common->models_dir);
+        if (!cli_model_ref_resolve(cmd->name, model, common->models_dir, &common->cfg, &runner, &common->stored)) return 1;
+        stored_cfg = common->cfg;
+    }
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
@@ -434,7 +484,7 @@ int cli_parse(const cli_command *cmd, cli_common *common, void *own, int argc, c
     common->kv_type_set = common->kv_type != CLI_KV_UNSET;
     if (!common->kv_type_set) common->kv_type = SPROUT_KV_F16;
     log_threshold = common->log_disable ? -1 : common->verbose ? SPROUT_LOG_DEBUG : SPROUT_LOG_WARN;
-    return CLI_CONTINUE;
+    return common->stored ? use_stored_model(cmd, common, &stored_cfg, &runner) : CLI_CONTINUE;
 }
 
 /* --- help ------------------------------------------------------------------------------- */

@@ -65,6 +65,7 @@ enum {
     CLI_SHARED_LORA = 1u << 8,     /* --lora, --lora-scaled */
     CLI_SHARED_ASSIST = 1u << 9,   /* -md, --draft-max ..., --lookup: assisted generation */
     CLI_SHARED_STRUCTURED = 1u << 10, /* --grammar(-file), --json-schema(-file): structured output */
+    CLI_SHARED_STORE = 1u << 11,   /* --models (CLI_SHARED_MODEL takes it too): the store's verbs */
     /* what a generating command (run, chat) takes: a pipeline's and a generation's settings */
     CLI_SHARED_GENERATION = CLI_SHARED_MODEL | CLI_SHARED_THREADS | CLI_SHARED_CTX | CLI_SHARED_BATCH | CLI_SHARED_PREDICT |
                             CLI_SHARED_SAMPLING | CLI_SHARED_KV | CLI_SHARED_LORA | CLI_SHARED_ASSIST | CLI_SHARED_STRUCTURED,
@@ -109,6 +110,10 @@ typedef struct cli_common {
     sprout_kv_type kv_type; /* -ctk and its spellings; f16 when not given */
     bool kv_type_set;       /* whether it was given */
     bool verbose, log_disable;
+    /* --models: the store -m names are looked up in; the model -m named
+     * when it is one of the store's (-m is then its file) */
+    const char *models_dir;
+    const sprout_store_model *stored;
     const char *args[CLI_MAX_ARGS]; /* positional arguments */
     int n_args;
 } cli_common;

@@ -19,7 +19,15 @@ static const command commands[] = {
     {"quantize", cmd_quantize, "convert a GGUF to another tensor type or a Q4_K_M-style mix"},
     {"export-lora", cmd_export_lora, "merge LoRA adapters into a copy of their base model"},
     {"serve", cmd_serve, "serve the OpenAI and Ollama HTTP APIs, many clients at once"},
+    {"ps", cmd_ps, "list the models a running server has loaded"},
+    {"stop", cmd_stop, "unload a model from a running server"},
     {"bench", cmd_bench, "measure prefill and decode speed, load time, time to first token and memory"},
+    {"create", cmd_create, "make a model of the store from a Modelfile (Ollama's grammar)"},
+    {"list", cmd_list, "list the store's models and Ollama's (also: ls)"},
+    {"ls", cmd_list, NULL},
+    {"show", cmd_show, "show a stored model's details, Modelfile, parameters, template, system or license"},
+    {"cp", cmd_cp, "give a stored model another name"},
+    {"rm", cmd_rm, "delete stored models (and the blobs no other model uses)"},
     {"info", cmd_info, "show a GGUF model's architecture, sizes, tokenizer and tensors"},
     {"embed", cmd_embed, "turn texts into embedding vectors (pooled hidden states)"},
     {"tokenize", cmd_tokenize, "turn text into token ids with a model's own vocabulary"},
@@ -29,7 +37,7 @@ static const command commands[] = {
 static void usage(FILE *out) {
     fprintf(out, "sprout %s: GGUF in, tokens out\n\nusage: sprout COMMAND [options]\n\ncommands:\n", sprout_version());
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  %-11s %s\n", commands[i].name, commands[i].summary);
+        if (commands[i].summary) fprintf(out, "  %-11s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\nsprout COMMAND --help shows the options of a command.\n");
 }
 

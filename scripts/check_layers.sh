@@ -23,6 +23,7 @@ tokenizer template
 model
 runtime
 pipeline quantize
+store
 json
 server
 cli

@@ -172,6 +172,7 @@ static sprout_status parse_instruction(cursor *c, sp_modelfile *mf, const char *
                            *from_line);
         }
         mf->from = value;
+        mf->from_line = line;
         *from_line = line;
     } else if (!strcmp(what, "TEMPLATE")) {
         free(mf->template_text);
@@ -180,6 +181,11 @@ static sprout_status parse_instruction(cursor *c, sp_modelfile *mf, const char *
         free(mf->system);
         mf->system = value;
     } else if (!strcmp(what, "ADAPTER")) {
+        if (!grow((void **)&mf->adapter_lines, mf->n_adapters, sizeof *mf->adapter_lines)) {
+            free(value);
+            return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "Modelfile: out of memory");
+        }
+        mf->adapter_lines[mf->n_adapters] = line;
         return push_string(&mf->adapters, &mf->n_adapters, value);
     } else if (!strcmp(what, "LICENSE")) {
         return push_string(&mf->licenses, &mf->n_licenses, value);
@@ -278,6 +284,7 @@ void sp_modelfile_free(sp_modelfile *mf) {
     free(mf->system);
     for (size_t i = 0; i < mf->n_adapters; i++) free(mf->adapters[i]);
     free(mf->adapters);
+    free(mf->adapter_lines);
     for (size_t i = 0; i < mf->n_licenses; i++) free(mf->licenses[i]);
     free(mf->licenses);
     for (size_t i = 0; i < mf->n_messages; i++) {

@@ -22,9 +22,11 @@ typedef struct sp_modelfile_message {
 
 typedef struct sp_modelfile {
     char *from;             /* required */
+    int from_line;          /* of FROM, for errors about what it names */
     char *template_text;    /* NULL when absent; the last TEMPLATE wins */
     char *system;           /* NULL when absent; the last SYSTEM wins */
     char **adapters;        /* in order */
+    int *adapter_lines;     /* adapters[i]'s line */
     size_t n_adapters;
     char **licenses;        /* in order */
     size_t n_licenses;

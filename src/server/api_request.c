@@ -610,7 +610,27 @@ static void defaults(sp_api_request *r, sp_api_kind kind) {
 }
 
 bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api_request *r, char *error, size_t error_size) {
+    return sp_api_request_parse_over(kind, body, len, NULL, r, error, error_size);
+}
+
+/* The Modelfile's PARAMETERs over the API's defaults; what the request
+ * gives then goes over them. A num_predict or seed there counts as given. */
+static bool modelfile_defaults(sp_api_request *r, const sprout_store_model *modelfile, char *error, size_t error_size) {
+    const int32_t max_new_tokens = r->cfg.max_new_tokens;
+    const uint64_t seed = r->cfg.seed;
+    if (sprout_store_model_apply(modelfile, &r->cfg, NULL) != SPROUT_OK) {
+        snprintf(error, error_size, "the model's Modelfile: %s", sprout_last_error());
+        return false;
+    }
+    if (r->cfg.max_new_tokens != max_new_tokens) r->max_tokens_set = true;
+    if (r->cfg.seed != seed) r->seed_set = true;
+    return true;
+}
+
+bool sp_api_request_parse_over(sp_api_kind kind, const char *body, size_t len, const sprout_store_model *modelfile, sp_api_request *r,
+                               char *error, size_t error_size) {
     defaults(r, kind);
+    if (modelfile && !modelfile_defaults(r, modelfile, error, error_size)) return false;
     parser p = {error, error_size, false};
     json_t *root = load_body(&p, body, len);
     if (!root) return false;

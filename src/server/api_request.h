@@ -87,6 +87,10 @@ typedef struct sp_api_request {
  * with sp_api_request_free. */
 bool sp_api_request_parse(sp_api_kind kind, const char *body, size_t len, sp_api_request *req, char *error, size_t error_size);
 void sp_api_request_free(sp_api_request *req);
+/* As sp_api_request_parse, over a model's Modelfile PARAMETERs (NULL: none):
+ * they replace the API's defaults, and the request's fields replace them. */
+bool sp_api_request_parse_over(sp_api_kind kind, const char *body, size_t len, const sprout_store_model *modelfile, sp_api_request *req,
+                               char *error, size_t error_size);
 
 /* The body of POST /lora-adapters: a JSON array of {"id", "scale"}. */
 bool sp_api_lora_parse(const char *body, size_t len, sp_api_lora *out, char *error, size_t error_size);

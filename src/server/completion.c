@@ -30,6 +30,7 @@ static void job_free(sp_job *j) {
     free(j->pending);
     pthread_cond_destroy(&j->cond);
     pthread_mutex_destroy(&j->mu);
+    sp_models_release(j->srv, j->model, j->keep_alive_ms);
     atomic_fetch_sub(&j->srv->active_jobs, 1);
     free(j);
 }
@@ -90,9 +91,9 @@ static void on_token(sprout_request *req, sprout_token id, float logprob, const 
 /* The server's assisted generation (a draft model or prompt lookup) for
  * this request, with its "speculative.*" overrides; n_max 0, or a server
  * without either, decodes plainly. */
-static void assisted(const sp_server *srv, sp_api_request *r) {
+static void assisted(const sp_server *srv, const sp_model_entry *e, sp_api_request *r) {
     const sp_server_options *o = &srv->opt;
-    if (!o->draft_path && !o->lookup) return;
+    if (!e->draft && !o->lookup) return;
     sprout_generation_config *c = &r->cfg;
     c->num_assistant_tokens = r->speculative.n_max >= 0 ? r->speculative.n_max : o->assist_max;
     c->min_assistant_tokens = r->speculative.n_min >= 0 ? r->speculative.n_min : o->assist_min;
@@ -163,18 +164,45 @@ static char *generate_messages(const sp_api_request *r) {
     return text;
 }
 
+/* The conversation as the model's Modelfile frames it, as Ollama does: its
+ * SYSTEM first unless the request brings a system message, then its
+ * MESSAGEs (after the request's system message), then the request's. A
+ * new JSON text (free), NULL when out of memory. */
+static char *modelfile_messages(const sprout_store_model *sm, const char *request_messages) {
+    if (!sm) return strdup(request_messages);
+    json_t *asked = json_loads(request_messages, 0, NULL);
+    json_t *preset = sm ? json_loads(sprout_store_model_messages_json(sm), 0, NULL) : NULL;
+    const char *system = sm ? sprout_store_model_system(sm) : NULL;
+    const json_t *first = json_array_get(asked, 0);
+    const bool has_system = json_is_string(json_object_get(first, "role")) && !strcmp(json_string_value(json_object_get(first, "role")), "system");
+    char *text = NULL;
+    json_t *all = json_array();
+    if (asked && all) {
+        size_t next = 0;
+        if (has_system) json_array_append(all, json_array_get(asked, next++));
+        else if (system && *system) json_array_append_new(all, json_pack("{s:s, s:s}", "role", "system", "content", system));
+        if (json_is_array(preset)) json_array_extend(all, preset);
+        for (; next < json_array_size(asked); next++) json_array_append(all, json_array_get(asked, next));
+        text = json_dumps(all, JSON_COMPACT);
+    }
+    json_decref(all);
+    json_decref(preset);
+    json_decref(asked);
+    return text;
+}
+
 /* Ollama's `context`: the ids of an earlier exchange go first; the new
  * prompt follows without a second BOS. */
-static sprout_status prepend_context(sp_server *srv, sp_job *j) {
+static sprout_status prepend_context(sp_job *j) {
     const sp_api_request *r = &j->req;
-    const int32_t n_vocab = sprout_model_n_vocab(srv->model);
+    const int32_t n_vocab = sprout_model_n_vocab(j->model->model);
     for (size_t i = 0; i < r->n_context; i++)
         if (r->context[i] >= n_vocab) {
             snprintf(j->error, sizeof j->error, "context[%zu]: token id %d is outside the vocabulary (0..%d)", i, r->context[i],
                      n_vocab - 1);
             return SPROUT_ERR_INVALID_ARGUMENT;
         }
-    const sprout_token bos = sprout_tokenizer_special(sprout_model_tokenizer(srv->model), SPROUT_SPECIAL_BOS);
+    const sprout_token bos = sprout_tokenizer_special(sprout_model_tokenizer(j->model->model), SPROUT_SPECIAL_BOS);
     const size_t skip = j->n_prompt > 0 && bos >= 0 && j->prompt[0] == bos ? 1 : 0;
     sprout_token *ids = malloc((r->n_context + j->n_prompt) * sizeof *ids);
     if (!ids) return SPROUT_ERR_OUT_OF_MEMORY;
@@ -224,11 +252,13 @@ static sprout_status forced_call_grammar(sp_job *j, const char *prompt_text, siz
     return SPROUT_OK;
 }
 
-static sprout_status chat_prompt(sp_server *srv, sp_job *j, const char *messages_json) {
-    char *text = NULL;
+static sprout_status chat_prompt(sp_job *j, const char *request_messages) {
+    char *text = NULL, *messages_json = modelfile_messages(j->model->store_model, request_messages);
     size_t text_len = 0;
-    sprout_status st = sprout_model_chat_prompt_vars(srv->model, srv->opt.chat_template, messages_json, j->req.vars_json, true, &text,
-                                                     &text_len, &j->prompt, &j->n_prompt);
+    if (!messages_json) return SPROUT_ERR_OUT_OF_MEMORY;
+    sprout_status st = sprout_model_chat_prompt_vars(j->model->model, j->model->chat_template, messages_json, j->req.vars_json, true,
+                                                     &text, &text_len, &j->prompt, &j->n_prompt);
+    free(messages_json);
     j->split_reasoning = j->req.kind == SP_API_OPENAI_CHAT || j->req.think == 1;
     j->reasoning_opened = st == SPROUT_OK && sp_reasoning_opened_by(text, text_len);
     sp_reasoning_init(&j->reasoning, j->reasoning_opened);
@@ -237,32 +267,40 @@ static sprout_status chat_prompt(sp_server *srv, sp_job *j, const char *messages
     return st;
 }
 
-static sprout_status build_prompt(sp_server *srv, sp_job *j) {
+static sprout_status build_prompt(sp_job *j) {
     const sp_api_request *r = &j->req;
+    const sprout_model *model = j->model->model;
     /* a suffix asks for the middle between the prompt and it (code models' FIM tokens, no template) */
     if (r->suffix && (r->kind == SP_API_OPENAI_COMPLETION || r->kind == SP_API_OLLAMA_GENERATE))
-        return sprout_model_fim_prompt(srv->model, r->prompt ? r->prompt : "", r->suffix, &j->prompt, &j->n_prompt);
+        return sprout_model_fim_prompt(model, r->prompt ? r->prompt : "", r->suffix, &j->prompt, &j->n_prompt);
     switch (r->kind) {
     case SP_API_OPENAI_CHAT:
     case SP_API_OLLAMA_CHAT:
-        return chat_prompt(srv, j, r->messages_json);
+        return chat_prompt(j, r->messages_json);
     case SP_API_OPENAI_COMPLETION:
         /* as llama.cpp's server: special-token text in a raw prompt is parsed */
-        return sprout_model_tokenize_prompt(srv->model, r->prompt, strlen(r->prompt), true, &j->prompt, &j->n_prompt);
+        return sprout_model_tokenize_prompt(model, r->prompt, strlen(r->prompt), true, &j->prompt, &j->n_prompt);
     case SP_API_OLLAMA_GENERATE: {
         sprout_status st;
-        if (r->raw) st = sprout_model_tokenize_prompt(srv->model, r->prompt, strlen(r->prompt), true, &j->prompt, &j->n_prompt);
+        if (r->raw) st = sprout_model_tokenize_prompt(model, r->prompt, strlen(r->prompt), true, &j->prompt, &j->n_prompt);
         else {
             char *msgs = generate_messages(r);
-            st = msgs ? chat_prompt(srv, j, msgs) : SPROUT_ERR_OUT_OF_MEMORY;
+            st = msgs ? chat_prompt(j, msgs) : SPROUT_ERR_OUT_OF_MEMORY;
             free(msgs);
         }
-        return st == SPROUT_OK && r->n_context ? prepend_context(srv, j) : st;
+        return st == SPROUT_OK && r->n_context ? prepend_context(j) : st;
     }
     }
     return SPROUT_ERR_INTERNAL;
 }
 
+
+/* A 404 for a model that is not there, naming those that are. */
+static enum MHD_Result reply_unknown_model(sp_server *srv, struct MHD_Connection *c, sp_api_style style, const char *name) {
+    char names[2048];
+    sp_models_names(srv, names, sizeof names);
+    return sp_reply_error(srv, c, style, 404, "model", "model \"%s\" not found (this server has %s)", name ? name : "", names);
+}
 
 /* --- the handler ---------------------------------------------------------------------------------------------- */
 
@@ -274,6 +312,7 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
     atomic_fetch_add(&srv->active_jobs, 1);
     j->srv = srv;
     j->fd = -1;
+    j->keep_alive_ms = SP_KEEP_DEFAULT;
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cond, NULL);
     static const sp_api_format *const formats[] = {&sp_openai_chat_format, &sp_openai_completion_format, &sp_ollama_chat_format,
@@ -289,32 +328,56 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
         return res;
     }
     sp_api_request *r = &j->req;
-    if (!sp_model_name_matches(srv, r->model)) {
-        res = sp_reply_error(srv, c, style, 404, "model", "model \"%s\" not found (this server has \"%s\")", r->model, srv->model_name);
+    if (kind == SP_API_OLLAMA_CHAT || kind == SP_API_OLLAMA_GENERATE) {
+        if (!sp_keep_alive_parse(body, len, &j->keep_alive_ms, error, sizeof error)) {
+            res = sp_reply_error(srv, c, style, 400, "keep_alive", "%s", error);
+            job_free(j);
+            return res;
+        }
+    }
+    const bool empty = (kind == SP_API_OLLAMA_CHAT && r->n_messages == 0) ||
+                       (kind == SP_API_OLLAMA_GENERATE && (!r->prompt || !*r->prompt) && !r->suffix);
+    if (empty && j->keep_alive_ms == 0) { /* `ollama stop`: unload, and load nothing to do it */
+        res = sp_models_unload(srv, r->model) ? sp_reply_json(srv, c, 200, sp_ollama_loaded(r->model, kind, "unload"))
+                                              : reply_unknown_model(srv, c, style, r->model);
         job_free(j);
         return res;
     }
-    /* the adapters: the request's "lora" or the server's defaults, for every endpoint here */
-    j->lora = malloc((srv->n_lora ? srv->n_lora : 1) * sizeof *j->lora);
-    if (!j->lora || !sp_lora_uses(srv, &r->lora, "lora", j->lora, &r->cfg.n_lora, error, sizeof error)) {
+    if (!(j->model = sp_models_acquire(srv, c, style, r->model, &res))) {
+        job_free(j);
+        return res;
+    }
+    sp_model_entry *e = j->model;
+    /* the Modelfile's PARAMETERs under the request's options: parse again over them */
+    if (e->store_model) {
+        sp_api_request_free(r);
+        if (!sp_api_request_parse_over(kind, body, len, e->store_model, r, error, sizeof error)) {
+            res = sp_reply_error(srv, c, style, 400, NULL, "%s", error);
+            job_free(j);
+            return res;
+        }
+    }
+    /* the adapters: the request's "lora" or the model's defaults, for every endpoint here */
+    j->lora = malloc((e->n_lora ? e->n_lora : 1) * sizeof *j->lora);
+    if (!j->lora || !sp_lora_uses(e, &r->lora, "lora", j->lora, &r->cfg.n_lora, error, sizeof error)) {
         res = j->lora ? sp_reply_error(srv, c, style, 400, "lora", "%s", error) : MHD_NO;
         job_free(j);
         return res;
     }
     r->cfg.lora = j->lora;
-    if ((kind == SP_API_OLLAMA_CHAT && r->n_messages == 0) || (kind == SP_API_OLLAMA_GENERATE && (!r->prompt || !*r->prompt) && !r->suffix)) {
-        res = sp_reply_json(srv, c, 200, sp_ollama_loaded(srv, kind));
+    if (empty) { /* a preload: the model is in */
+        res = sp_reply_json(srv, c, 200, sp_ollama_loaded(e->name, kind, "load"));
         job_free(j);
         return res;
     }
-    sprout_status st = build_prompt(srv, j);
+    sprout_status st = build_prompt(j);
     if (st != SPROUT_OK) {
         res = sp_reply_error(srv, c, style, st == SPROUT_ERR_OUT_OF_MEMORY ? 500 : 400, NULL, "%s", j->error[0] ? j->error : sprout_last_error());
         job_free(j);
         return res;
     }
     /* the context: the slot's, or less if the request asks (Ollama's num_ctx) */
-    int32_t n_ctx = srv->n_ctx;
+    int32_t n_ctx = e->n_ctx;
     if (r->num_ctx > 0 && r->num_ctx < n_ctx) n_ctx = r->num_ctx;
     if (j->n_prompt >= (size_t)n_ctx) {
         res = sp_reply_error(srv, c, style, 400, kind == SP_API_OPENAI_CHAT || kind == SP_API_OLLAMA_CHAT ? "messages" : "prompt",
@@ -325,7 +388,7 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
     const int32_t room = n_ctx - (int32_t)j->n_prompt;
     if (!r->max_tokens_set || r->cfg.max_new_tokens > room) r->cfg.max_new_tokens = room;
     if (!r->seed_set) r->cfg.seed = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull + atomic_fetch_add(&srv->seed_counter, 1);
-    assisted(srv, r);
+    assisted(srv, j->model, r);
     /* the server's --grammar or --json-schema, for a request that brings no structured output of its own (as
      * llama-server's defaults) */
     if (!r->cfg.grammar && !r->cfg.json_schema && !r->cfg.json_object) {
@@ -351,9 +414,9 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
                                 .on_done = on_done,
                                 .user = j,
                                 .on_token = r->stream && r->logprobs >= 0 ? on_token : NULL};
-    pthread_rwlock_rdlock(&srv->sched_lock);
-    st = srv->sched && !atomic_load(&srv->stopping) ? sprout_scheduler_submit(srv->sched, &rp, &j->sreq) : SPROUT_ERR_BUSY;
-    pthread_rwlock_unlock(&srv->sched_lock);
+    pthread_rwlock_rdlock(&e->sched_lock);
+    st = e->sched && !atomic_load(&srv->stopping) ? sprout_scheduler_submit(e->sched, &rp, &j->sreq) : SPROUT_ERR_BUSY;
+    pthread_rwlock_unlock(&e->sched_lock);
     if (st != SPROUT_OK) {
         const bool busy = st == SPROUT_ERR_BUSY;
         /* a bad grammar (FORMAT, "grammar:LINE:COL: ...") or a schema keyword sprout cannot enforce (UNSUPPORTED,

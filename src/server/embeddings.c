@@ -40,6 +40,7 @@ typedef struct embed_item {
 
 typedef struct embed_job {
     sp_server *srv;
+    sp_model_entry *model; /* held until the reply */
     sp_embed_request req;
     embed_item *items;
     size_t n_items;
@@ -70,7 +71,7 @@ static bool job_fail(embed_job *j, unsigned status, const char *param, const cha
  * error unless the request lets it be cut (Ollama's truncate: the first
  * tokens, ending with EOS where the model adds one). */
 static bool tokenize_inputs(embed_job *j, int32_t n_ctx) {
-    const sprout_model *m = j->srv->model;
+    const sprout_model *m = j->model->model;
     const sprout_tokenizer *tok = sprout_model_tokenizer(m);
     const sprout_token eos = tok && sprout_tokenizer_adds_eos(tok) ? sprout_tokenizer_special(tok, SPROUT_SPECIAL_EOS) : -1;
     const char *key = inputs_key(j);
@@ -106,19 +107,20 @@ static bool run_all(embed_job *j, bool normalize) {
     embed_wait *w = &j->wait;
     size_t next = 0, window = 8;
     bool ok = true;
-    pthread_rwlock_rdlock(&j->srv->sched_lock);
-    if (j->srv->sched) window = 2 * (size_t)sprout_scheduler_n_slots(j->srv->sched);
-    pthread_rwlock_unlock(&j->srv->sched_lock);
+    sp_model_entry *e = j->model;
+    pthread_rwlock_rdlock(&e->sched_lock);
+    if (e->sched) window = 2 * (size_t)sprout_scheduler_n_slots(e->sched);
+    pthread_rwlock_unlock(&e->sched_lock);
     pthread_mutex_lock(&w->mu);
     while (ok && w->ended < j->n_items) {
         while (ok && next < j->n_items && next - w->ended < window) {
             sprout_request_params rp = {.struct_size = sizeof rp, .prompt = j->items[next].ids, .n_prompt = j->items[next].n_ids,
                                         .on_done = on_embed_done, .user = w, .embed = true, .normalize = normalize};
             pthread_mutex_unlock(&w->mu);
-            pthread_rwlock_rdlock(&j->srv->sched_lock);
+            pthread_rwlock_rdlock(&e->sched_lock);
             const bool stopping = atomic_load(&j->srv->stopping);
-            const sprout_status st = j->srv->sched && !stopping ? sprout_scheduler_submit(j->srv->sched, &rp, &j->items[next].req) : SPROUT_ERR_BUSY;
-            pthread_rwlock_unlock(&j->srv->sched_lock);
+            const sprout_status st = e->sched && !stopping ? sprout_scheduler_submit(e->sched, &rp, &j->items[next].req) : SPROUT_ERR_BUSY;
+            pthread_rwlock_unlock(&e->sched_lock);
             pthread_mutex_lock(&w->mu);
             if (st == SPROUT_OK) next++;
             else if (st == SPROUT_ERR_BUSY && !stopping && next > w->ended) break; /* room comes as ours end */
@@ -209,14 +211,13 @@ static json_t *response(const embed_job *j, double t_start) {
         else json_array_append_new(list, vec);
     }
     if (!list) return NULL;
-    const sp_server *srv = j->srv;
     switch (j->req.kind) {
     case SP_EMBED_OPENAI:
-        return json_pack("{s:s, s:o, s:s, s:{s:I, s:I}}", "object", "list", "data", list, "model", srv->model_name, "usage", "prompt_tokens",
+        return json_pack("{s:s, s:o, s:s, s:{s:I, s:I}}", "object", "list", "data", list, "model", j->model->name, "usage", "prompt_tokens",
                          (json_int_t)prompt_tokens, "total_tokens", (json_int_t)prompt_tokens);
     case SP_EMBED_OLLAMA: {
         const double total_ms = now_ms() - t_start;
-        return json_pack("{s:s, s:o, s:I, s:I, s:I}", "model", srv->model_name, "embeddings", list, "total_duration",
+        return json_pack("{s:s, s:o, s:I, s:I, s:I}", "model", j->model->name, "embeddings", list, "total_duration",
                          (json_int_t)(total_ms * 1e6), "load_duration", (json_int_t)(load_ms * 1e6), "prompt_eval_count", (json_int_t)prompt_tokens);
     }
     case SP_EMBED_OLLAMA_LEGACY: {
@@ -239,25 +240,34 @@ static enum MHD_Result handle(sp_server *srv, struct MHD_Connection *c, sp_embed
     atomic_fetch_add(&srv->active_jobs, 1);
     char error[512];
     json_t *reply = NULL;
+    int64_t keep_alive = SP_KEEP_DEFAULT;
+    enum MHD_Result res;
     if (!sp_embed_request_parse(kind, body, len, &j.req, error, sizeof error)) {
         sp_error_param(error, j.param_buf, sizeof j.param_buf);
         job_fail(&j, 400, *j.param_buf ? j.param_buf : NULL, "%s", error);
         goto done;
     }
-    if (!sp_model_name_matches(srv, j.req.model)) {
-        job_fail(&j, 404, "model", "model \"%s\" not found (this server has \"%s\")", j.req.model, srv->model_name);
+    if (kind != SP_EMBED_OPENAI && !sp_keep_alive_parse(body, len, &keep_alive, error, sizeof error)) {
+        job_fail(&j, 400, "keep_alive", "%s", error);
         goto done;
     }
-    const int32_t dim = sprout_model_n_embd(srv->model);
+    if (!(j.model = sp_models_acquire(srv, c, style, j.req.model, &res))) {
+        sp_embed_request_free(&j.req);
+        pthread_cond_destroy(&j.wait.cond);
+        pthread_mutex_destroy(&j.wait.mu);
+        atomic_fetch_sub(&srv->active_jobs, 1);
+        return res;
+    }
+    const int32_t dim = sprout_model_n_embd(j.model->model);
     if (j.req.dimensions > dim) {
         job_fail(&j, 400, "dimensions", "dimensions: %d is more than the model's %d", j.req.dimensions, dim);
         goto done;
     }
     /* what the scheduler takes (learned positions and one-pass encoders included), or less if asked (num_ctx) */
-    int32_t n_ctx = srv->n_ctx;
-    pthread_rwlock_rdlock(&srv->sched_lock);
-    if (srv->sched) n_ctx = sprout_scheduler_max_embed_tokens(srv->sched);
-    pthread_rwlock_unlock(&srv->sched_lock);
+    int32_t n_ctx = j.model->n_ctx;
+    pthread_rwlock_rdlock(&j.model->sched_lock);
+    if (j.model->sched) n_ctx = sprout_scheduler_max_embed_tokens(j.model->sched);
+    pthread_rwlock_unlock(&j.model->sched_lock);
     if (j.req.num_ctx > 0 && j.req.num_ctx < n_ctx) n_ctx = j.req.num_ctx;
     j.n_items = j.req.n_inputs;
     if (!(j.items = calloc(j.n_items ? j.n_items : 1, sizeof *j.items))) {
@@ -279,13 +289,14 @@ static enum MHD_Result handle(sp_server *srv, struct MHD_Connection *c, sp_embed
     }
     if (!(reply = response(&j, t_start))) job_fail(&j, 500, NULL, "out of memory");
 done:;
-    enum MHD_Result res = reply ? sp_reply_json(srv, c, 200, reply) : sp_reply_error(srv, c, style, j.status ? j.status : 500, j.param, "%s", j.error);
+    res = reply ? sp_reply_json(srv, c, 200, reply) : sp_reply_error(srv, c, style, j.status ? j.status : 500, j.param, "%s", j.error);
     for (size_t i = 0; j.items && i < j.n_items; i++) {
         sprout_request_free(j.items[i].req);
         sprout_result_free(j.items[i].result);
         sprout_free(j.items[i].ids);
     }
     free(j.items);
+    sp_models_release(srv, j.model, keep_alive);
     sp_embed_request_free(&j.req);
     pthread_cond_destroy(&j.wait.cond);
     pthread_mutex_destroy(&j.wait.mu);

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -192,10 +191,21 @@ static const route routes[] = {
     {"POST", "/api/pull", sp_handle_ollama_pull, false},
     {"GET", "/api/version", sp_handle_ollama_version, true},
     {"GET", "/api/ps", sp_handle_ollama_ps, false},
+    /* the model store (models_api.c) */
+    {"POST", "/api/create", sp_handle_ollama_create, false},
+    {"POST", "/api/copy", sp_handle_ollama_copy, false},
+    {"DELETE", "/api/delete", sp_handle_ollama_delete, false},
+    {"HEAD", "/api/blobs/", sp_handle_blob_head, false},
+    {"POST", "/api/blobs/", sp_handle_blob_upload, false},
 };
+
+/* The routes that take their body as it comes (gigabytes of a blob), not
+ * held up to --max-body. */
+static const sp_body_sink *sink_of(const route *r) { return r && r->handler == sp_handle_blob_upload ? &sp_blob_upload : NULL; }
 
 typedef struct upload {
     const struct route *route;
+    void *sink_state;  /* the route's sink's, while its body comes */
     unsigned reject; /* the status it gets whatever its body (0: none) */
     sp_buf body;
     bool too_large;
@@ -248,7 +258,7 @@ static enum MHD_Result reply_not_allowed(sp_server *srv, struct MHD_Connection *
     return body ? send_body_allow(srv, c, 405, "application/json", body, strlen(body), allow) : MHD_NO;
 }
 
-static enum MHD_Result dispatch(sp_server *srv, struct MHD_Connection *c, const char *url, const char *method, const upload *up) {
+static enum MHD_Result dispatch(sp_server *srv, struct MHD_Connection *c, const char *url, const char *method, upload *up) {
     const sp_api_style style = sp_style_of(url);
     switch (up->reject) {
     case 405: return reply_not_allowed(srv, c, style, url, method);
@@ -262,11 +272,16 @@ static enum MHD_Result dispatch(sp_server *srv, struct MHD_Connection *c, const 
         struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
         if (!r) return MHD_NO;
         add_common_headers(r);
-        MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, DELETE, HEAD, OPTIONS");
         MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
         enum MHD_Result res = MHD_queue_response(c, 204, r);
         MHD_destroy_response(r);
         return res;
+    }
+    if (up->sink_state) {
+        void *state = up->sink_state;
+        up->sink_state = NULL;
+        return sink_of(up->route)->close(srv, c, url, state);
     }
     return up->route->handler(srv, c, url, up->body.data ? up->body.data : "", up->body.len);
 }
@@ -280,9 +295,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!(up = calloc(1, sizeof *up))) return MHD_NO;
         *con_cls = up;
         atomic_fetch_add(&srv->http_requests, 1);
-        const char *length = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (length && strtoull(length, NULL, 10) > srv->opt.max_body) up->too_large = true;
         check_early(srv, c, url, method, up);
+        const char *length = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const bool sunk = sink_of(up->route) && !up->reject;
+        if (length && strtoull(length, NULL, 10) > srv->opt.max_body && !sunk) up->too_large = true;
+        if (sunk && !(up->sink_state = sink_of(up->route)->open(srv, url))) return MHD_NO;
+        return MHD_YES;
+    }
+    if (*upload_size && up->sink_state) {
+        sink_of(up->route)->write(up->sink_state, upload_data, *upload_size);
+        *upload_size = 0;
         return MHD_YES;
     }
     if (*upload_size) {
@@ -303,6 +325,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     (void)cls, (void)c, (void)code;
     upload *up = *con_cls;
     if (!up) return;
+    if (up->sink_state) sink_of(up->route)->abort(up->sink_state); /* the client left mid-body */
     free(up->body.data);
     free(up);
     *con_cls = NULL;
@@ -310,36 +333,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 
 /* --- life cycle ----------------------------------------------------------------------------------------- */
 
-static void name_from_path(sp_server *srv) {
-    const bool aliased = srv->opt.alias && *srv->opt.alias;
-    const char *slash = strrchr(srv->opt.model_path, '/');
-    const char *base = aliased ? srv->opt.alias : slash ? slash + 1 : srv->opt.model_path;
-    size_t n = strlen(base);
-    if (!aliased && n > 5 && !strcmp(base + n - 5, ".gguf")) n -= 5;
-    /* every response names the model, and JSON must be UTF-8: whole
-     * characters only, anything else becomes '_' */
-    size_t o = 0;
-    for (size_t i = 0; i < n;) {
-        size_t len = sprout_utf8_char_len(base + i, n - i);
-        if (len == 0) len = 1;
-        if (o + len >= sizeof srv->model_name) break;
-        if (len == 1 && (unsigned char)base[i] >= 0x80) srv->model_name[o++] = '_';
-        else memcpy(srv->model_name + o, base + i, len), o += len;
-        i += len;
-    }
-    srv->model_name[o] = 0;
-}
-
-bool sp_model_name_matches(const sp_server *srv, const char *name) {
-    if (!name || !*name) return true; /* one model: no name means it */
-    const size_t n = strlen(srv->model_name);
-    if (strncmp(name, srv->model_name, n)) return false;
-    return !name[n] || !strcmp(name + n, ":latest") || !strcmp(name + n, ".gguf");
-}
-
-/* A line for the operator, through options.notice: the server prints nothing itself. */
-static void notice(const sp_server *srv, sprout_log_level level, const char *fmt, ...) SP_PRINTF(3, 4);
-static void notice(const sp_server *srv, sprout_log_level level, const char *fmt, ...) {
+void sp_notice(const sp_server *srv, sprout_log_level level, const char *fmt, ...) {
     if (!srv->opt.notice) return;
     char message[1024];
     va_list ap;
@@ -360,70 +354,12 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
     srv->opt.notice(SPROUT_LOG_WARN, message, srv->opt.notice_user);
 }
 
-/* The adapters options.lora_paths names, against the model just loaded, at
- * their default scales; false after an ERROR notice naming the file. */
-static bool load_adapters(sp_server *srv) {
-    const size_t n = srv->opt.n_lora;
-    srv->loras = calloc(n ? n : 1, sizeof *srv->loras);
-    srv->lora_scales = calloc(n ? n : 1, sizeof *srv->lora_scales);
-    if (!srv->loras || !srv->lora_scales) {
-        notice(srv, SPROUT_LOG_ERROR, "out of memory");
-        return false;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const char *path = srv->opt.lora_paths[i];
-        if (sprout_lora_load(srv->model, path, &srv->loras[i]) != SPROUT_OK) {
-            const char *why = sprout_last_error(); /* the library's messages name the file; say it where one does not */
-            if (strstr(why, path)) notice(srv, SPROUT_LOG_ERROR, "cannot load the LoRA adapter: %s", why);
-            else notice(srv, SPROUT_LOG_ERROR, "cannot load the LoRA adapter %s: %s", path, why);
-            return false;
-        }
-        srv->n_lora = i + 1;
-        srv->lora_scales[i] = srv->opt.lora_init_without_apply ? 0.f : srv->opt.lora_scales ? srv->opt.lora_scales[i] : 1.f;
-        notice(srv, SPROUT_LOG_INFO, "LoRA adapter %zu: %s at scale %g", i, path, (double)srv->lora_scales[i]);
-    }
-    return true;
-}
-
-/* The server's default grammar or schema, tried on the scheduler (which
- * checks them when a request is submitted) with a request of one token
- * that is cancelled at once; false after an ERROR notice with the
- * engine's message. */
-static bool check_default_structure(sp_server *srv) {
-    if (!(srv->opt.grammar && *srv->opt.grammar) && !(srv->opt.json_schema && *srv->opt.json_schema)) return true;
-    sprout_generation_config cfg;
-    sprout_generation_config_init(&cfg);
-    cfg.grammar = srv->opt.grammar;
-    cfg.json_schema = srv->opt.json_schema;
-    cfg.max_new_tokens = 1;
-    const sprout_token bos = sprout_tokenizer_special(sprout_model_tokenizer(srv->model), SPROUT_SPECIAL_BOS);
-    const sprout_token prompt = bos >= 0 ? bos : 0;
-    sprout_request_params rp = {.struct_size = sizeof rp, .prompt = &prompt, .n_prompt = 1, .config = &cfg};
-    sprout_request *req = NULL;
-    const sprout_status st = sprout_scheduler_submit(srv->sched, &rp, &req);
-    if (st != SPROUT_OK) {
-        notice(srv, SPROUT_LOG_ERROR, "%s: %s", srv->opt.grammar ? "--grammar" : "--json-schema", sprout_last_error());
-        return false;
-    }
-    sprout_request_cancel(req);
-    sprout_request_free(req);
-    return true;
-}
-
 int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
     sp_server *srv = calloc(1, sizeof *srv);
     if (!srv) return 1;
     srv->opt = *options;
-    pthread_rwlock_init(&srv->sched_lock, NULL);
-    pthread_mutex_init(&srv->lora_lock, NULL);
     if (!srv->opt.host) srv->opt.host = "127.0.0.1";
     if (!srv->opt.max_body) srv->opt.max_body = 16u << 20;
-    name_from_path(srv);
-    struct stat stt;
-    if (stat(srv->opt.model_path, &stt) == 0) {
-        srv->model_mtime = stt.st_mtime;
-        srv->model_bytes = (uint64_t)stt.st_size;
-    }
 
     struct sockaddr_in6 addr6 = {0};
     struct sockaddr_in addr4 = {0};
@@ -439,9 +375,7 @@ int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
         addr = (const struct sockaddr *)&addr6;
         flags |= MHD_USE_IPv6;
     } else {
-        notice(srv, SPROUT_LOG_ERROR, "--host %s is not an IPv4 or IPv6 address", srv->opt.host);
-        pthread_mutex_destroy(&srv->lora_lock);
-        pthread_rwlock_destroy(&srv->sched_lock);
+        sp_notice(srv, SPROUT_LOG_ERROR, "--host %s is not an IPv4 or IPv6 address", srv->opt.host);
         free(srv);
         return 2;
     }
@@ -450,41 +384,25 @@ int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
                                    MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_LIMIT,
                                    512u, MHD_OPTION_CONNECTION_TIMEOUT, 600u, MHD_OPTION_END);
     if (!srv->daemon) {
-        notice(srv, SPROUT_LOG_ERROR, "cannot listen on %s:%d (in use, or not allowed)", srv->opt.host, srv->opt.port);
-        pthread_mutex_destroy(&srv->lora_lock);
-        pthread_rwlock_destroy(&srv->sched_lock);
+        sp_notice(srv, SPROUT_LOG_ERROR, "cannot listen on %s:%d (in use, or not allowed)", srv->opt.host, srv->opt.port);
         free(srv);
         return 1;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
     const int port = info ? info->port : srv->opt.port;
-    notice(srv, SPROUT_LOG_INFO, "listening on http://%s%s%s:%d (loading %s)", strchr(srv->opt.host, ':') ? "[" : "", srv->opt.host,
-            strchr(srv->opt.host, ':') ? "]" : "", port, srv->opt.model_path);
+    sp_notice(srv, SPROUT_LOG_INFO, "listening on http://%s%s%s:%d (loading %s)", strchr(srv->opt.host, ':') ? "[" : "", srv->opt.host,
+            strchr(srv->opt.host, ':') ? "]" : "", port, srv->opt.model_path ? srv->opt.model_path : "the store's models on demand");
 
     int rc = 0;
-    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = srv->opt.n_threads, .n_ctx = srv->opt.n_ctx,
-                              .kv_type = srv->opt.kv_type, .kv_type_set = srv->opt.kv_type_set};
-    sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = srv->opt.n_slots, .n_ctx = srv->opt.n_ctx,
-                                  .n_batch = srv->opt.n_batch, .n_queue = srv->opt.n_queue, .n_threads = srv->opt.n_threads,
-                                  .kv_type = srv->opt.kv_type, .kv_type_set = srv->opt.kv_type_set};
-    /* the draft beside the model: the scheduler keeps a cache of it per slot */
-    if (sprout_model_load(srv->opt.model_path, &mp, &srv->model) != SPROUT_OK ||
-        (srv->opt.draft_path && sprout_model_load(srv->opt.draft_path, &mp, &srv->draft) != SPROUT_OK) ||
-        (sp.draft_model = srv->draft, sprout_scheduler_create(srv->model, &sp, &srv->sched)) != SPROUT_OK) {
-        notice(srv, SPROUT_LOG_ERROR, "%s", sprout_last_error());
-        rc = 1;
-    } else if (!load_adapters(srv) || !check_default_structure(srv)) {
+    if (!sp_models_start(srv)) {
         rc = 1;
     } else {
-        srv->n_ctx = sprout_scheduler_n_ctx(srv->sched);
         atomic_store(&srv->ready, true);
-        notice(srv, SPROUT_LOG_INFO, "ready: model \"%s\", %d slots of %d tokens, kernels %s%s%s", srv->model_name,
-                sprout_scheduler_n_slots(srv->sched), sprout_scheduler_n_ctx(srv->sched), sprout_kernels_name(),
-                srv->opt.draft_path ? ", draft " : srv->opt.lookup ? ", prompt lookup" : "", srv->opt.draft_path ? srv->opt.draft_path : "");
-        int sig = 0;
-        while (sigwait(signals, &sig) != 0) {
-        }
-        notice(srv, SPROUT_LOG_INFO, "signal %d: finishing in-flight requests", sig);
+        /* the signal, waking every quarter second to unload the models whose keep_alive has passed */
+        const struct timespec tick = {0, 250 * 1000 * 1000};
+        int sig;
+        while ((sig = sigtimedwait(signals, NULL, &tick)) < 0) sp_models_reap(srv);
+        sp_notice(srv, SPROUT_LOG_INFO, "signal %d: finishing in-flight requests", sig);
     }
 
     /* stop accepting; give running generations a moment, then cut them short */
@@ -492,20 +410,11 @@ int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
     const MHD_socket listener = MHD_quiesce_daemon(srv->daemon);
     if (listener != MHD_INVALID_SOCKET) close(listener); /* new connections are refused, not left waiting */
     for (int waited = 0; atomic_load(&srv->active_jobs) > 0 && waited < 100; waited++) usleep(20 * 1000);
-    pthread_rwlock_wrlock(&srv->sched_lock);
-    sprout_scheduler_free(srv->sched); /* what still runs ends "cancelled" and its response completes */
-    srv->sched = NULL;
-    pthread_rwlock_unlock(&srv->sched_lock);
+    sp_models_stop(srv); /* what still runs ends "cancelled" and its response completes */
     for (int waited = 0; atomic_load(&srv->active_jobs) > 0 && waited < 500; waited++) usleep(10 * 1000);
     MHD_stop_daemon(srv->daemon);
-    for (size_t i = 0; i < srv->n_lora; i++) sprout_lora_free(srv->loras[i]);
-    free(srv->loras);
-    free(srv->lora_scales);
-    sprout_model_free(srv->draft);
-    sprout_model_free(srv->model);
-    notice(srv, SPROUT_LOG_INFO, "stopped");
-    pthread_mutex_destroy(&srv->lora_lock);
-    pthread_rwlock_destroy(&srv->sched_lock);
+    sp_models_free(srv);
+    sp_notice(srv, SPROUT_LOG_INFO, "stopped");
     free(srv);
     return rc;
 }

@@ -32,7 +32,7 @@ static json_t *timings_json(const sprout_result *r) {
 
 static json_t *envelope(const sp_job *j, const char *object) {
     json_t *v = json_pack("{s:s, s:s, s:I, s:s, s:s}", "id", j->id, "object", object, "created", (json_int_t)j->created, "model",
-                          j->srv->model_name, "system_fingerprint", "sprout");
+                          j->model->name, "system_fingerprint", "sprout");
     /* a stream that will end with usage says "usage": null until then, as OpenAI's does */
     if (v && j->req.stream && j->req.include_usage) json_object_set_new(v, "usage", json_null());
     return v;
@@ -42,7 +42,7 @@ static json_t *envelope(const sp_job *j, const char *object) {
 static void token_fields(const sp_job *j, sprout_token id, json_t *into) {
     const char *piece = "";
     size_t n = 0;
-    sprout_token_to_piece(sprout_model_tokenizer(j->srv->model), id, false, &piece, &n);
+    sprout_token_to_piece(sprout_model_tokenizer(j->model->model), id, false, &piece, &n);
     json_object_set_new(into, "token", json_string_lossy(piece, n));
     json_t *bytes = json_array();
     for (size_t i = 0; i < n; i++) json_array_append_new(bytes, json_integer((unsigned char)piece[i]));
@@ -95,7 +95,7 @@ static json_t *chat_logprobs(const sp_job *j, const sp_token_lp *list, size_t n)
 static json_t *completion_logprobs(const sp_job *j, const sp_token_lp *list, size_t n, size_t *offset) {
     if (j->req.logprobs < 0 || !list) return json_null();
     json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(), *offsets = json_array();
-    const sprout_tokenizer *tok = sprout_model_tokenizer(j->srv->model);
+    const sprout_tokenizer *tok = sprout_model_tokenizer(j->model->model);
     for (size_t i = 0; i < n; i++) {
         const char *piece = "";
         size_t len = 0;
@@ -291,23 +291,3 @@ static json_t *completion_response(sp_job *j, const sprout_result *r) {
 }
 
 const sp_api_format sp_openai_completion_format = {"text/event-stream", completion_piece, completion_stream_end, completion_response};
-
-/* --- models -------------------------------------------------------------------------------------------------------- */
-
-static json_t *model_object(const sp_server *srv) {
-    return json_pack("{s:s, s:s, s:I, s:s}", "id", srv->model_name, "object", "model", "created", (json_int_t)srv->model_mtime, "owned_by",
-                     "sprout");
-}
-
-enum MHD_Result sp_handle_openai_models(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
-    (void)url, (void)body, (void)len;
-    return sp_reply_json(srv, c, 200, json_pack("{s:s, s:[o]}", "object", "list", "data", model_object(srv)));
-}
-
-enum MHD_Result sp_handle_openai_model(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
-    (void)body, (void)len;
-    const char *name = url + strlen("/v1/models/");
-    if (!sp_model_name_matches(srv, name))
-        return sp_reply_error(srv, c, SP_STYLE_OPENAI, 404, "model", "The model '%s' does not exist (this server has \"%s\")", name, srv->model_name);
-    return sp_reply_json(srv, c, 200, model_object(srv));
-}

@@ -35,64 +35,64 @@ static double shortest(float f) {
 }
 
 /* The default scales now (n_lora floats). */
-static void default_scales(sp_server *srv, float *out) {
-    pthread_mutex_lock(&srv->lora_lock);
-    for (size_t i = 0; i < srv->n_lora; i++) out[i] = srv->lora_scales[i];
-    pthread_mutex_unlock(&srv->lora_lock);
+static void default_scales(sp_model_entry *e, float *out) {
+    pthread_mutex_lock(&e->lora_lock);
+    for (size_t i = 0; i < e->n_lora; i++) out[i] = e->lora_scales[i];
+    pthread_mutex_unlock(&e->lora_lock);
 }
 
 /* Whether every id of the list names a loaded adapter; else the error. */
-static bool ids_valid(const sp_server *srv, const sp_api_lora *list, const char *field, char *error, size_t error_size) {
+static bool ids_valid(const sp_model_entry *e, const sp_api_lora *list, const char *field, char *error, size_t error_size) {
     for (size_t i = 0; i < list->n; i++) {
-        if ((size_t)list->id[i] < srv->n_lora) continue;
-        if (srv->n_lora)
+        if ((size_t)list->id[i] < e->n_lora) continue;
+        if (e->n_lora)
             snprintf(error, error_size, "%s%sinvalid adapter id %d (this server's adapters are 0..%zu)", field, *field ? ": " : "",
-                     list->id[i], srv->n_lora - 1);
+                     list->id[i], e->n_lora - 1);
         else snprintf(error, error_size, "%s%sinvalid adapter id %d (this server has no adapters)", field, *field ? ": " : "", list->id[i]);
         return false;
     }
     return true;
 }
 
-bool sp_lora_uses(sp_server *srv, const sp_api_lora *list, const char *field, sprout_lora_use *uses, size_t *n, char *error,
+bool sp_lora_uses(sp_model_entry *e, const sp_api_lora *list, const char *field, sprout_lora_use *uses, size_t *n, char *error,
                   size_t error_size) {
     *n = 0;
-    if (list->given && !ids_valid(srv, list, field, error, error_size)) return false;
-    float *scale = srv->n_lora ? malloc(srv->n_lora * sizeof *scale) : NULL;
-    if (srv->n_lora && !scale) {
+    if (list->given && !ids_valid(e, list, field, error, error_size)) return false;
+    float *scale = e->n_lora ? malloc(e->n_lora * sizeof *scale) : NULL;
+    if (e->n_lora && !scale) {
         snprintf(error, error_size, "out of memory");
         return false;
     }
     if (list->given) {
-        for (size_t i = 0; i < srv->n_lora; i++) scale[i] = 0.f;
+        for (size_t i = 0; i < e->n_lora; i++) scale[i] = 0.f;
         for (size_t i = 0; i < list->n; i++) scale[list->id[i]] = list->scale[i];
     } else {
-        default_scales(srv, scale);
+        default_scales(e, scale);
     }
-    for (size_t i = 0; i < srv->n_lora; i++)
-        if (scale[i] != 0.f) uses[(*n)++] = (sprout_lora_use){srv->loras[i], scale[i]};
+    for (size_t i = 0; i < e->n_lora; i++)
+        if (scale[i] != 0.f) uses[(*n)++] = (sprout_lora_use){e->loras[i], scale[i]};
     free(scale);
     return true;
 }
 
-json_t *sp_lora_json(sp_server *srv, bool extra) {
-    float *scale = malloc((srv->n_lora ? srv->n_lora : 1) * sizeof *scale);
+json_t *sp_lora_json(sp_model_entry *e, bool extra) {
+    float *scale = malloc((e->n_lora ? e->n_lora : 1) * sizeof *scale);
     json_t *list = json_array();
     if (!scale || !list) {
         free(scale);
         json_decref(list);
         return NULL;
     }
-    default_scales(srv, scale);
-    for (size_t i = 0; i < srv->n_lora; i++) {
-        const char *path = srv->opt.lora_paths[i];
-        json_t *e = json_pack("{s:I, s:o, s:f}", "id", (json_int_t)i, "path", json_string_lossy(path, strlen(path)), "scale",
-                              shortest(scale[i]));
-        if (e && extra) { /* llama.cpp's fields from the adapter's metadata, which sprout does not read */
-            json_object_set_new(e, "task_name", json_string(""));
-            json_object_set_new(e, "prompt_prefix", json_string(""));
+    default_scales(e, scale);
+    for (size_t i = 0; i < e->n_lora; i++) {
+        const char *path = e->lora_paths[i];
+        json_t *item = json_pack("{s:I, s:o, s:f}", "id", (json_int_t)i, "path", json_string_lossy(path, strlen(path)), "scale",
+                                 shortest(scale[i]));
+        if (item && extra) { /* llama.cpp's fields from the adapter's metadata, which sprout does not read */
+            json_object_set_new(item, "task_name", json_string(""));
+            json_object_set_new(item, "prompt_prefix", json_string(""));
         }
-        json_array_append_new(list, e);
+        json_array_append_new(list, item);
     }
     free(scale);
     return list;
@@ -101,7 +101,7 @@ json_t *sp_lora_json(sp_server *srv, bool extra) {
 /* GET /lora-adapters: llama.cpp server's list. */
 enum MHD_Result sp_handle_lora_list(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
     (void)url, (void)body, (void)len;
-    return sp_reply_json(srv, c, 200, sp_lora_json(srv, true));
+    return sp_reply_json(srv, c, 200, srv->pinned ? sp_lora_json(srv->pinned, true) : json_array()); /* the -m model's */
 }
 
 /* POST /lora-adapters: new default scales, as llama.cpp's server sets them
@@ -111,12 +111,14 @@ enum MHD_Result sp_handle_lora_set(sp_server *srv, struct MHD_Connection *c, con
     (void)url;
     sp_api_lora list;
     char error[512];
-    if (!sp_api_lora_parse(body, len, &list, error, sizeof error) || !ids_valid(srv, &list, "", error, sizeof error))
+    sp_model_entry *e = srv->pinned; /* the -m model's; a store model's ADAPTERs are its Modelfile's */
+    if (!e) return sp_reply_error(srv, c, SP_STYLE_OPENAI, 400, NULL, "the adapters of a model served with -m only");
+    if (!sp_api_lora_parse(body, len, &list, error, sizeof error) || !ids_valid(e, &list, "", error, sizeof error))
         return sp_reply_error(srv, c, SP_STYLE_OPENAI, 400, NULL, "%s", error);
-    pthread_mutex_lock(&srv->lora_lock);
-    for (size_t i = 0; i < srv->n_lora; i++) srv->lora_scales[i] = 0.f;
-    for (size_t i = 0; i < list.n; i++) srv->lora_scales[list.id[i]] = list.scale[i];
-    pthread_mutex_unlock(&srv->lora_lock);
+    pthread_mutex_lock(&e->lora_lock);
+    for (size_t i = 0; i < e->n_lora; i++) e->lora_scales[i] = 0.f;
+    for (size_t i = 0; i < list.n; i++) e->lora_scales[list.id[i]] = list.scale[i];
+    pthread_mutex_unlock(&e->lora_lock);
     return sp_reply_json(srv, c, 200, json_pack("{s:b}", "success", 1));
 }
 
@@ -130,30 +132,56 @@ static void put_label(sp_buf *b, const char *s) {
 }
 
 /* A gauge per adapter: its default scale, labelled with its id and path. */
-static void lora_metrics(sp_server *srv, sp_buf *b) {
-    float *scale = srv->n_lora ? malloc(srv->n_lora * sizeof *scale) : NULL;
+static void lora_metrics(sp_model_entry *e, sp_buf *b) {
+    float *scale = e->n_lora ? malloc(e->n_lora * sizeof *scale) : NULL;
     if (!scale) return;
-    default_scales(srv, scale);
+    default_scales(e, scale);
     static const char head[] = "# HELP sprout_lora_adapter_scale The default scale of each LoRA adapter (requests without \"lora\").\n"
                                "# TYPE sprout_lora_adapter_scale gauge\n";
     sp_buf_put(b, head, sizeof head - 1);
-    for (size_t i = 0; i < srv->n_lora; i++) {
+    for (size_t i = 0; i < e->n_lora; i++) {
         char text[96];
         snprintf(text, sizeof text, "sprout_lora_adapter_scale{id=\"%zu\",path=\"", i);
         sp_buf_put(b, text, strlen(text));
-        put_label(b, srv->opt.lora_paths[i]);
+        put_label(b, e->lora_paths[i]);
         snprintf(text, sizeof text, "\"} %.9g\n", shortest(scale[i]));
         sp_buf_put(b, text, strlen(text));
     }
     free(scale);
 }
 
+/* Every loaded model's scheduler counters, summed. */
+typedef struct model_totals {
+    sprout_scheduler_stats *st;
+    int n_models;
+    uint64_t bytes;
+} model_totals;
+
+static void add_model_stats(sp_model_entry *e, void *user) {
+    model_totals *t = user;
+    sprout_scheduler_stats one = {.struct_size = sizeof one};
+    pthread_rwlock_rdlock(&e->sched_lock);
+    const bool ok = e->sched && sprout_scheduler_stats_get(e->sched, &one) == SPROUT_OK;
+    pthread_rwlock_unlock(&e->sched_lock);
+    t->n_models++;
+    t->bytes += e->mem_bytes;
+    if (!ok) return;
+    sprout_scheduler_stats *s = t->st;
+    sp_stats_add(s, &one);
+    s->n_slots += one.n_slots;
+    s->busy_slots += one.busy_slots;
+    s->queued += one.queued;
+}
+
 enum MHD_Result sp_handle_metrics(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
     (void)url, (void)body, (void)len;
     sprout_scheduler_stats st = {.struct_size = sizeof st};
-    pthread_rwlock_rdlock(&srv->sched_lock);
-    if (srv->sched) sprout_scheduler_stats_get(srv->sched, &st);
-    pthread_rwlock_unlock(&srv->sched_lock);
+    pthread_mutex_lock(&srv->models_lock);
+    st = srv->retired; /* the counters of models since unloaded: they go on counting */
+    pthread_mutex_unlock(&srv->models_lock);
+    st.n_slots = st.busy_slots = st.queued = 0;
+    model_totals totals = {.st = &st};
+    sp_models_each_loaded(srv, add_model_stats, &totals);
     sp_buf b = {0};
     metric(&b, "sprout_http_requests_total", "counter", "HTTP requests received.", (double)atomic_load(&srv->http_requests));
     metric(&b, "sprout_http_errors_total", "counter", "HTTP responses with a 4xx or 5xx status.", (double)atomic_load(&srv->http_errors));
@@ -176,7 +204,13 @@ enum MHD_Result sp_handle_metrics(sp_server *srv, struct MHD_Connection *c, cons
     metric(&b, "sprout_slots", "gauge", "Generation slots.", st.n_slots);
     metric(&b, "sprout_busy_slots", "gauge", "Slots generating now.", st.busy_slots);
     metric(&b, "sprout_queue_length", "gauge", "Requests waiting for a slot.", st.queued);
-    lora_metrics(srv, &b);
+    metric(&b, "sprout_models_loaded", "gauge", "Models loaded now.", totals.n_models);
+    metric(&b, "sprout_models_memory_bytes", "gauge", "Memory of the models loaded (mapped files and KV caches, estimated).",
+           (double)totals.bytes);
+    metric(&b, "sprout_model_loads_total", "counter", "Models loaded.", (double)atomic_load(&srv->model_loads));
+    metric(&b, "sprout_model_unloads_total", "counter", "Models unloaded (keep_alive, eviction).", (double)atomic_load(&srv->model_unloads));
+    metric(&b, "sprout_model_load_failures_total", "counter", "Model loads that failed.", (double)atomic_load(&srv->model_load_failures));
+    if (srv->pinned) lora_metrics(srv->pinned, &b);
     if (!b.data) return MHD_NO;
     enum MHD_Result res = sp_reply_text(srv, c, 200, "text/plain; version=0.0.4", b.data);
     free(b.data);
@@ -201,7 +235,12 @@ enum MHD_Result sp_handle_tokenize(sp_server *srv, struct MHD_Connection *c, con
         json_decref(req);
         return res;
     }
-    const sprout_tokenizer *tok = sprout_model_tokenizer(srv->model);
+    sp_model_entry *e = sp_models_acquire(srv, c, SP_STYLE_OPENAI, json_string_value(json_object_get(req, "model")), &res);
+    if (!e) {
+        json_decref(req);
+        return res;
+    }
+    const sprout_tokenizer *tok = sprout_model_tokenizer(e->model);
     const unsigned flags = (json_is_true(add) ? SPROUT_TOKENIZE_ADD_SPECIAL : 0) | (!parse || json_is_true(parse) ? SPROUT_TOKENIZE_PARSE_SPECIAL : 0);
     const char *text = json_string_value(content);
     const size_t text_len = json_string_length(content);
@@ -230,6 +269,7 @@ enum MHD_Result sp_handle_tokenize(sp_server *srv, struct MHD_Connection *c, con
     }
     free(ids);
     json_decref(req);
+    sp_models_release(srv, e, SP_KEEP_DEFAULT);
     return res;
 }
 
@@ -239,12 +279,17 @@ enum MHD_Result sp_handle_detokenize(sp_server *srv, struct MHD_Connection *c, c
     json_t *req = sp_parse_object(srv, c, SP_STYLE_OPENAI, body, len, &res);
     if (!req) return res;
     const json_t *tokens = json_object_get(req, "tokens");
-    const int32_t n_vocab = sprout_model_n_vocab(srv->model);
     if (!json_is_array(tokens)) {
         res = sp_reply_error(srv, c, SP_STYLE_OPENAI, 400, "tokens", "tokens: expected an array of token ids");
         json_decref(req);
         return res;
     }
+    sp_model_entry *e = sp_models_acquire(srv, c, SP_STYLE_OPENAI, json_string_value(json_object_get(req, "model")), &res);
+    if (!e) {
+        json_decref(req);
+        return res;
+    }
+    const int32_t n_vocab = sprout_model_n_vocab(e->model);
     const size_t n = json_array_size(tokens);
     sprout_token *ids = malloc((n ? n : 1) * sizeof *ids);
     for (size_t i = 0; ids && i < n; i++) {
@@ -253,11 +298,12 @@ enum MHD_Result sp_handle_detokenize(sp_server *srv, struct MHD_Connection *c, c
             res = sp_reply_error(srv, c, SP_STYLE_OPENAI, 400, "tokens", "tokens[%zu]: expected a token id in 0..%d", i, n_vocab - 1);
             free(ids);
             json_decref(req);
+            sp_models_release(srv, e, SP_KEEP_DEFAULT);
             return res;
         }
         ids[i] = (sprout_token)json_integer_value(id);
     }
-    const sprout_tokenizer *tok = sprout_model_tokenizer(srv->model);
+    const sprout_tokenizer *tok = sprout_model_tokenizer(e->model);
     size_t text_len = 0;
     char *text = NULL;
     sprout_status st = ids ? sprout_detokenize(tok, ids, n, 0, NULL, 0, &text_len) : SPROUT_ERR_OUT_OF_MEMORY;
@@ -270,5 +316,6 @@ enum MHD_Result sp_handle_detokenize(sp_server *srv, struct MHD_Connection *c, c
     free(text);
     free(ids);
     json_decref(req);
+    sp_models_release(srv, e, SP_KEEP_DEFAULT);
     return res;
 }

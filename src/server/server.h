@@ -10,8 +10,25 @@
 
 #include "sprout.h"
 
+/* keep_alive as a request or --keep-alive gives it: milliseconds; "not
+ * given" uses the server's default, a negative one keeps the model. */
+#define SP_KEEP_DEFAULT INT64_MIN
+#define SP_KEEP_FOREVER INT64_MAX
+
 typedef struct sp_server_options {
+    /* a GGUF file or a store name, served alone and kept loaded; NULL: every
+     * model of the store, each loaded when a request names it */
     const char *model_path;
+    /* Models loaded on demand: how long one stays after its last request
+     * (ms; SP_KEEP_DEFAULT: 5 minutes, < 0: forever), how many may be
+     * loaded at once (0: 3), their memory (mapped files plus KV caches'
+     * estimates, bytes; 0: no limit), and how long a request waits for
+     * room before 503 (ms; 0: 5 minutes). */
+    const char *store_root; /* the store's folder; NULL: $SPROUT_MODELS or its default */
+    int64_t keep_alive_ms;
+    int32_t max_loaded;
+    uint64_t max_memory;
+    int64_t load_timeout_ms;
     const char *host;     /* address to bind; default 127.0.0.1 */
     int port;             /* default 8080; 0: any free port (printed) */
     int32_t n_slots;      /* 0: the scheduler's default */
@@ -63,6 +80,12 @@ typedef struct sp_server_options {
     sprout_log_fn notice;
     void *notice_user;
 } sp_server_options;
+
+/* Durations as Ollama writes them ("5m", "30s", "1h30m", "250ms", a bare
+ * number of seconds, negative for "forever"), in milliseconds; and sizes
+ * ("2G", "512M", "1.5GiB", bytes). False when the text is neither. */
+bool sp_parse_duration(const char *text, int64_t *ms);
+bool sp_parse_size(const char *text, uint64_t *bytes);
 
 /* Listens, loads the model (GET /health says 503 meanwhile), serves until
  * one of `signals` (blocked in every thread by the caller) arrives, then

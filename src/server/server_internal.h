@@ -15,29 +15,62 @@
 #include "server/server.h"
 #include "sprout.h"
 
+/* --- models: entries of the registry (registry.c) -------------------------------------------------------------
+ * The one `-m` names (loaded at start, never unloaded) or every model of the
+ * store, each loaded on the first request that names it and unloaded after
+ * its keep_alive, within --max-loaded and --max-memory. Requests hold a
+ * reference while they run; an entry with references is never unloaded. */
+typedef enum sp_entry_state { SP_ENTRY_LOADING, SP_ENTRY_LOADED } sp_entry_state;
+
+typedef struct sp_model_entry {
+    char name[256];                  /* as the APIs show it: "name:tag", or the -m file's name (or --alias) */
+    char digest[80];                 /* hex, no "sha256:" */
+    int64_t modified;                /* seconds since the epoch */
+    uint64_t file_bytes;
+    char *path;                      /* the GGUF */
+    sprout_store_model *store_model; /* its Modelfile's settings; NULL for a -m file */
+    bool pinned;                     /* the -m model: loaded at start, never unloaded */
+    /* set by the loader before the state is LOADED, then read only */
+    sprout_model *model, *draft;
+    sprout_scheduler *sched;
+    pthread_rwlock_t sched_lock;     /* readers use sched; shutdown frees it */
+    int32_t n_ctx;                   /* each slot's */
+    const char *chat_template;       /* the Modelfile's TEMPLATE, else --chat-template, else NULL (the GGUF's) */
+    sprout_lora **loras;             /* ids 0..n_lora-1 */
+    char **lora_paths;
+    size_t n_lora;
+    float *lora_scales;              /* the defaults of requests without "lora" (POST /lora-adapters sets them) */
+    pthread_mutex_t lora_lock;       /* guards lora_scales */
+    uint64_t mem_bytes;              /* the mapped file plus the KV cache's estimate */
+    /* below: under the registry's lock */
+    sp_entry_state state;
+    int refs;                        /* requests using it */
+    int64_t last_used_ms;            /* monotonic */
+    int64_t expires_ms;              /* monotonic; SP_KEEP_FOREVER: never */
+    int64_t expires_wall_ms;         /* the same moment on the wall clock, for /api/ps */
+    bool failed;                     /* the load failed: waiters read `error` */
+    char error[512];
+} sp_model_entry;
+
 typedef struct sp_server {
     sp_server_options opt;
     struct MHD_Daemon *daemon;
     atomic_bool ready, stopping;
-    sprout_model *model;
-    sprout_scheduler *sched;
-    pthread_rwlock_t sched_lock; /* readers use sched; shutdown frees it */
-    int32_t n_ctx;               /* each slot's context (fixed once loaded) */
-    char model_name[256];
-    int64_t model_mtime;     /* seconds since the epoch */
-    uint64_t model_bytes;
+    sprout_store *store;           /* the models by name; NULL when -m names a file */
+    pthread_mutex_t store_lock;    /* one store call at a time */
+    /* the models loaded or loading (registry.c) */
+    pthread_mutex_t models_lock;
+    pthread_cond_t models_changed; /* a load ended, a reference went, a model unloaded */
+    sp_model_entry **entries;
+    size_t n_entries, cap_entries;
+    sp_model_entry *pinned;        /* the -m model, NULL without -m */
+    atomic_ullong model_loads, model_unloads, model_load_failures;
+    sprout_scheduler_stats retired; /* the counters of the models unloaded (under models_lock) */
     atomic_ullong http_requests, http_errors;
     atomic_ullong requests_cancelled; /* generations cut short because their client hung up (/metrics) */
     atomic_ullong draft_tokens, draft_accepted; /* assisted generation's proposals and those kept (/metrics) */
-    sprout_model *draft;         /* the draft model (opt.draft_path), freed after the scheduler */
     atomic_int active_jobs;
     atomic_ullong seed_counter;
-    /* LoRA adapters: ids 0..n_lora-1 as opt.lora_paths names them (loaded
-     * before ready, freed after the scheduler) */
-    sprout_lora **loras;
-    size_t n_lora;
-    float *lora_scales;          /* the defaults of requests without "lora" (POST /lora-adapters sets them) */
-    pthread_mutex_t lora_lock;   /* guards lora_scales */
 } sp_server;
 
 /* --- replies ------------------------------------------------------------------------------------------- */
@@ -102,6 +135,8 @@ typedef struct sp_api_format {
 
 struct sp_job {
     sp_server *srv;
+    sp_model_entry *model; /* held (a reference) until the job is freed */
+    int64_t keep_alive_ms; /* the request's keep_alive, or SP_KEEP_DEFAULT */
     const sp_api_format *fmt;
     sp_api_request req;
     sprout_lora_use *lora; /* req.cfg.lora points here */
@@ -144,28 +179,81 @@ enum MHD_Result sp_handle_openai_embeddings(sp_server *srv, struct MHD_Connectio
 enum MHD_Result sp_handle_ollama_embed(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len);
 enum MHD_Result sp_handle_ollama_embeddings(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len);
 
-/* Ollama's answer to a request without a prompt: the model is loaded. */
-json_t *sp_ollama_loaded(const sp_server *srv, sp_api_kind kind);
+/* Ollama's answer to a request without a prompt: the model is loaded
+ * (done_reason "load"), or unloaded ("unload"). */
+json_t *sp_ollama_loaded(const char *model, sp_api_kind kind, const char *reason);
 
-/* Whether a model name in a request means the model served. */
-bool sp_model_name_matches(const sp_server *srv, const char *name);
+/* A time in RFC 3339 with nanoseconds, as Ollama writes times. */
+json_t *sp_rfc3339(int64_t seconds, long nanos);
+
+/* A line for the operator, through options.notice: the server prints nothing itself. */
+void sp_notice(const sp_server *srv, sprout_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* --- models (registry.c) ----------------------------------------------------------------------------------- */
+
+/* Opens the store, or loads the -m model; false after an ERROR notice. */
+bool sp_models_start(sp_server *srv);
+/* Shutdown: every scheduler freed (what runs ends "cancelled"), then, once
+ * no request holds a model, everything. */
+void sp_models_stop(sp_server *srv);
+void sp_models_free(sp_server *srv);
+/* The model a request names (NULL or "": the -m model), loaded if need be
+ * and held; NULL after replying (404 naming the models there are, 503 when
+ * it cannot load in --load-timeout, 500 when it fails to load). */
+sp_model_entry *sp_models_acquire(sp_server *srv, struct MHD_Connection *c, sp_api_style style, const char *name, enum MHD_Result *res);
+/* Lets go of a model; keep_alive_ms (or SP_KEEP_DEFAULT) sets when it unloads. */
+void sp_models_release(sp_server *srv, sp_model_entry *e, int64_t keep_alive_ms);
+/* keep_alive 0 for a model that may not be loaded: unloads it once idle
+ * (now, when nobody uses it). False when no model has the name. */
+bool sp_models_unload(sp_server *srv, const char *name);
+/* Unloads the models whose keep_alive has passed. */
+void sp_models_reap(sp_server *srv);
+/* Calls fn for every loaded model, under the registry's lock. */
+void sp_models_each_loaded(sp_server *srv, void (*fn)(sp_model_entry *e, void *user), void *user);
+/* Adds the counters (not the gauges: slots, queue) of one scheduler's stats to another's. */
+void sp_stats_add(sprout_scheduler_stats *to, const sprout_scheduler_stats *from);
+/* The names a 404 lists: "a:latest", "b:latest" (at most `cap` bytes). */
+void sp_models_names(sp_server *srv, char *out, size_t cap);
+/* Whether a request's name means the entry (the -m model's file name,
+ * alias, with ":latest" or ".gguf"; a store name as Ollama parses it). */
+bool sp_model_name_matches(const sp_model_entry *e, const char *name);
+/* A body's "keep_alive" (Ollama's: "5m", "30s", "1h30m", a number of
+ * seconds; negative keeps forever): SP_KEEP_DEFAULT when absent. */
+bool sp_keep_alive_parse(const char *body, size_t len, int64_t *ms, char *error, size_t error_size);
 
 /* --- LoRA adapters (ops.c) ------------------------------------------------------------------------------- */
 
 /* A request's adapter set: its own list (listed ids at their scales, the
  * rest left out, as llama.cpp's server does) or, when it gave none, the
  * server's defaults at this moment; adapters at scale 0 are left out.
- * `uses` holds srv->n_lora entries. False (error naming the field) when an
+ * `uses` holds e->n_lora entries. False (error naming the field) when an
  * id names no adapter. */
-bool sp_lora_uses(sp_server *srv, const sp_api_lora *list, const char *field, sprout_lora_use *uses, size_t *n, char *error,
+bool sp_lora_uses(sp_model_entry *e, const sp_api_lora *list, const char *field, sprout_lora_use *uses, size_t *n, char *error,
                   size_t error_size);
 /* [{"id", "path", "scale"}, ...] with the current default scales; `extra`
  * adds llama.cpp's task_name and prompt_prefix (empty: sprout reads none). */
-json_t *sp_lora_json(sp_server *srv, bool extra);
+json_t *sp_lora_json(sp_model_entry *e, bool extra);
 
 /* --- endpoints ------------------------------------------------------------------------------------------ */
 
 typedef enum MHD_Result (*sp_handler)(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len);
+/* A route that takes its body as it comes (blob uploads of gigabytes)
+ * instead of holding it: open when the headers are in (NULL: out of
+ * memory), write each piece, close to reply (frees the state), abort when
+ * the client leaves first. */
+typedef struct sp_body_sink {
+    void *(*open)(sp_server *srv, const char *url);
+    void (*write)(void *state, const char *data, size_t len);
+    enum MHD_Result (*close)(sp_server *srv, struct MHD_Connection *c, const char *url, void *state);
+    void (*abort)(void *state);
+} sp_body_sink;
+extern const sp_body_sink sp_blob_upload;
+/* POST /api/blobs/<digest> with the body held: the sink in one go. */
+enum MHD_Result sp_handle_blob_upload(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
+enum MHD_Result sp_handle_ollama_create(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
+enum MHD_Result sp_handle_ollama_copy(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
+enum MHD_Result sp_handle_ollama_delete(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
+enum MHD_Result sp_handle_blob_head(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
 enum MHD_Result sp_handle_openai_models(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
 enum MHD_Result sp_handle_openai_model(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
 enum MHD_Result sp_handle_ollama_tags(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);

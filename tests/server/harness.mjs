@@ -49,9 +49,11 @@ export function clientRequire() {
   return createRequire(join(process.env.SPROUT_NODE_CLIENTS, 'package.json'));
 }
 
-// Starts the server on a free port; resolves once /health says 200.
-export async function startServer(extraArgs = []) {
-  const proc = spawn(SPROUT, ['serve', '-m', MODEL, '--port', '0', ...extraArgs], { stdio: ['ignore', 'ignore', 'pipe'] });
+// Starts the server on a free port; resolves once /health says 200. With
+// { model: null } it serves a store (its folder in { env }) instead of one file.
+export async function startServer(extraArgs = [], { model = MODEL, env = process.env } = {}) {
+  const args = ['serve', ...(model ? ['-m', model] : []), '--port', '0', ...extraArgs];
+  const proc = spawn(SPROUT, args, { stdio: ['ignore', 'ignore', 'pipe'], env });
   // a test that throws must not leave its server behind
   process.on('exit', () => proc.exitCode === null && proc.signalCode === null && proc.kill('SIGKILL'));
   let log = '';
