@@ -7,10 +7,9 @@
  */
 #pragma once
 
+#include "json_container.h"
 #include "visibility.h"
 #include <stddef.h>
-
-typedef struct ov_genai_json_container_opaque ov_genai_json_container;
 
 typedef struct ov_genai_chat_history_opaque ov_genai_chat_history;
 

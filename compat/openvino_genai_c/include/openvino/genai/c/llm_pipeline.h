@@ -47,13 +47,13 @@ typedef struct ov_genai_llm_pipeline_opaque ov_genai_llm_pipeline;
 
 /* Loads a model: models_path is a .gguf file (a split model's first part)
  * or a directory holding exactly one model (its only .gguf, or the first
- * part of its only split set). device must be "CPU" (any case); other
- * devices fail with NOT_FOUND. Properties are property_args_size strings,
- * key then value: "INFERENCE_NUM_THREADS" (or "NUM_STREAMS"-free
- * "threads"), "CONTEXT_LENGTH" (tokens), "draft_model" (a GGUF path: a
- * small model of the same vocabulary for assisted generation); others,
- * such as "CACHE_DIR" or "PERFORMANCE_HINT", are accepted and have no
- * effect. An odd count is INVALID_C_PARAM. */
+ * part of its only split set). device must be "CPU" (any case; "AUTO"
+ * means the CPU too); other devices fail with NOT_FOUND. Properties are
+ * property_args_size strings, key then value: "INFERENCE_NUM_THREADS" (a
+ * thread count), "draft_model" (a GGUF path: a small model of the same
+ * vocabulary for assisted generation); others, such as "CACHE_DIR" or
+ * "PERFORMANCE_HINT", are accepted and have no effect. An odd count is
+ * INVALID_C_PARAM. */
 OPENVINO_GENAI_C_EXPORTS ov_status_e ov_genai_llm_pipeline_create(const char* models_path,
                                                                   const char* device,
                                                                   const size_t property_args_size,
