@@ -6,8 +6,9 @@ FUZZ_BUILD ?= build-fuzz
 SHARED     ?= $(abspath ../shared)
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 15
+PREFIX     ?= /usr/local
 
-.PHONY: all deps test-deps build build-asan build-fuzz run test test-release test-asan test-fuzz clean
+.PHONY: all deps test-deps build build-asan build-fuzz run install test test-release test-asan test-fuzz clean
 
 all: build
 
@@ -23,6 +24,11 @@ build: deps
 
 run: build
 	./$(BUILD)/sprout run -m $(SHARED)/models/stories260K.gguf -p "Once upon a time" -n 64 --temp 0 --metrics
+
+# libsprout.so/.a, sprout.h, sprout.pc and the CMake package under PREFIX
+# (docs/INSTALL.md)
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 test: test-deps test-release test-asan test-fuzz
 

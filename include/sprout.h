@@ -22,6 +22,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* libsprout.so is built with -fvisibility=hidden: what this header declares
+ * is its whole exported interface (tests/test_exports.sh checks both ways). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -1214,6 +1220,10 @@ void sprout_free(void *p);
 
 #ifdef __cplusplus
 }
+#endif
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 
 #endif /* SPROUT_H */

@@ -12,6 +12,8 @@ if [ "${1:-}" = "--test" ]; then
   packages+=(clang libclang-rt-dev time wrk curl)
   # the kernels cross-built for aarch64 and run under qemu
   packages+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
+  # the Python package's tests: a venv, pip over Debian's setuptools (no PyPI), pytest
+  packages+=(python3-venv python3-pip python3-setuptools python3-pytest)
   command -v node >/dev/null 2>&1 || packages+=(nodejs)
   command -v npm >/dev/null 2>&1 || packages+=(npm)
 fi
