@@ -209,8 +209,8 @@ static ov_status_e run(ov_genai_llm_pipeline *p, const call *c, const ov_genai_g
         char *joined = malloc(echo_len + len + 1);
         if (!joined) st = ovc_fail(NOT_ALLOCATED, "out of memory");
         if (st == OK && (st = ovc_from_sprout(sprout_result_metrics(r, &sm))) == OK) {
-            memcpy(joined, c->text, echo_len);
-            memcpy(joined + echo_len, text, len);
+            if (echo_len) memcpy(joined, c->text, echo_len);
+            if (len) memcpy(joined + echo_len, text, len);
             ovc_metrics_from_sprout(&m, &sm, before_ms, c->template_ms, c->tokenize_ms, ovc_now_ms() - c->t_start);
             st = ovc_results_make(joined, echo_len + len, &m, results);
         }
