@@ -128,6 +128,8 @@ static void test_greedy(ov_genai_llm_pipeline *p) {
     CHECK(ov_genai_perf_metrics_get_generate_duration(m, &gen, &gen_std) == OK && gen >= ttft);
     CHECK(ov_genai_perf_metrics_get_throughput(m, &tput, &tput_std) == OK && tput > 0);
     ov_genai_decoded_results_perf_metrics_free(m);
+    ov_genai_decoded_results_free(r);
+    r = NULL;
     /* echo: the prompt first */
     CHECK(ov_genai_generation_config_set_echo(c, true) == OK);
     char *echoed = generate(p, prompt, c, NULL);

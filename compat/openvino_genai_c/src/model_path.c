@@ -37,9 +37,9 @@ static ov_status_e find_in_directory(const char *dir, char **out) {
         if (!is_model_file(e->d_name)) continue;
         if (n_found++ == 0) snprintf(first, sizeof first, "%s", e->d_name);
         else if (n_found == 2) {
-            closedir(d);
-            return ovc_fail(PARAMETER_MISMATCH, "%s holds several GGUF models (%s, %s, ...): give the file's path", dir, first,
-                            e->d_name);
+            ovc_fail(PARAMETER_MISMATCH, "%s holds several GGUF models (%s, %s, ...): give the file's path", dir, first, e->d_name);
+            closedir(d); /* e points into d */
+            return PARAMETER_MISMATCH;
         }
     }
     closedir(d);
