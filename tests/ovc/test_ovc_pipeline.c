@@ -209,6 +209,12 @@ static void test_chat_cancel(ov_genai_llm_pipeline *p) {
     char *after = generate(p, "Hello", c, NULL);
     CHECK_MSG(fresh && after && strcmp(fresh, after) == 0, "after a cancelled turn '%s', fresh '%s'", after ? after : "",
               fresh ? fresh : "");
+    /* max_length in a chat counts the whole rendered conversation */
+    ov_genai_generation_config *len = NULL;
+    ov_genai_decoded_results *r = NULL;
+    CHECK(ov_genai_generation_config_create(&len) == OK && ov_genai_generation_config_set_max_length(len, 4) == OK);
+    CHECK_FAILS(ov_genai_llm_pipeline_generate(p, "Hello", len, NULL, &r), OUT_OF_BOUNDS);
+    ov_genai_generation_config_free(len);
     CHECK(ov_genai_llm_pipeline_finish_chat(p) == OK);
     free(fresh);
     free(cancelled);
@@ -298,6 +304,25 @@ static void test_pipeline_config(ov_genai_llm_pipeline *p) {
     ov_genai_generation_config_free(c);
 }
 
+/* A draft model (the same one: the same vocabulary) proposes, the model
+ * decides: greedy output unchanged. */
+static void test_draft(void) {
+    ov_genai_llm_pipeline *p = NULL;
+    CHECK(ov_genai_llm_pipeline_create(model_path, "CPU", 2, &p, "draft_model", model_path) == OK);
+    ov_genai_generation_config *c = config_with_max(20);
+    char *plain = p ? generate(p, "Once upon a time", c, NULL) : NULL;
+    CHECK(ov_genai_generation_config_set_num_assistant_tokens(c, 3) == OK);
+    char *assisted = p ? generate(p, "Once upon a time", c, NULL) : NULL;
+    CHECK(plain && assisted && strcmp(plain, assisted) == 0);
+    ov_genai_llm_pipeline *no_draft = NULL;
+    CHECK_FAILS(ov_genai_llm_pipeline_create(model_path, "CPU", 2, &no_draft, "draft_model", "/nonexistent.gguf"), NOT_FOUND);
+    CHECK(no_draft == NULL);
+    free(plain);
+    free(assisted);
+    ov_genai_generation_config_free(c);
+    ov_genai_llm_pipeline_free(p);
+}
+
 /* Results, metrics and configs outlive the pipeline. */
 static void test_free_order(void) {
     ov_genai_llm_pipeline *p = NULL;
@@ -335,6 +360,7 @@ int main(void) {
         test_pipeline_config(p);
     }
     ov_genai_llm_pipeline_free(p);
+    test_draft();
     test_free_order();
     TEST_MAIN_END();
 }

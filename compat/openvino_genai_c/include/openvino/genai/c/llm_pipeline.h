@@ -70,6 +70,16 @@ typedef enum {
 } ov_genai_streaming_status_e;
 #endif
 
+/* The spelling of OpenVINO GenAI's first C API releases (2025), so that
+ * programs written against them build too. */
+#ifndef OV_GENAI_STREAMMING_STATUS_DEFINED
+#define OV_GENAI_STREAMMING_STATUS_DEFINED
+typedef ov_genai_streaming_status_e ov_genai_streamming_status_e;
+#define OV_GENAI_STREAMMING_STATUS_RUNNING OV_GENAI_STREAMING_STATUS_RUNNING
+#define OV_GENAI_STREAMMING_STATUS_STOP OV_GENAI_STREAMING_STATUS_STOP
+#define OV_GENAI_STREAMMING_STATUS_CANCEL OV_GENAI_STREAMING_STATUS_CANCEL
+#endif
+
 #ifndef OV_GENAI_STREAMER_CALLBACK_DEFINED
 #define OV_GENAI_STREAMER_CALLBACK_DEFINED
 /* Called with each new piece of text (NUL-terminated, whole UTF-8
