@@ -154,7 +154,13 @@ static void test_greedy(ov_genai_llm_pipeline *p) {
     char *assisted = generate(p, prompt, c, NULL);
     CHECK(assisted && got && strcmp(assisted, got) == 0);
     free(assisted);
-    /* beam search cannot sneak in through a config that fails validation */
+    /* hostile text: an error, not a crash */
+    CHECK_FAILS(ov_genai_llm_pipeline_generate(p, "bad \xff\xfe bytes", c, NULL, &r), PARAMETER_MISMATCH);
+    CHECK(r == NULL);
+    CHECK(ov_genai_llm_pipeline_start_chat(p) == OK);
+    CHECK(ov_genai_llm_pipeline_generate(p, "bad \xff", c, NULL, &r) != OK && r == NULL);
+    CHECK(ov_genai_llm_pipeline_finish_chat(p) == OK);
+        /* beam search cannot sneak in through a config that fails validation */
     CHECK(ov_genai_generation_config_set_min_new_tokens(c, 100) == OK);
     CHECK_FAILS(ov_genai_llm_pipeline_generate(p, prompt, c, NULL, &r), PARAMETER_MISMATCH);
     CHECK(r == NULL);

@@ -284,7 +284,7 @@ ov_status_e ov_genai_llm_pipeline_generate(ov_genai_llm_pipeline *pipe, const ch
         const ov_genai_generation_config *effective = config ? config : pipe->config;
         const bool need_length = effective->max_new_tokens == SIZE_MAX && effective->max_length != SIZE_MAX;
         json_t *messages = need_length ? session_messages(pipe, inputs) : NULL;
-        if (need_length && !messages) return ovc_fail(NOT_ALLOCATED, "out of memory");
+        if (need_length && !messages) return ovc_fail(PARAMETER_MISMATCH, "the message is not valid UTF-8 (or memory ran out)");
         if (messages) {
             st = templated_prompt(pipe, messages, NULL, &c);
             c.n_prompt_estimate = c.n_ids;
