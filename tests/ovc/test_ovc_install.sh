@@ -41,5 +41,15 @@ readelf -d "$work/samples/greedy_causal_lm_c" | grep -q 'NEEDED.*libopenvino_gen
     { echo "FAIL the samples do not load libopenvino_genai_c.so"; failed=$((failed + 1)); }
 sh "$src/tests/ovc/test_ovc_samples.sh" "$work/samples" "$cli" "$model" || failed=$((failed + 1))
 
+# the static library, through openvino::genai::c_static: no shared library of sprout's loaded
+cmake -S "$src/tests/ovc/install_static" -B "$work/static" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" \
+    -DOVC_SAMPLES_DIR="$src/examples/openvino_genai_c" -DCMAKE_BUILD_TYPE=Release >>"$work/cmake.log" 2>&1 &&
+    cmake --build "$work/static" >>"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; exit 1; }
+readelf -d "$work/static/greedy_causal_lm_c_static" | grep -qE 'NEEDED.*(libsprout|libopenvino_genai_c)' &&
+    { echo "FAIL the static build loads a shared library of sprout's"; failed=$((failed + 1)); }
+want=$("$cli" run -m "$model" -p "Once upon a time" -n 24 --temp 0 2>/dev/null)
+got=$("$work/static/greedy_causal_lm_c_static" "$model" "Once upon a time" 24)
+[ -n "$want" ] && [ "$got" = "$want" ] || { echo "FAIL static greedy: got '$got', want '$want'"; failed=$((failed + 1)); }
+
 [ "$failed" -eq 0 ] || { echo "test_ovc_install: $failed failure(s)"; exit 1; }
 echo "test_ovc_install: all passed"
