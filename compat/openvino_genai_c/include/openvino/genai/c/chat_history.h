@@ -60,8 +60,9 @@ OPENVINO_GENAI_C_EXPORTS ov_genai_chat_history_status_e ov_genai_chat_history_em
     const ov_genai_chat_history* history,
     int* empty);
 
-/* Tools (an array) and extra template variables (an object), given to the
- * chat template as `tools` and as variables of their own. */
+/* Tools (an array; the chat template sees it as `tools` when not empty)
+ * and extra template variables (an object: each key becomes a variable of
+ * the template, such as enable_thinking). */
 OPENVINO_GENAI_C_EXPORTS ov_genai_chat_history_status_e ov_genai_chat_history_set_tools(
     ov_genai_chat_history* history,
     const ov_genai_json_container* tools);
