@@ -12,7 +12,7 @@ Python API, so code written for it ports by changing the import::
 from ._lib import SproutError
 from .config import GenerationConfig
 from .pipeline import LLMPipeline, TextStream
-from .results import DecodedResults, MeanStdPair, PerfMetrics, StreamingStatus
+from .results import DecodedResults, EncodedResults, MeanStdPair, PerfMetrics, StreamingStatus
 from .scheduler import Request, Scheduler
 from .tokenizer import TokenizedInputs, Tokenizer
 
@@ -20,6 +20,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DecodedResults",
+    "EncodedResults",
     "GenerationConfig",
     "LLMPipeline",
     "MeanStdPair",
@@ -39,4 +40,5 @@ def library_version() -> str:
     """The version of the libsprout.so in use ("0.1.0")."""
     from . import _lib
 
-    return _lib.lib().sprout_version().decode()
+    version: bytes = _lib.lib().sprout_version()
+    return version.decode()

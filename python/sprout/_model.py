@@ -23,7 +23,7 @@ _PROPERTY_NAMES = {
 }
 
 
-def model_file(models_path: Union[str, os.PathLike]) -> str:
+def model_file(models_path: Union[str, "os.PathLike[str]"]) -> str:
     """A .gguf file, or the one .gguf in a directory (the first part of a
     split model counts as the model)."""
     path = Path(models_path)
@@ -42,10 +42,25 @@ def check_device(device: str) -> None:
         raise SproutError(f"device {device!r}: sprout runs on the CPU only (\"CPU\")", _lib.ERR_UNSUPPORTED)
 
 
+# openvino's compiled-model cache: sprout compiles nothing, so there is
+# nothing to cache and the setting has no meaning here
+_MEANINGLESS = {"CACHE_DIR"}
+
+
 def properties(props: Dict[str, Any]) -> Dict[str, Any]:
-    """Properties by sprout's names; an unknown one raises TypeError."""
+    """Properties by sprout's names; an unknown one raises TypeError. A
+    ``config`` dict (openvino_genai's older spelling) is read as more
+    properties."""
+    props = dict(props)
+    nested = props.pop("config", None)
+    if nested is not None:
+        if not isinstance(nested, dict):
+            raise TypeError("config must be a dict of properties")
+        props.update(nested)
     out: Dict[str, Any] = {}
     for key, value in props.items():
+        if key in _MEANINGLESS:
+            continue
         name = _PROPERTY_NAMES.get(key)
         if name is None:
             raise TypeError(f"unknown property '{key}' (known: {', '.join(sorted(_PROPERTY_NAMES))})")

@@ -29,7 +29,7 @@ class StreamCallback:
             raise TypeError("streamer must be callable: it is called with each piece of text")
         self._streamer = streamer
         self.error: Optional[BaseException] = None
-        self.c_function = _lib.STREAMER(self._on_piece) if streamer is not None else _lib.STREAMER()
+        self.c_function = _lib.STREAMER(self._on_piece) if streamer is not None else _lib.STREAMER(0)
 
     def _on_piece(self, piece: Any, length: int, _user: Any) -> int:
         if self.error is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple, Union
 
 from . import _lib
 from ._lib import GenerationConfigStruct, SproutError
@@ -153,10 +153,17 @@ class GenerationConfig:
         return c, keep
 
 
-def resolve(base: GenerationConfig, generation_config: Optional[GenerationConfig], kwargs: Dict[str, Any]) -> GenerationConfig:
+#: What a call's generation_config may be: a GenerationConfig, a dict of its
+#: fields, or None (the pipeline's or scheduler's own).
+ConfigArg = Union[GenerationConfig, Dict[str, Any], None]
+
+
+def resolve(base: GenerationConfig, generation_config: ConfigArg, kwargs: Dict[str, Any]) -> GenerationConfig:
     """The config a call uses: the one passed (else the pipeline's), with
     the call's keyword arguments over it."""
+    if isinstance(generation_config, dict):  # openvino_genai takes a dict of fields too
+        return base.copy(**{**generation_config, **kwargs})
     if generation_config is not None and not isinstance(generation_config, GenerationConfig):
-        raise TypeError("generation_config must be a sprout.GenerationConfig")
+        raise TypeError("generation_config must be a sprout.GenerationConfig or a dict of its fields")
     chosen = generation_config if generation_config is not None else base
     return chosen.copy(**kwargs) if kwargs else chosen

@@ -8,15 +8,15 @@ import os
 import queue
 import threading
 import time
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union, overload
 
 from . import _lib
 from ._lib import PipelineParamsStruct, SproutError
 from ._model import Model, check_device, model_file, properties
 from ._stream import StreamCallback
-from .config import GenerationConfig, resolve
-from .results import DecodedResults, Streamer, StreamingStatus, decode_result, merge
-from .tokenizer import Tokenizer
+from .config import ConfigArg, GenerationConfig, resolve
+from .results import DecodedResults, EncodedResults, Streamer, StreamingStatus, decode_result, encoded, merge
+from .tokenizer import TokenizedInputs, Tokenizer
 
 
 class LLMPipeline:
@@ -34,7 +34,7 @@ class LLMPipeline:
     >>> print(pipe.generate("Once upon a time", max_new_tokens=32))
     """
 
-    def __init__(self, models_path: Union[str, os.PathLike], device: str = "CPU", **props: Any) -> None:
+    def __init__(self, models_path: Union[str, "os.PathLike[str]"], device: str = "CPU", **props: Any) -> None:
         self._handle: Optional[ctypes.c_void_p] = None
         check_device(device)
         known = properties(props)
@@ -53,8 +53,17 @@ class LLMPipeline:
 
     # --- generation ---------------------------------------------------------
 
-    def generate(self, inputs: Union[str, Sequence[str]], generation_config: Optional[GenerationConfig] = None,
-                 streamer: Optional[Streamer] = None, **kwargs: Any) -> DecodedResults:
+    @overload
+    def generate(self, inputs: Union[str, Sequence[str]], generation_config: ConfigArg = None,
+                 streamer: Optional[Streamer] = None, **kwargs: Any) -> DecodedResults: ...
+
+    @overload
+    def generate(self, inputs: TokenizedInputs, generation_config: ConfigArg = None,
+                 streamer: Optional[Streamer] = None, **kwargs: Any) -> EncodedResults: ...
+
+    def generate(self, inputs: Union[str, Sequence[str], TokenizedInputs],
+                 generation_config: ConfigArg = None, streamer: Optional[Streamer] = None,
+                 **kwargs: Any) -> Union[DecodedResults, EncodedResults]:
         """Completes a prompt (or each prompt of a list, one after another),
         or, between start_chat() and finish_chat(), answers a user message.
 
@@ -64,8 +73,16 @@ class LLMPipeline:
         piece of text and returns StreamingStatus.RUNNING, STOP or CANCEL
         (or a bool: True stops). Raises SproutError on failure; an
         exception raised by the streamer ends the generation and is raised
-        here."""
+        here.
+
+        TokenizedInputs (Tokenizer.encode()) are generated from as they are
+        (nothing added) and give EncodedResults, token ids only."""
         config = resolve(self._config, generation_config, kwargs)
+        if isinstance(inputs, TokenizedInputs):
+            if self._in_chat:
+                raise SproutError("a chat takes messages as text, not token ids", _lib.ERR_INVALID_ARGUMENT)
+            rows = [[t for t, m in zip(ids, mask) if m] for ids, mask in zip(inputs.input_ids, inputs.attention_mask)]
+            return encoded(merge([self._generate_one(r, config, streamer) for r in rows]))
         prompts = [inputs] if isinstance(inputs, str) else list(inputs)
         if not prompts:
             raise SproutError("no prompt", _lib.ERR_INVALID_ARGUMENT)
@@ -73,15 +90,21 @@ class LLMPipeline:
 
     __call__ = generate
 
-    def _generate_one(self, prompt: str, config: GenerationConfig, streamer: Optional[Streamer]) -> DecodedResults:
+    def _generate_one(self, prompt: Union[str, List[int]], config: GenerationConfig,
+                      streamer: Optional[Streamer]) -> DecodedResults:
         L = _lib.lib()
         c, keep = config._to_c()
         callback = StreamCallback(streamer)
-        data = _lib.encode(prompt, "prompt")
         out = ctypes.c_void_p()
         with self._lock:
-            fn = L.sprout_chat_generate if self._in_chat else L.sprout_generate
-            status = fn(self.handle, data, ctypes.byref(c), callback.c_function, None, ctypes.byref(out))
+            if isinstance(prompt, str):
+                fn = L.sprout_chat_generate if self._in_chat else L.sprout_generate
+                status = fn(self.handle, _lib.encode(prompt, "prompt"), ctypes.byref(c), callback.c_function, None,
+                            ctypes.byref(out))
+            else:
+                ids = (ctypes.c_int32 * max(len(prompt), 1))(*prompt)
+                status = L.sprout_generate_tokens(self.handle, ids, len(prompt), ctypes.byref(c), callback.c_function,
+                                                  None, ctypes.byref(out))
             failure = _lib.error(status) if status != _lib.OK else None
         del keep
         try:
@@ -93,7 +116,7 @@ class LLMPipeline:
             if out:
                 L.sprout_result_free(out)
 
-    def stream(self, inputs: str, generation_config: Optional[GenerationConfig] = None,
+    def stream(self, inputs: str, generation_config: ConfigArg = None,
                **kwargs: Any) -> "TextStream":
         """The generation as an iterator of text pieces; after the last one,
         the iterator's ``result`` holds the DecodedResults. Leaving the loop
@@ -129,6 +152,7 @@ class LLMPipeline:
                 s = TextStream(self, prompt, config)
                 for piece in s:
                     yield chunk(piece, None)
+                assert s.result is not None  # set once the pieces are exhausted
                 yield chunk("", _openai_finish(s.result.finish_reasons[0]))
             return chunks()
         r = self._generate_one(prompt, config, None)

@@ -7,7 +7,7 @@ import ctypes
 import enum
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Union
 
 from . import _lib
 from ._lib import PerfMetricsStruct
@@ -33,7 +33,7 @@ class MeanStdPair:
     mean: float
     std: float
 
-    def __iter__(self):  # unpacks as (mean, std)
+    def __iter__(self) -> Iterator[float]:  # unpacks as (mean, std)
         return iter((self.mean, self.std))
 
 
@@ -115,6 +115,17 @@ class PerfMetrics:
     def get_tokenization_duration(self) -> MeanStdPair:
         return self._over_calls("tokenize_ms")
 
+    def get_detokenization_duration(self) -> MeanStdPair:
+        """0: sprout turns each token into text as it is generated (for the
+        streamer), so that time is part of each token's, not measured apart."""
+        return _pooled([0.0] * len(self._samples), [0.0] * len(self._samples), [1.0] * len(self._samples))
+
+    def get_inference_duration(self) -> MeanStdPair:
+        """The call less the prompt's tokenization: the model's forward
+        passes and sampling."""
+        values = [float(s.total_ms - s.tokenize_ms) for s in self._samples]
+        return _pooled(values, [0.0] * len(values), [1.0] * len(values))
+
     def get_num_generated_tokens(self) -> int:
         return self._sum("n_generated_tokens")
 
@@ -149,6 +160,18 @@ class DecodedResults:
 
     def __str__(self) -> str:
         return "\n".join(self.texts)
+
+
+@dataclass
+class EncodedResults:
+    """Token ids generated for tokenized inputs (one list per input)."""
+
+    tokens: List[List[int]] = field(default_factory=list)
+    perf_metrics: PerfMetrics = field(default_factory=PerfMetrics)
+
+
+def encoded(results: DecodedResults) -> EncodedResults:
+    return EncodedResults(results.tokens, results.perf_metrics)
 
 
 def decode_result(result: Any) -> DecodedResults:

@@ -12,7 +12,7 @@ from . import _lib
 from ._lib import RequestParamsStruct, SchedulerParamsStruct, SchedulerStatsStruct, SproutError
 from ._model import Model, check_device, model_file, properties
 from ._stream import StreamCallback
-from .config import GenerationConfig, resolve
+from .config import ConfigArg, GenerationConfig, resolve
 from .pipeline import LLMPipeline
 from .results import DecodedResults, Streamer, decode_result
 
@@ -90,7 +90,7 @@ class Scheduler:
     scheduler's engine thread: keep them short.
     """
 
-    def __init__(self, model: Union[str, os.PathLike, LLMPipeline], device: str = "CPU", n_slots: int = 0,
+    def __init__(self, model: Union[str, "os.PathLike[str]", LLMPipeline], device: str = "CPU", n_slots: int = 0,
                  n_ctx: int = 0, n_batch: int = 0, prefill_chunk: int = 0, n_queue: int = 0, n_threads: int = 0,
                  **props: Any) -> None:
         self._handle: Optional[ctypes.c_void_p] = None
@@ -114,14 +114,14 @@ class Scheduler:
     def _prompt_ids(self, prompt: Prompt) -> List[int]:
         if isinstance(prompt, str):
             return self._model.prompt_tokens(prompt)
-        items = list(prompt)
+        items: List[Any] = list(prompt)
         if items and isinstance(items[0], Mapping):
             return self._model.chat_prompt(json.dumps([dict(m) for m in items]), True)[1]
         if not all(isinstance(t, int) for t in items):
             raise TypeError("a prompt is a str, a list of token ids or a list of chat messages")
-        return [int(t) for t in items]  # type: ignore[arg-type]
+        return [int(t) for t in items]
 
-    def submit(self, prompt: Prompt, generation_config: Optional[GenerationConfig] = None,
+    def submit(self, prompt: Prompt, generation_config: ConfigArg = None,
                streamer: Optional[Streamer] = None, **kwargs: Any) -> Request:
         """Queues a generation and returns at once; keyword arguments set
         GenerationConfig fields as LLMPipeline.generate() takes them."""
@@ -141,7 +141,7 @@ class Scheduler:
         del keep
         return Request(self, handle, callback)
 
-    def generate(self, prompt: Prompt, generation_config: Optional[GenerationConfig] = None,
+    def generate(self, prompt: Prompt, generation_config: ConfigArg = None,
                  streamer: Optional[Streamer] = None, **kwargs: Any) -> DecodedResults:
         """submit() and wait for the result."""
         request = self.submit(prompt, generation_config, streamer, **kwargs)

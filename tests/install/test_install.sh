@@ -2,7 +2,7 @@
 # Installs the build into a fresh prefix, then builds examples/c/generate.c
 # outside the tree against what was installed: with pkg-config (shared, and
 # --static fully static) and with find_package(sprout) (sprout::sprout and
-# sprout::sprout_static). Each program's greedy output must be `sprout run
+# sprout::sprout_static, and examples/c/CMakeLists.txt). Each program's greedy output must be `sprout run
 # --temp 0`'s for the same prompt and length.
 #
 # usage: test_install.sh BUILD_DIR SOURCE_DIR SPROUT_CLI MODEL CC
@@ -54,6 +54,10 @@ cmake -S "$src/tests/install" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DC
 cmake --build "$work/cmake" >>"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; exit 1; }
 check "find_package, sprout::sprout" "$work/cmake/generate_shared" "$model" "$prompt" 40
 check "find_package, sprout::sprout_static" "$work/cmake/generate_static" "$model" "$prompt" 40
+# examples/c's own CMakeLists.txt, as its comment tells users to build it
+cmake -S "$src/examples/c" -B "$work/example" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" \
+    >>"$work/cmake.log" 2>&1 && cmake --build "$work/example" >>"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; exit 1; }
+check "examples/c/CMakeLists.txt" "$work/example/generate" "$model" "$prompt" 40
 readelf -d "$work/cmake/generate_static" | grep -q 'NEEDED.*libsprout' &&
     { echo "FAIL sprout::sprout_static loads libsprout.so"; failed=$((failed + 1)); }
 

@@ -22,7 +22,8 @@ cp -r "$src/python" "$work/src"
 rm -rf "$work/src/build" "$work/src/"*.egg-info
 # the system's site-packages give pytest; pip comes from there too
 "$python" -m venv --system-site-packages --without-pip "$work/venv"
-"$work/venv/bin/python" -m pip install -q --no-build-isolation --no-index "$work/src"
+"$work/venv/bin/python" -m pip install -q --disable-pip-version-check --no-cache-dir --no-build-isolation --no-index \
+    "$work/src"
 cd "$work"  # away from python/, so the installed copy is the one imported
 SPROUT_LIBRARY=$lib SPROUT_CLI=$cli SPROUT_MODEL=$model SPROUT_SOURCE_DIR=$src \
     "$work/venv/bin/python" -m pytest -q -p no:cacheprovider "$src/tests/python"

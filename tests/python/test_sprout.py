@@ -47,6 +47,9 @@ def test_generate_greedy_equals_cli(pipe):
     assert m.get_load_time() > 0
     mean, std = m.get_tpot()
     assert std >= 0 and mean == m.get_tpot().mean
+    assert 0 < m.get_inference_duration().mean <= m.get_generate_duration().mean
+    both = m + pipe.generate(PROMPT, max_new_tokens=N).perf_metrics
+    assert both.get_num_generated_tokens() == 2 * N and both.get_ttft().std >= 0
 
 
 def test_config_object_and_call(pipe):
@@ -59,11 +62,20 @@ def test_config_object_and_call(pipe):
     assert str(a) == str(b)  # seeded
     with pytest.raises(TypeError, match="no_such_field"):
         pipe.generate(PROMPT, no_such_field=1)
+    assert str(pipe.generate(PROMPT, {"max_new_tokens": 12})) == sprout_run(PROMPT, 12)
 
 
 def test_list_of_prompts(pipe):
     r = pipe.generate([PROMPT, "The cat"], max_new_tokens=8)
     assert r.texts == [sprout_run(PROMPT, 8), sprout_run("The cat", 8)]
+    assert r.perf_metrics.get_num_generated_tokens() == 16
+
+
+def test_tokenized_inputs(pipe):
+    enc = pipe.get_tokenizer().encode([PROMPT, "The cat"])
+    r = pipe.generate(enc, max_new_tokens=8)
+    assert isinstance(r, sprout.EncodedResults)
+    assert r.tokens == pipe.generate([PROMPT, "The cat"], max_new_tokens=8).tokens
     assert r.perf_metrics.get_num_generated_tokens() == 16
 
 
@@ -98,12 +110,13 @@ def test_stream_iterator(pipe):
 
 
 def test_stream_closed_early_stops(pipe):
-    s = pipe.stream(PROMPT, max_new_tokens=200)
+    # no end of text before the context's end: only close() can end it early
+    s = pipe.stream(PROMPT, max_new_tokens=400, ignore_eos=True)
     first = next(s)
     s.close()
     assert s.result.finish_reasons == ["stopped"]
     assert s.result.texts[0].startswith(first)
-    assert s.result.perf_metrics.get_num_generated_tokens() < 200
+    assert s.result.perf_metrics.get_num_generated_tokens() < 400
 
 
 @pytest.mark.parametrize("answer, reason", [(sprout.StreamingStatus.STOP, "stopped"), (True, "stopped"),
@@ -172,6 +185,11 @@ def test_errors_carry_the_message():
         sprout.LLMPipeline(MODEL, "GPU")
     with pytest.raises(TypeError, match="NO_SUCH_PROPERTY"):
         sprout.LLMPipeline(MODEL, NO_SUCH_PROPERTY=1)
+    with pytest.raises(TypeError, match="NO_SUCH_PROPERTY"):
+        sprout.LLMPipeline(MODEL, config={"CACHE_DIR": "cache", "NO_SUCH_PROPERTY": 1})
+    with pytest.raises(sprout.SproutError) as e:
+        sprout.LLMPipeline(MODEL, config={"INFERENCE_NUM_THREADS": 100000})
+    assert "100000" in e.value.message
 
 
 def test_bad_generation_arguments(pipe):
