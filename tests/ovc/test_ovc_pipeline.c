@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "openvino/genai/c/json_container.h"
+#include "gguf/gguf_writer.h"
 #include "openvino/genai/c/llm_pipeline.h"
 #include "test_util.h"
 
@@ -329,6 +330,65 @@ static void test_draft(void) {
     ov_genai_llm_pipeline_free(p);
 }
 
+/* stories260K with a chat template of its own that shows every variable
+ * it is given, written to path; false if that failed. */
+static bool write_templated_model(const char *path) {
+    static const char tmpl[] = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}"
+                               "{% if tools %}[tools {{ tools | length }}]{% endif %}{% if mood %}[mood {{ mood }}]{% endif %}"
+                               "{% if add_generation_prompt %}<|assistant|>{% endif %}";
+    sprout_gguf *src = NULL;
+    sp_gguf_writer *w = sp_gguf_writer_new();
+    sprout_status st = w ? sprout_gguf_open(model_path, &src) : SPROUT_ERR_OUT_OF_MEMORY;
+    if (st == SPROUT_OK) st = sp_gguf_writer_copy_metadata(w, src);
+    if (st == SPROUT_OK) st = sp_gguf_writer_set_str(w, "tokenizer.chat_template", tmpl, strlen(tmpl));
+    for (int64_t i = 0; st == SPROUT_OK && i < sprout_gguf_tensor_count(src); i++)
+        st = sp_gguf_writer_add_tensor_like(w, src, i, sprout_gguf_tensor_type(src, i), sprout_gguf_tensor_data(src, i));
+    if (st == SPROUT_OK) st = sp_gguf_writer_write(w, path, NULL, NULL);
+    sp_gguf_writer_free(w);
+    sprout_gguf_close(src);
+    return st == SPROUT_OK;
+}
+
+/* A GGUF with its own chat template: a plain prompt goes through it as a
+ * user message, and a ChatHistory's tools and extra context reach it (echo
+ * shows the rendered prompt). */
+static void test_own_template(void) {
+    char dir[] = "/tmp/ovc_tmpl_XXXXXX", path[256];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/templated.gguf", dir);
+    CHECK(write_templated_model(path));
+    ov_genai_llm_pipeline *p = NULL;
+    CHECK(ov_genai_llm_pipeline_create(path, "CPU", 0, &p) == OK);
+    ov_genai_generation_config *c = config_with_max(4);
+    CHECK(ov_genai_generation_config_set_echo(c, true) == OK);
+    char *text = p ? generate(p, "Once upon a time", c, NULL) : NULL;
+    const char *want = "<|user|>Once upon a time<|assistant|>";
+    CHECK_MSG(text && strncmp(text, want, strlen(want)) == 0, "'%s'", text ? text : "(null)");
+    free(text);
+    ov_genai_chat_history *h = NULL;
+    ov_genai_json_container *tools = NULL, *extra = NULL;
+    CHECK(ov_genai_chat_history_create(&h) == OV_GENAI_CHAT_HISTORY_OK);
+    push(h, "user", "Hi");
+    CHECK(ov_genai_json_container_create_from_json_string(&tools, "[{\"name\": \"a\"}, {\"name\": \"b\"}]") == OV_GENAI_JSON_CONTAINER_OK);
+    CHECK(ov_genai_json_container_create_from_json_string(&extra, "{\"mood\": \"happy\"}") == OV_GENAI_JSON_CONTAINER_OK);
+    CHECK(ov_genai_chat_history_set_tools(h, tools) == OV_GENAI_CHAT_HISTORY_OK);
+    CHECK(ov_genai_chat_history_set_extra_context(h, extra) == OV_GENAI_CHAT_HISTORY_OK);
+    ov_genai_decoded_results *r = NULL;
+    CHECK(p && ov_genai_llm_pipeline_generate_with_history(p, h, c, NULL, &r) == OK);
+    text = r ? result_text(r) : NULL;
+    want = "<|user|>Hi[tools 2][mood happy]<|assistant|>";
+    CHECK_MSG(text && strncmp(text, want, strlen(want)) == 0, "'%s'", text ? text : "(null)");
+    free(text);
+    ov_genai_decoded_results_free(r);
+    ov_genai_json_container_free(tools);
+    ov_genai_json_container_free(extra);
+    ov_genai_chat_history_free(h);
+    ov_genai_generation_config_free(c);
+    ov_genai_llm_pipeline_free(p);
+    unlink(path);
+    rmdir(dir);
+}
+
 /* Results, metrics and configs outlive the pipeline. */
 static void test_free_order(void) {
     ov_genai_llm_pipeline *p = NULL;
@@ -367,6 +427,7 @@ int main(void) {
     }
     ov_genai_llm_pipeline_free(p);
     test_draft();
+    test_own_template();
     test_free_order();
     TEST_MAIN_END();
 }
