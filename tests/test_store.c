@@ -191,6 +191,10 @@ static void test_round_trip(void) {
     CHECK_MSG(sprout_store_resolve(s, "story", &m) == SPROUT_OK, "%s", sprout_last_error());
     if (!m) return;
     CHECK(!strcmp(sprout_store_model_name(m), "story:latest"));
+    sprout_store_model *folded = NULL; /* names match whatever their case, as Ollama's do */
+    CHECK(sprout_store_resolve(s, "Library/STORY:Latest", &folded) == SPROUT_OK);
+    CHECK(folded && !strcmp(sprout_store_model_name(folded), "story:latest"));
+    sprout_store_model_free(folded);
     CHECK(n == 1 && !strcmp(sprout_store_model_digest(m), e[0].digest) && sprout_store_model_size(m) == e[0].size);
     CHECK(n == 1 && sprout_store_model_modified(m) == e[0].modified && !sprout_store_model_ollama(m));
     sprout_store_entries_free(e, n);
@@ -254,7 +258,7 @@ static void test_round_trip(void) {
     CHECK(count_files(path_of(root, "blobs"), "sha256-") == blobs_before);
     CHECK(sprout_store_resolve(s, "story", &c) == SPROUT_ERR_NOT_FOUND && c == NULL);
     CHECK(sprout_store_remove(s, "story") == SPROUT_ERR_NOT_FOUND);
-    CHECK(sprout_store_remove(s, "derived") == SPROUT_OK && sprout_store_remove(s, "mine/story-copy:v1") == SPROUT_OK);
+    CHECK(sprout_store_remove(s, "DERIVED") == SPROUT_OK && sprout_store_remove(s, "mine/story-copy:v1") == SPROUT_OK);
     CHECK(count_files(path_of(root, "blobs"), "sha256-") == 0);
     CHECK(access(model_blob, F_OK) != 0 && access(model_src, F_OK) == 0);
     CHECK(sprout_store_list(s, &e, &n) == SPROUT_OK && n == 0);
