@@ -457,7 +457,8 @@ static void make_ollama_store(const char *root, char model_blob[1024]) {
 }
 
 static void test_ollama_store(void) {
-    const char *ollama = path_of(tmp_root, "ollama");
+    char ollama[1024];
+    snprintf(ollama, sizeof ollama, "%s", path_of(tmp_root, "ollama"));
     char model_blob[1024];
     make_ollama_store(ollama, model_blob);
     sprout_store *s = open_store(path_of(tmp_root, "store_o"), ollama);
@@ -497,6 +498,8 @@ static void test_ollama_store(void) {
     sprout_store_model_free(m);
 
     CHECK(sprout_store_remove(s, "tiny") == SPROUT_ERR_UNSUPPORTED);
+    CHECK(sprout_store_resolve(s, "tiny:broken", &m) == SPROUT_ERR_FORMAT && m == NULL);
+    CHECK(strstr(sprout_last_error(), "tiny/broken") != NULL);
     /* a sprout model FROM an Ollama one: its layers linked in, Ollama's store untouched */
     if (create(s, "tiny-custom", "FROM tiny\nSYSTEM Be brief.\n", false) == SPROUT_OK) {
         CHECK(sprout_store_resolve(s, "tiny-custom", &m) == SPROUT_OK);
@@ -512,6 +515,17 @@ static void test_ollama_store(void) {
     CHECK(sprout_store_list(s, &e, &n) == SPROUT_OK && n == 1 && !e[0].ollama);
     sprout_store_entries_free(e, n);
     sprout_store_free(s);
+
+    /* the defaults: $SPROUT_MODELS and $OLLAMA_MODELS */
+    setenv("SPROUT_MODELS", path_of(tmp_root, "store_env"), 1);
+    setenv("OLLAMA_MODELS", ollama, 1);
+    CHECK(sprout_store_open(NULL, &s) == SPROUT_OK);
+    CHECK(s && !strcmp(sprout_store_root(s), path_of(tmp_root, "store_env")) && !strcmp(sprout_store_ollama_root(s), ollama));
+    CHECK(s && sprout_store_resolve(s, "tiny", &m) == SPROUT_OK && sprout_store_model_ollama(m));
+    sprout_store_model_free(m);
+    sprout_store_free(s);
+    unsetenv("SPROUT_MODELS");
+    unsetenv("OLLAMA_MODELS");
 }
 
 /* Every manifest of the store parses and names blobs that are there. */
