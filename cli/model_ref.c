@@ -1,6 +1,7 @@
-/* -m by name. A path that exists is a file, as it always was; anything else
- * is looked up in the store, and the model's Modelfile settings become the
- * defaults the command's own flags override. */
+/* -m by name. A path that exists is a file, as it always was, and so is
+ * what only a file could be; anything else is looked up in the store, and
+ * the model's Modelfile settings become the defaults the command's own
+ * flags override. */
 #include "model_ref.h"
 
 #include <jansson.h>
