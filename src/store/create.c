@@ -321,10 +321,10 @@ sprout_status sprout_store_create(sprout_store *store, const char *name, const c
     /* then blobs and the manifest, locked */
     int lock = -1;
     if (st == SPROUT_OK) st = sp_store_lock(store, &lock);
-    if (st == SPROUT_OK) {
-        char *blobs = sp_path_join(store->root, "blobs", (const char *)NULL);
-        if (blobs) sp_clean_temps(blobs);
-        free(blobs);
+    for (int i = 0; st == SPROUT_OK && i < 2; i++) { /* what killed writers left */
+        char *dir = sp_path_join(store->root, i ? "refs" : "blobs", (const char *)NULL);
+        if (dir) sp_clean_temps(dir);
+        free(dir);
     }
     if (st == SPROUT_OK) st = place_model(&job);
     if (st == SPROUT_OK) st = add_layers(&job, params_json, messages_json);
