@@ -132,7 +132,12 @@ static int n_progress;
 static bool count_progress(const char *status, void *user) {
     (void)user;
     n_progress++;
-    return strcmp(status, "cancel me") != 0;
+    return status != NULL;
+}
+
+static bool cancel_at_manifest(const char *status, void *user) {
+    (void)user;
+    return strcmp(status, "writing manifest") != 0;
 }
 
 static sprout_status create(sprout_store *s, const char *name, const char *modelfile, bool copy) {
@@ -286,9 +291,9 @@ static void test_errors(void) {
     sprout_store_create_params p = {sizeof p, tmp_root, false, "Q9_X", NULL, NULL};
     CHECK(sprout_store_create(s, "bad", "FROM model.gguf\n", 16, &p) == SPROUT_ERR_INVALID_ARGUMENT);
     CHECK(sprout_store_create(s, "bad name", "FROM model.gguf\n", 16, NULL) == SPROUT_ERR_INVALID_ARGUMENT);
-    /* a cancelled create leaves no model */
-    sprout_store_create_params cancel = {sizeof cancel, tmp_root, false, NULL, count_progress, NULL};
-    (void)cancel;
+    /* a create cancelled at its last step leaves no model */
+    sprout_store_create_params cancel = {sizeof cancel, tmp_root, false, NULL, cancel_at_manifest, NULL};
+    CHECK(sprout_store_create(s, "cancelled", "FROM model.gguf\n", 16, &cancel) == SPROUT_ERR_CANCELLED);
     sprout_store_entry *e;
     size_t n;
     CHECK(sprout_store_list(s, &e, &n) == SPROUT_OK && n == 0);
