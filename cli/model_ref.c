@@ -1,6 +1,7 @@
-/* -m by name. A path that exists is a file, as it always was; anything else
- * is looked up in the store, and the model's Modelfile settings become the
- * defaults the command's own flags override. */
+/* -m by name. A path that exists is a file, as it always was, and so is
+ * what only a file could be; anything else is looked up in the store, and
+ * the model's Modelfile settings become the defaults the command's own
+ * flags override. */
 #include "model_ref.h"
 
 #include <jansson.h>
@@ -76,7 +77,7 @@ static void print_close_names(sprout_store *s, const char *name) {
  * what is wrong with the file. */
 static bool is_path(const char *s) {
     struct stat sb;
-    if (stat(s, &sb) == 0 || s[0] == '/' || !strncmp(s, "./", 2) || !strncmp(s, "../", 3)) return true;
+    if ((stat(s, &sb) == 0 && !S_ISDIR(sb.st_mode)) || s[0] == '/' || !strncmp(s, "./", 2) || !strncmp(s, "../", 3)) return true;
     size_t n = strlen(s);
     if (n >= 5 && !strcasecmp(s + n - 5, ".gguf")) return true;
     char *full = NULL;

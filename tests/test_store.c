@@ -132,7 +132,12 @@ static int n_progress;
 static bool count_progress(const char *status, void *user) {
     (void)user;
     n_progress++;
-    return strcmp(status, "cancel me") != 0;
+    return status != NULL;
+}
+
+static bool cancel_at_manifest(const char *status, void *user) {
+    (void)user;
+    return strcmp(status, "writing manifest") != 0;
 }
 
 static sprout_status create(sprout_store *s, const char *name, const char *modelfile, bool copy) {
@@ -191,6 +196,10 @@ static void test_round_trip(void) {
     CHECK_MSG(sprout_store_resolve(s, "story", &m) == SPROUT_OK, "%s", sprout_last_error());
     if (!m) return;
     CHECK(!strcmp(sprout_store_model_name(m), "story:latest"));
+    sprout_store_model *folded = NULL; /* names match whatever their case, as Ollama's do */
+    CHECK(sprout_store_resolve(s, "Library/STORY:Latest", &folded) == SPROUT_OK);
+    CHECK(folded && !strcmp(sprout_store_model_name(folded), "story:latest"));
+    sprout_store_model_free(folded);
     CHECK(n == 1 && !strcmp(sprout_store_model_digest(m), e[0].digest) && sprout_store_model_size(m) == e[0].size);
     CHECK(n == 1 && sprout_store_model_modified(m) == e[0].modified && !sprout_store_model_ollama(m));
     sprout_store_entries_free(e, n);
@@ -254,7 +263,7 @@ static void test_round_trip(void) {
     CHECK(count_files(path_of(root, "blobs"), "sha256-") == blobs_before);
     CHECK(sprout_store_resolve(s, "story", &c) == SPROUT_ERR_NOT_FOUND && c == NULL);
     CHECK(sprout_store_remove(s, "story") == SPROUT_ERR_NOT_FOUND);
-    CHECK(sprout_store_remove(s, "derived") == SPROUT_OK && sprout_store_remove(s, "mine/story-copy:v1") == SPROUT_OK);
+    CHECK(sprout_store_remove(s, "DERIVED") == SPROUT_OK && sprout_store_remove(s, "mine/story-copy:v1") == SPROUT_OK);
     CHECK(count_files(path_of(root, "blobs"), "sha256-") == 0);
     CHECK(access(model_blob, F_OK) != 0 && access(model_src, F_OK) == 0);
     CHECK(sprout_store_list(s, &e, &n) == SPROUT_OK && n == 0);
@@ -282,9 +291,9 @@ static void test_errors(void) {
     sprout_store_create_params p = {sizeof p, tmp_root, false, "Q9_X", NULL, NULL};
     CHECK(sprout_store_create(s, "bad", "FROM model.gguf\n", 16, &p) == SPROUT_ERR_INVALID_ARGUMENT);
     CHECK(sprout_store_create(s, "bad name", "FROM model.gguf\n", 16, NULL) == SPROUT_ERR_INVALID_ARGUMENT);
-    /* a cancelled create leaves no model */
-    sprout_store_create_params cancel = {sizeof cancel, tmp_root, false, NULL, count_progress, NULL};
-    (void)cancel;
+    /* a create cancelled at its last step leaves no model */
+    sprout_store_create_params cancel = {sizeof cancel, tmp_root, false, NULL, cancel_at_manifest, NULL};
+    CHECK(sprout_store_create(s, "cancelled", "FROM model.gguf\n", 16, &cancel) == SPROUT_ERR_CANCELLED);
     sprout_store_entry *e;
     size_t n;
     CHECK(sprout_store_list(s, &e, &n) == SPROUT_OK && n == 0);
@@ -453,7 +462,8 @@ static void make_ollama_store(const char *root, char model_blob[1024]) {
 }
 
 static void test_ollama_store(void) {
-    const char *ollama = path_of(tmp_root, "ollama");
+    char ollama[1024];
+    snprintf(ollama, sizeof ollama, "%s", path_of(tmp_root, "ollama"));
     char model_blob[1024];
     make_ollama_store(ollama, model_blob);
     sprout_store *s = open_store(path_of(tmp_root, "store_o"), ollama);
@@ -493,6 +503,8 @@ static void test_ollama_store(void) {
     sprout_store_model_free(m);
 
     CHECK(sprout_store_remove(s, "tiny") == SPROUT_ERR_UNSUPPORTED);
+    CHECK(sprout_store_resolve(s, "tiny:broken", &m) == SPROUT_ERR_FORMAT && m == NULL);
+    CHECK(strstr(sprout_last_error(), "tiny/broken") != NULL);
     /* a sprout model FROM an Ollama one: its layers linked in, Ollama's store untouched */
     if (create(s, "tiny-custom", "FROM tiny\nSYSTEM Be brief.\n", false) == SPROUT_OK) {
         CHECK(sprout_store_resolve(s, "tiny-custom", &m) == SPROUT_OK);
@@ -508,6 +520,17 @@ static void test_ollama_store(void) {
     CHECK(sprout_store_list(s, &e, &n) == SPROUT_OK && n == 1 && !e[0].ollama);
     sprout_store_entries_free(e, n);
     sprout_store_free(s);
+
+    /* the defaults: $SPROUT_MODELS and $OLLAMA_MODELS */
+    setenv("SPROUT_MODELS", path_of(tmp_root, "store_env"), 1);
+    setenv("OLLAMA_MODELS", ollama, 1);
+    CHECK(sprout_store_open(NULL, &s) == SPROUT_OK);
+    CHECK(s && !strcmp(sprout_store_root(s), path_of(tmp_root, "store_env")) && !strcmp(sprout_store_ollama_root(s), ollama));
+    CHECK(s && sprout_store_resolve(s, "tiny", &m) == SPROUT_OK && sprout_store_model_ollama(m));
+    sprout_store_model_free(m);
+    sprout_store_free(s);
+    unsetenv("SPROUT_MODELS");
+    unsetenv("OLLAMA_MODELS");
 }
 
 /* Every manifest of the store parses and names blobs that are there. */

@@ -5,7 +5,7 @@
 #
 # usage: tests/test_store_cli.sh SPROUT MAKE_LORA   (SPROUT_SHARED_DIR set)
 set -u
-sprout=$1
+sprout=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 make_lora=$2
 shared=${SPROUT_SHARED_DIR:?}
 dir=$(mktemp -d /tmp/sprout_store_cli.XXXXXX)
@@ -106,6 +106,8 @@ check "the close names have story" has "$out" "story:latest"
 
 out=$("$sprout" run -m "$dir/missing.gguf" -p hi 2>&1)
 check "a missing .gguf is a file error, not a name" test $? -ne 0 -a -z "$(printf '%s' "$out" | grep 'close names')"
+mkdir -p "$dir/cwd/story" # a folder of the model's name does not shadow it
+check "a folder is not a model file" sh -c "cd '$dir/cwd' && '$sprout' run -m story -p hi > /dev/null"
 check "cp" "$sprout" cp story mine/story:v2 > /dev/null
 check "cp'd name runs" "$sprout" run -m mine/story:v2 -p hi > /dev/null
 out=$("$sprout" rm story again mine/story:v2 tuned small)

@@ -20,14 +20,32 @@
 #include "store/store_find.h"
 #include "store/parts.h"
 
+/* A local file (FROM or ADAPTER) hashed before the lock is taken. */
+typedef struct local_file {
+    char *path;
+    char digest[SP_DIGEST_SIZE];
+    uint64_t size;
+} local_file;
+
+typedef enum from_kind { FROM_FILE, FROM_BLOB, FROM_NAME } from_kind;
+
+/* What the Modelfile's files are is found, hashed and quantized before the
+ * store's lock is taken: that is where the time goes, and other writers
+ * need not wait for it. Only placing blobs and the manifest holds it. */
 typedef struct create_job {
     sprout_store *store;
     sprout_store_create_params params;
     sp_modelfile *mf;
-    sp_manifest out;   /* the new manifest's layers, config last */
-    char *model_path;  /* the GGUF the model layer stands for */
-    sp_manifest base;  /* FROM a name: its layers */
-    const char *base_root;
+    from_kind from;
+    local_file model;      /* the GGUF FROM names: a file, a blob of from_root, a model's layer */
+    const char *from_root; /* FROM_BLOB, FROM_NAME: the root whose blob it is */
+    sp_manifest base;      /* FROM_NAME: the model's layers */
+    local_file *adapters;  /* mf's, in order */
+    char *quantized;       /* a temporary file of the quantized model, until it is a blob */
+    char quantized_digest[SP_DIGEST_SIZE];
+    uint64_t quantized_size;
+    sp_manifest out;       /* the new manifest's layers */
+    char *model_path;      /* the model layer's file, once placed */
 } create_job;
 
 static sprout_status progress(create_job *job, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -56,21 +74,14 @@ static bool is_file(const char *path) {
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-/* A local file hashed and put in the store as the create asks. */
-static sprout_status add_local_file(create_job *job, const char *path, const char *media, int line) {
-    char digest[SP_DIGEST_SIZE];
-    uint64_t size;
-    sprout_status st = sp_hash_file(path, digest, &size);
-    if (st != SPROUT_OK) {
-        sp_error_prefix("Modelfile:%d", line);
-        return st;
-    }
-    bool existed;
-    st = sp_blob_add_file(job->store->root, path, digest, job->params.copy ? SP_BLOB_COPY : SP_BLOB_LINK_OR_REFERENCE,
-                          &existed);
-    if (st == SPROUT_OK)
-        st = progress(job, "%s layer %s", existed ? "using existing" : "creating new", digest);
-    return st == SPROUT_OK ? sp_manifest_add(&job->out, media, digest, size) : st;
+/* A FROM or ADAPTER file: found (relative to base_dir) and hashed. */
+static sprout_status hash_local(create_job *job, const char *what, const char *name, int line, local_file *out) {
+    if (!(out->path = local_path(job, name))) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "store: out of memory");
+    if (!is_file(out->path))
+        return sp_fail(SPROUT_ERR_NOT_FOUND, "Modelfile:%d: %s %.200s: no such file", line, what, name);
+    sprout_status st = sp_hash_file(out->path, out->digest, &out->size);
+    if (st != SPROUT_OK) sp_error_prefix("Modelfile:%d", line);
+    return st;
 }
 
 static sprout_status add_text(create_job *job, const char *media, const char *text) {
@@ -85,56 +96,53 @@ static sprout_status add_text(create_job *job, const char *media, const char *te
     return st == SPROUT_OK ? sp_manifest_add(&job->out, media, digest, len) : st;
 }
 
-/* FROM: a blob digest, a GGUF path, or a model's name, in that order. */
-static sprout_status add_from(create_job *job) {
+/* FROM, before the lock: a blob digest, a GGUF path, or a model's name, in that order. */
+static sprout_status find_from(create_job *job) {
     const char *from = job->mf->from;
     int line = job->mf->from_line;
     sprout_status st;
     if (!strncmp(from, "sha256:", 7) || !strncmp(from, "sha256-", 7)) {
-        char digest[SP_DIGEST_SIZE];
-        snprintf(digest, sizeof digest, "sha256:%.64s", from + 7);
-        if (!sp_digest_valid(digest) || strlen(from) != SP_DIGEST_LEN)
+        snprintf(job->model.digest, sizeof job->model.digest, "sha256:%.64s", from + 7);
+        if (!sp_digest_valid(job->model.digest) || strlen(from) != SP_DIGEST_LEN)
             return sp_fail(SPROUT_ERR_FORMAT, "Modelfile:%d: FROM %.80s is not sha256:<64 hex digits>", line, from);
         const char *roots[2] = {job->store->root, job->store->ollama_root};
         for (int i = 0; i < 2; i++) {
-            char *blob = roots[i] ? sp_blob_path(roots[i], digest) : NULL;
+            char *blob = roots[i] ? sp_blob_path(roots[i], job->model.digest) : NULL;
             struct stat sb;
-            bool found = blob && stat(blob, &sb) == 0;
+            if (blob && stat(blob, &sb) == 0) {
+                job->from = FROM_BLOB;
+                job->from_root = roots[i];
+                job->model.size = (uint64_t)sb.st_size;
+                free(blob);
+                return sp_blob_open_path(roots[i], job->model.digest, job->model.size, &job->model.path);
+            }
             free(blob);
-            if (!found) continue;
-            sp_layer l = {.size = (uint64_t)sb.st_size};
-            strcpy(l.digest, digest);
-            if ((st = sp_store_import_layer(job->store, roots[i], &l, job->params.copy)) != SPROUT_OK) return st;
-            if ((st = sp_blob_open_path(job->store->root, digest, l.size, &job->model_path)) != SPROUT_OK) return st;
-            if ((st = progress(job, "using existing layer %s", digest)) != SPROUT_OK) return st;
-            return sp_manifest_add(&job->out, SP_MEDIA_MODEL, digest, l.size);
         }
-        return sp_fail(SPROUT_ERR_NOT_FOUND, "Modelfile:%d: FROM %s: no such blob in the store", line, digest);
+        return sp_fail(SPROUT_ERR_NOT_FOUND, "Modelfile:%d: FROM %s: no such blob in the store", line, job->model.digest);
     }
     char *path = local_path(job, from);
-    if (!path) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "store: out of memory");
-    if (is_file(path)) {
-        st = add_local_file(job, path, SP_MEDIA_MODEL, line);
-        job->model_path = path;
-        return st;
-    }
+    bool file = path && is_file(path);
     free(path);
+    if (file) {
+        job->from = FROM_FILE;
+        return hash_local(job, "FROM", from, line, &job->model);
+    }
     sp_found f;
     st = sp_store_find(job->store, from, &f);
     if (st != SPROUT_OK)
         return sp_fail(st == SPROUT_ERR_NOT_FOUND || st == SPROUT_ERR_INVALID_ARGUMENT ? SPROUT_ERR_NOT_FOUND : st,
                        "Modelfile:%d: FROM %.200s: no such file, blob or model", line, from);
+    job->from = FROM_NAME;
     job->base = f.manifest;
-    job->base_root = f.root;
+    job->from_root = f.root;
     memset(&f.manifest, 0, sizeof f.manifest);
     sp_found_clear(&f);
     for (size_t i = 0; i < job->base.n_layers; i++) {
         const sp_layer *l = &job->base.layers[i];
         if (strcmp(l->media_type, SP_MEDIA_MODEL)) continue;
-        if ((st = sp_store_import_layer(job->store, job->base_root, l, job->params.copy)) != SPROUT_OK) return st;
-        if ((st = sp_blob_open_path(job->store->root, l->digest, l->size, &job->model_path)) != SPROUT_OK) return st;
-        if ((st = progress(job, "using existing layer %s", l->digest)) != SPROUT_OK) return st;
-        return sp_manifest_add(&job->out, SP_MEDIA_MODEL, l->digest, l->size);
+        strcpy(job->model.digest, l->digest);
+        job->model.size = l->size;
+        return sp_blob_open_path(job->from_root, l->digest, l->size, &job->model.path);
     }
     return sp_fail(SPROUT_ERR_FORMAT, "Modelfile:%d: FROM %.200s: that model has no model layer", line, from);
 }
@@ -145,36 +153,54 @@ static bool quantize_progress(void *user, const sprout_quantize_progress *p) {
     return !job->params.progress || job->params.progress("quantizing", job->params.progress_user);
 }
 
-/* The model layer replaced by its quantization into a new blob. */
+/* The model quantized into a temporary file of the store's blobs folder
+ * (before the lock: a stray one is cleaned once this process has gone). */
 static sprout_status quantize_model(create_job *job) {
     sprout_file_type type;
     if (!sprout_file_type_from_name(job->params.quantize, &type))
         return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "create: unknown quantization type '%.40s'", job->params.quantize);
     sprout_status st = progress(job, "quantizing model to %s", job->params.quantize);
     char *dir = sp_path_join(job->store->root, "blobs", (const char *)NULL);
-    char *tmp = dir ? sp_temp_path(dir) : NULL;
+    if (st == SPROUT_OK) st = dir ? sp_mkdirs(dir) : sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "store: out of memory");
+    if (st == SPROUT_OK && !(job->quantized = sp_temp_path(dir))) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "store: out of memory");
     free(dir);
-    if (st == SPROUT_OK && !tmp) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "store: out of memory");
     sprout_quantize_params qp;
     sprout_quantize_params_default(&qp);
     qp.file_type = type;
     qp.progress = quantize_progress;
     qp.user = job;
-    if (st == SPROUT_OK) st = sprout_quantize_model(job->model_path, tmp, &qp, NULL);
-    char digest[SP_DIGEST_SIZE];
-    uint64_t size = 0;
-    if (st == SPROUT_OK) st = sp_hash_file(tmp, digest, &size);
-    bool existed = false;
-    if (st == SPROUT_OK) st = sp_blob_add_file(job->store->root, tmp, digest, SP_BLOB_MOVE, &existed);
-    if (st != SPROUT_OK && tmp) unlink(tmp);
-    free(tmp);
+    if (st == SPROUT_OK) st = sprout_quantize_model(job->model.path, job->quantized, &qp, NULL);
+    if (st == SPROUT_OK) st = sp_hash_file(job->quantized, job->quantized_digest, &job->quantized_size);
+    return st;
+}
+
+/* The model layer, under the lock: the quantized file moved in, the local
+ * file linked, referenced or copied, another root's blob brought over. */
+static sprout_status place_model(create_job *job) {
+    const char *digest = job->model.digest;
+    uint64_t size = job->model.size;
+    bool existed = true;
+    sprout_status st;
+    if (job->quantized) {
+        digest = job->quantized_digest;
+        size = job->quantized_size;
+        st = sp_blob_add_file(job->store->root, job->quantized, digest, SP_BLOB_MOVE, &existed);
+        if (st == SPROUT_OK) {
+            free(job->quantized); /* moved, or deleted as a duplicate */
+            job->quantized = NULL;
+        }
+    } else if (job->from == FROM_FILE) {
+        st = sp_blob_add_file(job->store->root, job->model.path, digest,
+                              job->params.copy ? SP_BLOB_COPY : SP_BLOB_LINK_OR_REFERENCE, &existed);
+    } else {
+        sp_layer l = {.size = size};
+        strcpy(l.digest, digest);
+        st = sp_store_import_layer(job->store, job->from_root, &l, job->params.copy);
+    }
     if (st == SPROUT_OK) st = progress(job, "%s layer %s", existed ? "using existing" : "creating new", digest);
-    if (st != SPROUT_OK) return st;
-    sp_layer *model = &job->out.layers[0];
-    strcpy(model->digest, digest);
-    model->size = size;
-    free(job->model_path);
-    return sp_blob_open_path(job->store->root, digest, size, &job->model_path);
+    if (st == SPROUT_OK) st = sp_manifest_add(&job->out, SP_MEDIA_MODEL, digest, size);
+    if (st == SPROUT_OK) st = sp_blob_open_path(job->store->root, digest, size, &job->model_path);
+    return st;
 }
 
 /* Whether the new Modelfile replaces the base's layers of this type. */
@@ -195,19 +221,17 @@ static sprout_status add_layers(create_job *job, const char *params_json, const 
     for (size_t i = 0; st == SPROUT_OK && i < job->base.n_layers; i++) {
         const sp_layer *l = &job->base.layers[i];
         if (replaced(mf, l->media_type)) continue;
-        st = sp_store_import_layer(job->store, job->base_root, l, job->params.copy);
+        st = sp_store_import_layer(job->store, job->from_root, l, job->params.copy);
         if (st == SPROUT_OK) st = progress(job, "using existing layer %s", l->digest);
         if (st == SPROUT_OK) st = sp_manifest_add(&job->out, l->media_type, l->digest, l->size);
     }
     for (size_t i = 0; st == SPROUT_OK && i < mf->n_adapters; i++) {
-        char *path = local_path(job, mf->adapters[i]);
-        if (!path) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "store: out of memory");
-        if (!is_file(path))
-            st = sp_fail(SPROUT_ERR_NOT_FOUND, "Modelfile:%d: ADAPTER %.200s: no such file", mf->adapter_lines[i],
-                         mf->adapters[i]);
-        else
-            st = add_local_file(job, path, SP_MEDIA_ADAPTER, mf->adapter_lines[i]);
-        free(path);
+        const local_file *a = &job->adapters[i];
+        bool existed;
+        st = sp_blob_add_file(job->store->root, a->path, a->digest,
+                              job->params.copy ? SP_BLOB_COPY : SP_BLOB_LINK_OR_REFERENCE, &existed);
+        if (st == SPROUT_OK) st = progress(job, "%s layer %s", existed ? "using existing" : "creating new", a->digest);
+        if (st == SPROUT_OK) st = sp_manifest_add(&job->out, SP_MEDIA_ADAPTER, a->digest, a->size);
     }
     if (st == SPROUT_OK && mf->template_text) st = add_text(job, SP_MEDIA_TEMPLATE, mf->template_text);
     if (st == SPROUT_OK && mf->system) st = add_text(job, SP_MEDIA_SYSTEM, mf->system);
@@ -287,23 +311,35 @@ sprout_status sprout_store_create(sprout_store *store, const char *name, const c
     char *params_json = NULL, *messages_json = NULL;
     st = sp_params_to_json(job.mf, &params_json);
     if (st == SPROUT_OK) st = sp_messages_to_json(job.mf, &messages_json);
+    /* the slow part, unlocked: finding, hashing, quantizing */
+    if (st == SPROUT_OK) st = find_from(&job);
+    if (st == SPROUT_OK && job.mf->n_adapters && !(job.adapters = calloc(job.mf->n_adapters, sizeof *job.adapters)))
+        st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "store: out of memory");
+    for (size_t i = 0; st == SPROUT_OK && i < job.mf->n_adapters; i++)
+        st = hash_local(&job, "ADAPTER", job.mf->adapters[i], job.mf->adapter_lines[i], &job.adapters[i]);
+    if (st == SPROUT_OK && job.params.quantize && *job.params.quantize) st = quantize_model(&job);
+    /* then blobs and the manifest, locked */
     int lock = -1;
     if (st == SPROUT_OK) st = sp_store_lock(store, &lock);
-    if (st == SPROUT_OK) {
-        char *blobs = sp_path_join(store->root, "blobs", (const char *)NULL);
-        if (blobs) sp_clean_temps(blobs);
-        free(blobs);
+    for (int i = 0; st == SPROUT_OK && i < 2; i++) { /* what killed writers left */
+        char *dir = sp_path_join(store->root, i ? "refs" : "blobs", (const char *)NULL);
+        if (dir) sp_clean_temps(dir);
+        free(dir);
     }
-    if (st == SPROUT_OK) st = add_from(&job);
-    if (st == SPROUT_OK && job.params.quantize && *job.params.quantize) st = quantize_model(&job);
+    if (st == SPROUT_OK) st = place_model(&job);
     if (st == SPROUT_OK) st = add_layers(&job, params_json, messages_json);
     if (st == SPROUT_OK) st = add_config(&job);
     if (st == SPROUT_OK) st = progress(&job, "writing manifest");
     if (st == SPROUT_OK) st = sp_store_write_manifest(store, name, &job.out);
     if (st == SPROUT_OK) (void)progress(&job, "success"); /* written: too late to cancel */
     sp_store_unlock(lock);
+    if (job.quantized) unlink(job.quantized);
+    free(job.quantized);
+    for (size_t i = 0; job.adapters && i < job.mf->n_adapters; i++) free(job.adapters[i].path);
+    free(job.adapters);
     free(params_json);
     free(messages_json);
+    free(job.model.path);
     free(job.model_path);
     sp_manifest_clear(&job.out);
     sp_manifest_clear(&job.base);

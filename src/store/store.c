@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,6 +56,25 @@ void sprout_store_free(sprout_store *store) {
 const char *sprout_store_root(const sprout_store *store) { return store ? store->root : NULL; }
 const char *sprout_store_ollama_root(const sprout_store *store) { return store ? store->ollama_root : NULL; }
 
+/* Ollama's names match whatever their case: the manifest whose path parts
+ * equal n's ignoring case, n then spelled as it is on disk. NULL: none. */
+static char *find_folded(const char *root, sp_name *n) {
+    char *parts[4] = {n->host, n->ns, n->model, n->tag};
+    size_t caps[4] = {sizeof n->host, sizeof n->ns, sizeof n->model, sizeof n->tag};
+    char *dir = sp_path_join(root, "manifests", (const char *)NULL);
+    for (int k = 0; dir && k < 4; k++) {
+        DIR *d = opendir(dir);
+        struct dirent *e = NULL;
+        while (d && (e = readdir(d)) && strcasecmp(e->d_name, parts[k])) {}
+        char *next = e && strlen(e->d_name) < caps[k] ? sp_path_join(dir, e->d_name, (const char *)NULL) : NULL;
+        if (next) strcpy(parts[k], e->d_name);
+        if (d) closedir(d);
+        free(dir);
+        dir = next;
+    }
+    return dir;
+}
+
 sprout_status sp_store_find(const sprout_store *s, const char *name, sp_found *out) {
     memset(out, 0, sizeof *out);
     sp_name n;
@@ -68,11 +88,14 @@ sprout_status sp_store_find(const sprout_store *s, const char *name, sp_found *o
         struct stat sb;
         if (stat(path, &sb) != 0) {
             free(path);
-            continue;
+            if (!(path = find_folded(roots[i], &n))) continue;
         }
         st = sp_manifest_load(path, &out->manifest, out->digest, &out->modified);
-        free(path);
-        if (st != SPROUT_OK) return st;
+        if (st != SPROUT_OK) {
+            free(path);
+            return st;
+        }
+        out->path = path;
         out->root = roots[i];
         out->ollama = i == 1;
         out->short_name = sp_name_short(&n);
@@ -91,6 +114,7 @@ sprout_status sp_store_find(const sprout_store *s, const char *name, sp_found *o
 void sp_found_clear(sp_found *f) {
     sp_manifest_clear(&f->manifest);
     free(f->short_name);
+    free(f->path);
     memset(f, 0, sizeof *f);
 }
 
@@ -300,7 +324,7 @@ sprout_status sprout_store_remove(sprout_store *store, const char *name) {
     if (st == SPROUT_OK && f.ollama)
         st = sp_fail(SPROUT_ERR_UNSUPPORTED, "model '%s' is in Ollama's store (%s), which sprout only reads",
                      f.short_name, store->ollama_root);
-    char *path = st == SPROUT_OK ? sp_name_manifest_path(store->root, &n) : NULL;
+    char *path = st == SPROUT_OK ? strdup(f.path) : NULL;
     char *manifests = path ? sp_path_join(store->root, "manifests", (const char *)NULL) : NULL;
     if (st == SPROUT_OK && !manifests) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "store: out of memory");
     if (st == SPROUT_OK && unlink(path) != 0) st = sp_fail(SPROUT_ERR_IO, "%s: cannot delete: %s", path, strerror(errno));

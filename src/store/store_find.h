@@ -12,6 +12,7 @@ typedef struct sp_found {
     const char *root; /* the store's root or Ollama's, where the blobs are */
     bool ollama;
     char *short_name;
+    char *path; /* the manifest's file */
 } sp_found;
 
 /* SPROUT_ERR_NOT_FOUND when neither store has the name. */
