@@ -340,8 +340,8 @@ bool sp_seq_next(sp_seq *s, const float *logits, const int32_t *history, size_t 
     if (s->detok) {
         const char *piece;
         size_t n;
-        if (sprout_detokenizer_push(s->detok, next, &piece, &n) != SPROUT_OK) n = 0;
-        if (!add_text(s, piece, n, false) && !s->oom) s->finish = SPROUT_FINISH_STOP_STRING;
+        if (sprout_detokenizer_push(s->detok, next, &piece, &n) != SPROUT_OK) s->oom = true; /* its only failure here */
+        else if (!add_text(s, piece, n, false) && !s->oom) s->finish = SPROUT_FINISH_STOP_STRING;
     }
     if (s->oom) return false;
     if (s->stream == SPROUT_STREAM_CANCEL) {
