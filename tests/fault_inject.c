@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 /* the sanitizers' stack printer, where they are linked in */
 void __sanitizer_print_stack_trace(void) __attribute__((weak));
@@ -25,6 +28,7 @@ int __real_fflush(FILE *f);
 int __real_fsync(int fd);
 int __real_fclose(FILE *f);
 int __real_rename(const char *from, const char *to);
+void *__real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 
 void *__wrap_malloc(size_t size);
 void *__wrap_calloc(size_t n, size_t size);
@@ -37,6 +41,7 @@ int __wrap_fflush(FILE *f);
 int __wrap_fsync(int fd);
 int __wrap_fclose(FILE *f);
 int __wrap_rename(const char *from, const char *to);
+void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 
 /* the engine's threads allocate too: the count is shared and atomic */
 static atomic_bool alloc_armed, alloc_fired;
@@ -128,4 +133,21 @@ int __wrap_rename(const char *from, const char *to) {
         io_fails(FAULT_IO_RENAME, EXDEV))
         return -1;
     return __real_rename(from, to);
+}
+
+static char map_truncate_path[4096];
+static int64_t map_truncate_size = -1;
+
+void fault_map_truncate(const char *path, int64_t size) {
+    snprintf(map_truncate_path, sizeof map_truncate_path, "%s", path);
+    map_truncate_size = size;
+}
+
+void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+    void *p = __real_mmap(addr, len, prot, flags, fd, off);
+    if (p != MAP_FAILED && fd >= 0 && map_truncate_size >= 0) {
+        if (truncate(map_truncate_path, map_truncate_size) != 0) perror(map_truncate_path);
+        map_truncate_size = -1;
+    }
+    return p;
 }

@@ -34,4 +34,8 @@ void fault_io_arm(fault_io_call call, uint64_t arg);
 void fault_io_disarm(void);
 bool fault_io_fired(void);
 
+/* The next mmap of a file is followed by truncate(path, size): a file cut
+ * short by another process between its opening and its reading. */
+void fault_map_truncate(const char *path, int64_t size);
+
 #endif

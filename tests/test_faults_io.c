@@ -6,7 +6,8 @@
  * process may mount one) and the CLI under `ulimit -f`. Each time the call
  * fails naming the output, no temporary file is left, and the output is
  * absent or, when one was there before, the old file untouched; the same
- * call then succeeds and gives a file that opens. */
+ * call then succeeds and gives a file that opens. And a model file cut
+ * short while mapped fails its load or its next request cleanly. */
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 
 #include "core/error.h"
 #include "fault_inject.h"
+#include "gguf/gguf_resident.h"
 #include "gguf/gguf_writer.h"
 #include "test_util.h"
 
@@ -216,6 +218,86 @@ static void cli_size_limit(const char *name, const char *args) {
     free(text);
 }
 
+/* --- a model file truncated while in use ------------------------------------------------- */
+
+static void copy_model(const char *to) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && chmod u+w '%s'", model_path, to, to);
+    CHECK_MSG(system(cmd) == 0, "%s", cmd);
+}
+
+static void check_truncation_error(const char *what, sprout_status st, const char *path) {
+    CHECK_MSG(st == SPROUT_ERR_IO, "%s: status %s: %s", what, sprout_status_str(st), sprout_last_error());
+    CHECK_MSG(strstr(sprout_last_error(), path) != NULL, "%s: the error does not name %s: %s", what, path, sprout_last_error());
+}
+
+/* Cut short between its mapping and its reading (the header, the tensor
+ * data, the last byte), and between loading and generating: each is a
+ * clean SPROUT_ERR_IO naming the file, never SIGBUS. */
+static void truncated_model(void) {
+    char copy[600];
+    snprintf(copy, sizeof copy, "%s/truncated.gguf", dir);
+    struct stat sb;
+    CHECK(stat(model_path, &sb) == 0);
+    const int64_t size = (int64_t)sb.st_size;
+    const struct {
+        int64_t cut;
+        const char *label;
+    } cuts[] = {{100, "in the header"}, {6000, "in the vocabulary"}, {size / 2, "in the tensor data"}, {size - 1, "at the last byte"}};
+    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 1, .n_ctx = 64};
+    for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++) {
+        char what[200];
+        snprintf(what, sizeof what, "cut %s while loading", cuts[i].label);
+        copy_model(copy);
+        fault_map_truncate(copy, cuts[i].cut);
+        sprout_model *m = NULL;
+        sp_fail(SPROUT_OK, "%s", "");
+        sprout_status st = sprout_model_load(copy, &mp, &m);
+        check_truncation_error(what, st, copy);
+        sprout_model_free(m);
+    }
+
+    /* cut after the header's checks, before the load-time read of every
+     * page: the SIGBUS guard's case */
+    copy_model(copy);
+    sprout_gguf *g = NULL;
+    CHECK_MSG(sprout_gguf_open(copy, &g) == SPROUT_OK, "%s", sprout_last_error());
+    CHECK(truncate(copy, size / 2) == 0);
+    if (g) {
+        sprout_status st = sp_gguf_fault_in(g);
+        check_truncation_error("cut before the pages are read", st, copy);
+        CHECK_MSG(strstr(sprout_last_error(), "could not be read") != NULL, "not the guard's error: %s", sprout_last_error());
+    }
+    sprout_gguf_close(g);
+
+    copy_model(copy);
+    sprout_model *m = NULL;
+    CHECK_MSG(sprout_model_load(copy, &mp, &m) == SPROUT_OK, "%s", sprout_last_error());
+    sprout_pipeline *p = NULL;
+    sprout_scheduler *s = NULL;
+    sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = 1, .n_ctx = 64, .n_threads = 1};
+    if (m) CHECK(sprout_pipeline_create(m, NULL, &p) == SPROUT_OK);
+    if (m) CHECK(sprout_scheduler_create(m, &sp, &s) == SPROUT_OK);
+    if (p && s) {
+        CHECK(truncate(copy, size / 2) == 0);
+        sprout_generation_config cfg;
+        sprout_generation_config_init(&cfg);
+        cfg.max_new_tokens = 2;
+        sprout_result *r = NULL;
+        check_truncation_error("cut after loading, then generate", sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r), copy);
+        sprout_result_free(r);
+        const sprout_token prompt[] = {1, 403};
+        sprout_request_params rp = {.struct_size = sizeof rp, .prompt = prompt, .n_prompt = 2, .config = &cfg};
+        sprout_request *req = NULL;
+        check_truncation_error("cut after loading, then a scheduler request", sprout_scheduler_submit(s, &rp, &req), copy);
+        sprout_request_free(req);
+    }
+    sprout_scheduler_free(s);
+    sprout_pipeline_free(p);
+    sprout_model_free(m);
+    unlink(copy);
+}
+
 int main(void) {
     snprintf(model_path, sizeof model_path, "%s/models/stories260K.gguf", test_shared_dir());
     snprintf(dir, sizeof dir, "/tmp/sprout-io-faults-XXXXXX");
@@ -229,6 +311,7 @@ int main(void) {
     injected_faults("quantize", quantize_to);
     injected_faults("export", export_to);
     split_rename_fault();
+    truncated_model();
     size_limit("quantize", quantize_to);
     size_limit("export", export_to);
     full_filesystem("quantize", quantize_to);

@@ -16,6 +16,7 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/sigbus_guard.h"
 #include "core/strmap.h"
 #include "gguf/gguf_reader.h"
 #include "quant/quant.h"
@@ -452,12 +453,33 @@ sprout_status sp_gguf_part_parse(const uint8_t *data, uint64_t size, const char 
     return st;
 }
 
+typedef struct guarded_parse {
+    sp_gguf_part *part;
+    sprout_status status;
+} guarded_parse;
+
+static void parse_mapped(void *ctx) {
+    guarded_parse *g = ctx;
+    g->status = sp_gguf_part_parse(g->part->map.data, g->part->map.size, g->part->path, g->part);
+}
+
 sprout_status sp_gguf_part_load(const char *path, sp_gguf_part *part) {
     part->path = strdup(path);
     if (!part->path) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     sprout_status st = sp_mapped_file_open(path, &part->map);
     if (st != SPROUT_OK) return st;
-    return sp_gguf_part_parse(part->map.data, part->map.size, path, part);
+    /* the header is read from the mapping: a file cut short since it was
+     * mapped must fail here, not kill the process */
+    guarded_parse parse = {part, SPROUT_OK};
+    if (!sp_sigbus_guarded(parse_mapped, &parse))
+        return sp_fail(SPROUT_ERR_IO, "%s: truncated while being read", path);
+    /* a header that reads as garbage may be one cut short meanwhile (the
+     * rest of its last page reads as zeros): the truer error first */
+    char why[1024];
+    snprintf(why, sizeof why, "%s", sprout_last_error());
+    st = sp_mapped_file_check_size(&part->map, path);
+    if (st != SPROUT_OK || parse.status == SPROUT_OK) return st;
+    return sp_fail(parse.status, "%s", why);
 }
 
 void sp_gguf_part_free(sp_gguf_part *part) {

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/text_stream.h"
+#include "gguf/gguf_resident.h"
 #include "model/model.h"
 #include "pipeline/result.h"
 #include "tokenizer/tokenizer.h"
@@ -115,7 +116,9 @@ sprout_status sp_prompt_check(const sprout_model *model, size_t max_tokens, cons
         if (prompt[i] < 0 || prompt[i] >= model->hp.n_vocab)
             return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "prompt token %zu: id %d is outside the vocabulary (0..%d)", i, prompt[i],
                            model->hp.n_vocab - 1);
-    return SPROUT_OK;
+    /* a model file truncated since it was loaded would raise SIGBUS in the
+     * forward pass: the request is refused instead */
+    return sp_gguf_check_size(model->gguf);
 }
 
 static bool vocab_pieces(sp_sampler *smp, const sprout_tokenizer *tok, int32_t n_vocab);
