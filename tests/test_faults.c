@@ -24,7 +24,8 @@ static bool full_sweep(void) {
     return v && *v && strcmp(v, "0");
 }
 
-static uint64_t points_swept;
+static uint64_t points_swept, points_absorbed;
+static bool jansson_failed; /* the failed allocation was jansson's (json_alloc) */
 
 /* The allocations to fail: all of the first `dense`, then every stride-th,
  * so that about `dense` more points cover the rest. */
@@ -49,12 +50,17 @@ static void sweep(const char *name, fault_op op, void *ctx) {
     uint64_t swept = 0;
     for (uint64_t n = at ? strtoull(at, NULL, 10) : 1; n <= total; n = at ? total + 1 : next_point(n, total)) {
         sp_fail(SPROUT_OK, "%s", "");
+        jansson_failed = false;
         fault_alloc_arm(n);
         st = op(ctx);
         bool fired = fault_alloc_fired();
         fault_alloc_disarm();
         if (!fired) continue; /* fewer allocations this time (a thread's timing) */
         swept++;
+        if (st == SPROUT_OK && jansson_failed) {
+            points_absorbed++;
+            continue;
+        }
         CHECK_MSG(st != SPROUT_OK, "%s: allocation %llu of %llu failed, yet the call succeeded", name, (unsigned long long)n,
                   (unsigned long long)total);
         CHECK_MSG(st == SPROUT_OK || sprout_last_error()[0], "%s: allocation %llu: status %s without a message", name,
@@ -336,8 +342,14 @@ static bool sweep_template(const char *dir, const char *file, void *ctx) {
 }
 
 /* jansson's allocations (the template's JSON input) are counted and failed
- * like the library's own */
-static void *json_alloc(size_t size) { return malloc(size); }
+ * like the library's own. jansson absorbs a few failures itself (the call
+ * then succeeds with the same answer, which the operations check): those
+ * are told apart, not counted against the library. */
+static void *json_alloc(size_t size) {
+    void *p = malloc(size);
+    if (!p && fault_alloc_fired()) jansson_failed = true;
+    return p;
+}
 
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -375,7 +387,7 @@ int main(void) {
     }
     sweep("quantize to Q8_0", op_quantize, NULL);
     rmdir(work_dir);
-    printf("%llu allocation points failed in turn (%s sweep)\n", (unsigned long long)points_swept,
-           full_sweep() ? "full" : "bounded");
+    printf("%llu allocation points failed in turn (%s sweep); %llu of them jansson's that it absorbed\n",
+           (unsigned long long)points_swept, full_sweep() ? "full" : "bounded", (unsigned long long)points_absorbed);
     TEST_MAIN_END();
 }
