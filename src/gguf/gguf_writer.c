@@ -415,7 +415,7 @@ static sprout_status write_part(const sp_gguf_writer *w, const part_plan *plan, 
     sprout_status st = encode_part_header(w, plan, part, n_parts, &header);
     uint64_t pos = header.len;
     if (st == SPROUT_OK && (!write_all(f, header.data, header.len) || !write_padding(f, pos, w->alignment, &pos)))
-        st = write_failed(final_name, tmp_name, "cannot write");
+        st = write_failed(final_name, tmp_name, "write failed");
     free(header.data);
     for (int64_t i = plan->first; st == SPROUT_OK && i < plan->first + plan->count; i++) {
         const wtensor *t = &w->tensors[i];
@@ -432,11 +432,11 @@ static sprout_status write_part(const sp_gguf_writer *w, const part_plan *plan, 
             data = *scratch;
         }
         if (!write_all(f, data, (size_t)t->bytes) || !write_padding(f, pos + t->bytes, w->alignment, &pos))
-            st = write_failed(final_name, tmp_name, "cannot write");
+            st = write_failed(final_name, tmp_name, "write failed");
     }
     /* the data must be on the disk before the rename makes it the output */
-    if (st == SPROUT_OK && fflush(f) != 0) st = write_failed(final_name, tmp_name, "cannot write");
-    if (st == SPROUT_OK && fsync(fileno(f)) != 0) st = write_failed(final_name, tmp_name, "cannot sync");
+    if (st == SPROUT_OK && fflush(f) != 0) st = write_failed(final_name, tmp_name, "write failed");
+    if (st == SPROUT_OK && fsync(fileno(f)) != 0) st = write_failed(final_name, tmp_name, "sync failed");
     return st;
 }
 
@@ -526,7 +526,7 @@ sprout_status sp_gguf_writer_write(sp_gguf_writer *w, const char *path, const sp
             break;
         }
         st = write_part(w, &plans[p], p, n_parts, opts, f, finals[p], temps[p], &scratch, &scratch_cap);
-        if (fclose(f) != 0 && st == SPROUT_OK) st = write_failed(finals[p], temps[p], "cannot close");
+        if (fclose(f) != 0 && st == SPROUT_OK) st = write_failed(finals[p], temps[p], "close failed");
     }
     /* only a complete set of parts replaces anything under the final names;
      * a rename that fails midway takes back the parts already in place, so
