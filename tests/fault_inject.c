@@ -5,6 +5,7 @@
 #include "fault_inject.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -61,9 +62,31 @@ uint64_t fault_alloc_disarm(void) {
 
 bool fault_alloc_fired(void) { return atomic_load(&alloc_fired); }
 
+/* The distinct call sites seen while counting (fail_at 0), by the return
+ * address into the caller: how many places in the code a sweep reached. */
+enum { MAX_SITES = 8192 };
+static void *sites[MAX_SITES];
+static atomic_size_t n_sites;
+static pthread_mutex_t sites_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void note_site(void *site) {
+    pthread_mutex_lock(&sites_lock);
+    size_t n = atomic_load(&n_sites);
+    bool seen = false;
+    for (size_t i = 0; i < n && !seen; i++) seen = sites[i] == site;
+    if (!seen && n < MAX_SITES) {
+        sites[n] = site;
+        atomic_store(&n_sites, n + 1);
+    }
+    pthread_mutex_unlock(&sites_lock);
+}
+
+size_t fault_alloc_sites(void) { return atomic_load(&n_sites); }
+
 /* Whether this allocation is the one to fail. */
-static bool alloc_fails(void) {
+static bool alloc_fails(void *site) {
     if (!atomic_load(&alloc_armed)) return false;
+    if (atomic_load(&alloc_fail_at) == 0) note_site(site);
     uint64_t n = atomic_fetch_add(&alloc_count, 1) + 1;
     if (n != atomic_load(&alloc_fail_at)) return false;
     atomic_store(&alloc_fired, true);
@@ -73,14 +96,15 @@ static bool alloc_fails(void) {
     return true;
 }
 
-void *__wrap_malloc(size_t size) { return alloc_fails() ? NULL : __real_malloc(size); }
-void *__wrap_calloc(size_t n, size_t size) { return alloc_fails() ? NULL : __real_calloc(n, size); }
-void *__wrap_realloc(void *p, size_t size) { return alloc_fails() ? NULL : __real_realloc(p, size); }
+#define CALLER __builtin_return_address(0)
+void *__wrap_malloc(size_t size) { return alloc_fails(CALLER) ? NULL : __real_malloc(size); }
+void *__wrap_calloc(size_t n, size_t size) { return alloc_fails(CALLER) ? NULL : __real_calloc(n, size); }
+void *__wrap_realloc(void *p, size_t size) { return alloc_fails(CALLER) ? NULL : __real_realloc(p, size); }
 void *__wrap_aligned_alloc(size_t alignment, size_t size) {
-    return alloc_fails() ? NULL : __real_aligned_alloc(alignment, size);
+    return alloc_fails(CALLER) ? NULL : __real_aligned_alloc(alignment, size);
 }
-char *__wrap_strdup(const char *s) { return alloc_fails() ? NULL : __real_strdup(s); }
-char *__wrap_strndup(const char *s, size_t n) { return alloc_fails() ? NULL : __real_strndup(s, n); }
+char *__wrap_strdup(const char *s) { return alloc_fails(CALLER) ? NULL : __real_strdup(s); }
+char *__wrap_strndup(const char *s, size_t n) { return alloc_fails(CALLER) ? NULL : __real_strndup(s, n); }
 
 static atomic_int io_call;
 static atomic_bool io_fired;

@@ -8,6 +8,7 @@
 #define SPROUT_TEST_FAULT_INJECT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Counts allocations from now on and fails the fail_at-th (1-based; 0:
@@ -18,6 +19,8 @@ void fault_alloc_arm(uint64_t fail_at);
 uint64_t fault_alloc_disarm(void);
 /* Whether the armed failure happened. */
 bool fault_alloc_fired(void);
+/* Distinct places in the code (call sites) that allocated while counting. */
+size_t fault_alloc_sites(void);
 
 typedef enum fault_io_call {
     FAULT_IO_NONE,

@@ -387,7 +387,8 @@ int main(void) {
     }
     sweep("quantize to Q8_0", op_quantize, NULL);
     rmdir(work_dir);
-    printf("%llu allocation points failed in turn (%s sweep); %llu of them jansson's that it absorbed\n",
-           (unsigned long long)points_swept, full_sweep() ? "full" : "bounded", (unsigned long long)points_absorbed);
+    printf("%llu allocation points failed in turn (%s sweep), from %zu call sites; %llu of them jansson's that it absorbed\n",
+           (unsigned long long)points_swept, full_sweep() ? "full" : "bounded", fault_alloc_sites(),
+           (unsigned long long)points_absorbed);
     TEST_MAIN_END();
 }
