@@ -476,18 +476,18 @@ sprout_status sp_gguf_part_load(const char *path, sp_gguf_part *part) {
     if (st != SPROUT_OK) return st;
     /* the header is read from the mapping: a file cut short since it was
      * mapped must fail here, not kill the process */
-    guarded_parse parse = {.r = {.base = part->map.data, .size = part->map.size, .name = part->path, .arena = &part->arena},
-                           .part = part};
-    bool completed = sp_sigbus_guarded(parse_mapped, &parse);
-    sp_strmap_free(&parse.r.seen); /* what the parse had not freed when the fault stopped it */
+    guarded_parse guarded = {.r = {.base = part->map.data, .size = part->map.size, .name = part->path, .arena = &part->arena},
+                             .part = part};
+    bool completed = sp_sigbus_guarded(parse_mapped, &guarded);
+    sp_strmap_free(&guarded.r.seen); /* what the parse had not freed when the fault stopped it */
     if (!completed) return sp_fail(SPROUT_ERR_IO, "%s: truncated while being read", path);
     /* a header that reads as garbage may be one cut short meanwhile (the
      * rest of its last page reads as zeros): the truer error first */
     char why[1024];
     snprintf(why, sizeof why, "%s", sprout_last_error());
     st = sp_mapped_file_check_size(&part->map, path);
-    if (st != SPROUT_OK || parse.status == SPROUT_OK) return st;
-    return sp_fail(parse.status, "%s", why);
+    if (st != SPROUT_OK || guarded.status == SPROUT_OK) return st;
+    return sp_fail(guarded.status, "%s", why);
 }
 
 void sp_gguf_part_free(sp_gguf_part *part) {
