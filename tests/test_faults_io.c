@@ -9,6 +9,7 @@
  * call then succeeds and gives a file that opens. And a model file cut
  * short while mapped fails its load or its next request cleanly. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <sys/mount.h>
@@ -298,6 +299,59 @@ static void truncated_model(void) {
     unlink(copy);
 }
 
+/* Guards on many threads at once: each thread's SIGBUS ends its own walk
+ * and no other (the handler is shared, the jump target per thread); the
+ * threads with whole files finish their walk. */
+typedef struct walker {
+    char path[600];
+    bool cut;
+    pthread_barrier_t *opened, *cut_done;
+    sprout_status status;
+} walker;
+
+static void *walk_pages(void *arg) {
+    walker *w = arg;
+    sprout_gguf *g = NULL;
+    w->status = sprout_gguf_open(w->path, &g);
+    pthread_barrier_wait(w->opened);
+    pthread_barrier_wait(w->cut_done); /* then all walk at once */
+    if (w->status == SPROUT_OK) w->status = sp_gguf_fault_in(g);
+    sprout_gguf_close(g);
+    return NULL;
+}
+
+static void concurrent_guards(void) {
+    enum { N = 6 };
+    struct stat sb;
+    CHECK(stat(model_path, &sb) == 0);
+    const int64_t size = (int64_t)sb.st_size;
+    walker w[N];
+    pthread_t th[N];
+    pthread_barrier_t opened, cut_done;
+    pthread_barrier_init(&opened, NULL, N + 1);
+    pthread_barrier_init(&cut_done, NULL, N + 1);
+    for (int i = 0; i < N; i++) {
+        snprintf(w[i].path, sizeof w[i].path, "%s/walker%d.gguf", dir, i);
+        w[i].cut = i % 2 == 0;
+        w[i].opened = &opened;
+        w[i].cut_done = &cut_done;
+        copy_model(w[i].path);
+        CHECK(pthread_create(&th[i], NULL, walk_pages, &w[i]) == 0);
+    }
+    pthread_barrier_wait(&opened); /* every file is open and mapped: now cut half of them */
+    for (int i = 0; i < N; i++)
+        if (w[i].cut) CHECK(truncate(w[i].path, size / 3) == 0);
+    pthread_barrier_wait(&cut_done);
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_MSG(w[i].cut ? w[i].status == SPROUT_ERR_IO : w[i].status == SPROUT_OK, "walker %d (%s): status %s", i,
+                  w[i].cut ? "cut" : "whole", sprout_status_str(w[i].status));
+        unlink(w[i].path);
+    }
+    pthread_barrier_destroy(&opened);
+    pthread_barrier_destroy(&cut_done);
+}
+
 int main(void) {
     snprintf(model_path, sizeof model_path, "%s/models/stories260K.gguf", test_shared_dir());
     snprintf(dir, sizeof dir, "/tmp/sprout-io-faults-XXXXXX");
@@ -312,6 +366,7 @@ int main(void) {
     injected_faults("export", export_to);
     split_rename_fault();
     truncated_model();
+    concurrent_guards();
     size_limit("quantize", quantize_to);
     size_limit("export", export_to);
     full_filesystem("quantize", quantize_to);
