@@ -289,6 +289,32 @@ static sprout_status op_scheduler(void *ctx) {
     return st;
 }
 
+/* --- LoRA adapters -------------------------------------------------------------------------- */
+
+static char adapter_path[512];
+
+/* An adapter loaded, applied to one generation, freed. */
+static sprout_status op_lora(void *ctx) {
+    const generation_case *c = ctx;
+    sprout_lora *lora = NULL;
+    sprout_pipeline *p = NULL;
+    sprout_result *r = NULL;
+    sprout_status st = sprout_lora_load(c->model, adapter_path, &lora);
+    if (st == SPROUT_OK) st = sprout_pipeline_create(c->model, NULL, &p);
+    sprout_lora_use use = {lora, 0.5f};
+    sprout_generation_config cfg;
+    sprout_generation_config_init(&cfg);
+    cfg.temperature = 0;
+    cfg.max_new_tokens = 3;
+    cfg.lora = &use;
+    cfg.n_lora = 1;
+    if (st == SPROUT_OK) st = sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r);
+    sprout_result_free(r);
+    sprout_pipeline_free(p);
+    sprout_lora_free(lora);
+    return st;
+}
+
 /* --- quantizing ---------------------------------------------------------------------------- */
 
 static char work_dir[256];
@@ -300,6 +326,25 @@ static int work_files(void) {
     for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
     if (d) closedir(d);
     return n;
+}
+
+/* The adapter merged into a copy of the model (llama-export-lora's job). */
+static sprout_status op_export_lora(void *ctx) {
+    (void)ctx;
+    char out[512];
+    snprintf(out, sizeof out, "%s/merged.gguf", work_dir);
+    const char *paths[1] = {adapter_path};
+    sprout_lora_export_params p;
+    sprout_lora_export_params_default(&p);
+    p.base_path = model_path;
+    p.adapter_paths = paths;
+    p.n_adapters = 1;
+    p.output_path = out;
+    p.n_threads = 1;
+    sprout_status st = sprout_lora_export(&p);
+    if (st != SPROUT_OK && work_files() != 0) return sp_fail(SPROUT_ERR_INTERNAL, "a failed export left files in %s", work_dir);
+    unlink(out);
+    return st;
 }
 
 static sprout_status op_quantize(void *ctx) {
@@ -357,6 +402,12 @@ int main(void) {
     snprintf(work_dir, sizeof work_dir, "/tmp/sprout-faults-XXXXXX");
     CHECK(mkdtemp(work_dir) != NULL);
     snprintf(model_path, sizeof model_path, "%s/models/stories260K.gguf", test_shared_dir());
+    /* the adapter lives outside the work folder, which a failed write must leave empty */
+    snprintf(adapter_path, sizeof adapter_path, "%s/adapter.gguf", test_temp_dir());
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --rank 4 --type F32 --targets all --seed 5 --magnitude 0.1 >/dev/null",
+             SPROUT_MAKE_LORA_PATH, model_path, adapter_path);
+    CHECK_MSG(system(cmd) == 0, "%s", cmd);
     sweep("load stories260K", op_load, NULL);
 
     /* the suite's run: one vocabulary per algorithm, two templates; the full
@@ -379,6 +430,7 @@ int main(void) {
         sweep("pipeline + generate", op_generate, &gen);
         sweep("chat session", op_chat, &gen);
         sweep("scheduler request", op_scheduler, &gen);
+        sweep("LoRA load + generate", op_lora, &gen);
         /* a pipeline that saw a failure must serve the next call */
         CHECK(sprout_pipeline_create(gen.model, NULL, &gen.pipeline) == SPROUT_OK);
         if (gen.pipeline) sweep("generate on one pipeline", op_generate, &gen);
@@ -386,7 +438,10 @@ int main(void) {
         sprout_model_free(gen.model);
     }
     sweep("quantize to Q8_0", op_quantize, NULL);
+    sweep("export-lora", op_export_lora, NULL);
     rmdir(work_dir);
+    unlink(adapter_path);
+    rmdir(test_temp_dir());
     printf("%llu allocation points failed in turn (%s sweep), from %zu call sites; %llu of them jansson's that it absorbed\n",
            (unsigned long long)points_swept, full_sweep() ? "full" : "bounded", fault_alloc_sites(),
            (unsigned long long)points_absorbed);
