@@ -1,7 +1,8 @@
 /* Allocation failure injection (issue 39): every allocation the library
  * makes while loading stories260K, tokenizing with real vocabularies,
- * rendering real chat templates and generating a few tokens is made to fail
- * in turn. Each failure must end in an error status with a message; the
+ * rendering real chat templates, generating a few tokens (a pipeline, a chat
+ * session, a scheduler, a LoRA adapter), quantizing and merging an adapter
+ * is made to fail in turn. Each failure must end in an error status with a message; the
  * same call right after must succeed (and give the same answer); leaks are
  * LeakSanitizer's to find in the sanitizer build. The suite's run sweeps
  * every allocation up to a bound and a stride after it; SPROUT_FAULTS_FULL=1
