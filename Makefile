@@ -8,7 +8,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 15
 PREFIX     ?= /usr/local
 
-.PHONY: all deps test-deps build build-asan build-fuzz run install test test-release test-asan test-fuzz clean
+.PHONY: all deps test-deps build build-asan build-fuzz run install test test-release test-asan test-fuzz test-faults clean
 
 all: build
 
@@ -41,6 +41,14 @@ test-asan:
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSPROUT_SANITIZE=ON -DSPROUT_WERROR=ON -DSPROUT_SHARED_DIR=$(SHARED)
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j$(JOBS)
+
+# Every allocation of every swept path failed in turn, every vocabulary and
+# chat template of ../shared included, under ASan's leak check (the suite's
+# test_faults takes a subset), then the I/O faults (docs/HARDENING.md).
+test-faults:
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSPROUT_SANITIZE=ON -DSPROUT_WERROR=ON -DSPROUT_SHARED_DIR=$(SHARED)
+	cmake --build $(ASAN_BUILD) -j$(JOBS) --target test_faults test_faults_io
+	cd $(ASAN_BUILD)/tests && SPROUT_FAULTS_FULL=1 SPROUT_SHARED_DIR=$(SHARED) ./test_faults && SPROUT_SHARED_DIR=$(SHARED) ./test_faults_io
 
 # libFuzzer needs clang; without it the fuzz run is skipped, not failed.
 # Only the fuzz targets are built: the CLI, server and benchmarks are the

@@ -12,6 +12,7 @@
 sprout_status sp_mapped_file_open(const char *path, sp_mapped_file *out) {
     out->data = NULL;
     out->size = 0;
+    out->fd = -1;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int err = errno;
@@ -32,20 +33,36 @@ sprout_status sp_mapped_file_open(const char *path, sp_mapped_file *out) {
         return SPROUT_OK;
     }
     void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    int err = errno;
-    close(fd); /* the mapping keeps the file alive */
-    if (p == MAP_FAILED) return sp_fail(SPROUT_ERR_IO, "%s: cannot map: %s", path, strerror(err));
+    if (p == MAP_FAILED) {
+        int err = errno;
+        close(fd);
+        return sp_fail(SPROUT_ERR_IO, "%s: cannot map: %s", path, strerror(err));
+    }
     out->data = p;
     out->size = (uint64_t)st.st_size;
+    out->fd = fd; /* the mapping alone would keep the file alive; the descriptor lets us ask its size */
     return SPROUT_OK;
 }
 
 void sp_mapped_file_close(sp_mapped_file *file) {
-    if (file && file->data) munmap((void *)file->data, (size_t)file->size);
-    if (file) {
-        file->data = NULL;
-        file->size = 0;
+    if (!file) return;
+    if (file->data) {
+        munmap((void *)file->data, (size_t)file->size);
+        close(file->fd);
     }
+    file->data = NULL;
+    file->size = 0;
+    file->fd = -1;
+}
+
+sprout_status sp_mapped_file_check_size(const sp_mapped_file *file, const char *path) {
+    if (!file->data) return SPROUT_OK;
+    struct stat st;
+    if (fstat(file->fd, &st) != 0) return sp_fail(SPROUT_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+    if ((uint64_t)st.st_size < file->size)
+        return sp_fail(SPROUT_ERR_IO, "%s: truncated while in use (%llu bytes, %llu when opened)", path,
+                       (unsigned long long)st.st_size, (unsigned long long)file->size);
+    return SPROUT_OK;
 }
 
 bool sp_same_file(const char *a, const char *b) {

@@ -9,10 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/error.h"
+#include "core/sigbus_guard.h"
 #include "core/strmap.h"
 #include "gguf/gguf_reader.h"
+#include "gguf/gguf_resident.h"
 
 /* The whole model: the first part's metadata, every part's tensors. */
 struct sprout_gguf {
@@ -452,4 +455,39 @@ void sprout_gguf_close(sprout_gguf *g) {
     sp_strmap_free(&g->tensor_index);
     sp_strmap_free(&g->key_index);
     free(g);
+}
+
+/* --- load-time residency --------------------------------------------------------------- */
+
+typedef struct page_walk {
+    const uint8_t *from, *to;
+    size_t page;
+    uint8_t sum; /* read back, so that no read can be left out */
+} page_walk;
+
+static void touch_pages(void *ctx) {
+    page_walk *w = ctx;
+    uint8_t sum = 0;
+    for (const volatile uint8_t *p = w->from; p < w->to; p += w->page) sum ^= *p;
+    w->sum = sum;
+}
+
+sprout_status sp_gguf_fault_in(const sprout_gguf *g) {
+    long page = sysconf(_SC_PAGESIZE);
+    for (uint32_t i = 0; g && i < g->n_parts; i++) {
+        const sp_gguf_part *part = &g->parts[i];
+        if (!part->map.data || part->data_offset >= part->map.size) continue;
+        page_walk w = {part->map.data + part->data_offset, part->map.data + part->map.size, page > 0 ? (size_t)page : 4096, 0};
+        if (!sp_sigbus_guarded(touch_pages, &w))
+            return sp_fail(SPROUT_ERR_IO, "%s: truncated while loading (its data could not be read)", part->path);
+    }
+    return sp_gguf_check_size(g);
+}
+
+sprout_status sp_gguf_check_size(const sprout_gguf *g) {
+    for (uint32_t i = 0; g && i < g->n_parts; i++) {
+        sprout_status st = sp_mapped_file_check_size(&g->parts[i].map, g->parts[i].path);
+        if (st != SPROUT_OK) return st;
+    }
+    return SPROUT_OK;
 }

@@ -16,6 +16,7 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "core/sigbus_guard.h"
 #include "core/strmap.h"
 #include "gguf/gguf_reader.h"
 #include "quant/quant.h"
@@ -26,6 +27,7 @@ typedef struct reader {
     uint64_t pos;
     const char *name; /* for messages */
     sp_arena *arena;
+    sp_strmap seen; /* names met so far (keys, then tensors): here so that a jump out of the parse can free it */
 } reader;
 
 /* Smallest encoding of one element of each type, used to bound counts. */
@@ -272,8 +274,7 @@ static sprout_status read_kvs(reader *r, sp_gguf_part *part, uint64_t n_kv) {
     part->n_kv = (int64_t)n_kv;
     part->kvs = n_kv ? sp_arena_alloc(r->arena, (size_t)n_kv * sizeof(sp_gguf_kv)) : NULL;
     if (n_kv && !part->kvs) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "%s: out of memory for %" PRIu64 " keys", r->name, n_kv);
-    sp_strmap seen;
-    if (!sp_strmap_init(&seen, (size_t)n_kv)) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "%s: out of memory", r->name);
+    if (!sp_strmap_init(&r->seen, (size_t)n_kv)) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "%s: out of memory", r->name);
     sprout_status st = SPROUT_OK;
     for (uint64_t i = 0; i < n_kv && st == SPROUT_OK; i++) {
         sp_gguf_kv *kv = &part->kvs[i];
@@ -283,7 +284,7 @@ static sprout_status read_kvs(reader *r, sp_gguf_part *part, uint64_t n_kv) {
         char ctx[96];
         snprintf(ctx, sizeof ctx, "key '%.64s'", key);
         int64_t first;
-        int ins = sp_strmap_insert(&seen, key, strlen(key), (int64_t)i, &first);
+        int ins = sp_strmap_insert(&r->seen, key, strlen(key), (int64_t)i, &first);
         if (ins < 0) {
             st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "%s: out of memory", r->name);
             break;
@@ -302,7 +303,7 @@ static sprout_status read_kvs(reader *r, sp_gguf_part *part, uint64_t n_kv) {
         }
         st = read_value(r, (sprout_gguf_type)type, ctx, 0, &kv->value);
     }
-    sp_strmap_free(&seen);
+    sp_strmap_free(&r->seen);
     return st;
 }
 
@@ -419,20 +420,19 @@ static sprout_status read_tensors(reader *r, sp_gguf_part *part, uint64_t n_tens
     part->n_tensors = (int64_t)n_tensors;
     part->tensors = n_tensors ? sp_arena_alloc(r->arena, (size_t)n_tensors * sizeof(sp_gguf_tensor)) : NULL;
     if (n_tensors && !part->tensors) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "%s: out of memory", r->name);
-    sp_strmap seen;
-    if (!sp_strmap_init(&seen, (size_t)n_tensors)) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "%s: out of memory", r->name);
+    if (!sp_strmap_init(&r->seen, (size_t)n_tensors)) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "%s: out of memory", r->name);
     sprout_status st = SPROUT_OK;
     for (uint64_t i = 0; i < n_tensors && st == SPROUT_OK; i++) {
         sp_gguf_tensor *t = &part->tensors[i];
         if ((st = read_tensor_info(r, (int64_t)i, t)) != SPROUT_OK) break;
         int64_t first;
-        int ins = sp_strmap_insert(&seen, t->name, strlen(t->name), (int64_t)i, &first);
+        int ins = sp_strmap_insert(&r->seen, t->name, strlen(t->name), (int64_t)i, &first);
         if (ins < 0) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "%s: out of memory", r->name);
         else if (ins == 0)
             st = sp_fail(SPROUT_ERR_FORMAT, "%s: duplicate tensor name '%s' (tensors %" PRId64 " and %" PRIu64 ")", r->name,
                          t->name, first, i);
     }
-    sp_strmap_free(&seen);
+    sp_strmap_free(&r->seen);
     if (st != SPROUT_OK) return st;
 
     if (!sp_align_up_u64(r->pos, part->alignment, &part->data_offset))
@@ -442,14 +442,31 @@ static sprout_status read_tensors(reader *r, sp_gguf_part *part, uint64_t n_tens
     return check_overlaps(r, part);
 }
 
+static sprout_status parse(reader *r, sp_gguf_part *part) {
+    uint64_t n_tensors = 0, n_kv = 0;
+    sprout_status st = read_header(r, part, &n_tensors, &n_kv);
+    if (st == SPROUT_OK) st = read_kvs(r, part, n_kv);
+    if (st == SPROUT_OK) st = read_alignment(r, part);
+    if (st == SPROUT_OK) st = read_tensors(r, part, n_tensors);
+    return st;
+}
+
 sprout_status sp_gguf_part_parse(const uint8_t *data, uint64_t size, const char *name, sp_gguf_part *part) {
     reader r = {.base = data, .size = size, .pos = 0, .name = name, .arena = &part->arena};
-    uint64_t n_tensors = 0, n_kv = 0;
-    sprout_status st = read_header(&r, part, &n_tensors, &n_kv);
-    if (st == SPROUT_OK) st = read_kvs(&r, part, n_kv);
-    if (st == SPROUT_OK) st = read_alignment(&r, part);
-    if (st == SPROUT_OK) st = read_tensors(&r, part, n_tensors);
+    sprout_status st = parse(&r, part);
+    sp_strmap_free(&r.seen);
     return st;
+}
+
+typedef struct guarded_parse {
+    reader r;
+    sp_gguf_part *part;
+    sprout_status status;
+} guarded_parse;
+
+static void parse_mapped(void *ctx) {
+    guarded_parse *g = ctx;
+    g->status = parse(&g->r, g->part);
 }
 
 sprout_status sp_gguf_part_load(const char *path, sp_gguf_part *part) {
@@ -457,7 +474,20 @@ sprout_status sp_gguf_part_load(const char *path, sp_gguf_part *part) {
     if (!part->path) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     sprout_status st = sp_mapped_file_open(path, &part->map);
     if (st != SPROUT_OK) return st;
-    return sp_gguf_part_parse(part->map.data, part->map.size, path, part);
+    /* the header is read from the mapping: a file cut short since it was
+     * mapped must fail here, not kill the process */
+    guarded_parse guarded = {.r = {.base = part->map.data, .size = part->map.size, .name = part->path, .arena = &part->arena},
+                             .part = part};
+    bool completed = sp_sigbus_guarded(parse_mapped, &guarded);
+    sp_strmap_free(&guarded.r.seen); /* what the parse had not freed when the fault stopped it */
+    if (!completed) return sp_fail(SPROUT_ERR_IO, "%s: truncated while being read", path);
+    /* a header that reads as garbage may be one cut short meanwhile (the
+     * rest of its last page reads as zeros): the truer error first */
+    char why[1024];
+    snprintf(why, sizeof why, "%s", sprout_last_error());
+    st = sp_mapped_file_check_size(&part->map, path);
+    if (st != SPROUT_OK || guarded.status == SPROUT_OK) return st;
+    return sp_fail(guarded.status, "%s", why);
 }
 
 void sp_gguf_part_free(sp_gguf_part *part) {

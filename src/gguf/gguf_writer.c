@@ -1,6 +1,7 @@
 #include "gguf/gguf_writer.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -401,14 +402,20 @@ static sprout_status encode_part_header(const sp_gguf_writer *w, const part_plan
     return b->oom ? sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory") : SPROUT_OK;
 }
 
+/* A failed write names the output and the temporary it was writing. */
+static sprout_status write_failed(const char *final_name, const char *tmp_name, const char *what) {
+    return sp_fail(SPROUT_ERR_IO, "%s: %s: %s (nothing replaced; the temporary %s is removed)", final_name, what, strerror(errno),
+                   tmp_name);
+}
+
 static sprout_status write_part(const sp_gguf_writer *w, const part_plan *plan, uint32_t part, uint32_t n_parts,
-                                const sp_gguf_write_options *opts, FILE *f, const char *tmp_name, void **scratch,
-                                uint64_t *scratch_cap) {
+                                const sp_gguf_write_options *opts, FILE *f, const char *final_name, const char *tmp_name,
+                                void **scratch, uint64_t *scratch_cap) {
     buf header = {0};
     sprout_status st = encode_part_header(w, plan, part, n_parts, &header);
     uint64_t pos = header.len;
     if (st == SPROUT_OK && (!write_all(f, header.data, header.len) || !write_padding(f, pos, w->alignment, &pos)))
-        st = sp_fail(SPROUT_ERR_IO, "%s: write failed: %s", tmp_name, strerror(errno));
+        st = write_failed(final_name, tmp_name, "write failed");
     free(header.data);
     for (int64_t i = plan->first; st == SPROUT_OK && i < plan->first + plan->count; i++) {
         const wtensor *t = &w->tensors[i];
@@ -425,10 +432,11 @@ static sprout_status write_part(const sp_gguf_writer *w, const part_plan *plan, 
             data = *scratch;
         }
         if (!write_all(f, data, (size_t)t->bytes) || !write_padding(f, pos + t->bytes, w->alignment, &pos))
-            st = sp_fail(SPROUT_ERR_IO, "%s: write failed: %s", tmp_name, strerror(errno));
+            st = write_failed(final_name, tmp_name, "write failed");
     }
-    if (st == SPROUT_OK && (fflush(f) != 0 || fsync(fileno(f)) != 0))
-        st = sp_fail(SPROUT_ERR_IO, "%s: cannot flush: %s", tmp_name, strerror(errno));
+    /* the data must be on the disk before the rename makes it the output */
+    if (st == SPROUT_OK && fflush(f) != 0) st = write_failed(final_name, tmp_name, "write failed");
+    if (st == SPROUT_OK && fsync(fileno(f)) != 0) st = write_failed(final_name, tmp_name, "sync failed");
     return st;
 }
 
@@ -467,6 +475,20 @@ static uint32_t plan_parts(const sp_gguf_writer *w, const sp_gguf_write_options 
     return n + 1;
 }
 
+/* Makes the renames durable. Best effort: the files are whole and in place
+ * whatever it says, and a caller could do nothing better with a failure. */
+static void sync_folder(const char *path) {
+    char dir[4096] = ".";
+    const char *slash = strrchr(path, '/');
+    if (slash && (size_t)(slash - path) >= sizeof dir) return;
+    if (slash) snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+}
+
 sprout_status sp_gguf_writer_write(sp_gguf_writer *w, const char *path, const sp_gguf_write_options *opts,
                                    uint32_t *n_parts_out) {
     if (!w || !path) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL writer or path");
@@ -492,7 +514,7 @@ sprout_status sp_gguf_writer_write(sp_gguf_writer *w, const char *path, const sp
         snprintf(temps[p], tl, "%s.tmp.XXXXXX", finals[p]);
         int fd = mkstemp(temps[p]);
         if (fd < 0) {
-            st = sp_fail(SPROUT_ERR_IO, "%s: cannot create: %s", temps[p], strerror(errno));
+            st = sp_fail(SPROUT_ERR_IO, "%s: cannot create the temporary %s: %s", finals[p], temps[p], strerror(errno));
             temps[p][0] = 0;
             break;
         }
@@ -500,17 +522,26 @@ sprout_status sp_gguf_writer_write(sp_gguf_writer *w, const char *path, const sp
         FILE *f = fdopen(fd, "wb");
         if (!f) {
             close(fd);
-            st = sp_fail(SPROUT_ERR_IO, "%s: cannot open: %s", temps[p], strerror(errno));
+            st = write_failed(finals[p], temps[p], "cannot open");
             break;
         }
-        st = write_part(w, &plans[p], p, n_parts, opts, f, temps[p], &scratch, &scratch_cap);
-        if (fclose(f) != 0 && st == SPROUT_OK) st = sp_fail(SPROUT_ERR_IO, "%s: close failed: %s", temps[p], strerror(errno));
+        st = write_part(w, &plans[p], p, n_parts, opts, f, finals[p], temps[p], &scratch, &scratch_cap);
+        if (fclose(f) != 0 && st == SPROUT_OK) st = write_failed(finals[p], temps[p], "close failed");
     }
-    /* only a complete set of parts replaces anything under the final names */
-    for (uint32_t p = 0; st == SPROUT_OK && p < n_parts; p++)
-        if (rename(temps[p], finals[p]) != 0) st = sp_fail(SPROUT_ERR_IO, "%s: cannot rename: %s", finals[p], strerror(errno));
+    /* only a complete set of parts replaces anything under the final names;
+     * a rename that fails midway takes back the parts already in place, so
+     * that no set is left half new */
+    uint32_t renamed = 0;
+    for (; st == SPROUT_OK && renamed < n_parts; renamed++)
+        if (rename(temps[renamed], finals[renamed]) != 0) {
+            st = sp_fail(SPROUT_ERR_IO, "%s: cannot rename %s into place: %s", finals[renamed], temps[renamed], strerror(errno));
+            break;
+        }
+    if (st != SPROUT_OK)
+        for (uint32_t p = 0; p < renamed; p++) unlink(finals[p]);
+    if (st == SPROUT_OK) sync_folder(path);
     for (uint32_t p = 0; temps && p < n_parts; p++) {
-        if (st != SPROUT_OK && temps[p] && temps[p][0]) unlink(temps[p]);
+        if (st != SPROUT_OK && p >= renamed && temps[p] && temps[p][0]) unlink(temps[p]);
         free(temps[p]);
         if (finals) free(finals[p]);
     }

@@ -10,6 +10,7 @@
 #include "core/cpu.h"
 #include "core/error.h"
 #include "core/versioned.h"
+#include "gguf/gguf_resident.h"
 #include "quant/quant.h"
 
 /* What each architecture does that the tensors alone do not say. */
@@ -444,6 +445,12 @@ sprout_status sprout_model_load(const char *path, const sprout_model_params *par
     sprout_gguf *g = NULL;
     sprout_status st = sprout_gguf_open(path, &g);
     if (st != SPROUT_OK) return st;
+    /* every page is read now, under a guard: a file truncated after it was
+     * opened fails here instead of killing a later generation */
+    if ((st = sp_gguf_fault_in(g)) != SPROUT_OK) {
+        sprout_gguf_close(g);
+        return st;
+    }
     sprout_model *m = NULL;
     if ((st = sp_model_build(g, params, &m)) != SPROUT_OK) {
         sp_error_prefix("%s", path);

@@ -59,8 +59,10 @@ sprout_status sprout_chat_start(sprout_pipeline *p, const char *system_prompt) {
         sprout_status st = sprout_chat_set_template(p, NULL);
         if (st != SPROUT_OK) return st;
     }
-    if (!p->bos_text) p->bos_text = sp_special_text(p->model->tokenizer, SPROUT_SPECIAL_BOS);
-    if (!p->eos_text) p->eos_text = sp_special_text(p->model->tokenizer, SPROUT_SPECIAL_EOS);
+    if (!p->bos_text && !p->eos_text) {
+        sprout_status st = sp_bos_eos_text(p->model->tokenizer, &p->bos_text, &p->eos_text);
+        if (st != SPROUT_OK) return st;
+    }
     p->chat_active = true;
     if (system_prompt && *system_prompt) {
         if (!sp_utf8_is_valid(system_prompt, strlen(system_prompt)))

@@ -10,12 +10,25 @@
 #include "pipeline/prompt.h"
 #include "tokenizer/tokenizer.h"
 
-char *sp_special_text(const sprout_tokenizer *tok, sprout_special which) {
+static char *special_text(const sprout_tokenizer *tok, sprout_special which, bool *failed) {
     sprout_token id = sprout_tokenizer_special(tok, which);
     const char *text;
     size_t len;
     if (!tok || id < 0 || sprout_token_text(tok, id, &text, &len) != SPROUT_OK) return NULL;
-    return strndup(text, len);
+    char *copy = strndup(text, len);
+    if (!copy) *failed = true;
+    return copy;
+}
+
+sprout_status sp_bos_eos_text(const sprout_tokenizer *tok, char **bos, char **eos) {
+    bool failed = false;
+    *bos = special_text(tok, SPROUT_SPECIAL_BOS, &failed);
+    *eos = special_text(tok, SPROUT_SPECIAL_EOS, &failed);
+    if (!failed) return SPROUT_OK;
+    free(*bos);
+    free(*eos);
+    *bos = *eos = NULL;
+    return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
 }
 
 sprout_status sp_templated_tokens(const sprout_tokenizer *tok, const char *text, size_t len, int32_t **ids, size_t *n) {
@@ -121,7 +134,11 @@ sprout_status sprout_model_chat_prompt_vars(const sprout_model *model, const cha
     sprout_status st = sprout_template_for_model(model->gguf, template_override, &src, &src_len);
     if (st == SPROUT_OK) st = sprout_template_parse(src, src_len, &t);
     if (st != SPROUT_OK) return st;
-    char *bos = sp_special_text(model->tokenizer, SPROUT_SPECIAL_BOS), *eos = sp_special_text(model->tokenizer, SPROUT_SPECIAL_EOS);
+    char *bos, *eos;
+    if ((st = sp_bos_eos_text(model->tokenizer, &bos, &eos)) != SPROUT_OK) {
+        sprout_template_free(t);
+        return st;
+    }
     sprout_template_options opt = {.struct_size = sizeof opt,
                                    .add_generation_prompt = add_generation_prompt,
                                    .bos_token = bos,

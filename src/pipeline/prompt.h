@@ -8,8 +8,10 @@
 
 #include "sprout.h"
 
-/* The text of a special token (malloc'd), or NULL if the vocabulary has none. */
-char *sp_special_text(const sprout_tokenizer *tok, sprout_special which);
+/* The texts of the BOS and EOS tokens for a chat template (malloc'd; NULL
+ * where the vocabulary has no such token). Fails only when a copy cannot be
+ * made, leaving both NULL. */
+sprout_status sp_bos_eos_text(const sprout_tokenizer *tok, char **bos, char **eos);
 
 /* A rendered template to ids: the template writes special tokens as text;
  * BOS is added only if the model wants one and the template did not write it. */

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/text_stream.h"
+#include "gguf/gguf_resident.h"
 #include "model/model.h"
 #include "pipeline/result.h"
 #include "tokenizer/tokenizer.h"
@@ -115,7 +116,9 @@ sprout_status sp_prompt_check(const sprout_model *model, size_t max_tokens, cons
         if (prompt[i] < 0 || prompt[i] >= model->hp.n_vocab)
             return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "prompt token %zu: id %d is outside the vocabulary (0..%d)", i, prompt[i],
                            model->hp.n_vocab - 1);
-    return SPROUT_OK;
+    /* a model file truncated since it was loaded would raise SIGBUS in the
+     * forward pass: the request is refused instead */
+    return sp_gguf_check_size(model->gguf);
 }
 
 static bool vocab_pieces(sp_sampler *smp, const sprout_tokenizer *tok, int32_t n_vocab);
@@ -340,8 +343,8 @@ bool sp_seq_next(sp_seq *s, const float *logits, const int32_t *history, size_t 
     if (s->detok) {
         const char *piece;
         size_t n;
-        if (sprout_detokenizer_push(s->detok, next, &piece, &n) != SPROUT_OK) n = 0;
-        if (!add_text(s, piece, n, false) && !s->oom) s->finish = SPROUT_FINISH_STOP_STRING;
+        if (sprout_detokenizer_push(s->detok, next, &piece, &n) != SPROUT_OK) s->oom = true; /* its only failure here */
+        else if (!add_text(s, piece, n, false) && !s->oom) s->finish = SPROUT_FINISH_STOP_STRING;
     }
     if (s->oom) return false;
     if (s->stream == SPROUT_STREAM_CANCEL) {

@@ -241,7 +241,7 @@ sprout_status sprout_quantize_model(const char *in_path, const char *out_path, c
     if (st == SPROUT_OK) st = build_writer(in, params, job.plan, w);
     if (st == SPROUT_OK) st = sp_threadpool_create(n_threads, &job.pool);
     int64_t scratch_elements = CHUNK_ELEMENTS;
-    for (int64_t i = 0; i < n; i++)
+    for (int64_t i = 0; job.plan && i < n; i++)
         if (job.plan[i].ne0 > scratch_elements) scratch_elements = job.plan[i].ne0;
     if (st == SPROUT_OK && !(job.scratch = calloc((size_t)n_threads, sizeof *job.scratch)))
         st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "quantize: out of memory");

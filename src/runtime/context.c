@@ -41,11 +41,11 @@ sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_
     if (st != SPROUT_OK) return st;
     const int64_t kv_k = (int64_t)hp->n_head_kv * hp->head_dim_k, kv_v = (int64_t)hp->n_head_kv * hp->head_dim_v;
     if (kv_k != kv_v) {
-        sp_threadpool_free(ctx->pool);
+        sp_context_free(ctx);
         return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s: key and value head sizes differ (%d, %d)", hp->arch_name, hp->head_dim_k, hp->head_dim_v);
     }
     if ((st = sp_kv_init(&ctx->kv, kv_type, n_ctx, hp->n_layer, n_seq, kv_k, kv_v)) != SPROUT_OK) {
-        sp_threadpool_free(ctx->pool);
+        sp_context_free(ctx); /* the caller may free the context again: it must be left empty */
         return st;
     }
     const int64_t nb = n_batch, e = hp->n_embd, f = hp->n_ff;

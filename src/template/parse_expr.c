@@ -335,7 +335,7 @@ static node *parse_primary(parser *p) {
             token *s = advance(p);
             jbuf_put(&b, s->text, s->len);
         }
-        jv v = jv_str(&p->prog->literals, b.data, b.len);
+        jv v = b.oom ? jv_none() : jv_str(&p->prog->literals, b.data, b.len);
         jbuf_free(&b);
         if (v.type != JV_STR) parser_fail_at(p, t, "out of memory");
         else n = literal_node(p, t, v);

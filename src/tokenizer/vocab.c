@@ -394,6 +394,12 @@ sprout_status sp_vocab_load(const sprout_gguf *g, sp_vocab *v, char *warning, si
     }
     read_bool(g, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix);
     read_bool(g, "tokenizer.ggml.remove_extra_whitespaces", &v->remove_extra_whitespaces);
+    /* as llama.cpp: both on unless the file says otherwise, and accents
+     * follow lowercasing unless said apart (Hugging Face's BertNormalizer) */
+    v->lowercase = true;
+    read_bool(g, "tokenizer.ggml.normalizer.lowercase", &v->lowercase);
+    v->strip_accents = v->lowercase;
+    read_bool(g, "tokenizer.ggml.normalizer.strip_accents", &v->strip_accents);
 
     static const char *const keys[SPROUT_SPECIAL_COUNT] = {
         [SPROUT_SPECIAL_BOS] = "tokenizer.ggml.bos_token_id",     [SPROUT_SPECIAL_EOS] = "tokenizer.ggml.eos_token_id",

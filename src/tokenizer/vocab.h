@@ -47,6 +47,7 @@ typedef struct sp_vocab {
     int32_t n_special_tokens;
 
     bool add_bos, add_eos, add_space_prefix, remove_extra_whitespaces, ignore_merges, clean_spaces;
+    bool lowercase, strip_accents; /* WordPiece's normalizer (BERT's lowercase and strip_accents) */
     char pre_name[64];
     sp_pretokenizer *pre; /* BPE only */
     sp_arena arena;

@@ -1,10 +1,13 @@
 /* WordPiece (tokenizer.ggml.model "bert") for BERT embedding models, with
- * the normalization of BERT's own tokenizer: the text is decomposed
- * (canonically, the nonspacing marks dropped: accents go, Hangul syllables
- * become jamo), lower-cased, split at whitespace, and punctuation, ASCII symbols and CJK
- * ideographs become words of their own. Each word, with "▁" in front, is
- * covered greedily by the longest tokens; a word that cannot be covered is
- * one unknown token. */
+ * llama.cpp's normalization: with strip_accents, each character becomes the
+ * first code point of its canonical decomposition (an accented letter its
+ * base, a Hangul syllable its leading consonant, as llama.cpp's one-to-one
+ * NFD table does) and every mark (\p{M}: nonspacing, spacing such as
+ * Devanagari vowel signs, enclosing) is dropped; with lowercase, letters
+ * are lower-cased. Then the text is split at whitespace, and punctuation,
+ * ASCII symbols and CJK ideographs become words of their own. Each word,
+ * with "▁" in front, is covered greedily by the longest tokens; a word that
+ * cannot be covered is one unknown token. */
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
@@ -21,6 +24,15 @@ static bool is_chinese(int32_t c) {
     return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
            (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
            (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
+/* The first code point of c's full canonical decomposition (c itself when
+ * it has none): what llama.cpp's NFD table maps each code point to. */
+static int32_t first_of_decomposition(int32_t c) {
+    utf8proc_int32_t parts[8];
+    int last = 0;
+    utf8proc_ssize_t n = utf8proc_decompose_char(c, parts, 8, UTF8PROC_DECOMPOSE, &last);
+    return n >= 1 && n <= 8 ? parts[0] : c;
 }
 
 /* Covers "▁" + word[0..len) with the longest tokens; on failure nothing is
@@ -45,9 +57,9 @@ static void cover_word(const sp_vocab *v, const char *word, size_t len, char *bu
 }
 
 sprout_status sp_tokenize_wpm(const sp_vocab *v, const char *text, size_t len, sp_token_list *out) {
-    /* a character that decomposes is 2 bytes or more, and becomes at most 4
-     * code points of at most 4 bytes each (lower-cased): 8 per byte is enough */
-    char *words = malloc(len * 8 + 1), *buf = malloc(len * 8 + 4);
+    /* each character becomes at most one code point of at most 4 bytes
+     * (lower-cased), and an invalid byte U+FFFD: 4 per byte is enough */
+    char *words = malloc(len * 4 + 1), *buf = malloc(len * 4 + 4);
     size_t *ends = malloc((len + 1) * sizeof *ends);
     if (!words || !buf || !ends) {
         free(words);
@@ -71,33 +83,23 @@ sprout_status sp_tokenize_wpm(const sp_vocab *v, const char *text, size_t len, s
             cl = 1;
         }
         i += (size_t)cl;
-        /* canonical decomposition without the nonspacing marks: accents go, and
-         * a Hangul syllable becomes its jamo, as BERT's normalizer does */
-        utf8proc_int32_t parts[8];
-        int last = 0;
-        utf8proc_ssize_t n_parts = utf8proc_decompose_char(c, parts, 8, UTF8PROC_DECOMPOSE, &last);
-        if (n_parts <= 0 || n_parts > 8) {
-            parts[0] = c;
-            n_parts = 1;
+        if (v->strip_accents) c = first_of_decomposition(c);
+        utf8proc_category_t cat = utf8proc_category(c);
+        if (is_whitespace(c)) {
+            END_WORD();
+            continue;
         }
-        for (utf8proc_ssize_t k = 0; k < n_parts; k++) {
-            c = parts[k];
-            utf8proc_category_t cat = utf8proc_category(c);
-            if (cat == UTF8PROC_CATEGORY_MN) continue;
-            if (is_whitespace(c)) {
-                END_WORD();
-                continue;
-            }
-            if (c == 0 || c == 0xFFFD || cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CF ||
-                cat == UTF8PROC_CATEGORY_CO || cat == UTF8PROC_CATEGORY_CS)
-                continue;
-            bool punct = cat >= UTF8PROC_CATEGORY_PC && cat <= UTF8PROC_CATEGORY_PO;
-            bool symbol = cat >= UTF8PROC_CATEGORY_SM && cat <= UTF8PROC_CATEGORY_SO;
-            bool alone = punct || (c < 0x7F && symbol) || is_chinese(c);
-            if (alone) END_WORD();
-            o += (size_t)utf8proc_encode_char(utf8proc_tolower(c), (utf8proc_uint8_t *)words + o);
-            if (alone) END_WORD();
-        }
+        if (c == 0 || c == 0xFFFD || cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CF || cat == UTF8PROC_CATEGORY_CO ||
+            cat == UTF8PROC_CATEGORY_CS)
+            continue;
+        if (v->strip_accents && (cat == UTF8PROC_CATEGORY_MN || cat == UTF8PROC_CATEGORY_MC || cat == UTF8PROC_CATEGORY_ME))
+            continue;
+        bool punct = cat >= UTF8PROC_CATEGORY_PC && cat <= UTF8PROC_CATEGORY_PO;
+        bool symbol = cat >= UTF8PROC_CATEGORY_SM && cat <= UTF8PROC_CATEGORY_SO;
+        bool alone = punct || (c < 0x7F && symbol) || is_chinese(c);
+        if (alone) END_WORD();
+        o += (size_t)utf8proc_encode_char(v->lowercase ? utf8proc_tolower(c) : c, (utf8proc_uint8_t *)words + o);
+        if (alone) END_WORD();
     }
     END_WORD();
 #undef END_WORD

@@ -1,0 +1,450 @@
+/* Allocation failure injection (issue 39): every allocation the library
+ * makes while loading stories260K, tokenizing with real vocabularies,
+ * rendering real chat templates, generating a few tokens (a pipeline, a chat
+ * session, a scheduler, a LoRA adapter), quantizing and merging an adapter
+ * is made to fail in turn. Each failure must end in an error status with a message; the
+ * same call right after must succeed (and give the same answer); leaks are
+ * LeakSanitizer's to find in the sanitizer build. The suite's run sweeps
+ * every allocation up to a bound and a stride after it; SPROUT_FAULTS_FULL=1
+ * (`make test-faults`) sweeps them all. */
+#include <dirent.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "fault_inject.h"
+#include "test_util.h"
+
+/* One operation under test: does everything (setup included when it is part
+ * of what is swept), frees what it made, and returns the first failure. */
+typedef sprout_status (*fault_op)(void *ctx);
+
+static bool full_sweep(void) {
+    const char *v = getenv("SPROUT_FAULTS_FULL");
+    return v && *v && strcmp(v, "0");
+}
+
+static uint64_t points_swept, points_absorbed;
+static bool jansson_failed; /* the failed allocation was jansson's (json_alloc) */
+
+/* The allocations to fail: all of the first `dense`, then every stride-th,
+ * so that about `dense` more points cover the rest. */
+static uint64_t next_point(uint64_t n, uint64_t total) {
+    const uint64_t dense = 300;
+    if (full_sweep() || n < dense) return n + 1;
+    uint64_t stride = (total - dense) / dense + 1;
+    return n + stride;
+}
+
+/* To study one failure: SPROUT_FAULTS_ONLY=part-of-a-name, SPROUT_FAULTS_AT=n
+ * (with SPROUT_FAULTS_TRACE=1 in the sanitizer build: the stack of the
+ * allocation that fails). */
+static void sweep(const char *name, fault_op op, void *ctx) {
+    const char *only = getenv("SPROUT_FAULTS_ONLY"), *at = getenv("SPROUT_FAULTS_AT");
+    if (only && !strstr(name, only)) return;
+    fault_alloc_arm(0);
+    sprout_status st = op(ctx);
+    uint64_t total = fault_alloc_disarm();
+    CHECK_MSG(st == SPROUT_OK, "%s: fails without a fault: %s", name, sprout_last_error());
+    if (st != SPROUT_OK) return;
+    uint64_t swept = 0;
+    for (uint64_t n = at ? strtoull(at, NULL, 10) : 1; n <= total; n = at ? total + 1 : next_point(n, total)) {
+        sp_fail(SPROUT_OK, "%s", "");
+        jansson_failed = false;
+        fault_alloc_arm(n);
+        st = op(ctx);
+        bool fired = fault_alloc_fired();
+        fault_alloc_disarm();
+        if (!fired) continue; /* fewer allocations this time (a thread's timing) */
+        swept++;
+        if (st == SPROUT_OK && jansson_failed) {
+            points_absorbed++;
+            continue;
+        }
+        CHECK_MSG(st != SPROUT_OK, "%s: allocation %llu of %llu failed, yet the call succeeded", name, (unsigned long long)n,
+                  (unsigned long long)total);
+        CHECK_MSG(st == SPROUT_OK || sprout_last_error()[0], "%s: allocation %llu: status %s without a message", name,
+                  (unsigned long long)n, sprout_status_str(st));
+        st = op(ctx);
+        CHECK_MSG(st == SPROUT_OK, "%s: the retry after allocation %llu fails: %s", name, (unsigned long long)n,
+                  sprout_last_error());
+    }
+    points_swept += swept;
+    printf("%-28s %6llu allocations, %6llu failed in turn\n", name, (unsigned long long)total, (unsigned long long)swept);
+}
+
+static char model_path[1024];
+
+/* --- loading ------------------------------------------------------------------------------ */
+
+static sprout_status op_load(void *ctx) {
+    (void)ctx;
+    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 1, .n_ctx = 128};
+    sprout_model *m = NULL;
+    sprout_status st = sprout_model_load(model_path, &mp, &m);
+    sprout_model_free(m);
+    return st;
+}
+
+/* --- tokenizing ---------------------------------------------------------------------------- */
+
+typedef struct tokenize_case {
+    const char *vocab;
+    const char *text;
+    size_t n_expected; /* from the run without faults */
+    sprout_token expected[256];
+} tokenize_case;
+
+static sprout_status op_tokenize(void *ctx) {
+    tokenize_case *c = ctx;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tokenizer/%s", test_shared_dir(), c->vocab);
+    sprout_gguf *g = NULL;
+    sprout_tokenizer *tok = NULL;
+    sprout_token ids[256];
+    size_t n = 0;
+    sprout_status st = sprout_gguf_open(path, &g);
+    if (st == SPROUT_OK) st = sprout_tokenizer_create(g, &tok);
+    if (st == SPROUT_OK)
+        st = sprout_tokenize(tok, c->text, strlen(c->text), SPROUT_TOKENIZE_ADD_SPECIAL | SPROUT_TOKENIZE_PARSE_SPECIAL, ids,
+                             256, &n);
+    if (st == SPROUT_OK && c->n_expected == 0) {
+        c->n_expected = n;
+        memcpy(c->expected, ids, n * sizeof *ids);
+    } else if (st == SPROUT_OK && (n != c->n_expected || memcmp(ids, c->expected, n * sizeof *ids))) {
+        st = sp_fail(SPROUT_ERR_INTERNAL, "%s: other ids than without faults", c->vocab);
+    }
+    sprout_tokenizer_free(tok);
+    sprout_gguf_close(g);
+    return st;
+}
+
+/* --- chat templates ------------------------------------------------------------------------ */
+
+typedef struct template_case {
+    const char *name;
+    char *source, *messages, *extra, *expected;
+    const char *bos, *eos;
+    bool add_generation_prompt;
+} template_case;
+
+static bool template_case_read(template_case *c) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/chat_templates/%s.json", test_shared_dir(), c->name);
+    json_t *spec = json_load_file(path, 0, NULL);
+    snprintf(path, sizeof path, "%s/chat_templates/%s.jinja", test_shared_dir(), c->name);
+    FILE *f = fopen(path, "rb");
+    CHECK_MSG(spec && f, "cannot read %s", path);
+    if (!spec || !f) {
+        json_decref(spec);
+        if (f) fclose(f);
+        return false;
+    }
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    rewind(f);
+    c->source = calloc(1, (size_t)size + 1);
+    CHECK(fread(c->source, 1, (size_t)size, f) == (size_t)size);
+    fclose(f);
+    /* the multi-turn case, with the file's variables (tools), or else the
+     * first case that renders (some templates refuse a multi-turn chat) */
+    const json_t *cases = json_object_get(spec, "cases"), *pick = NULL;
+    for (size_t i = 0; i < json_array_size(cases); i++) {
+        const json_t *cs = json_array_get(cases, i);
+        if (!json_is_string(json_object_get(cs, "expected"))) continue;
+        if (!pick || !strcmp(json_string_value(json_object_get(cs, "id")), "c_multi_turn_gen")) pick = cs;
+    }
+    CHECK_MSG(pick != NULL, "%s: no case that renders", c->name);
+    if (pick) {
+        c->messages = json_dumps(json_object_get(pick, "messages"), JSON_COMPACT);
+        c->expected = strdup(json_string_value(json_object_get(pick, "expected")));
+        c->add_generation_prompt = json_is_true(json_object_get(pick, "add_generation_prompt"));
+    }
+    json_t *vars = json_object_get(spec, "other_variables");
+    c->extra = vars ? json_dumps(vars, JSON_COMPACT) : NULL;
+    c->bos = json_string_value(json_object_get(spec, "bos_token"));
+    c->bos = c->bos ? strdup(c->bos) : NULL;
+    c->eos = json_string_value(json_object_get(spec, "eos_token"));
+    c->eos = c->eos ? strdup(c->eos) : NULL;
+    json_decref(spec);
+    return pick != NULL;
+}
+
+static void template_case_free(template_case *c) {
+    free(c->source);
+    free(c->messages);
+    free(c->extra);
+    free(c->expected);
+    free((char *)c->bos);
+    free((char *)c->eos);
+}
+
+static sprout_status op_template(void *ctx) {
+    const template_case *c = ctx;
+    sprout_template *t = NULL;
+    char *out = NULL;
+    size_t len = 0;
+    sprout_template_options opt = {.struct_size = sizeof opt,
+                                   .add_generation_prompt = c->add_generation_prompt,
+                                   .bos_token = c->bos,
+                                   .eos_token = c->eos,
+                                   .extra_json = c->extra,
+                                   .now = "2024-07-26T12:00:00"};
+    sprout_status st = sprout_template_parse(c->source, strlen(c->source), &t);
+    if (st == SPROUT_OK) st = sprout_template_render_json(t, c->messages, &opt, &out, &len);
+    if (st == SPROUT_OK && (len != strlen(c->expected) || memcmp(out, c->expected, len)))
+        st = sp_fail(SPROUT_ERR_INTERNAL, "%s: renders other text than transformers", c->name);
+    sprout_free(out);
+    sprout_template_free(t);
+    return st;
+}
+
+/* --- generation ---------------------------------------------------------------------------- */
+
+typedef struct generation_case {
+    sprout_model *model;
+    sprout_pipeline *pipeline; /* NULL: each call makes its own */
+    size_t n_expected;
+    sprout_token expected[16];
+} generation_case;
+
+static sprout_status op_generate(void *ctx) {
+    generation_case *c = ctx;
+    sprout_pipeline *p = c->pipeline;
+    sprout_status st = p ? SPROUT_OK : sprout_pipeline_create(c->model, NULL, &p);
+    sprout_generation_config cfg;
+    sprout_generation_config_init(&cfg);
+    cfg.temperature = 0;
+    cfg.max_new_tokens = 4;
+    sprout_result *r = NULL;
+    if (st == SPROUT_OK) st = sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r);
+    if (st == SPROUT_OK) {
+        size_t n;
+        const sprout_token *ids = sprout_result_tokens(r, &n);
+        if (c->n_expected == 0 && n <= 16) {
+            c->n_expected = n;
+            memcpy(c->expected, ids, n * sizeof *ids);
+        } else if (n != c->n_expected || memcmp(ids, c->expected, n * sizeof *ids)) {
+            st = sp_fail(SPROUT_ERR_INTERNAL, "other tokens than without faults");
+        }
+    }
+    sprout_result_free(r);
+    if (p != c->pipeline) sprout_pipeline_free(p);
+    return st;
+}
+
+static sprout_status op_chat_prompt(void *ctx) {
+    const generation_case *c = ctx;
+    char *text = NULL;
+    sprout_token *ids = NULL;
+    size_t len = 0, n = 0;
+    sprout_status st = sprout_model_chat_prompt(
+        c->model, "chatml", "[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\",\"content\":\"Tell a story.\"}]",
+        true, &text, &len, &ids, &n);
+    sprout_free(text);
+    sprout_free(ids);
+    return st;
+}
+
+static sprout_status op_chat(void *ctx) {
+    const generation_case *c = ctx;
+    sprout_pipeline *p = NULL;
+    sprout_result *r = NULL;
+    sprout_generation_config cfg;
+    sprout_generation_config_init(&cfg);
+    cfg.temperature = 0;
+    cfg.max_new_tokens = 3;
+    sprout_pipeline_params pp = {.struct_size = sizeof pp, .n_ctx = 256};
+    sprout_status st = sprout_pipeline_create(c->model, &pp, &p);
+    if (st == SPROUT_OK) st = sprout_chat_start(p, "You tell stories.");
+    if (st == SPROUT_OK) st = sprout_chat_generate(p, "Once upon a time", &cfg, NULL, NULL, &r);
+    sprout_result_free(r);
+    r = NULL;
+    if (st == SPROUT_OK) st = sprout_chat_generate(p, "And then?", &cfg, NULL, NULL, &r);
+    sprout_result_free(r);
+    sprout_chat_finish(p);
+    sprout_pipeline_free(p);
+    return st;
+}
+
+/* One request through a scheduler: its engine thread allocates too. */
+static sprout_status op_scheduler(void *ctx) {
+    const generation_case *c = ctx;
+    sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = 2, .n_ctx = 64, .n_threads = 1};
+    sprout_scheduler *s = NULL;
+    sprout_request *req = NULL;
+    sprout_result *r = NULL;
+    sprout_generation_config cfg;
+    sprout_generation_config_init(&cfg);
+    cfg.temperature = 0;
+    cfg.max_new_tokens = 3;
+    const sprout_token prompt[] = {1, 403, 407, 261, 378};
+    sprout_request_params rp = {.struct_size = sizeof rp, .prompt = prompt, .n_prompt = 5, .config = &cfg};
+    sprout_status st = sprout_scheduler_create(c->model, &sp, &s);
+    if (st == SPROUT_OK) st = sprout_scheduler_submit(s, &rp, &req);
+    if (st == SPROUT_OK) st = sprout_request_wait(req, &r);
+    sprout_result_free(r);
+    sprout_request_free(req);
+    sprout_scheduler_free(s);
+    return st;
+}
+
+/* --- LoRA adapters -------------------------------------------------------------------------- */
+
+static char adapter_path[512];
+
+/* An adapter loaded, applied to one generation, freed. */
+static sprout_status op_lora(void *ctx) {
+    const generation_case *c = ctx;
+    sprout_lora *lora = NULL;
+    sprout_pipeline *p = NULL;
+    sprout_result *r = NULL;
+    sprout_status st = sprout_lora_load(c->model, adapter_path, &lora);
+    if (st == SPROUT_OK) st = sprout_pipeline_create(c->model, NULL, &p);
+    sprout_lora_use use = {lora, 0.5f};
+    sprout_generation_config cfg;
+    sprout_generation_config_init(&cfg);
+    cfg.temperature = 0;
+    cfg.max_new_tokens = 3;
+    cfg.lora = &use;
+    cfg.n_lora = 1;
+    if (st == SPROUT_OK) st = sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r);
+    sprout_result_free(r);
+    sprout_pipeline_free(p);
+    sprout_lora_free(lora);
+    return st;
+}
+
+/* --- quantizing ---------------------------------------------------------------------------- */
+
+static char work_dir[256];
+
+/* The files of the work folder (a failed write must leave none behind). */
+static int work_files(void) {
+    DIR *d = opendir(work_dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
+    if (d) closedir(d);
+    return n;
+}
+
+/* The adapter merged into a copy of the model (llama-export-lora's job). */
+static sprout_status op_export_lora(void *ctx) {
+    (void)ctx;
+    char out[512];
+    snprintf(out, sizeof out, "%s/merged.gguf", work_dir);
+    const char *paths[1] = {adapter_path};
+    sprout_lora_export_params p;
+    sprout_lora_export_params_default(&p);
+    p.base_path = model_path;
+    p.adapter_paths = paths;
+    p.n_adapters = 1;
+    p.output_path = out;
+    p.n_threads = 1;
+    sprout_status st = sprout_lora_export(&p);
+    if (st != SPROUT_OK && work_files() != 0) return sp_fail(SPROUT_ERR_INTERNAL, "a failed export left files in %s", work_dir);
+    unlink(out);
+    return st;
+}
+
+static sprout_status op_quantize(void *ctx) {
+    (void)ctx;
+    char out[512];
+    snprintf(out, sizeof out, "%s/q8.gguf", work_dir);
+    sprout_quantize_params qp;
+    sprout_quantize_params_default(&qp);
+    qp.file_type = SPROUT_FTYPE_Q8_0;
+    qp.n_threads = 1;
+    sprout_status st = sprout_quantize_model(model_path, out, &qp, NULL);
+    if (st != SPROUT_OK && work_files() != 0) return sp_fail(SPROUT_ERR_INTERNAL, "a failed quantization left files in %s", work_dir);
+    unlink(out);
+    return st;
+}
+
+/* A text with ASCII, accents, CJK, Hangul, a control token's text, spaces
+ * and digits: every path of every tokenizer has something to do. */
+static const char tokenize_text[] = "Hello, WORLD!  It's 2024 \xe2\x80\x94 caf\xc3\xa9 \xe4\xbd\xa0\xe5\xa5\xbd "
+                                    "\xed\x95\x9c\xea\xb5\xad\xec\x96\xb4 <s> [SEP] unaffable\n\n\tcode()";
+
+static bool sweep_vocab(const char *dir, const char *file, void *ctx) {
+    (void)dir, (void)ctx;
+    tokenize_case c = {.vocab = file, .text = tokenize_text};
+    char name[64];
+    snprintf(name, sizeof name, "tokenize %.40s", file + (strncmp(file, "ggml-vocab-", 11) ? 0 : 11));
+    sweep(name, op_tokenize, &c);
+    return true;
+}
+
+static bool sweep_template(const char *dir, const char *file, void *ctx) {
+    (void)dir, (void)ctx;
+    char base[128], name[160];
+    snprintf(base, sizeof base, "%.*s", (int)(strlen(file) - 6), file);
+    template_case c = {.name = base};
+    snprintf(name, sizeof name, "render %s", base);
+    if (template_case_read(&c)) sweep(name, op_template, &c);
+    template_case_free(&c);
+    return true;
+}
+
+/* jansson's allocations (the template's JSON input) are counted and failed
+ * like the library's own. jansson absorbs a few failures itself (the call
+ * then succeeds with the same answer, which the operations check): those
+ * are told apart, not counted against the library. */
+static void *json_alloc(size_t size) {
+    void *p = malloc(size);
+    if (!p && fault_alloc_fired()) jansson_failed = true;
+    return p;
+}
+
+int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    json_set_alloc_funcs(json_alloc, free);
+    snprintf(work_dir, sizeof work_dir, "/tmp/sprout-faults-XXXXXX");
+    CHECK(mkdtemp(work_dir) != NULL);
+    snprintf(model_path, sizeof model_path, "%s/models/stories260K.gguf", test_shared_dir());
+    /* the adapter lives outside the work folder, which a failed write must leave empty */
+    snprintf(adapter_path, sizeof adapter_path, "%s/adapter.gguf", test_temp_dir());
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --rank 4 --type F32 --targets all --seed 5 --magnitude 0.1 >/dev/null",
+             SPROUT_MAKE_LORA_PATH, model_path, adapter_path);
+    CHECK_MSG(system(cmd) == 0, "%s", cmd);
+    sweep("load stories260K", op_load, NULL);
+
+    /* the suite's run: one vocabulary per algorithm, two templates; the full
+     * sweep: every vocabulary and template of the shared folder */
+    if (full_sweep()) {
+        test_for_each_shared_file("tokenizer", ".gguf", sweep_vocab, NULL);
+        test_for_each_shared_file("chat_templates", ".jinja", sweep_template, NULL);
+    } else {
+        const char *vocabs[] = {"ggml-vocab-llama-spm.gguf", "ggml-vocab-gpt-2.gguf", "ggml-vocab-bert-bge.gguf"};
+        const char *templates[] = {"hermes-2-pro-tool-use.jinja", "llama-3.1-instruct.jinja"};
+        for (size_t i = 0; i < sizeof vocabs / sizeof *vocabs; i++) sweep_vocab(NULL, vocabs[i], NULL);
+        for (size_t i = 0; i < sizeof templates / sizeof *templates; i++) sweep_template(NULL, templates[i], NULL);
+    }
+
+    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 1, .n_ctx = 256};
+    generation_case gen = {0};
+    CHECK_MSG(sprout_model_load(model_path, &mp, &gen.model) == SPROUT_OK, "%s", sprout_last_error());
+    if (gen.model) {
+        sweep("chat prompt (chatml)", op_chat_prompt, &gen);
+        sweep("pipeline + generate", op_generate, &gen);
+        sweep("chat session", op_chat, &gen);
+        sweep("scheduler request", op_scheduler, &gen);
+        sweep("LoRA load + generate", op_lora, &gen);
+        /* a pipeline that saw a failure must serve the next call */
+        CHECK(sprout_pipeline_create(gen.model, NULL, &gen.pipeline) == SPROUT_OK);
+        if (gen.pipeline) sweep("generate on one pipeline", op_generate, &gen);
+        sprout_pipeline_free(gen.pipeline);
+        sprout_model_free(gen.model);
+    }
+    sweep("quantize to Q8_0", op_quantize, NULL);
+    sweep("export-lora", op_export_lora, NULL);
+    rmdir(work_dir);
+    unlink(adapter_path);
+    rmdir(test_temp_dir());
+    printf("%llu allocation points failed in turn (%s sweep), from %zu call sites; %llu of them jansson's that it absorbed\n",
+           (unsigned long long)points_swept, full_sweep() ? "full" : "bounded", fault_alloc_sites(),
+           (unsigned long long)points_absorbed);
+    TEST_MAIN_END();
+}
