@@ -500,7 +500,9 @@ void gt_program_free(gt_program *prog) {
 bool gt_is_go_source(const char *src, size_t len) {
     for (size_t i = 0; i + 1 < len; i++)
         if (src[i] == '{' && (src[i + 1] == '%' || src[i + 1] == '#')) return false;
-    static const char *const words[] = {"if", "range", "with", "else", "end", "break", "continue"};
+    /* words that cannot start a Jinja expression; range and with can (a
+     * global, a name), so those count only before a field or variable */
+    static const char *const words[] = {"if", "else", "end", "break", "continue", "range", "with"};
     for (size_t i = 0; i + 1 < len; i++) {
         if (src[i] != '{' || src[i + 1] != '{') continue;
         size_t k = i + 2;
@@ -509,10 +511,11 @@ bool gt_is_go_source(const char *src, size_t len) {
         if (k >= len) break;
         if (src[k] == '.' || src[k] == '$' || (src[k] == '/' && k + 1 < len && src[k + 1] == '*')) return true;
         for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
-            size_t wl = strlen(words[w]);
-            if (k + wl < len && !memcmp(src + k, words[w], wl) &&
-                (src[k + wl] == ' ' || src[k + wl] == '}' || src[k + wl] == '-' || src[k + wl] == '\n'))
-                return true;
+            size_t wl = strlen(words[w]), e = k + wl;
+            if (e >= len || memcmp(src + k, words[w], wl)) continue;
+            if (w < 5 && (src[e] == ' ' || src[e] == '}' || src[e] == '-' || src[e] == '\n')) return true;
+            while (e < len && (src[e] == ' ' || src[e] == '\t' || src[e] == '\n')) e++;
+            if (w >= 5 && e > k + wl && e < len && (src[e] == '.' || src[e] == '$')) return true;
         }
     }
     return false;

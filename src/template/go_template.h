@@ -227,8 +227,9 @@ bool gt_lex(const char *src, size_t len, sp_arena *arena, gt_token **toks, size_
 bool gt_parse(const char *src, size_t len, gt_program *prog, tpl_error *err);
 void gt_program_free(gt_program *prog);
 /* Whether a template with neither `{%` nor `{#` is Go's dialect: one of its
- * actions starts (after an optional "-") with `.`, `$`, a comment, or the
- * words if, range, with, else, end, break, continue. */
+ * actions starts (after an optional "-") with `.`, `$`, a comment, one of
+ * the words if, else, end, break, continue, or range / with followed by a
+ * field or variable. */
 bool gt_is_go_source(const char *src, size_t len);
 
 /* Ollama's `deleteNode` for the generation prompt of legacy templates: a
