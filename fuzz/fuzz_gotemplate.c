@@ -12,7 +12,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const tpl_limits fuzz_limits = {.max_steps = 20000, .max_output = 1 << 16, .max_heap = 8 << 20};
+static const gt_limits fuzz_limits = {.max_steps = 20000, .max_output = 1 << 16, .max_heap = 8 << 20};
 
 static const char *const messages_json =
     "[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\",\"content\":\"Hi {{ x }} \xF0\x9F\x98\x81\"},"
@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         extra = json_loads(extra_json, 0, NULL);
     }
     gt_program prog;
-    tpl_error err;
+    gt_error err;
     if (gt_parse((const char *)data, size, &prog, &err)) {
         struct tm now = {.tm_year = 124, .tm_mon = 6, .tm_mday = 26, .tm_hour = 12};
         jbuf out = {0};

@@ -144,7 +144,7 @@ static const lang_case language[] = {
      "\"null\"]}}|[b]|f"},
     {"{{ with .System }}[{{ . }}]{{ else }}none{{ end }}", SYS_USER, NULL, "[S]"},
     {"{{ with .System }}[{{ . }}]{{ else }}none{{ end }}{{ with $x := 5 }}{{ $x }}{{ end }}", NULL, NULL, "none5"},
-    {"a  {{- \"b\" -}}  c\n{{- /* comment */ -}}\n d{{/* c */}}e\t{{- 1 }}", NULL, NULL, "abcde1"},
+    {"a  {{- \"b\" -}}  c\n{{- /* comment */ -}}\n d{{/* c */}}e\t{{- 1 }}{{- 2   -}} 3 {{-3}}", NULL, NULL, "abcde123 -3"},
     {"{{ `a\\n` }}|{{ \"\\u00e9\\x41\\t\\101\" }}|{{ 'x' }}|{{ \"a\" | len }}", NULL, NULL, "a\\n|\xc3\xa9" "A\tA|120|1"},
     {"{{ json \"<a&b>\\u2028\" }}|{{ json .Messages }}|{{ json 1.5 }}|{{ json nil }}|{{ json .Missing }}", NULL, NULL,
      "\"\\u003ca\\u0026b\\u003e\\u2028\"|[{\"Role\":\"user\",\"Content\":\"Hi\",\"Thinking\":\"\",\"Images\":null,\"ToolCalls\":null,"
@@ -219,6 +219,9 @@ static const error_case errors[] = {
     {false, "{{/* open }}", 1, 1, "unclosed comment"},
     {false, "{{/* Go */}}{{ \"abc }}", 1, 16, "unterminated quoted string"},
     {false, "{{/* Go */}}{{ 1x }}", 1, 16, "bad number syntax"},
+    {false, "{{/* Go */}}{{ 0x }}", 1, 16, "bad number syntax"},
+    {false, "{{/* Go */}}{{ 99999999999999999999 }}", 1, 16, "overflows int"},
+    {false, "{{/* Go */}}{{ (1 -}}", 1, 18, "unclosed left paren"},
     {false, "{{ if }}{{ end }}", 1, 7, "missing value for if"},
     {true, "line1\n{{ .Missing.Field }}", 2, 4, "nil pointer evaluating interface {}.Field"},
     {true, "{{ range .Messages }}\n{{ .Nope }}{{ end }}", 2, 4, "can't evaluate field Nope in type *template.templateMessage"},

@@ -8,6 +8,17 @@
 
 #include "template/go_template.h"
 
+void gt_set_error(gt_error *err, sprout_status st, int line, int column, const char *fmt, ...) {
+    if (err->status != SPROUT_OK) return;
+    err->status = st;
+    err->line = line;
+    err->column = column;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+}
+
 typedef struct gt_lexer {
     const char *src;
     size_t len, pos;
@@ -17,7 +28,7 @@ typedef struct gt_lexer {
     gt_token *toks;
     size_t n, cap;
     bool space; /* white space since the last token inside an action */
-    tpl_error *err;
+    gt_error *err;
 } gt_lexer;
 
 static void locate(gt_lexer *lx, size_t pos, int *line, int *column) {
@@ -39,7 +50,7 @@ static bool fail_at(gt_lexer *lx, size_t pos, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    tpl_set_error(lx->err, SPROUT_ERR_FORMAT, line, column, "%s", msg);
+    gt_set_error(lx->err, SPROUT_ERR_FORMAT, line, column, "%s", msg);
     return false;
 }
 
@@ -198,13 +209,15 @@ static bool lex_char(gt_lexer *lx) {
     return true;
 }
 
+/* Go's number syntax, loosely: the parser checks the text. A sign may
+ * follow e/E (decimal) or p/P (hexadecimal) as an exponent's. */
 static bool lex_number(gt_lexer *lx) {
     size_t start = lx->pos, i = start;
     if (lx->src[i] == '+' || lx->src[i] == '-') i++;
+    bool hex = i + 1 < lx->len && lx->src[i] == '0' && (lx->src[i + 1] == 'x' || lx->src[i + 1] == 'X');
     while (i < lx->len) {
-        char c = lx->src[i];
-        bool exp_sign = (c == '+' || c == '-') && i > start && strchr("eEpP", lx->src[i - 1]) &&
-                        !(lx->src[i - 1] == 'e' || lx->src[i - 1] == 'E' ? false : false);
+        char c = lx->src[i], prev = lx->src[i - 1];
+        bool exp_sign = (c == '+' || c == '-') && (hex ? (prev == 'p' || prev == 'P') : (prev == 'e' || prev == 'E'));
         if (is_alnum((unsigned char)c) || c == '.' || exp_sign) i++;
         else break;
     }
@@ -227,8 +240,9 @@ static bool lex_inside(gt_lexer *lx, size_t action_start) {
         }
         size_t p = lx->pos;
         char c = lx->src[p];
-        if (is_space(c)) {
-            while (lx->pos < lx->len && is_space(lx->src[lx->pos])) lx->pos++;
+        if (is_space(c)) { /* up to the space of a " -}}" */
+            while (lx->pos < lx->len && is_space(lx->src[lx->pos]) && !starts(lx, lx->pos + 1, "-}}")) lx->pos++;
+            if (lx->pos == p) return fail_at(lx, p, "unclosed left paren"); /* " -}}" inside ( ) */
             lx->space = true;
             continue;
         }
@@ -307,7 +321,7 @@ static bool lex_comment(gt_lexer *lx, size_t action_start) {
     return true;
 }
 
-bool gt_lex(const char *src, size_t len, sp_arena *arena, gt_token **toks, size_t *n, tpl_error *err) {
+bool gt_lex(const char *src, size_t len, sp_arena *arena, gt_token **toks, size_t *n, gt_error *err) {
     gt_lexer lx = {.src = src, .len = len, .line = 1, .column = 1, .arena = arena, .err = err};
     while (lx.pos < len) {
         const char *open = NULL;

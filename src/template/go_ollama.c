@@ -358,7 +358,7 @@ static think think_of(const json_t *j) {
 static bool run(gt_exec *ex, const gt_node *root, gt_value data) { return gt_execute(ex, root, data); }
 
 bool gt_ollama_render(const gt_program *prog, const json_t *messages, const json_t *extra, const struct tm *now,
-                      const tpl_limits *limits, jbuf *out, tpl_error *err) {
+                      const gt_limits *limits, jbuf *out, gt_error *err) {
     memset(err, 0, sizeof *err);
     gt_heap heap = {.limit = limits->max_heap};
     builder b = {.heap = &heap};
@@ -419,6 +419,6 @@ bool gt_ollama_render(const gt_program *prog, const json_t *messages, const json
     return ok;
 oom:
     sp_arena_free(&heap.arena);
-    tpl_set_error(err, SPROUT_ERR_OUT_OF_MEMORY, 0, 0, "messages too large for the template's memory budget");
+    gt_set_error(err, SPROUT_ERR_OUT_OF_MEMORY, 0, 0, "messages too large for the template's memory budget");
     return false;
 }

@@ -2,6 +2,7 @@
  * parse-time checks: defined functions and variables, {{break}} only in
  * {{range}}), the dialect test, Ollama's appended {{ .Response }} and its
  * cut of the tree after the first .Response. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,7 @@ typedef struct gt_parser {
     gt_token *toks;
     size_t n, pos;
     gt_program *prog;
-    tpl_error *err;
+    gt_error *err;
     const gt_token *last_left; /* the {{ of the action being parsed */
     const char **vars;         /* in scope, innermost last */
     size_t n_vars, cap_vars;
@@ -29,7 +30,7 @@ static bool fail(gt_parser *p, const gt_token *t, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    tpl_set_error(p->err, SPROUT_ERR_FORMAT, t->line, t->column, "%s", msg);
+    gt_set_error(p->err, SPROUT_ERR_FORMAT, t->line, t->column, "%s", msg);
     return false;
 }
 
@@ -116,8 +117,13 @@ static gt_node *parse_number(gt_parser *p, const gt_token *t) {
         else if (digits[0] == '0' && (digits[1] == 'b' || digits[1] == 'B')) base = 2, s += 2;
         else if (digits[0] == '0' && (digits[1] == 'o' || digits[1] == 'O')) base = 8, s += 2;
         else if (digits[0] == '0' && digits[1]) base = 8, s += 1;
+        errno = 0;
         long long v = strtoll(s, &end, base);
-        if (*s == '\0' || *s == '-' || *s == '+') end = (char *)s;
+        if (*s == '\0' || *s == '-' || *s == '+') end = (char *)"?"; /* no digits */
+        if (errno == ERANGE) {
+            fail(p, t, "number %.*s overflows int", (int)(t->len > 60 ? 60 : t->len), t->text);
+            return NULL;
+        }
         n->u.constant = gt_int(buf[0] == '-' ? -v : v);
     }
     if (*end != '\0' || k >= sizeof buf - 1) {
@@ -175,7 +181,7 @@ static gt_node *parse_term(gt_parser *p) {
         return n;
     case GK_LPAREN: {
         next(p);
-        if (++p->depth > TPL_MAX_PARSE_DEPTH) {
+        if (++p->depth > GT_MAX_PARSE_DEPTH) {
             fail(p, t, "expressions nested too deeply");
             return NULL;
         }
@@ -290,7 +296,7 @@ static gt_node *parse_pipeline(gt_parser *p, const char *context, gt_token_kind 
         gt_node_kind k = pipe->u.pipe.cmds[i]->u.list.items[0]->kind;
         if (k == GN_CONST || k == GN_DOT || k == GN_NIL) {
             const gt_node *arg = pipe->u.pipe.cmds[i]->u.list.items[0];
-            tpl_set_error(p->err, SPROUT_ERR_FORMAT, arg->line, arg->column, "non executable command in pipeline stage %zu", i + 1);
+            gt_set_error(p->err, SPROUT_ERR_FORMAT, arg->line, arg->column, "non executable command in pipeline stage %zu", i + 1);
             return NULL;
         }
     }
@@ -314,7 +320,7 @@ static bool expect_right(gt_parser *p, const char *what) {
  * scope at the end. */
 static gt_node *parse_control(gt_parser *p, gt_node_kind kind, const gt_token *at) {
     const char *context = kind == GN_IF ? "if" : kind == GN_RANGE ? "range" : "with";
-    if (++p->depth > TPL_MAX_PARSE_DEPTH) {
+    if (++p->depth > GT_MAX_PARSE_DEPTH) {
         fail(p, at, "blocks nested too deeply");
         return NULL;
     }
@@ -473,7 +479,7 @@ static bool append_response(gt_parser *p, gt_node *root) {
            push_ptr(p, (void ***)&root->u.list.items, &root->u.list.n, action);
 }
 
-bool gt_parse(const char *src, size_t len, gt_program *prog, tpl_error *err) {
+bool gt_parse(const char *src, size_t len, gt_program *prog, gt_error *err) {
     memset(prog, 0, sizeof *prog);
     memset(err, 0, sizeof *err);
     gt_parser p = {.prog = prog, .err = err};

@@ -20,7 +20,26 @@
 
 #include "core/arena.h"
 #include "core/error.h"
-#include "template/template_internal.h"
+#include "sprout.h"
+#include "template/value.h"
+
+enum { GT_MAX_PARSE_DEPTH = 200 }; /* nested blocks and parentheses */
+
+/* An error with its position (1-based; 0 when unknown). */
+typedef struct gt_error {
+    sprout_status status;
+    int line, column;
+    char message[512];
+} gt_error;
+
+/* Keeps the first error: later ones are consequences. */
+void gt_set_error(gt_error *err, sprout_status st, int line, int column, const char *fmt, ...) SP_PRINTF(5, 6);
+
+typedef struct gt_limits {
+    uint64_t max_steps;
+    size_t max_output;
+    size_t max_heap;
+} gt_limits;
 
 /* --- values ------------------------------------------------------------------------ */
 
@@ -220,11 +239,11 @@ typedef struct gt_token {
 } gt_token;
 
 /* Cuts the source into tokens (allocated in arena); false with *err set. */
-bool gt_lex(const char *src, size_t len, sp_arena *arena, gt_token **toks, size_t *n, tpl_error *err);
+bool gt_lex(const char *src, size_t len, sp_arena *arena, gt_token **toks, size_t *n, gt_error *err);
 
 /* --- parsing and rendering --------------------------------------------------------- */
 
-bool gt_parse(const char *src, size_t len, gt_program *prog, tpl_error *err);
+bool gt_parse(const char *src, size_t len, gt_program *prog, gt_error *err);
 void gt_program_free(gt_program *prog);
 /* Whether a template with neither `{%` nor `{#` is Go's dialect: one of its
  * actions starts (after an optional "-") with `.`, `$`, a comment, one of
@@ -244,18 +263,15 @@ int gt_func_lookup(const char *name);
 typedef struct gt_exec {
     gt_heap *heap;
     const struct tm *now;
-    const tpl_limits *limits;
+    const gt_limits *limits;
     /* Ollama's main template has missingkey=zero and its functions; the
      * cut tree of the legacy path is executed without either */
     bool missing_zero;
     bool ollama_funcs;
     uint64_t steps;
     jbuf *out;
-    tpl_error *err;
+    gt_error *err;
 } gt_exec;
-
-/* The Jinja side's error setter (lexer.c): keeps the first error. */
-void tpl_set_error(tpl_error *err, sprout_status st, int line, int column, const char *fmt, ...);
 
 /* Executes a tree with `data` as dot and $, appending to ex->out. */
 bool gt_execute(gt_exec *ex, const gt_node *root, gt_value data);
@@ -270,6 +286,6 @@ void gt_exec_error(gt_exec *ex, const gt_node *at, const char *fmt, ...) SP_PRIN
  * messages (a JSON array) and extra variables (a JSON object or NULL:
  * tools, think, suffix, prompt) and renders as Ollama chooses to. */
 bool gt_ollama_render(const gt_program *prog, const json_t *messages, const json_t *extra, const struct tm *now,
-                      const tpl_limits *limits, jbuf *out, tpl_error *err);
+                      const gt_limits *limits, jbuf *out, gt_error *err);
 
 #endif

@@ -42,6 +42,12 @@ static sprout_status report(const tpl_error *err) {
     return sp_fail(st, "line %d, column %d: %s", err->line, err->column, err->message);
 }
 
+static sprout_status report_go(const gt_error *go) {
+    tpl_error err = {.status = go->status, .line = go->line, .column = go->column};
+    snprintf(err.message, sizeof err.message, "%s", go->message);
+    return report(&err);
+}
+
 sprout_status sprout_template_parse(const char *source, size_t len, sprout_template **out) {
     if (!out) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL output pointer");
     *out = NULL;
@@ -49,11 +55,12 @@ sprout_status sprout_template_parse(const char *source, size_t len, sprout_templ
     sprout_template *t = calloc(1, sizeof *t);
     if (!t) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     tpl_error err;
-    t->is_go = gt_is_go_source(source ? source : "", len);
-    bool parsed = t->is_go ? gt_parse(source, len, &t->go, &err) : tpl_parse(source ? source : "", len, &t->prog, &err);
+    gt_error go_err;
+    bool is_go = t->is_go = gt_is_go_source(source ? source : "", len);
+    bool parsed = is_go ? gt_parse(source, len, &t->go, &go_err) : tpl_parse(source ? source : "", len, &t->prog, &err);
     if (!parsed) {
         sprout_template_free(t);
-        return report(&err);
+        return is_go ? report_go(&go_err) : report(&err);
     }
     *out = t;
     return SPROUT_OK;
@@ -196,12 +203,13 @@ static sprout_status render_go(const sprout_template *t, const json_t *messages,
         }
     }
     jbuf result = {0};
-    tpl_error err;
-    bool ok = gt_ollama_render(&t->go, messages, extra, &now, &default_limits, &result, &err);
+    gt_error err;
+    const gt_limits limits = {default_limits.max_steps, default_limits.max_output, default_limits.max_heap};
+    bool ok = gt_ollama_render(&t->go, messages, extra, &now, &limits, &result, &err);
     json_decref(extra);
     if (!ok || result.oom) {
         jbuf_free(&result);
-        return ok ? sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory") : report(&err);
+        return ok ? sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory") : report_go(&err);
     }
     *out = result.data ? result.data : calloc(1, 1);
     if (!*out) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
