@@ -68,6 +68,17 @@ static gt_value string_of(builder *b, const json_t *j) {
     return v;
 }
 
+/* Map keys live in the heap: the JSON they come from may go first (a tool
+ * call's arguments given as a string are parsed and freed). */
+static const char *key_of(builder *b, const char *key) {
+    gt_value v = gt_str(b->heap, key, strlen(key));
+    if (v.kind != GT_STRING) {
+        b->failed = true;
+        return "";
+    }
+    return v.u.str.s;
+}
+
 static gt_value new_struct(builder *b, const char *type_name, const gt_field *fields, size_t n, unsigned flags) {
     gt_agg *a = gt_agg_new(b->heap, n, false);
     if (!a) {
@@ -114,7 +125,7 @@ static gt_value any_of_json(builder *b, const json_t *j, int depth) {
         const char *key;
         json_t *value;
         json_object_foreach((json_t *)j, key, value) {
-            a->keys[i] = key;
+            a->keys[i] = key_of(b, key);
             a->items[i++] = any_of_json(b, value, depth + 1);
         }
         gt_map_sort(a);
@@ -154,7 +165,7 @@ static gt_value properties_of(builder *b, const json_t *j, int depth, bool sorte
     const char *key;
     json_t *value;
     json_object_foreach((json_t *)j, key, value) {
-        a->keys[i] = key;
+        a->keys[i] = key_of(b, key);
         a->items[i++] = property_of(b, value, depth + 1);
     }
     if (sorted) gt_map_sort(a);
