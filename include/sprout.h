@@ -495,8 +495,9 @@ sprout_status sprout_detokenizer_flush(sprout_detokenizer *d, const char **text,
  * renders it as Ollama does, from the same messages JSON and extra_json
  * (tools, think, suffix). The dialect comes from the source: one without
  * "{%" or "{#" is Go when an action starts (after an optional "-") with
- * ".", "$", a comment, if/else/end/break/continue, or range/with before a
- * field or variable; anything else is Jinja. docs/TEMPLATES.md.
+ * ".", "$", a comment, if/else/end/break/continue, or a word then a space
+ * and a field or variable (range .X); anything else is Jinja.
+ * docs/TEMPLATES.md.
  *
  *   sprout_template *t;
  *   sprout_template_parse(src, strlen(src), &t);

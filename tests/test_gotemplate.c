@@ -314,6 +314,9 @@ static void test_dialects(void) {
         {"{{- range .Messages }}{{ .Content }}{{ end }}", "Hi"},                  /* Go: . */
         {"{{ if true }}{{ len $.Messages }}{{ end }}", "1"},                      /* Go: if */
         {"U: {{ .Prompt }} A: ", "U: Hi A: "},                                    /* Go legacy */
+        {"{{ json $.Messages }}", "[{\"Role\":\"user\",\"Content\":\"Hi\",\"Thinking\":\"\","
+         "\"Images\":null,\"ToolCalls\":null,\"ToolName\":\"\",\"ToolCallID\":\"\"}]"},   /* Go: json $ */
+        {"{{ range(2) | list }}{{ messages | length }}", "[0, 1]1"},              /* Jinja */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         size_t len = 0;
@@ -333,11 +336,29 @@ static void test_dialects(void) {
     sprout_template_free(t);
 }
 
+/* A model's prompt with an Ollama template as the override: the text is the
+ * template's, with the tools from the variables. */
+static void test_model_prompt(void) {
+    sprout_model *m = test_load_shared("models/stories260K.gguf", 256);
+    if (!m) return;
+    const char *tpl = "{{ range .Messages }}<{{ .Role }}>{{ .Content }}{{ end }}{{ with .Tools }}+{{ len . }} tools{{ end }}";
+    char *text = NULL;
+    size_t len = 0, n_ids = 0;
+    sprout_token *ids = NULL;
+    sprout_status st = sprout_model_chat_prompt_vars(m, tpl, SYS_USER, TOOLS, true, &text, &len, &ids, &n_ids);
+    CHECK_MSG(st == SPROUT_OK && text && strstr(text, "<system>S<user>Hi+1 tools") && n_ids > 0, "%s",
+              st ? sprout_last_error() : text);
+    sprout_free(text);
+    sprout_free(ids);
+    sprout_model_free(m);
+}
+
 int main(void) {
     test_ollama_templates();
     test_language();
     test_errors();
     test_hostile();
     test_dialects();
+    test_model_prompt();
     TEST_MAIN_END();
 }

@@ -503,12 +503,13 @@ void gt_program_free(gt_program *prog) {
 
 /* --- the dialect ---------------------------------------------------------------------- */
 
+static bool is_word_char(char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+
 bool gt_is_go_source(const char *src, size_t len) {
     for (size_t i = 0; i + 1 < len; i++)
         if (src[i] == '{' && (src[i + 1] == '%' || src[i + 1] == '#')) return false;
-    /* words that cannot start a Jinja expression; range and with can (a
-     * global, a name), so those count only before a field or variable */
-    static const char *const words[] = {"if", "else", "end", "break", "continue", "range", "with"};
+    /* words that cannot start a Jinja expression */
+    static const char *const keywords[] = {"if", "else", "end", "break", "continue"};
     for (size_t i = 0; i + 1 < len; i++) {
         if (src[i] != '{' || src[i + 1] != '{') continue;
         size_t k = i + 2;
@@ -516,13 +517,18 @@ bool gt_is_go_source(const char *src, size_t len) {
         while (k < len && (src[k] == ' ' || src[k] == '\t' || src[k] == '\n' || src[k] == '\r')) k++;
         if (k >= len) break;
         if (src[k] == '.' || src[k] == '$' || (src[k] == '/' && k + 1 < len && src[k + 1] == '*')) return true;
-        for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
-            size_t wl = strlen(words[w]), e = k + wl;
-            if (e >= len || memcmp(src + k, words[w], wl)) continue;
-            if (w < 5 && (src[e] == ' ' || src[e] == '}' || src[e] == '-' || src[e] == '\n')) return true;
-            while (e < len && (src[e] == ' ' || src[e] == '\t' || src[e] == '\n')) e++;
-            if (w >= 5 && e > k + wl && e < len && (src[e] == '.' || src[e] == '$')) return true;
-        }
+        size_t e = k;
+        while (e < len && is_word_char(src[e])) e++;
+        if (e == k || e >= len) continue;
+        for (size_t w = 0; w < sizeof keywords / sizeof keywords[0]; w++)
+            if (e - k == strlen(keywords[w]) && !memcmp(src + k, keywords[w], e - k) &&
+                (src[e] == ' ' || src[e] == '}' || src[e] == '-' || src[e] == '\n'))
+                return true;
+        /* a word, then a field or variable: a Go call (range .X, json .Tools), a Jinja syntax error */
+        size_t f = e;
+        while (f < len && (src[f] == ' ' || src[f] == '\t' || src[f] == '\n')) f++;
+        if (f > e && f + 1 < len && (src[f] == '$' || (src[f] == '.' && (is_word_char(src[f + 1]) || src[f + 1] == ' '))))
+            return true;
     }
     return false;
 }

@@ -247,8 +247,8 @@ bool gt_parse(const char *src, size_t len, gt_program *prog, gt_error *err);
 void gt_program_free(gt_program *prog);
 /* Whether a template with neither `{%` nor `{#` is Go's dialect: one of its
  * actions starts (after an optional "-") with `.`, `$`, a comment, one of
- * the words if, else, end, break, continue, or range / with followed by a
- * field or variable. */
+ * the words if, else, end, break, continue, or a word then a space and a
+ * field or variable (range .X, json .Tools): all invalid Jinja. */
 bool gt_is_go_source(const char *src, size_t len);
 
 /* Ollama's `deleteNode` for the generation prompt of legacy templates: a
