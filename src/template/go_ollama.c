@@ -366,8 +366,6 @@ static think think_of(const json_t *j) {
     return t;
 }
 
-static bool run(gt_exec *ex, const gt_node *root, gt_value data) { return gt_execute(ex, root, data); }
-
 bool gt_ollama_render(const gt_program *prog, const json_t *messages, const json_t *extra, const struct tm *now,
                       const gt_limits *limits, jbuf *out, gt_error *err) {
     memset(err, 0, sizeof *err);
@@ -391,13 +389,13 @@ bool gt_ollama_render(const gt_program *prog, const json_t *messages, const json
                      {"Think", th.on}, {"ThinkLevel", th.level}, {"IsThinkSet", th.set}};
         gt_value data = data_map(&b, e, 6);
         if (b.failed) goto oom;
-        ok = run(&ex, prog->root, data);
+        ok = gt_execute(&ex, prog->root, data);
     } else if (prog->uses_messages) {
         entry e[] = {{"System", system}, {"Messages", collated}, {"Tools", tools_of(&b, json_object_get(extra, "tools"))},
                      {"Response", gt_str_ref("", 0)}, {"Think", th.on}, {"ThinkLevel", th.level}, {"IsThinkSet", th.set}};
         gt_value data = data_map(&b, e, 7);
         if (b.failed) goto oom;
-        ok = run(&ex, prog->root, data);
+        ok = gt_execute(&ex, prog->root, data);
     } else {
         gt_value turn[3] = {gt_str_ref("", 0), gt_str_ref("", 0), gt_str_ref("", 0)}; /* system, prompt, response */
         ok = true;
@@ -415,10 +413,10 @@ bool gt_ollama_render(const gt_program *prog, const json_t *messages, const json
                     const gt_node *cut = gt_cut_after_response(&heap.arena, prog->root);
                     if (!cut) goto oom;
                     ex.missing_zero = ex.ollama_funcs = false;
-                    ok = run(&ex, cut, data);
+                    ok = gt_execute(&ex, cut, data);
                     break;
                 }
-                ok = run(&ex, prog->root, data);
+                ok = gt_execute(&ex, prog->root, data);
                 turn[0] = turn[1] = turn[2] = gt_str_ref("", 0);
             }
             if (role_is(m, "system")) turn[0] = m.u.agg->items[1];
@@ -430,6 +428,6 @@ bool gt_ollama_render(const gt_program *prog, const json_t *messages, const json
     return ok;
 oom:
     sp_arena_free(&heap.arena);
-    gt_set_error(err, SPROUT_ERR_OUT_OF_MEMORY, 0, 0, "messages too large for the template's memory budget");
+    gt_set_error(err, SPROUT_ERR_OUT_OF_MEMORY, 0, 0, "messages or tools too large or nested too deeply for the template");
     return false;
 }
