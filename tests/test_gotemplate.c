@@ -219,6 +219,7 @@ static const error_case errors[] = {
     {false, "{{/* open }}", 1, 1, "unclosed comment"},
     {false, "{{/* Go */}}{{ \"abc }}", 1, 16, "unterminated quoted string"},
     {false, "{{/* Go */}}{{ 1x }}", 1, 16, "bad number syntax"},
+    {false, "{{/* Go */}}{{ '", 1, 16, "unterminated character constant"},
     {false, "{{/* Go */}}{{ 0x }}", 1, 16, "bad number syntax"},
     {false, "{{/* Go */}}{{ 99999999999999999999 }}", 1, 16, "overflows int"},
     {false, "{{/* Go */}}{{ (1 -}}", 1, 18, "unclosed left paren"},

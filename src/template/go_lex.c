@@ -189,7 +189,7 @@ static bool lex_char(gt_lexer *lx) {
     size_t n = 0;
     if (i < lx->len && lx->src[i] == '\\') {
         if (!unescape(lx, &i, '\'', buf, &n)) return false;
-    } else {
+    } else if (i < lx->len) {
         /* one UTF-8 sequence */
         do n++, i++;
         while (i < lx->len && n < 4 && (lx->src[i] & 0xC0) == 0x80);
