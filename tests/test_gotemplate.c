@@ -159,6 +159,7 @@ static const lang_case language[] = {
     {"{{ .Think }} {{ .ThinkLevel }} {{ .IsThinkSet }}", NULL, "{\"think\":true}", "true medium true"},
     {"{{ .Think }} {{ .ThinkLevel }} {{ .IsThinkSet }}", NULL, "{\"think\":\"low\"}", "true low true"},
     {"{{ .Think }}[{{ .ThinkLevel }}]{{ .IsThinkSet }}", NULL, NULL, "false[]false"},
+    {"{{ .Think }}[{{ .ThinkLevel }}]{{ .IsThinkSet }}", NULL, "{\"enable_thinking\":false}", "false[]true"},
     {"{{ range .Messages }}{{ if eq .Role \"system\" }}S{{ else if eq .Role \"user\" }}U{{ else }}O{{ end }}{{ end }}", THREE,
      NULL, "SUO"},
     {"{{ \"x\" | printf \"%s-%s\" \"a\" }}|{{ (len .Messages) | printf \"%03d\" }}|{{ (index .Messages 0).Role | len }}", NULL,

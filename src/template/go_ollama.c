@@ -372,7 +372,9 @@ bool gt_ollama_render(const gt_program *prog, const json_t *messages, const json
     gt_heap heap = {.limit = limits->max_heap};
     builder b = {.heap = &heap};
     gt_exec ex = {.heap = &heap, .now = now, .limits = limits, .missing_zero = true, .ollama_funcs = true, .out = out, .err = err};
-    think th = think_of(json_object_get(extra, "think"));
+    /* sprout's server passes Ollama's think as the Jinja templates' enable_thinking */
+    const json_t *think_value = json_object_get(extra, "think");
+    think th = think_of(think_value ? think_value : json_object_get(extra, "enable_thinking"));
     gt_value system, collated = collate(&b, messages, &system);
     bool ok = false;
     const json_t *suffix = json_object_get(extra, "suffix"), *prompt = json_object_get(extra, "prompt");
