@@ -154,6 +154,9 @@ static const lang_case language[] = {
      CALL, NULL,
      "{\"a\":0.5,\"big\":1e+21,\"s\":\"\\u003cx\\u003e\",\"tiny\":1e-7,\"z\":1}|{\"a\":0.5,\"big\":1e+21,\"s\":\"\\u003cx\\u003e\","
      "\"tiny\":1e-7,\"z\":1}|1|f|0"},
+    {"{{ range .Messages }}{{ range .ToolCalls }}{{ index .Function.Arguments \"s\" }}|{{ index .Function.Arguments \"no\" }}|"
+     "{{ .Function.Arguments.tiny }}|{{ .Function.Arguments.big }}|{{ len (slice .Function.Arguments.s 1) }}{{ end }}{{ end }}",
+     CALL, NULL, "<x>|<no value>|1e-07|1e+21|2"},
     {"{{ .Prompt }}|{{ .Response }}|{{ .Suffix }}", NULL, NULL, "<no value>||<no value>"},
     {"{{ currentDate }} {{ yesterdayDate \"2006-01-02\" }}", NULL, NULL, "2024-07-26 2024-07-25"},
     {"{{ .Think }} {{ .ThinkLevel }} {{ .IsThinkSet }}", NULL, "{\"think\":true}", "true medium true"},
