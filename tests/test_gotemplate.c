@@ -159,6 +159,8 @@ static const lang_case language[] = {
      CALL, NULL, "<x>|<no value>|1e-07|1e+21|2"},
     {"{{ .Prompt }}|{{ .Response }}|{{ .Suffix }}", NULL, NULL, "<no value>||<no value>"},
     {"{{ currentDate }} {{ yesterdayDate \"2006-01-02\" }}", NULL, NULL, "2024-07-26 2024-07-25"},
+    {"{{ html \"<a href='x'>&\\\"\" }}|{{ js \"it's <b>\\n=\" }}|{{ urlquery \"a b&c/d~\" }}|{{ html 1 2 }}", NULL, NULL,
+     "&lt;a href=&#39;x&#39;&gt;&amp;&#34;|it\\'s \\u003Cb\\u003E\\u000A\\u003D|a+b%26c%2Fd~|1 2"},
     {"{{ .Think }} {{ .ThinkLevel }} {{ .IsThinkSet }}", NULL, "{\"think\":true}", "true medium true"},
     {"{{ .Think }} {{ .ThinkLevel }} {{ .IsThinkSet }}", NULL, "{\"think\":\"low\"}", "true low true"},
     {"{{ .Think }}[{{ .ThinkLevel }}]{{ .IsThinkSet }}", NULL, NULL, "false[]false"},

@@ -22,6 +22,9 @@ enum {
     FN_PRINT,
     FN_PRINTF,
     FN_PRINTLN,
+    FN_HTML,
+    FN_JS,
+    FN_URLQUERY,
     FN_FIRST_OLLAMA, /* the rest exist only in Ollama's FuncMap */
     FN_JSON = FN_FIRST_OLLAMA,
     FN_CURRENT_DATE,
@@ -34,7 +37,8 @@ static const char *const names[FN_COUNT] = {
     [GT_FN_AND] = "and",      [GT_FN_OR] = "or",         [GT_FN_NOT] = "not",          [FN_EQ] = "eq",
     [FN_NE] = "ne",           [FN_LT] = "lt",            [FN_LE] = "le",               [FN_GT] = "gt",
     [FN_GE] = "ge",           [FN_LEN] = "len",          [FN_INDEX] = "index",         [FN_SLICE] = "slice",
-    [FN_PRINT] = "print",     [FN_PRINTF] = "printf",    [FN_PRINTLN] = "println",     [FN_JSON] = "json",
+    [FN_PRINT] = "print",     [FN_PRINTF] = "printf",    [FN_PRINTLN] = "println",     [FN_HTML] = "html",
+    [FN_JS] = "js",           [FN_URLQUERY] = "urlquery", [FN_JSON] = "json",
     [FN_CURRENT_DATE] = "currentDate", [FN_YESTERDAY_DATE] = "yesterdayDate", [FN_TO_TS_TYPE] = "toTypeScriptType",
 };
 
@@ -422,6 +426,40 @@ static void date(jbuf *b, const struct tm *now, int days_back) {
     jbuf_puts(b, buf);
 }
 
+/* --- html, js, urlquery --------------------------------------------------------------------- */
+
+/* text/template's evalArgs: one string as it is, anything else as fmt.Sprint. */
+static void args_text(jbuf *b, const gt_value *args, size_t n) {
+    if (n == 1 && args[0].kind == GT_STRING) jbuf_put(b, args[0].u.str.s, args[0].u.str.len);
+    else sprint(b, args, n, false);
+}
+
+static void escape(jbuf *out, const jbuf *in, int id) {
+    static const char hex[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < in->len; i++) {
+        unsigned char c = (unsigned char)in->data[i];
+        char buf[8] = {0};
+        if (id == FN_HTML) { /* template.HTMLEscapeString */
+            const char *e = c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;" : c == '\'' ? "&#39;" : c == '"' ? "&#34;"
+                          : c == 0 ? "\xEF\xBF\xBD" : NULL;
+            if (e) jbuf_puts(out, e);
+            else jbuf_putc(out, (char)c);
+        } else if (id == FN_JS) { /* template.JSEscapeString */
+            if (c == '\\' || c == '\'' || c == '"') buf[0] = '\\', buf[1] = (char)c;
+            else if (c < 0x20 || c == '<' || c == '>' || c == '&' || c == '=')
+                snprintf(buf, sizeof buf, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
+            else buf[0] = (char)c;
+            jbuf_puts(out, buf);
+        } else { /* url.QueryEscape */
+            bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+                        c == '.' || c == '~';
+            if (keep) jbuf_putc(out, (char)c);
+            else if (c == ' ') jbuf_putc(out, '+');
+            else buf[0] = '%', buf[1] = hex[c >> 4], buf[2] = hex[c & 15], jbuf_puts(out, buf);
+        }
+    }
+}
+
 /* --- dispatch --------------------------------------------------------------------------------- */
 
 static bool want_args(gt_exec *ex, const gt_node *at, int id, size_t n, size_t min, size_t max) {
@@ -491,6 +529,16 @@ bool gt_call_func(gt_exec *ex, const gt_node *at, int id, const gt_value *args, 
     case FN_PRINTF:
         if (!sprintf_go(ex, at, &b, args, n)) return jbuf_free(&b), false;
         return string_result(ex, at, &b, result);
+    case FN_HTML:
+    case FN_JS:
+    case FN_URLQUERY: {
+        jbuf text = {0};
+        args_text(&text, args, n);
+        escape(&b, &text, id);
+        if (text.oom) b.oom = true;
+        jbuf_free(&text);
+        return string_result(ex, at, &b, result);
+    }
     case FN_JSON:
         if (!want_args(ex, at, id, n, 1, 1)) return false;
         gt_write_json(&b, args[0], 0);
