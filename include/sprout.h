@@ -497,6 +497,14 @@ sprout_status sprout_detokenizer_flush(sprout_detokenizer *d, const char **text,
  * transformers renders with Python's jinja2 (trim_blocks and lstrip_blocks
  * on, raise_exception and strftime_now defined, tojson as json.dumps).
  *
+ * It also takes Ollama's Go text/template (a Modelfile's TEMPLATE) and
+ * renders it as Ollama does, from the same messages JSON and extra_json
+ * (tools, think, suffix). The dialect comes from the source: one without
+ * "{%" or "{#" is Go when an action starts (after an optional "-") with
+ * ".", "$", a comment, if/else/end/break/continue, or a word then a space
+ * and a field or variable (range .X); anything else is Jinja.
+ * docs/TEMPLATES.md.
+ *
  *   sprout_template *t;
  *   sprout_template_parse(src, strlen(src), &t);
  *   sprout_chat_message msgs[] = {{"system", "Be brief."}, {"user", "Hi"}};

@@ -7,10 +7,14 @@
 #include <time.h>
 
 #include "core/error.h"
+#include "template/go_template.h"
 #include "template/template_internal.h"
 
+/* One of two dialects: Jinja2 (prog) or Ollama's Go text/template (go). */
 struct sprout_template {
     tpl_program prog;
+    gt_program go;
+    bool is_go;
 };
 
 static const tpl_limits default_limits = {
@@ -38,6 +42,12 @@ static sprout_status report(const tpl_error *err) {
     return sp_fail(st, "line %d, column %d: %s", err->line, err->column, err->message);
 }
 
+static sprout_status report_go(const gt_error *go) {
+    tpl_error err = {.status = go->status, .line = go->line, .column = go->column};
+    snprintf(err.message, sizeof err.message, "%s", go->message);
+    return report(&err);
+}
+
 sprout_status sprout_template_parse(const char *source, size_t len, sprout_template **out) {
     if (!out) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL output pointer");
     *out = NULL;
@@ -45,10 +55,12 @@ sprout_status sprout_template_parse(const char *source, size_t len, sprout_templ
     sprout_template *t = calloc(1, sizeof *t);
     if (!t) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     tpl_error err;
-    if (!tpl_parse(source ? source : "", len, &t->prog, &err)) {
-        tpl_program_free(&t->prog);
-        free(t);
-        return report(&err);
+    gt_error go_err;
+    bool is_go = t->is_go = gt_is_go_source(source ? source : "", len);
+    bool parsed = is_go ? gt_parse(source, len, &t->go, &go_err) : tpl_parse(source ? source : "", len, &t->prog, &err);
+    if (!parsed) {
+        sprout_template_free(t);
+        return is_go ? report_go(&go_err) : report(&err);
     }
     *out = t;
     return SPROUT_OK;
@@ -56,7 +68,8 @@ sprout_status sprout_template_parse(const char *source, size_t len, sprout_templ
 
 void sprout_template_free(sprout_template *t) {
     if (!t) return;
-    tpl_program_free(&t->prog);
+    if (t->is_go) gt_program_free(&t->go);
+    else tpl_program_free(&t->prog);
     free(t);
 }
 
@@ -173,6 +186,37 @@ static sprout_status render(const sprout_template *t, jv_heap *heap, jv messages
     return SPROUT_OK;
 }
 
+/* Ollama's template: the messages and extra variables go to its data model. */
+static sprout_status render_go(const sprout_template *t, const json_t *messages, const sprout_template_options *opt,
+                               char **out, size_t *out_len) {
+    struct tm now;
+    sprout_status st = parse_now(opt ? opt->now : NULL, &now);
+    if (st != SPROUT_OK) return st;
+    json_t *extra = NULL;
+    if (opt && opt->extra_json) {
+        json_error_t jerr;
+        extra = json_loads(opt->extra_json, 0, &jerr);
+        if (!extra || !json_is_object(extra)) {
+            json_decref(extra);
+            return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "extra variables must be a JSON object%s%s", extra ? "" : ": ",
+                           extra ? "" : jerr.text);
+        }
+    }
+    jbuf result = {0};
+    gt_error err;
+    const gt_limits limits = {default_limits.max_steps, default_limits.max_output, default_limits.max_heap};
+    bool ok = gt_ollama_render(&t->go, messages, extra, &now, &limits, &result, &err);
+    json_decref(extra);
+    if (!ok || result.oom) {
+        jbuf_free(&result);
+        return ok ? sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory") : report_go(&err);
+    }
+    *out = result.data ? result.data : calloc(1, 1);
+    if (!*out) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    if (out_len) *out_len = result.len;
+    return SPROUT_OK;
+}
+
 static sprout_status check_call(const sprout_template *t, const sprout_template_options *opt, char **out) {
     if (!t || !out) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL template or output");
     *out = NULL;
@@ -188,6 +232,16 @@ sprout_status sprout_template_render(const sprout_template *t, const sprout_chat
     sprout_status st = check_call(t, opt, out);
     if (st != SPROUT_OK) return st;
     if (!messages && n_messages) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL messages");
+    if (t->is_go) {
+        json_t *list = json_array();
+        for (size_t i = 0; list && i < n_messages; i++)
+            if (json_array_append_new(list, json_pack("{s:s, s:s}", "role", messages[i].role ? messages[i].role : "", "content",
+                                                      messages[i].content ? messages[i].content : "")))
+                json_decref(list), list = NULL;
+        st = list ? render_go(t, list, opt, out, out_len) : sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "messages must be UTF-8 text");
+        json_decref(list);
+        return st;
+    }
     jv_heap heap = {.limit = default_limits.max_heap};
     jv list = jv_list(&heap, NULL, n_messages, false);
     bool ok = list.type == JV_LIST;
@@ -211,6 +265,11 @@ sprout_status sprout_template_render_json(const sprout_template *t, const char *
     if (!j || !json_is_array(j)) {
         json_decref(j);
         return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "messages must be a JSON array%s%s", j ? "" : ": ", j ? "" : jerr.text);
+    }
+    if (t->is_go) {
+        st = render_go(t, j, opt, out, out_len);
+        json_decref(j);
+        return st;
     }
     jv_heap heap = {.limit = default_limits.max_heap};
     jv messages;
