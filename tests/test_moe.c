@@ -6,7 +6,9 @@
  *            token at a time: odd token counts, experts with no token, every
  *            token on one expert, prompt and generated tokens mixed; bit for
  *            bit, and close to a float reference (run at each kernel level)
- *   batch    a token's logits alone and in a batch with other sequences
+ *   batch    a token's logits alone and in a batch with other sequences;
+ *            requests alone and batched by the scheduler (tokens and
+ *            log-probabilities, bit for bit)
  *   hostile  broken expert counts and shapes: clear errors
  *   info     `sprout info` shows the experts and the active parameters */
 #include <jansson.h>
@@ -272,6 +274,49 @@ static void part_experts(void) {
 
 /* --- batch ------------------------------------------------------------------------------- */
 
+/* Four requests at once on three slots (the fourth queues; prompts in
+ * chunks of 5, one long enough for the prompt path), sampled, against each
+ * alone through sprout_generate: tokens, text and log-probabilities. */
+static void scheduler_requests(sprout_model *m) {
+    static const char *const prompts[] = {
+        "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends and her dog.",
+        "The cat sat", "Tom had a red ball.", "One day, a big bird"};
+    enum { N = sizeof prompts / sizeof prompts[0] };
+    sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = 3, .n_ctx = 256, .prefill_chunk = 5};
+    sprout_scheduler *s = NULL;
+    CHECK_MSG(sprout_scheduler_create(m, &sp, &s) == SPROUT_OK, "%s", sprout_last_error());
+    if (!s) return;
+    sprout_generation_config cfg[N];
+    sprout_request *reqs[N] = {0};
+    for (int i = 0; i < N; i++) {
+        sprout_generation_config_init(&cfg[i]);
+        cfg[i].temperature = 0.8f;
+        cfg[i].seed = 40 + (uint64_t)i;
+        cfg[i].max_new_tokens = 12;
+        cfg[i].logprobs = 3;
+        sprout_token *ids = NULL;
+        size_t n = 0;
+        CHECK(sprout_model_tokenize_prompt(m, prompts[i], strlen(prompts[i]), false, &ids, &n) == SPROUT_OK);
+        sprout_request_params rp = {.struct_size = sizeof rp, .prompt = ids, .n_prompt = n, .config = &cfg[i]};
+        CHECK_MSG(sprout_scheduler_submit(s, &rp, &reqs[i]) == SPROUT_OK, "%s", sprout_last_error());
+        sprout_free(ids);
+    }
+    for (int i = 0; i < N; i++) {
+        sprout_result *batched = NULL, *alone = NULL;
+        CHECK_MSG(sprout_request_wait(reqs[i], &batched) == SPROUT_OK, "%s", sprout_last_error());
+        sprout_pipeline *p = NULL;
+        CHECK(sprout_pipeline_create(m, NULL, &p) == SPROUT_OK);
+        if (p) CHECK_MSG(sprout_generate(p, prompts[i], &cfg[i], NULL, NULL, &alone) == SPROUT_OK, "%s", sprout_last_error());
+        CHECK_MSG(test_same_result(batched, alone), "prompt %d: '%s' batched, '%s' alone", i, batched ? sprout_result_text(batched, NULL) : "",
+                  alone ? sprout_result_text(alone, NULL) : "");
+        sprout_pipeline_free(p);
+        sprout_result_free(batched);
+        sprout_result_free(alone);
+        sprout_request_free(reqs[i]);
+    }
+    sprout_scheduler_free(s);
+}
+
 /* Sequence 0's 40-token prompt and 4 generated tokens, alone and then
  * batched with sequences 1 and 2 (a prompt each, then their own steps):
  * sequence 0's logits must keep every bit. */
@@ -320,6 +365,7 @@ static void part_batch(void) {
         }
         printf("  %-20s %d of %d logit rows differ batched\n", archs[a], differ, n_steps + 1);
         CHECK_MSG(differ == 0, "%s: %d rows of sequence 0 change when batched with others", archs[a], differ);
+        scheduler_requests(m);
         free(alone);
         free(mixed);
         sprout_model_free(m);
