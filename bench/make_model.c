@@ -5,7 +5,9 @@
  * whatever the model's size.
  *
  * usage: make_model PRESET TYPE OUT.gguf [SEED]
- *   PRESET: tinyllama-1.1b, qwen2.5-0.5b, llama-3.2-1b, small-100m, qwen2-tiny (Qwen2's vocabulary, a toy body)
+ *   PRESET: tinyllama-1.1b, qwen2.5-0.5b, llama-3.2-1b, small-100m, qwen2-tiny (Qwen2's vocabulary, a toy body),
+ *           olmoe-1b-7b (64 experts, 8 used: 6.9 B parameters, 1.3 B read per token; GPT-NeoX's
+ *           50432-token vocabulary, where OLMoE pads its own to 50304)
  *   TYPE:   a tensor type (F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K
  *           Q4_K Q5_K Q6_K: every matrix in it) or a file type (Q4_K_M,
  *           Q3_K_S ...: the model is written in F16, then quantized with
@@ -37,20 +39,22 @@ typedef struct preset {
     int n_vocab, n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx;
     float rope_base, eps;
     bool tied, qkv_bias;
+    int n_expert, n_expert_used; /* a mixture of experts of n_ff each (olmoe: q/k norms of n_embd) */
 } preset;
 
 static const preset presets[] = {
-    {"tinyllama-1.1b", "llama", "llama-spm", 32000, 2048, 22, 32, 4, 5632, 2048, 10000.f, 1e-5f, false, false},
-    {"qwen2.5-0.5b", "qwen2", "qwen2", 151936, 896, 24, 14, 2, 4864, 32768, 1000000.f, 1e-6f, true, true},
-    {"llama-3.2-1b", "llama", "llama-bpe", 128256, 2048, 16, 32, 8, 8192, 131072, 500000.f, 1e-5f, true, false},
-    {"small-100m", "llama", "llama-spm", 32000, 1024, 4, 16, 4, 2816, 2048, 10000.f, 1e-5f, false, false},
+    {"tinyllama-1.1b", "llama", "llama-spm", 32000, 2048, 22, 32, 4, 5632, 2048, 10000.f, 1e-5f, false, false, 0, 0},
+    {"qwen2.5-0.5b", "qwen2", "qwen2", 151936, 896, 24, 14, 2, 4864, 32768, 1000000.f, 1e-6f, true, true, 0, 0},
+    {"llama-3.2-1b", "llama", "llama-bpe", 128256, 2048, 16, 32, 8, 8192, 131072, 500000.f, 1e-5f, true, false, 0, 0},
+    {"small-100m", "llama", "llama-spm", 32000, 1024, 4, 16, 4, 2816, 2048, 10000.f, 1e-5f, false, false, 0, 0},
     /* Qwen2's real vocabulary on a toy body: for tests of what the vocabulary decides (FIM tokens) */
-    {"qwen2-tiny", "qwen2", "qwen2", 151936, 64, 1, 4, 2, 128, 512, 1000000.f, 1e-6f, true, true},
+    {"qwen2-tiny", "qwen2", "qwen2", 151936, 64, 1, 4, 2, 128, 512, 1000000.f, 1e-6f, true, true, 0, 0},
+    {"olmoe-1b-7b", "olmoe", "gpt-neox", 50432, 2048, 16, 16, 16, 1024, 4096, 10000.f, 1e-5f, false, false, 64, 8},
 };
 
 typedef struct tensor_spec {
     char name[64];
-    int64_t ne[2];
+    int64_t ne[3];
     int n_dims;
     sprout_type type;
     float std;
@@ -65,7 +69,7 @@ typedef struct gen {
 static sprout_status fill(void *user, int64_t index, void *dst, uint64_t bytes) {
     gen *g = user;
     const tensor_spec *t = &g->specs[index];
-    const int64_t n = t->ne[0] * (t->n_dims > 1 ? t->ne[1] : 1);
+    const int64_t n = t->ne[0] * (t->n_dims > 1 ? t->ne[1] : 1) * (t->n_dims > 2 ? t->ne[2] : 1);
     uint64_t s = g->seed * 0x9E3779B97F4A7C15ull + (uint64_t)index * 7919 + 1;
     const int64_t row = t->ne[0], rows = n / row;
     const size_t row_bytes = (size_t)(bytes / (uint64_t)rows);
@@ -115,16 +119,18 @@ int main(int argc, char **argv) {
     snprintf(out, sizeof out, is_mix ? "%s.f16-tmp" : "%s", argv[3]);
     gen g = {.seed = argc > 4 ? strtoull(argv[4], NULL, 10) : 1};
     const int head = p->n_embd / p->n_head, kv = head * p->n_head_kv;
-    const int max_tensors = 4 + 12 * p->n_layer;
+    const int max_tensors = 4 + 16 * p->n_layer;
     g.specs = calloc((size_t)max_tensors, sizeof *g.specs);
     int n = 0;
     /* 1-D tensors stay F32; matrices whose rows do not fit the type's blocks fall back to F16 */
-#define ADD(nm, d0, d1, dims, std_)                                                                   \
+#define ADD(nm, d0, d1, dims, std_) ADD3(nm, d0, d1, 1, dims, std_)
+#define ADD3(nm, d0, d1, d2, dims, std_)                                                              \
     do {                                                                                              \
         tensor_spec *t = &g.specs[n++];                                                               \
         snprintf(t->name, sizeof t->name, "%s", nm);                                                  \
         t->ne[0] = (d0);                                                                              \
         t->ne[1] = (d1);                                                                              \
+        t->ne[2] = (d2);                                                                              \
         t->n_dims = (dims);                                                                           \
         t->std = (std_);                                                                              \
         t->type = (dims) == 1 ? SPROUT_TYPE_F32 : ((d0) % sprout_type_block_size(type) ? SPROUT_TYPE_F16 : type); \
@@ -147,12 +153,22 @@ int main(int argc, char **argv) {
         }
         ADD(L("attn_output.weight"), p->n_embd, p->n_embd, 2, s_in);
         ADD(L("ffn_norm.weight"), p->n_embd, 1, 1, -1.f);
+        if (p->n_expert) {
+            ADD(L("attn_q_norm.weight"), p->n_embd, 1, 1, -1.f);
+            ADD(L("attn_k_norm.weight"), kv, 1, 1, -1.f);
+            ADD(L("ffn_gate_inp.weight"), p->n_embd, p->n_expert, 2, s_in);
+            ADD3(L("ffn_gate_exps.weight"), p->n_embd, p->n_ff, p->n_expert, 3, s_in);
+            ADD3(L("ffn_up_exps.weight"), p->n_embd, p->n_ff, p->n_expert, 3, s_in);
+            ADD3(L("ffn_down_exps.weight"), p->n_ff, p->n_embd, p->n_expert, 3, s_ff);
+            continue;
+        }
         ADD(L("ffn_gate.weight"), p->n_embd, p->n_ff, 2, s_in);
         ADD(L("ffn_up.weight"), p->n_embd, p->n_ff, 2, s_in);
         ADD(L("ffn_down.weight"), p->n_ff, p->n_embd, 2, s_ff);
 #undef L
     }
 #undef ADD
+#undef ADD3
     sp_gguf_writer *w = sp_gguf_writer_new();
     char key[96];
     const char *a = p->arch;
@@ -180,6 +196,12 @@ int main(int argc, char **argv) {
     sp_gguf_writer_set_scalar(w, KEY("rope.freq_base"), SPROUT_GGUF_FLOAT32, &f);
     f = p->eps;
     sp_gguf_writer_set_scalar(w, KEY("attention.layer_norm_rms_epsilon"), SPROUT_GGUF_FLOAT32, &f);
+    if (p->n_expert) {
+        u = (uint32_t)p->n_expert;
+        sp_gguf_writer_set_scalar(w, KEY("expert_count"), SPROUT_GGUF_UINT32, &u);
+        u = (uint32_t)p->n_expert_used;
+        sp_gguf_writer_set_scalar(w, KEY("expert_used_count"), SPROUT_GGUF_UINT32, &u);
+    }
 #undef KEY
     sprout_file_type label;
     if (!is_mix && sprout_file_type_from_name(sprout_type_name(type), &label)) {
@@ -191,7 +213,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     for (int i = 0; i < n; i++) {
-        const int64_t ne[2] = {g.specs[i].ne[0], g.specs[i].ne[1]};
+        const int64_t ne[3] = {g.specs[i].ne[0], g.specs[i].ne[1], g.specs[i].ne[2]};
         sp_gguf_writer_add_tensor(w, g.specs[i].name, g.specs[i].type, g.specs[i].n_dims, ne, NULL);
     }
     g.buf = malloc((size_t)(p->n_ff > p->n_embd ? p->n_ff : p->n_embd) * sizeof(float) * 2);

@@ -71,14 +71,24 @@ static json_t *tokenizer_json(const sprout_gguf *g, const char *arch) {
     return tok;
 }
 
-static json_t *tensors_json(const sprout_gguf *g, bool list, json_t **by_type_out, int64_t *params_out) {
+/* The parameters in the tensors, and those in the experts' 3-D tensors
+ * (llama.cpp's names: ffn_{gate,up,down}_exps), of which a token reads
+ * expert_used_count of expert_count. */
+typedef struct param_counts {
+    int64_t all, experts;
+    bool shared_expert; /* ffn_*_shexp tensors: an expert every token uses */
+} param_counts;
+
+static json_t *tensors_json(const sprout_gguf *g, bool list, json_t **by_type_out, param_counts *params_out) {
     json_t *by_type = json_object(), *list_json = list ? json_array() : NULL;
-    int64_t params = 0;
+    param_counts params = {0};
     for (int64_t i = 0; i < sprout_gguf_tensor_count(g); i++) {
         const char *type = sprout_type_name(sprout_gguf_tensor_type(g, i));
         json_t *count = json_object_get(by_type, type);
         json_object_set_new(by_type, type, json_integer(count ? json_integer_value(count) + 1 : 1));
-        params += sprout_gguf_tensor_elements(g, i);
+        params.all += sprout_gguf_tensor_elements(g, i);
+        if (strstr(sprout_gguf_tensor_name(g, i), "_exps.")) params.experts += sprout_gguf_tensor_elements(g, i);
+        params.shared_expert |= strstr(sprout_gguf_tensor_name(g, i), "_shexp.") != NULL;
         if (!list) continue;
         json_t *shape = json_array();
         for (int d = 0; d < sprout_gguf_tensor_n_dims(g, i); d++)
@@ -114,9 +124,9 @@ static json_t *gather(const char *path, const sprout_gguf *g, bool with_tensors,
     json_object_set_new(info, "file_type", ftype_name ? json_string(ftype_name) : key_json(g, "general.file_type"));
 
     json_t *by_type;
-    int64_t params;
+    param_counts params;
     json_t *tensor_list = tensors_json(g, with_tensors, &by_type, &params);
-    json_object_set_new(info, "parameters", json_integer((json_int_t)params));
+    json_object_set_new(info, "parameters", json_integer((json_int_t)params.all));
     json_object_set_new(info, "tensor_count", json_integer((json_int_t)sprout_gguf_tensor_count(g)));
     json_object_set_new(info, "tensor_types", by_type);
 
@@ -128,10 +138,18 @@ static json_t *gather(const char *path, const sprout_gguf *g, bool with_tensors,
         {"layer_norm_rms_epsilon", "attention.layer_norm_rms_epsilon"},
         {"layer_norm_epsilon", "attention.layer_norm_epsilon"},
         {"sliding_window", "attention.sliding_window"}, {"expert_count", "expert_count"},
-        {"expert_used_count", "expert_used_count"},
+        {"expert_used_count", "expert_used_count"},    {"expert_feed_forward_length", "expert_feed_forward_length"},
+        {"expert_shared_feed_forward_length", "expert_shared_feed_forward_length"},
     };
     for (size_t i = 0; i < sizeof hparams / sizeof hparams[0]; i++)
         json_object_set_new(info, hparams[i][0], arch_key(g, arch, hparams[i][1]));
+    /* what one token reads: the experts' share by used / count */
+    const json_int_t n_expert = json_integer_value(json_object_get(info, "expert_count")),
+                     n_used = json_integer_value(json_object_get(info, "expert_used_count"));
+    int64_t active = params.all;
+    if (n_expert > 0 && n_used > 0 && n_used <= n_expert) active -= params.experts - params.experts / n_expert * n_used;
+    json_object_set_new(info, "active_parameters", json_integer((json_int_t)active));
+    json_object_set_new(info, "shared_expert", json_boolean(params.shared_expert));
 
     json_t *rope = json_object();
     json_object_set_new(rope, "dimension_count", arch_key(g, arch, "rope.dimension_count"));
@@ -235,6 +253,11 @@ static void print_text(const json_t *info) {
     print_field("name", json_object_get(info, "name"));
     print_field("file type", json_object_get(info, "file_type"));
     printf("  %-24s %s (%" JSON_INTEGER_FORMAT ")\n", "parameters", params, json_integer_value(json_object_get(info, "parameters")));
+    const json_int_t active = json_integer_value(json_object_get(info, "active_parameters"));
+    if (active != json_integer_value(json_object_get(info, "parameters"))) {
+        human_count((int64_t)active, params, sizeof params);
+        printf("  %-24s %s (%" JSON_INTEGER_FORMAT ")\n", "active per token", params, active);
+    }
     printf("  %-24s %" JSON_INTEGER_FORMAT " (", "tensors", json_integer_value(json_object_get(info, "tensor_count")));
     const char *type;
     json_t *count;
@@ -253,9 +276,11 @@ static void print_text(const json_t *info) {
         {"key length", "key_length"},            {"value length", "value_length"},
         {"RMS norm epsilon", "layer_norm_rms_epsilon"}, {"norm epsilon", "layer_norm_epsilon"},
         {"sliding window", "sliding_window"},    {"experts", "expert_count"},
-        {"experts used", "expert_used_count"},
+        {"experts used", "expert_used_count"},   {"expert FFN length", "expert_feed_forward_length"},
+        {"shared expert FFN", "expert_shared_feed_forward_length"},
     };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) print_field(fields[i][0], json_object_get(info, fields[i][1]));
+    if (json_is_true(json_object_get(info, "shared_expert"))) printf("  %-24s yes\n", "shared expert");
     const json_t *rope = json_object_get(info, "rope");
     print_field("rope dimensions", json_object_get(rope, "dimension_count"));
     const json_t *base = json_object_get(rope, "freq_base");

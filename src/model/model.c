@@ -28,10 +28,19 @@ typedef struct arch_traits {
     bool swa_all_layers;  /* the window (if any) applies to every layer */
     bool swa_own_rope;    /* local layers: rope.freq_base_swa, and no frequency scaling */
     bool encoder;         /* the BERT family: bidirectional, post-norm, no output head (embeddings only) */
+    bool qk_norm_whole;   /* attn_q_norm/attn_k_norm span every head (olmoe), not one head */
+    /* mixtures of experts, as llama.cpp's graph for the architecture builds
+     * them (src/models/<arch>.cpp): experts_required refuses a file without
+     * them; moe_norm_w renormalizes the chosen experts' weights (the norm_w
+     * argument of build_moe_ffn); ff_exp_from_used: without
+     * expert_feed_forward_length an expert is n_ff / n_expert_used wide,
+     * else n_ff */
+    bool experts_required, moe_norm_w, ff_exp_from_used;
 } arch_traits;
 
 static const arch_traits archs[] = {
-    {.name = "llama", .arch = SP_ARCH_LLAMA, .rope = SP_ROPE_NORM, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU},
+    /* with llama.expert_count: Mixtral */
+    {.name = "llama", .arch = SP_ARCH_LLAMA, .rope = SP_ROPE_NORM, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU, .moe_norm_w = true},
     {.name = "qwen2", .arch = SP_ARCH_QWEN2, .rope = SP_ROPE_NEOX, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU},
     {.name = "qwen3", .arch = SP_ARCH_QWEN3, .rope = SP_ROPE_NEOX, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU},
     {.name = "phi3", .arch = SP_ARCH_PHI3, .rope = SP_ROPE_NEOX, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU,
@@ -51,6 +60,12 @@ static const arch_traits archs[] = {
     {.name = "bert", .arch = SP_ARCH_BERT, .rope = SP_ROPE_NONE, .norm = SP_NORM_LAYER, .ffn = SP_FFN_GELU, .encoder = true},
     {.name = "nomic-bert", .arch = SP_ARCH_NOMIC_BERT, .rope = SP_ROPE_NEOX, .norm = SP_NORM_LAYER, .ffn = SP_FFN_SWIGLU,
       .encoder = true},
+    {.name = "qwen2moe", .arch = SP_ARCH_QWEN2MOE, .rope = SP_ROPE_NEOX, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU,
+      .experts_required = true, .ff_exp_from_used = true},
+    {.name = "qwen3moe", .arch = SP_ARCH_QWEN3MOE, .rope = SP_ROPE_NEOX, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU,
+      .experts_required = true, .moe_norm_w = true, .ff_exp_from_used = true},
+    {.name = "olmoe", .arch = SP_ARCH_OLMOE, .rope = SP_ROPE_NEOX, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU,
+      .experts_required = true, .qk_norm_whole = true},
 };
 
 /* --- metadata ------------------------------------------------------------------------ */
@@ -171,6 +186,49 @@ static sprout_status bind_vec(loader *L, const char *name, int64_t n, bool requi
     return SPROUT_OK;
 }
 
+/* A 3-D expert tensor [n_in, n_out, n_expert]: its shape checked against
+ * the metadata (an error names the tensor and what the keys say), then
+ * expert 0's matrix and the bytes between experts. Nothing is read. */
+static sprout_status bind_experts(loader *L, const char *name, int64_t n_in, int64_t n_out, sp_experts *x) {
+    const int64_t n_expert = L->m->hp.n_expert;
+    memset(x, 0, sizeof *x);
+    const int64_t i = find_tensor(L, name);
+    if (i < 0) return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' is missing (%s.expert_count = %lld)", name, L->arch, (long long)n_expert);
+    sprout_status st = check_computable(L->g, i);
+    if (st != SPROUT_OK) return st;
+    const int64_t ne0 = sprout_gguf_tensor_dim(L->g, i, 0), ne1 = sprout_gguf_tensor_dim(L->g, i, 1), ne2 = sprout_gguf_tensor_dim(L->g, i, 2);
+    if (ne0 != n_in || ne1 != n_out || ne2 != n_expert || sprout_gguf_tensor_elements(L->g, i) != n_in * n_out * n_expert)
+        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' has shape [%lld, %lld, %lld], expected [%lld, %lld, %lld] (%s.expert_count = %lld)",
+                       name, (long long)ne0, (long long)ne1, (long long)ne2, (long long)n_in, (long long)n_out, (long long)n_expert,
+                       L->arch, (long long)n_expert);
+    x->stride = (size_t)(sprout_gguf_tensor_bytes(L->g, i) / (uint64_t)n_expert);
+    x->first = (sp_weight){.data = sprout_gguf_tensor_data(L->g, i), .type = sprout_gguf_tensor_type(L->g, i), .n_in = n_in,
+                           .n_out = n_out, .row_bytes = x->stride / (size_t)n_out};
+    return SPROUT_OK;
+}
+
+/* The layer's router, experts and shared expert (where its tensors are). */
+static sprout_status bind_moe(loader *L, int il, sp_layer *ly) {
+    const sp_hparams *hp = &L->m->hp;
+    const int64_t e = hp->n_embd, f = hp->n_ff_exp, fs = hp->n_ff_shexp;
+    char name[128];
+    sprout_status st;
+#define NAME(s) (snprintf(name, sizeof name, "blk.%d.%s", il, s), name)
+    if ((st = bind_weight(L, NAME("ffn_gate_inp.weight"), e, hp->n_expert, true, &ly->router)) != SPROUT_OK ||
+        (st = bind_experts(L, NAME("ffn_gate_exps.weight"), e, f, &ly->gate_exps)) != SPROUT_OK ||
+        (st = bind_experts(L, NAME("ffn_up_exps.weight"), e, f, &ly->up_exps)) != SPROUT_OK ||
+        (st = bind_experts(L, NAME("ffn_down_exps.weight"), f, e, &ly->down_exps)) != SPROUT_OK)
+        return st;
+    if (find_tensor(L, NAME("ffn_up_shexp.weight")) < 0) return SPROUT_OK;
+    if ((st = bind_weight(L, NAME("ffn_gate_shexp.weight"), e, fs, true, &ly->gate_shexp)) != SPROUT_OK ||
+        (st = bind_weight(L, NAME("ffn_up_shexp.weight"), e, fs, true, &ly->up_shexp)) != SPROUT_OK ||
+        (st = bind_weight(L, NAME("ffn_down_shexp.weight"), fs, e, true, &ly->down_shexp)) != SPROUT_OK ||
+        (st = bind_weight(L, NAME("ffn_gate_inp_shexp.weight"), e, 1, true, &ly->gate_inp_shexp)) != SPROUT_OK)
+        return st;
+#undef NAME
+    return SPROUT_OK;
+}
+
 static sprout_status bind_layer(loader *L, int il, sp_layer *ly) {
     const sp_hparams *hp = &L->m->hp;
     const int64_t e = hp->n_embd, q_dim = (int64_t)hp->n_head * hp->head_dim_k, kv_k = (int64_t)hp->n_head_kv * hp->head_dim_k,
@@ -195,18 +253,21 @@ static sprout_status bind_layer(loader *L, int il, sp_layer *ly) {
         TRY(bind_vec(L, NAME("attn_k.bias"), kv_k, false, &ly->bk));
         TRY(bind_vec(L, NAME("attn_v.bias"), kv_v, false, &ly->bv));
     }
-    TRY(bind_vec(L, NAME("attn_q_norm.weight"), hp->head_dim_k, false, &ly->q_norm));
-    TRY(bind_vec(L, NAME("attn_k_norm.weight"), hp->head_dim_k, false, &ly->k_norm));
+    TRY(bind_vec(L, NAME("attn_q_norm.weight"), hp->qk_norm_whole ? q_dim : hp->head_dim_k, false, &ly->q_norm));
+    TRY(bind_vec(L, NAME("attn_k_norm.weight"), hp->qk_norm_whole ? kv_k : hp->head_dim_k, false, &ly->k_norm));
     TRY(bind_weight(L, NAME("attn_output.weight"), (int64_t)hp->n_head * hp->head_dim_v, e, true, &ly->wo));
     TRY(bind_vec(L, NAME("attn_output.bias"), e, false, &ly->bo));
     TRY(bind_vec(L, NAME("post_attention_norm.weight"), e, false, &ly->post_attn_norm));
     TRY(bind_vec(L, NAME("ffn_norm.weight"), e, !hp->parallel_block && !hp->post_norm, &ly->ffn_norm));
     TRY(bind_vec(L, NAME("ffn_norm.bias"), e, false, &ly->ffn_norm_b));
-    if (hp->ffn_kind != SP_FFN_GELU && !hp->fused_gate_up) TRY(bind_weight(L, NAME("ffn_gate.weight"), e, ff, true, &ly->w_gate));
-    TRY(bind_weight(L, NAME("ffn_up.weight"), e, hp->fused_gate_up ? 2 * ff : ff, true, &ly->w_up));
-    TRY(bind_vec(L, NAME("ffn_up.bias"), ff, false, &ly->b_up));
-    TRY(bind_weight(L, NAME("ffn_down.weight"), ff, e, true, &ly->w_down));
-    TRY(bind_vec(L, NAME("ffn_down.bias"), e, false, &ly->b_down));
+    if (hp->n_expert > 0) TRY(bind_moe(L, il, ly));
+    else {
+        if (hp->ffn_kind != SP_FFN_GELU && !hp->fused_gate_up) TRY(bind_weight(L, NAME("ffn_gate.weight"), e, ff, true, &ly->w_gate));
+        TRY(bind_weight(L, NAME("ffn_up.weight"), e, hp->fused_gate_up ? 2 * ff : ff, true, &ly->w_up));
+        TRY(bind_vec(L, NAME("ffn_up.bias"), ff, false, &ly->b_up));
+        TRY(bind_weight(L, NAME("ffn_down.weight"), ff, e, true, &ly->w_down));
+        TRY(bind_vec(L, NAME("ffn_down.bias"), e, false, &ly->b_down));
+    }
     TRY(bind_vec(L, NAME("post_ffw_norm.weight"), e, false, &ly->post_ffn_norm));
     TRY(bind_vec(L, NAME("attn_output_norm.weight"), e, hp->post_norm, &ly->attn_out_norm));
     TRY(bind_vec(L, NAME("attn_output_norm.bias"), e, false, &ly->attn_out_norm_b));
@@ -221,6 +282,21 @@ static const arch_traits *find_arch(const char *name, size_t len) {
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
         if (strlen(archs[i].name) == len && !memcmp(archs[i].name, name, len)) return &archs[i];
     return NULL;
+}
+
+/* The expert counts as llama.cpp checks them (llama_model::load_hparams). */
+static sprout_status check_experts(const loader *L, const arch_traits *at) {
+    const sp_hparams *hp = &L->m->hp;
+    if (hp->n_expert == 0 && at->experts_required)
+        return sp_fail(SPROUT_ERR_FORMAT, "%s.expert_count is missing or 0: a %s model is a mixture of experts", L->arch, L->arch);
+    if (hp->n_expert == 0 && hp->n_expert_used > 0)
+        return sp_fail(SPROUT_ERR_FORMAT, "%s.expert_used_count = %d without experts (%s.expert_count is 0)", L->arch, hp->n_expert_used, L->arch);
+    if (hp->n_expert > SP_MAX_EXPERTS)
+        return sp_fail(SPROUT_ERR_FORMAT, "%s.expert_count = %d is more than %d", L->arch, hp->n_expert, SP_MAX_EXPERTS);
+    if (hp->n_expert > 0 && (hp->n_expert_used <= 0 || hp->n_expert_used > hp->n_expert))
+        return sp_fail(SPROUT_ERR_FORMAT, "%s.expert_used_count = %d is out of range (1 to %s.expert_count = %d)", L->arch,
+                       hp->n_expert_used, L->arch, hp->n_expert);
+    return SPROUT_OK;
 }
 
 static sprout_status load_hparams(loader *L, const arch_traits *at) {
@@ -252,6 +328,15 @@ static sprout_status load_hparams(loader *L, const arch_traits *at) {
     if (hp->head_dim_k <= 0 || hp->head_dim_v <= 0 || hp->n_rot > hp->head_dim_k || hp->n_rot % 2 != 0)
         return sp_fail(SPROUT_ERR_FORMAT, "%s: head size %d / rotary dimensions %d do not fit", L->arch, hp->head_dim_k, hp->n_rot);
     INT(sliding_window, "attention.sliding_window", false, 0);
+    INT(n_expert, "expert_count", false, 0);
+    INT(n_expert_used, "expert_used_count", false, 0);
+    if ((st = check_experts(L, at)) != SPROUT_OK) return st;
+    INT(n_ff_exp, "expert_feed_forward_length", false, at->ff_exp_from_used && hp->n_expert_used > 0 ? hp->n_ff / hp->n_expert_used : hp->n_ff);
+    INT(n_ff_shexp, "expert_shared_feed_forward_length", false, hp->n_ff);
+    if (hp->n_expert > 0 && (hp->n_ff_exp <= 0 || hp->n_ff_shexp <= 0))
+        return sp_fail(SPROUT_ERR_FORMAT, "%s: the experts' FFN widths must be positive (%s.expert_feed_forward_length)", L->arch, L->arch);
+    hp->expert_weights_norm = at->moe_norm_w;
+    hp->qk_norm_whole = at->qk_norm_whole;
 #undef INT
     hp->rope_kind = at->rope;
     if ((st = get_float(L, "rope.freq_base", 10000.f, POSITIVE, &hp->rope_base)) != SPROUT_OK) return st;
@@ -304,7 +389,7 @@ static sprout_status load_hparams(loader *L, const arch_traits *at) {
     if (causal != hp->causal)
         return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s with %s attention is not supported", L->arch, causal ? "causal" : "bidirectional");
     hp->parallel_block = at->may_be_parallel && find_tensor(L, "blk.0.ffn_norm.weight") < 0;
-    hp->fused_gate_up = find_tensor(L, "blk.0.ffn_gate.weight") < 0 && at->ffn != SP_FFN_GELU;
+    hp->fused_gate_up = find_tensor(L, "blk.0.ffn_gate.weight") < 0 && at->ffn != SP_FFN_GELU && hp->n_expert == 0;
     return SPROUT_OK;
 }
 
@@ -322,8 +407,9 @@ sprout_status sp_model_build(sprout_gguf *g, const sprout_model_params *params, 
     if (st != SPROUT_OK) return sp_fail(SPROUT_ERR_FORMAT, "general.architecture is missing: not a model file");
     const arch_traits *at = find_arch(arch_name, arch_len);
     if (!at)
-        return sp_fail(SPROUT_ERR_UNSUPPORTED, "architecture '%.*s' is not supported (sprout runs llama, qwen2, qwen3, phi3, gemma, "
-                                               "gemma2, gemma3, phi2, stablelm, falcon, and bert and nomic-bert for embeddings)",
+        return sp_fail(SPROUT_ERR_UNSUPPORTED, "architecture '%.*s' is not supported (sprout runs llama (and Mixtral), qwen2, qwen3, phi3, "
+                                               "gemma, gemma2, gemma3, phi2, stablelm, falcon, qwen2moe, qwen3moe, olmoe, and bert and "
+                                               "nomic-bert for embeddings)",
                        (int)(arch_len > 64 ? 64 : arch_len), arch_name);
     sprout_model *m = calloc(1, sizeof *m);
     if (!m) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");

@@ -28,6 +28,9 @@ typedef enum sp_arch {
     SP_ARCH_FALCON,
     SP_ARCH_BERT,
     SP_ARCH_NOMIC_BERT,
+    SP_ARCH_QWEN2MOE,
+    SP_ARCH_QWEN3MOE,
+    SP_ARCH_OLMOE,
 } sp_arch;
 
 typedef enum sp_rope_kind { SP_ROPE_NORM, SP_ROPE_NEOX, SP_ROPE_NONE /* learned absolute positions (BERT) */ } sp_rope_kind;
@@ -38,6 +41,23 @@ typedef enum sp_rope_scaling { SP_ROPE_SCALING_NONE, SP_ROPE_SCALING_LINEAR, SP_
 /* A vector (norm weight, bias) as floats: F32 views of the file when the file
  * stores F32, else decoded once at load (they are tiny). NULL when absent. */
 typedef const float *sp_vec;
+
+/* The most experts a layer may have (llama.cpp's LLAMA_MAX_EXPERTS). */
+#define SP_MAX_EXPERTS 1024
+
+/* A 3-D expert tensor ([n_in, n_out, n_expert], ggml's order): one mapped
+ * tensor, expert i's matrix `stride` bytes after expert i - 1's. */
+typedef struct sp_experts {
+    sp_weight first; /* expert 0's matrix */
+    size_t stride;
+} sp_experts;
+
+/* Expert i's matrix: a view into the mapping, nothing read. */
+static inline sp_weight sp_expert(const sp_experts *x, int32_t i) {
+    sp_weight w = x->first;
+    w.data += (size_t)i * x->stride;
+    return w;
+}
 
 typedef struct sp_layer {
     sp_vec attn_norm, attn_norm_b;
@@ -51,6 +71,12 @@ typedef struct sp_layer {
     sp_weight w_gate, w_up, w_down; /* w_up has 2*n_ff rows when gate and up are fused (phi3) */
     sp_vec b_up, b_down;
     sp_vec post_ffn_norm;       /* gemma2/3 */
+    /* a mixture of experts in place of w_gate/w_up/w_down (router.data set):
+     * the router (n_expert rows of e), the experts, and a shared expert
+     * with its sigmoid gate (one row of e; qwen2moe) where present */
+    sp_weight router;
+    sp_experts gate_exps, up_exps, down_exps;
+    sp_weight gate_shexp, up_shexp, down_shexp, gate_inp_shexp;
     /* post-norm blocks (BERT): x = norm(x + attention), then x = norm(x + FFN) */
     sp_vec attn_out_norm, attn_out_norm_b, out_norm, out_norm_b;
     bool sliding;               /* sliding-window attention on this layer */
@@ -79,6 +105,11 @@ typedef struct sp_hparams {
     bool causal;                /* a token sees only earlier ones (every decoder; BERT sees its whole text) */
     bool post_norm;             /* norms after each residual add (BERT), not before each block */
     int32_t pooling;            /* the file's pooling_type (llama.cpp's numbers: 1 mean, 2 cls, 3 last); 0: none said */
+    bool qk_norm_whole;         /* q/k norms span all heads at once (olmoe), not each head */
+    /* a mixture of experts (n_expert 0: a dense FFN): how many, how many a
+     * token uses, each expert's FFN width and the shared expert's */
+    int32_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
+    bool expert_weights_norm;   /* the chosen experts' softmax weights renormalized to sum 1 */
 } sp_hparams;
 
 struct sprout_model {

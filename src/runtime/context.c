@@ -5,9 +5,26 @@
 
 #include "core/error.h"
 
+enum { MOE_LAYER_WEIGHTS = 8 };
+
+/* Every matrix a forward pass multiplies by, one at a time: the indexed
+ * ones (sp_model_weight), then each layer's router, experts (expert 0
+ * stands for all: they share type and shape) and shared expert. NULL past
+ * the last; absent ones have no data. */
+static const sp_weight *matmul_weight(const sprout_model *m, int64_t i) {
+    const int64_t indexed = sp_model_weight_count(m);
+    if (i < indexed) return sp_model_weight(m, i);
+    const int64_t il = (i - indexed) / MOE_LAYER_WEIGHTS;
+    if (il >= m->hp.n_layer) return NULL;
+    const sp_layer *ly = &m->layers[il];
+    const sp_weight *const ws[MOE_LAYER_WEIGHTS] = {&ly->router,     &ly->gate_exps.first, &ly->up_exps.first, &ly->down_exps.first,
+                                                    &ly->gate_shexp, &ly->up_shexp,        &ly->down_shexp,    &ly->gate_inp_shexp};
+    return ws[(i - indexed) % MOE_LAYER_WEIGHTS];
+}
+
 bool sp_context_kinds_differ(const sp_context *ctx) {
     const sp_weight *w;
-    for (int64_t i = 0; (w = sp_model_weight(ctx->model, i)); i++)
+    for (int64_t i = 0; (w = matmul_weight(ctx->model, i)); i++)
         if (w->data && sp_prompt_path_differs(ctx->kernels, w->type)) return true;
     return false;
 }
@@ -18,7 +35,7 @@ bool sp_context_kinds_differ(const sp_context *ctx) {
 static size_t most_staged_bytes(const sp_context *ctx, int64_t tokens, int64_t runs) {
     size_t most = 0;
     const sp_weight *w;
-    for (int64_t i = 0; (w = sp_model_weight(ctx->model, i)); i++) {
+    for (int64_t i = 0; (w = matmul_weight(ctx->model, i)); i++) {
         if (!w->data || !sp_prompt_path_differs(ctx->kernels, w->type)) continue;
         const size_t bytes = ctx->kernels->prompt_staged_bytes(w->type, w->n_in, tokens + SP_PROMPT_TILE_TOKENS * runs);
         most = bytes > most ? bytes : most;
@@ -29,6 +46,49 @@ static size_t most_staged_bytes(const sp_context *ctx, int64_t tokens, int64_t r
 /* Activation buffers start on a cache line: a vector load that straddles
  * two lines costs two. */
 static void *alloc_lines(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
+
+static bool has_shared_expert(const sprout_model *m) {
+    for (int32_t il = 0; il < m->hp.n_layer; il++)
+        if (m->layers[il].up_shexp.data) return true;
+    return false;
+}
+
+/* ctx->moe: the buffers of a mixture of experts (runtime/moe.c); none for
+ * a dense model. False when memory ran out. */
+static bool moe_buffers_init(sp_context *ctx) {
+    const sp_hparams *hp = &ctx->model->hp;
+    sp_moe_buffers *b = &ctx->moe;
+    memset(b, 0, sizeof *b);
+    if (hp->n_expert == 0) return true;
+    const size_t nb = (size_t)ctx->n_batch, e = (size_t)hp->n_embd, k = (size_t)hp->n_expert_used, x = (size_t)hp->n_expert;
+    const bool shared = has_shared_expert(ctx->model);
+    const size_t f = (size_t)(shared && hp->n_ff_shexp > hp->n_ff_exp ? hp->n_ff_shexp : hp->n_ff_exp);
+    b->logits = alloc_lines(nb * x * sizeof(float));
+    b->ids = alloc_lines(nb * k * sizeof(int32_t));
+    b->weights = alloc_lines(nb * k * sizeof(float));
+    b->order = alloc_lines(nb * k * sizeof(int32_t));
+    b->first = alloc_lines(2 * (x + 1) * sizeof(int32_t)); /* and each expert's next free place while sorting */
+    b->rows = alloc_lines(nb * sizeof *b->rows);
+    b->x.f32 = alloc_lines(nb * e * sizeof(float));
+    b->act.f32 = alloc_lines(nb * f * sizeof(float));
+    b->up = alloc_lines(nb * f * sizeof(float));
+    b->y = alloc_lines(nb * e * sizeof(float));
+    b->shared_gate = alloc_lines(nb * sizeof(float));
+    bool ok = b->logits && b->ids && b->weights && b->order && b->first && b->rows && b->x.f32 && b->act.f32 && b->up && b->y &&
+              b->shared_gate;
+    /* the int8 kernels' blocks where the rows divide into them: x as h has them, act for whichever width does */
+    if (ctx->h.blocks) ok &= (b->x.blocks = alloc_lines(nb * (e / 32) * SP_ACT_BLOCK_BYTES)) != NULL;
+    if (ctx->kernels->quantize && (hp->n_ff_exp % 32 == 0 || (shared && hp->n_ff_shexp % 32 == 0)))
+        ok &= (b->act.blocks = alloc_lines(nb * (f / 32) * SP_ACT_BLOCK_BYTES)) != NULL;
+    return ok;
+}
+
+static void moe_buffers_free(sp_moe_buffers *b) {
+    void *bufs[] = {b->logits, b->ids, b->weights, b->order, b->first, b->rows, b->x.f32, b->x.blocks,
+                    b->act.f32, b->act.blocks, b->up, b->y, b->shared_gate};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    memset(b, 0, sizeof *b);
+}
 
 sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_t n_ctx, int32_t n_batch, int32_t n_seq,
                               int n_threads, sp_kv_type kv_type) {
@@ -74,6 +134,8 @@ sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_
     }
     int64_t widest = e > f ? e : f;
     if (na > widest) widest = na;
+    if (hp->n_expert > 0 && hp->n_ff_exp > widest) widest = hp->n_ff_exp;
+    if (hp->n_expert > 0 && hp->n_ff_shexp > widest) widest = hp->n_ff_shexp;
     ctx->scratch_stride = (sp_matmul_scratch_floats(widest) + 15) / 16 * 16; /* each thread's on a line */
     ctx->scratch = alloc_lines((size_t)(ctx->scratch_stride * sp_threadpool_size(ctx->pool)) * sizeof(float));
     /* a batch's prompt tokens staged for the widest rows the prompt entry takes, in a run per sequence */
@@ -82,7 +144,7 @@ sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_
         quantized_ok &= (ctx->staged = alloc_lines(ctx->staged_capacity)) != NULL;
     }
     if (!ctx->x || !ctx->h.f32 || !ctx->o || !ctx->ff_out || !ctx->q || !ctx->k || !ctx->v || !ctx->qkv || !ctx->attn.f32 || !ctx->ff_a.f32 ||
-        !ctx->ff_b || !ctx->cells || !ctx->kept || !ctx->scratch || !quantized_ok) {
+        !ctx->ff_b || !ctx->cells || !ctx->kept || !ctx->scratch || !quantized_ok || !moe_buffers_init(ctx)) {
         sp_context_free(ctx);
         return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory for activations (batch of %d)", n_batch);
     }
@@ -101,5 +163,6 @@ void sp_context_free(sp_context *ctx) {
     free(ctx->h.blocks);
     free(ctx->attn.blocks);
     free(ctx->ff_a.blocks);
+    moe_buffers_free(&ctx->moe);
     memset(ctx, 0, sizeof *ctx);
 }

@@ -50,6 +50,23 @@ static inline char *sp_rows_block_at(void *blocks, int64_t width, int64_t t, int
     return (char *)blocks + (size_t)((t * width + at) / 32) * SP_ACT_BLOCK_BYTES;
 }
 
+/* The work of a mixture-of-experts FFN (runtime/moe.c), n_batch tokens'
+ * worth; all NULL for a dense model. F = the widest of an expert's and the
+ * shared expert's FFN. */
+typedef struct sp_moe_buffers {
+    float *logits;        /* [n][n_expert] the router's */
+    int32_t *ids;         /* [n][n_used] each token's experts, best first */
+    float *weights;       /* [n][n_used] and their weights */
+    int32_t *order;       /* [n * n_used] (token, slot) pairs sorted by expert, then token */
+    int32_t *first;       /* [n_expert + 1] each expert's first pair in order */
+    sp_batch_token *rows; /* [n] the batch tokens of one expert's rows */
+    sp_rows x;            /* [n][e] one expert's input rows, gathered */
+    sp_rows act;          /* [n][F] gate, then the down projection's input */
+    float *up;            /* [n][F] */
+    float *y;             /* [n][e] one expert's output */
+    float *shared_gate;   /* [n] the shared expert's gate logit */
+} sp_moe_buffers;
+
 typedef struct sp_context {
     const sprout_model *model;
     const sp_kernels *kernels;
@@ -79,6 +96,7 @@ typedef struct sp_context {
     void *staged;
     size_t staged_capacity;
     sp_batch_token *kept; /* the last layer's tokens (those whose logits or hidden states are wanted), then the output head's */
+    sp_moe_buffers moe;
 } sp_context;
 
 sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_t n_ctx, int32_t n_batch, int32_t n_seq,

@@ -14,6 +14,7 @@
 #include "quant/quant.h"
 #include "runtime/attention.h"
 #include "runtime/matmul.h"
+#include "runtime/moe.h"
 #include "runtime/parallel.h"
 #include "runtime/vector_ops.h"
 
@@ -101,9 +102,11 @@ static void finish_qkv(sp_context *ctx, const void *arg, int32_t t0, int32_t t1)
             sp_add_bias(k, ly->bk, 1, nk, nk);
             sp_add_bias(v, ly->bv, 1, nv, nv);
         }
-        if (ly->q_norm)
+        if (ly->q_norm && hp->qk_norm_whole) sp_rms_norm(q, q, ly->q_norm, nq, hp->norm_eps);
+        else if (ly->q_norm)
             for (int hh = 0; hh < hp->n_head; hh++) sp_rms_norm(q + hh * hp->head_dim_k, q + hh * hp->head_dim_k, ly->q_norm, hp->head_dim_k, hp->norm_eps);
-        if (ly->k_norm)
+        if (ly->k_norm && hp->qk_norm_whole) sp_rms_norm(k, k, ly->k_norm, nk, hp->norm_eps);
+        else if (ly->k_norm)
             for (int hh = 0; hh < hp->n_head_kv; hh++) sp_rms_norm(k + hh * hp->head_dim_k, k + hh * hp->head_dim_k, ly->k_norm, hp->head_dim_k, hp->norm_eps);
         sp_rope(hp, ctx->model->rope_factors, q, hp->n_head, hp->head_dim_k, st->batch[t].pos, ly->rope_base, ly->rope_freq_scale);
         sp_rope(hp, ctx->model->rope_factors, k, hp->n_head_kv, hp->head_dim_k, st->batch[t].pos, ly->rope_base, ly->rope_freq_scale);
@@ -174,9 +177,14 @@ static void ffn_activation(sp_context *ctx, const void *arg, int32_t t0, int32_t
     }
 }
 
-/* ff_out[n][e] = FFN(h): down(gelu(up h + b)), or down(act(gate h) * up h). */
+/* ff_out[n][e] = FFN(h): down(gelu(up h + b)), or down(act(gate h) * up h),
+ * or a mixture of such experts (runtime/moe.c). */
 static void feed_forward(sp_context *ctx, const sp_layer *ly, int32_t n) {
     const sp_hparams *hp = &ctx->model->hp;
+    if (ly->router.data) {
+        sp_moe_ffn(ctx, ly, n);
+        return;
+    }
     if (hp->ffn_kind == SP_FFN_GELU) sp_matmul(ctx, &ly->w_up, &ctx->h, ctx->ff_a.f32, n);
     else if (hp->fused_gate_up) sp_matmul(ctx, &ly->w_up, &ctx->h, ctx->ff_b, n);
     else {

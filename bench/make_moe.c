@@ -1,0 +1,249 @@
+/* Writes a tiny random-weight mixture-of-experts model of one of the MoE
+ * architectures sprout runs, with the vocabulary of
+ * ../shared/models/stories260K.gguf, for the tests (test_moe) and their
+ * llama.cpp references (tests/data/moe/README.md). The same arguments give
+ * the same bytes.
+ *
+ * usage: make_moe ARCH TYPE OUT.gguf [SEED] [--set KEY=N]... [--shape TENSOR=D0,D1[,D2]]... [--drop TENSOR]...
+ *   ARCH: mixtral (general.architecture llama with experts), qwen2moe,
+ *         qwen3moe, olmoe
+ *   TYPE: F32, F16 or a block type (Q8_0 ...) for every matrix
+ *   --set KEY=N      writes <arch>.KEY = N (uint32) over what the preset says
+ *   --shape T=...    writes tensor T with that shape (random data)
+ *   --drop T         leaves tensor T out
+ * (the last three make the broken files of the tests' hostile cases)
+ *
+ * Shapes (as ../shared/arch): n_embd 256, 4 heads of 64, 2 KV heads (olmoe
+ * 4: its K norm spans n_embd), 2 layers, context 512. Weights N(0, s²):
+ * embeddings and output 0.25, q/k 1.5/sqrt(n_in), v, attn_output and every
+ * down projection 1/sqrt(n_in), gate/up 1/sqrt(n_embd), the router
+ * 4/sqrt(n_embd) (its logits spread by about 4, so the top-k choice is
+ * clear of rounding), norm weights 1 + 0.1 N(0, 1), biases 0.1. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "gguf/gguf_writer.h"
+#include "random.h"
+#include "sprout.h"
+
+typedef struct moe_preset {
+    const char *name, *arch; /* the name on the command line; general.architecture */
+    int n_head_kv, n_ff, n_expert, n_used, n_ff_exp, n_ff_shexp;
+    bool exp_ff_key;          /* writes expert_feed_forward_length */
+    bool qkv_bias, qk_norm_head, qk_norm_whole, shared;
+    float eps;
+} moe_preset;
+
+static const moe_preset presets[] = {
+    {"mixtral", "llama", 2, 128, 4, 2, 128, 0, false, false, false, false, false, 1e-5f},
+    {"qwen2moe", "qwen2moe", 2, 384, 8, 2, 128, 256, true, true, false, false, true, 1e-6f},
+    {"qwen3moe", "qwen3moe", 2, 384, 8, 2, 128, 0, true, false, true, false, false, 1e-6f},
+    {"olmoe", "olmoe", 4, 128, 8, 2, 128, 0, false, false, false, true, false, 1e-5f},
+};
+
+enum { N_EMBD = 256, N_HEAD = 4, HEAD_DIM = 64, N_LAYER = 2, N_CTX = 512, MAX_TENSORS = 64 };
+
+typedef struct tensor_spec {
+    char name[64];
+    int64_t ne[3];
+    int n_dims;
+    sprout_type type;
+    float std; /* < 0: a norm weight, 1 + 0.1 N(0, 1) */
+} tensor_spec;
+
+typedef struct gen {
+    tensor_spec specs[MAX_TENSORS];
+    int n;
+    uint64_t seed;
+    float buf[4096];
+} gen;
+
+static sprout_status fill(void *user, int64_t index, void *dst, uint64_t bytes) {
+    gen *g = user;
+    const tensor_spec *t = &g->specs[index];
+    uint64_t s = g->seed * 0x9E3779B97F4A7C15ull + (uint64_t)index * 7919 + 1;
+    int64_t rows = 1;
+    for (int d = 1; d < t->n_dims; d++) rows *= t->ne[d];
+    const size_t row_bytes = (size_t)(bytes / (uint64_t)rows);
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t i = 0; i < t->ne[0]; i++) g->buf[i] = t->std < 0 ? 1.f + 0.1f * rng_normal(&s) : t->std * rng_normal(&s);
+        sprout_status st = sprout_quantize(t->type, g->buf, (char *)dst + (size_t)r * row_bytes, t->ne[0]);
+        if (st != SPROUT_OK) return st;
+    }
+    return SPROUT_OK;
+}
+
+static void add(gen *g, sprout_type type, const char *name, int n_dims, int64_t d0, int64_t d1, int64_t d2, float std) {
+    tensor_spec *t = &g->specs[g->n++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->ne[0] = d0;
+    t->ne[1] = d1;
+    t->ne[2] = d2;
+    t->n_dims = n_dims;
+    t->std = std;
+    t->type = n_dims == 1 ? SPROUT_TYPE_F32 : type;
+}
+
+static void add_tensors(gen *g, const moe_preset *p, sprout_type type) {
+    const int64_t e = N_EMBD, kv = (int64_t)HEAD_DIM * p->n_head_kv, f = p->n_ff_exp, x = p->n_expert;
+    const float s_e = 1.f / sqrtf((float)e);
+    add(g, type, "token_embd.weight", 2, e, 512, 1, 0.25f);
+    add(g, type, "output_norm.weight", 1, e, 1, 1, -1.f);
+    add(g, type, "output.weight", 2, e, 512, 1, 0.25f);
+    char name[64];
+    for (int l = 0; l < N_LAYER; l++) {
+#define L(s) (snprintf(name, sizeof name, "blk.%d.%s", l, s), name)
+        add(g, type, L("attn_norm.weight"), 1, e, 1, 1, -1.f);
+        add(g, type, L("attn_q.weight"), 2, e, e, 1, 1.5f * s_e);
+        add(g, type, L("attn_k.weight"), 2, e, kv, 1, 1.5f * s_e);
+        add(g, type, L("attn_v.weight"), 2, e, kv, 1, s_e);
+        if (p->qkv_bias) {
+            add(g, type, L("attn_q.bias"), 1, e, 1, 1, 0.1f);
+            add(g, type, L("attn_k.bias"), 1, kv, 1, 1, 0.1f);
+            add(g, type, L("attn_v.bias"), 1, kv, 1, 1, 0.1f);
+        }
+        if (p->qk_norm_head || p->qk_norm_whole) {
+            add(g, type, L("attn_q_norm.weight"), 1, p->qk_norm_whole ? e : HEAD_DIM, 1, 1, -1.f);
+            add(g, type, L("attn_k_norm.weight"), 1, p->qk_norm_whole ? kv : HEAD_DIM, 1, 1, -1.f);
+        }
+        add(g, type, L("attn_output.weight"), 2, e, e, 1, s_e);
+        add(g, type, L("ffn_norm.weight"), 1, e, 1, 1, -1.f);
+        add(g, type, L("ffn_gate_inp.weight"), 2, e, x, 1, 4.f * s_e);
+        add(g, type, L("ffn_gate_exps.weight"), 3, e, f, x, s_e);
+        add(g, type, L("ffn_up_exps.weight"), 3, e, f, x, s_e);
+        add(g, type, L("ffn_down_exps.weight"), 3, f, e, x, 1.f / sqrtf((float)f));
+        if (p->shared) {
+            add(g, type, L("ffn_gate_inp_shexp.weight"), 1, e, 1, 1, s_e);
+            add(g, type, L("ffn_gate_shexp.weight"), 2, e, p->n_ff_shexp, 1, s_e);
+            add(g, type, L("ffn_up_shexp.weight"), 2, e, p->n_ff_shexp, 1, s_e);
+            add(g, type, L("ffn_down_shexp.weight"), 2, p->n_ff_shexp, e, 1, 1.f / sqrtf((float)p->n_ff_shexp));
+        }
+#undef L
+    }
+}
+
+static sprout_status copy_tokenizer(sp_gguf_writer *w) {
+    const char *shared = getenv("SPROUT_SHARED_DIR");
+    char path[2048];
+    snprintf(path, sizeof path, "%s/models/stories260K.gguf", shared && *shared ? shared : SPROUT_SHARED_DIR_DEFAULT);
+    sprout_gguf *vocab = NULL;
+    sprout_status st = sprout_gguf_open(path, &vocab);
+    for (int64_t i = 0; st == SPROUT_OK && i < sprout_gguf_kv_count(vocab); i++) {
+        const char *key = sprout_gguf_kv_key(vocab, i);
+        if (!strncmp(key, "tokenizer.", 10)) st = sp_gguf_writer_set_value(w, key, sprout_gguf_kv_value(vocab, i));
+    }
+    sprout_gguf_close(vocab);
+    return st;
+}
+
+static void set_u32(sp_gguf_writer *w, const char *arch, const char *suffix, uint32_t v) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    sp_gguf_writer_set_scalar(w, key, SPROUT_GGUF_UINT32, &v);
+}
+
+static void write_metadata(sp_gguf_writer *w, const moe_preset *p, sprout_type type) {
+    const char *a = p->arch;
+    sp_gguf_writer_set_str(w, "general.architecture", a, strlen(a));
+    char name[96];
+    snprintf(name, sizeof name, "tiny %s (random weights)", p->name);
+    sp_gguf_writer_set_str(w, "general.name", name, strlen(name));
+    set_u32(w, a, "context_length", N_CTX);
+    set_u32(w, a, "embedding_length", N_EMBD);
+    set_u32(w, a, "block_count", N_LAYER);
+    set_u32(w, a, "feed_forward_length", (uint32_t)p->n_ff);
+    set_u32(w, a, "attention.head_count", N_HEAD);
+    set_u32(w, a, "attention.head_count_kv", (uint32_t)p->n_head_kv);
+    set_u32(w, a, "rope.dimension_count", HEAD_DIM);
+    set_u32(w, a, "expert_count", (uint32_t)p->n_expert);
+    set_u32(w, a, "expert_used_count", (uint32_t)p->n_used);
+    if (p->exp_ff_key) set_u32(w, a, "expert_feed_forward_length", (uint32_t)p->n_ff_exp);
+    if (p->shared) set_u32(w, a, "expert_shared_feed_forward_length", (uint32_t)p->n_ff_shexp);
+    char key[128];
+    float v = 10000.f;
+    snprintf(key, sizeof key, "%s.rope.freq_base", a);
+    sp_gguf_writer_set_scalar(w, key, SPROUT_GGUF_FLOAT32, &v);
+    v = p->eps;
+    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", a);
+    sp_gguf_writer_set_scalar(w, key, SPROUT_GGUF_FLOAT32, &v);
+    sprout_file_type label;
+    if (sprout_file_type_from_name(sprout_type_name(type), &label)) {
+        uint32_t u = (uint32_t)label;
+        sp_gguf_writer_set_scalar(w, "general.file_type", SPROUT_GGUF_UINT32, &u);
+    }
+}
+
+static tensor_spec *find_spec(gen *g, const char *name, size_t len) {
+    for (int i = 0; i < g->n; i++)
+        if (strlen(g->specs[i].name) == len && !strncmp(g->specs[i].name, name, len)) return &g->specs[i];
+    return NULL;
+}
+
+/* --set, --shape and --drop; false (said) on a bad one. */
+static bool apply_overrides(gen *g, sp_gguf_writer *w, const moe_preset *p, int argc, char **argv) {
+    for (int i = 0; i + 1 < argc; i += 2) {
+        const char *opt = argv[i], *arg = argv[i + 1], *eq = strchr(arg, '=');
+        if (!strcmp(opt, "--drop")) {
+            tensor_spec *t = find_spec(g, arg, strlen(arg));
+            if (!t) break;
+            *t = g->specs[--g->n];
+            continue;
+        }
+        if (!eq) break;
+        if (!strcmp(opt, "--set")) {
+            char suffix[96];
+            snprintf(suffix, sizeof suffix, "%.*s", (int)(eq - arg), arg);
+            set_u32(w, p->arch, suffix, (uint32_t)strtoul(eq + 1, NULL, 10));
+            continue;
+        }
+        tensor_spec *t = strcmp(opt, "--shape") ? NULL : find_spec(g, arg, (size_t)(eq - arg));
+        if (!t) break;
+        t->ne[0] = t->ne[1] = t->ne[2] = 1;
+        t->n_dims = sscanf(eq + 1, "%lld,%lld,%lld", (long long *)&t->ne[0], (long long *)&t->ne[1], (long long *)&t->ne[2]);
+        if (t->n_dims < 1 || t->ne[0] * t->ne[1] * t->ne[2] > 1 << 24) break;
+        continue;
+    }
+    if (argc % 2 == 0) return true;
+    fprintf(stderr, "make_moe: bad option near '%s'\n", argv[argc - 1]);
+    return false;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4) {
+        fprintf(stderr, "usage: make_moe ARCH TYPE OUT.gguf [SEED] [--set KEY=N] [--shape TENSOR=D0,D1[,D2]] [--drop TENSOR]\n");
+        return 2;
+    }
+    const moe_preset *p = NULL;
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        if (!strcmp(presets[i].name, argv[1])) p = &presets[i];
+    sprout_type type;
+    if (!p || !sprout_type_from_name(argv[2], &type) || !sprout_type_can_dequantize(type)) {
+        fprintf(stderr, "make_moe: unknown architecture '%s' or type '%s'\n", argv[1], argv[2]);
+        return 2;
+    }
+    static gen g;
+    int first_opt = 4;
+    g.seed = 1;
+    if (argc > 4 && argv[4][0] != '-') g.seed = strtoull(argv[first_opt++], NULL, 10);
+    add_tensors(&g, p, type);
+    sp_gguf_writer *w = sp_gguf_writer_new();
+    write_metadata(w, p, type);
+    sprout_status st = copy_tokenizer(w);
+    if (!apply_overrides(&g, w, p, argc - first_opt, argv + first_opt)) {
+        sp_gguf_writer_free(w);
+        return 2;
+    }
+    for (int i = 0; st == SPROUT_OK && i < g.n; i++) {
+        const tensor_spec *t = &g.specs[i];
+        if (t->ne[0] % sprout_type_block_size(t->type)) g.specs[i].type = SPROUT_TYPE_F32; /* a broken shape's rows */
+        st = sp_gguf_writer_add_tensor(w, t->name, g.specs[i].type, t->n_dims, t->ne, NULL);
+    }
+    sp_gguf_write_options opt = {.fill = fill, .fill_user = &g};
+    if (st == SPROUT_OK) st = sp_gguf_writer_write(w, argv[3], &opt, NULL);
+    if (st != SPROUT_OK) fprintf(stderr, "make_moe: %s\n", sprout_last_error());
+    sp_gguf_writer_free(w);
+    return st == SPROUT_OK ? 0 : 1;
+}

@@ -1,0 +1,186 @@
+/* Mixture of experts as llama.cpp's build_moe_ffn computes it for mixtral
+ * (llama), qwen2moe, qwen3moe and olmoe: a softmax over the router's
+ * logits, the n_used most probable experts, their probabilities as weights
+ * (renormalized to sum 1 where the architecture says), each chosen
+ * expert's SwiGLU FFN, the outputs summed with those weights; then
+ * qwen2moe's shared expert, gated by a sigmoid. docs/INTERNALS.md has the
+ * math per architecture.
+ *
+ * Batch invariance: a token's experts depend on its own logits only; its
+ * rows go through sp_matmul with its own batch entry (so the same kernel
+ * entry as alone: prompt or not), and its experts' outputs are added in
+ * the order of their index, whatever else the batch holds. */
+#include "runtime/moe.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/matmul.h"
+#include "runtime/parallel.h"
+
+/* llama.cpp clamps the sum of the chosen weights to the smallest normal
+ * F16 before dividing by it. */
+#define MOE_MIN_WEIGHT_SUM 6.103515625e-5f
+
+typedef struct expert_step {
+    int32_t first;                    /* the expert's first (token, slot) pair in moe.order */
+    const sp_batch_token *layer_rows; /* the layer's batch entries */
+    sp_rows act;                      /* the down projection's input, rows of `width` */
+    int64_t width;
+} expert_step;
+
+/* --- routing ------------------------------------------------------------------------------- */
+
+/* Tokens [t0, t1): softmax (ggml_soft_max: the sum in double, then its
+ * inverse as a float scale), the n_used largest (ties to the lower index),
+ * their probabilities as weights, renormalized where the model says. */
+static void route_tokens(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
+    (void)arg;
+    const sp_hparams *hp = &ctx->model->hp;
+    const int32_t n_expert = hp->n_expert, k = hp->n_expert_used;
+    sp_moe_buffers *b = &ctx->moe;
+    for (int32_t t = t0; t < t1; t++) {
+        float *p = b->logits + (size_t)t * (size_t)n_expert;
+        float max = p[0];
+        for (int32_t i = 1; i < n_expert; i++) max = p[i] > max ? p[i] : max;
+        double sum = 0;
+        for (int32_t i = 0; i < n_expert; i++) sum += (double)(p[i] = expf(p[i] - max));
+        const float inv = (float)(1.0 / sum);
+        for (int32_t i = 0; i < n_expert; i++) p[i] *= inv;
+        int32_t *ids = b->ids + (size_t)t * (size_t)k;
+        float *w = b->weights + (size_t)t * (size_t)k;
+        for (int32_t j = 0; j < k; j++) {
+            int32_t best = 0;
+            for (int32_t i = 1; i < n_expert; i++) best = p[i] > p[best] ? i : best;
+            ids[j] = best;
+            w[j] = p[best];
+            p[best] = -1.f; /* taken (probabilities are >= 0) */
+        }
+        if (!hp->expert_weights_norm) continue;
+        double chosen = 0;
+        for (int32_t j = 0; j < k; j++) chosen += (double)w[j];
+        const float total = (float)chosen > MOE_MIN_WEIGHT_SUM ? (float)chosen : MOE_MIN_WEIGHT_SUM;
+        for (int32_t j = 0; j < k; j++) w[j] /= total;
+    }
+}
+
+void sp_moe_route(sp_context *ctx, const sp_layer *ly, int32_t n) {
+    sp_matmul(ctx, &ly->router, &ctx->h, ctx->moe.logits, n);
+    sp_for_each_token(ctx, n, 4 * (int64_t)ctx->model->hp.n_expert, route_tokens, NULL);
+}
+
+/* --- the experts --------------------------------------------------------------------------- */
+
+/* moe.order = the (token, slot) pairs t * n_used + j by expert, tokens in
+ * batch order within each (a counting sort); moe.first[x] = expert x's
+ * first pair, first[n_expert] = all of them. */
+static void sort_by_expert(sp_context *ctx, int32_t n) {
+    const int32_t n_expert = ctx->model->hp.n_expert, pairs = n * ctx->model->hp.n_expert_used;
+    sp_moe_buffers *b = &ctx->moe;
+    int32_t *first = b->first, *next = b->first + n_expert + 1;
+    memset(first, 0, (size_t)(n_expert + 1) * sizeof *first);
+    for (int32_t a = 0; a < pairs; a++) first[b->ids[a] + 1]++;
+    for (int32_t x = 0; x < n_expert; x++) first[x + 1] += first[x];
+    memcpy(next, first, (size_t)n_expert * sizeof *next);
+    for (int32_t a = 0; a < pairs; a++) b->order[next[b->ids[a]]++] = a;
+}
+
+/* Rows [i0, i1) of an expert: its tokens' h rows (and blocks) and batch
+ * entries, one after another. */
+static void gather_rows(sp_context *ctx, const void *arg, int32_t i0, int32_t i1) {
+    const expert_step *s = arg;
+    const sp_hparams *hp = &ctx->model->hp;
+    const int64_t e = hp->n_embd;
+    sp_moe_buffers *b = &ctx->moe;
+    for (int32_t i = i0; i < i1; i++) {
+        const int32_t t = b->order[s->first + i] / hp->n_expert_used;
+        memcpy(b->x.f32 + i * e, ctx->h.f32 + t * e, (size_t)e * sizeof(float));
+        if (b->x.blocks) memcpy(sp_rows_block_at(b->x.blocks, e, i, 0), sp_rows_block_at(ctx->h.blocks, e, t, 0), (size_t)(e / 32) * SP_ACT_BLOCK_BYTES);
+        b->rows[i] = s->layer_rows[t];
+    }
+}
+
+/* Rows [i0, i1): silu(gate) * up into act, quantized while in cache. */
+static void swiglu_rows(sp_context *ctx, const void *arg, int32_t i0, int32_t i1) {
+    const expert_step *s = arg;
+    for (int32_t i = i0; i < i1; i++) {
+        float *g = s->act.f32 + i * s->width;
+        ctx->kernels->activation(SP_ACT_SILU, g, ctx->moe.up + i * s->width, g, s->width);
+        sp_rows_quantize(ctx, &s->act, s->width, i);
+    }
+}
+
+/* Rows [i0, i1) of an expert's output, weighted, onto their tokens' (a
+ * token has one row per expert, so threads never share a token). */
+static void scatter_rows(sp_context *ctx, const void *arg, int32_t i0, int32_t i1) {
+    const expert_step *s = arg;
+    const sp_hparams *hp = &ctx->model->hp;
+    const int64_t e = hp->n_embd;
+    const sp_moe_buffers *b = &ctx->moe;
+    for (int32_t i = i0; i < i1; i++) {
+        const int32_t pair = b->order[s->first + i];
+        const float w = b->weights[pair], *y = b->y + i * e;
+        float *out = ctx->ff_out + (int64_t)(pair / hp->n_expert_used) * e;
+        for (int64_t j = 0; j < e; j++) out[j] += w * y[j];
+    }
+}
+
+/* The down projection's input rows for FFN width f (blocks where f divides into them). */
+static sp_rows act_rows(const sp_context *ctx, int64_t f) { return (sp_rows){ctx->moe.act.f32, f % 32 == 0 ? ctx->moe.act.blocks : NULL}; }
+
+void sp_moe_experts(sp_context *ctx, const sp_layer *ly, int32_t n) {
+    const sp_hparams *hp = &ctx->model->hp;
+    const int64_t e = hp->n_embd, f = hp->n_ff_exp;
+    sp_moe_buffers *b = &ctx->moe;
+    sort_by_expert(ctx, n);
+    memset(ctx->ff_out, 0, (size_t)(n * e) * sizeof(float));
+    const sp_batch_token *layer_rows = ctx->rows;
+    for (int32_t x = 0; x < hp->n_expert; x++) {
+        const int32_t count = b->first[x + 1] - b->first[x];
+        if (count == 0) continue; /* never read */
+        const expert_step s = {.first = b->first[x], .layer_rows = layer_rows, .act = act_rows(ctx, f), .width = f};
+        sp_for_each_token(ctx, count, 2 * e, gather_rows, &s);
+        const sp_weight gate = sp_expert(&ly->gate_exps, x), up = sp_expert(&ly->up_exps, x), down = sp_expert(&ly->down_exps, x);
+        ctx->rows = b->rows;
+        sp_matmul(ctx, &gate, &b->x, s.act.f32, count);
+        sp_matmul(ctx, &up, &b->x, b->up, count);
+        sp_for_each_token(ctx, count, 16 * f, swiglu_rows, &s);
+        sp_matmul(ctx, &down, &s.act, b->y, count);
+        ctx->rows = layer_rows;
+        sp_for_each_token(ctx, count, 2 * e, scatter_rows, &s);
+    }
+}
+
+/* --- the shared expert (qwen2moe) ------------------------------------------------------------ */
+
+/* Tokens [t0, t1): ff_out += sigmoid(gate logit) * the shared expert's output. */
+static void add_shared(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
+    (void)arg;
+    const int64_t e = ctx->model->hp.n_embd;
+    const sp_moe_buffers *b = &ctx->moe;
+    for (int32_t t = t0; t < t1; t++) {
+        const float g = 1.f / (1.f + expf(-b->shared_gate[t])), *y = b->y + t * e;
+        float *out = ctx->ff_out + t * e;
+        for (int64_t j = 0; j < e; j++) out[j] += y[j] * g;
+    }
+}
+
+static void shared_expert(sp_context *ctx, const sp_layer *ly, int32_t n) {
+    const sp_hparams *hp = &ctx->model->hp;
+    const int64_t f = hp->n_ff_shexp;
+    sp_moe_buffers *b = &ctx->moe;
+    const expert_step s = {.act = act_rows(ctx, f), .width = f};
+    sp_matmul(ctx, &ly->gate_shexp, &ctx->h, s.act.f32, n);
+    sp_matmul(ctx, &ly->up_shexp, &ctx->h, b->up, n);
+    sp_for_each_token(ctx, n, 16 * f, swiglu_rows, &s);
+    sp_matmul(ctx, &ly->down_shexp, &s.act, b->y, n);
+    sp_matmul(ctx, &ly->gate_inp_shexp, &ctx->h, b->shared_gate, n);
+    sp_for_each_token(ctx, n, 2 * hp->n_embd, add_shared, NULL);
+}
+
+void sp_moe_ffn(sp_context *ctx, const sp_layer *ly, int32_t n) {
+    sp_moe_route(ctx, ly, n);
+    sp_moe_experts(ctx, ly, n);
+    if (ly->up_shexp.data) shared_expert(ctx, ly, n);
+}
