@@ -8,7 +8,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 15
 PREFIX     ?= /usr/local
 
-.PHONY: all deps test-deps build build-asan build-fuzz run install test test-release test-asan test-fuzz test-faults clean
+.PHONY: all deps test-deps build build-asan build-fuzz run install test test-release test-asan test-fuzz test-faults fuzz-long clean
 
 all: build
 
@@ -61,5 +61,12 @@ test-fuzz:
 	  cd $(FUZZ_BUILD) && ctest --output-on-failure -j$(JOBS); \
 	else echo "clang not found: fuzz run skipped"; fi
 
+# Every fuzz target for FUZZ_SECONDS each (default 600; `make fuzz-long
+# FUZZ_SECONDS=N`), in a build of its own so the suite's short run keeps
+# its settings. The corpora grow in that build folder between runs.
+fuzz-long:
+	$(MAKE) test-fuzz FUZZ_BUILD=build-fuzz-long \
+	  FUZZ_SECONDS=$(if $(filter command line,$(origin FUZZ_SECONDS)),$(FUZZ_SECONDS),600)
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) build-fuzz-long
