@@ -3,6 +3,7 @@
  * /reset, /system TEXT, /quit. Ctrl-C stops the current answer (it stays in
  * the history); a second Ctrl-C, or Ctrl-C at the prompt, exits. */
 #include <editline/readline.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -79,6 +80,23 @@ static const cli_command chat_command = {
     CLI_TABLE(chat_table),
 };
 
+/* A new conversation: the system message, then a stored model's MESSAGE
+ * lines as earlier turns (Ollama replays them before the first prompt). */
+static sprout_status start_chat(sprout_pipeline *p, const char *system, const sprout_store_model *stored) {
+    sprout_status st = sprout_chat_start(p, system);
+    if (st != SPROUT_OK || !stored) return st;
+    json_t *messages = json_loads(sprout_store_model_messages_json(stored), 0, NULL);
+    size_t i;
+    json_t *m;
+    json_array_foreach(messages, i, m) {
+        const char *role = json_string_value(json_object_get(m, "role"));
+        const char *content = json_string_value(json_object_get(m, "content"));
+        if (st == SPROUT_OK && role && content) st = sprout_chat_add_message(p, role, content);
+    }
+    json_decref(messages);
+    return st;
+}
+
 int cmd_chat(int argc, char **argv) {
     cli_common o;
     chat_options co = {0};
@@ -91,7 +109,7 @@ int cmd_chat(int argc, char **argv) {
     char *system = system_arg ? strdup(system_arg) : NULL;
     if (st == SPROUT_OK && o.stored && sprout_store_model_template(o.stored)) /* the Modelfile's TEMPLATE */
         st = sprout_chat_set_template(p, sprout_store_model_template(o.stored));
-    if (st == SPROUT_OK) st = sprout_chat_start(p, system);
+    if (st == SPROUT_OK) st = start_chat(p, system, o.stored);
     if (st != SPROUT_OK) {
         fprintf(stderr, "sprout chat: %s\n", sprout_last_error());
         cli_close_pipeline(&o, model, p);
@@ -117,7 +135,7 @@ int cmd_chat(int argc, char **argv) {
                 while (*text == ' ') text++;
                 system = *text ? strdup(text) : NULL;
             }
-            st = sprout_chat_start(p, system);
+            st = start_chat(p, system, o.stored);
             if (st != SPROUT_OK) fprintf(stderr, "sprout chat: %s\n", sprout_last_error());
             else printf("(conversation reset)\n");
             free(line);

@@ -361,6 +361,29 @@ static void test_chat(void) {
     sprout_result_free(r);
     sprout_chat_finish(p);
     CHECK(sprout_chat_history_length(p) == 0);
+
+    /* earlier turns added without generating render as if they had been */
+    CHECK(sprout_chat_add_message(p, "user", "Hi") == SPROUT_ERR_INVALID_ARGUMENT); /* no chat */
+    CHECK(sprout_chat_start(p, "You tell stories.") == SPROUT_OK);
+    CHECK(sprout_chat_add_message(p, "narrator", "Hi") == SPROUT_ERR_INVALID_ARGUMENT);
+    CHECK(sprout_chat_add_message(p, "user", "\xff") == SPROUT_ERR_INVALID_ARGUMENT);
+    CHECK(sprout_chat_add_message(p, "user", "Tell me about a dog") == SPROUT_OK);
+    CHECK(sprout_chat_add_message(p, "assistant", "The dog ran.") == SPROUT_OK);
+    CHECK(sprout_chat_history_length(p) == 3);
+    CHECK(sprout_chat_generate(p, "And then?", &cfg, NULL, NULL, &r) == SPROUT_OK);
+    const sprout_token *added = sprout_result_prompt_tokens(r, &np);
+    sprout_token *ids = NULL;
+    size_t n_ids = 0;
+    CHECK(sprout_model_chat_prompt(m, NULL,
+                                   "[{\"role\":\"system\",\"content\":\"You tell stories.\"},"
+                                   "{\"role\":\"user\",\"content\":\"Tell me about a dog\"},"
+                                   "{\"role\":\"assistant\",\"content\":\"The dog ran.\"},"
+                                   "{\"role\":\"user\",\"content\":\"And then?\"}]",
+                                   true, NULL, NULL, &ids, &n_ids) == SPROUT_OK);
+    CHECK_MSG(n_ids == np && !memcmp(ids, added, np * sizeof *ids), "added turns render as %zu tokens, the messages as %zu", np, n_ids);
+    sprout_free(ids);
+    sprout_result_free(r);
+    sprout_chat_finish(p);
     sprout_pipeline_free(p);
     sprout_model_free(m);
 }

@@ -72,6 +72,18 @@ sprout_status sprout_chat_start(sprout_pipeline *p, const char *system_prompt) {
     return SPROUT_OK;
 }
 
+sprout_status sprout_chat_add_message(sprout_pipeline *p, const char *role, const char *content) {
+    if (!p || !role || !content) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL argument");
+    if (!p->chat_active) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "no chat: sprout_chat_start first");
+    static const char *const roles[] = {"system", "user", "assistant", "tool"};
+    bool known = false;
+    for (size_t i = 0; i < sizeof roles / sizeof *roles; i++) known |= !strcmp(role, roles[i]);
+    if (!known) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "unknown role \"%.32s\" (system, user, assistant or tool)", role);
+    const size_t len = strlen(content);
+    if (!sp_utf8_is_valid(content, len)) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "the %s message is not valid UTF-8", role);
+    return push_message(p, role, content, len);
+}
+
 size_t sprout_chat_history_length(const sprout_pipeline *p) { return p ? p->n_messages : 0; }
 
 sprout_status sprout_chat_history_message(const sprout_pipeline *p, size_t i, const char **role, const char **content) {
