@@ -32,6 +32,11 @@ static void *alloc_lines(size_t bytes) { return aligned_alloc(64, (bytes + 63) /
 
 sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_t n_ctx, int32_t n_batch, int32_t n_seq,
                               int n_threads, sp_kv_type kv_type) {
+    return sp_context_init_kv(ctx, model, n_ctx, n_batch, n_seq, n_threads, (sp_kv_types){kv_type, kv_type});
+}
+
+sprout_status sp_context_init_kv(sp_context *ctx, const sprout_model *model, int32_t n_ctx, int32_t n_batch, int32_t n_seq,
+                                 int n_threads, sp_kv_types kv_type) {
     memset(ctx, 0, sizeof *ctx);
     const sp_hparams *hp = &model->hp;
     ctx->model = model;
@@ -42,10 +47,12 @@ sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_
     const int64_t kv_k = (int64_t)hp->n_head_kv * hp->head_dim_k, kv_v = (int64_t)hp->n_head_kv * hp->head_dim_v;
     if (kv_k != kv_v) {
         sp_threadpool_free(ctx->pool);
+        ctx->pool = NULL;
         return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s: key and value head sizes differ (%d, %d)", hp->arch_name, hp->head_dim_k, hp->head_dim_v);
     }
-    if ((st = sp_kv_init(&ctx->kv, kv_type, n_ctx, hp->n_layer, n_seq, kv_k, kv_v)) != SPROUT_OK) {
+    if ((st = sp_kv_init(&ctx->kv, kv_type, hp->head_dim_k, n_ctx, hp->n_layer, n_seq, kv_k, kv_v)) != SPROUT_OK) {
         sp_threadpool_free(ctx->pool);
+        ctx->pool = NULL; /* a caller may free the context it failed to make */
         return st;
     }
     const int64_t nb = n_batch, e = hp->n_embd, f = hp->n_ff;
