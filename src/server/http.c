@@ -463,10 +463,14 @@ int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
 
     int rc = 0;
     sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = srv->opt.n_threads, .n_ctx = srv->opt.n_ctx,
-                              .kv_type = srv->opt.kv_type, .kv_type_set = srv->opt.kv_type_set};
+                              .kv_type = srv->opt.kv_type, .kv_type_set = srv->opt.kv_type_set,
+                                  .cache_type_k = srv->opt.cache_type_k, .cache_type_k_set = srv->opt.cache_type_k_set,
+                                  .cache_type_v = srv->opt.cache_type_v, .cache_type_v_set = srv->opt.cache_type_v_set};
     sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = srv->opt.n_slots, .n_ctx = srv->opt.n_ctx,
                                   .n_batch = srv->opt.n_batch, .n_queue = srv->opt.n_queue, .n_threads = srv->opt.n_threads,
-                                  .kv_type = srv->opt.kv_type, .kv_type_set = srv->opt.kv_type_set};
+                                  .kv_type = srv->opt.kv_type, .kv_type_set = srv->opt.kv_type_set,
+                                  .cache_type_k = srv->opt.cache_type_k, .cache_type_k_set = srv->opt.cache_type_k_set,
+                                  .cache_type_v = srv->opt.cache_type_v, .cache_type_v_set = srv->opt.cache_type_v_set};
     /* the draft beside the model: the scheduler keeps a cache of it per slot */
     if (sprout_model_load(srv->opt.model_path, &mp, &srv->model) != SPROUT_OK ||
         (srv->opt.draft_path && sprout_model_load(srv->opt.draft_path, &mp, &srv->draft) != SPROUT_OK) ||

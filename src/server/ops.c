@@ -151,8 +151,9 @@ static void lora_metrics(sp_server *srv, sp_buf *b) {
 enum MHD_Result sp_handle_metrics(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
     (void)url, (void)body, (void)len;
     sprout_scheduler_stats st = {.struct_size = sizeof st};
+    size_t kv_bytes = 0;
     pthread_rwlock_rdlock(&srv->sched_lock);
-    if (srv->sched) sprout_scheduler_stats_get(srv->sched, &st);
+    if (srv->sched) sprout_scheduler_stats_get(srv->sched, &st), kv_bytes = sprout_scheduler_kv_bytes_per_token(srv->sched);
     pthread_rwlock_unlock(&srv->sched_lock);
     sp_buf b = {0};
     metric(&b, "sprout_http_requests_total", "counter", "HTTP requests received.", (double)atomic_load(&srv->http_requests));
@@ -176,6 +177,7 @@ enum MHD_Result sp_handle_metrics(sp_server *srv, struct MHD_Connection *c, cons
     metric(&b, "sprout_slots", "gauge", "Generation slots.", st.n_slots);
     metric(&b, "sprout_busy_slots", "gauge", "Slots generating now.", st.busy_slots);
     metric(&b, "sprout_queue_length", "gauge", "Requests waiting for a slot.", st.queued);
+    metric(&b, "sprout_kv_cache_bytes_per_token", "gauge", "KV cache bytes one token takes (keys and values, every layer).", (double)kv_bytes);
     lora_metrics(srv, &b);
     if (!b.data) return MHD_NO;
     enum MHD_Result res = sp_reply_text(srv, c, 200, "text/plain; version=0.0.4", b.data);
