@@ -16,10 +16,9 @@
 #define SPROUT_KV_QUANT_DATA_DIR "tests/data/kv_quant"
 #endif
 
-/* sprout against llama.cpp with the same cache: measured worst differences
- * of the last position's logits (tests/data/kv_quant/README.md) times two.
- * The cache types' own error is far larger (README): a q4_0 cache moves
- * logits by up to 3.3 from the F32 reference. */
+/* Each case's bounds on the last position's logits (its JSON; README.md
+ * there says how they were set). The cache types' own error is far larger:
+ * a q4_0 cache moves llama.cpp's logits by up to 3.3 from an F32 one. */
 typedef struct tolerance {
     double max_abs, rel_rms;
 } tolerance;
