@@ -4,7 +4,8 @@
  * blocks of 32; F32 weights, so the cache is the only rounding that
  * differs from the arch references); a token's logits bit for bit the same
  * alone, beside another sequence, and after its cache was truncated and
- * refilled; the API's names, sizes and refusals. */
+ * refilled; a scheduler's concurrent requests as each alone; the API's
+ * names, sizes and refusals. */
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
@@ -181,6 +182,54 @@ static void test_api(sprout_model *m) {
     sprout_model_free(tiny);
 }
 
+/* Requests at once on a scheduler (a model whose params make its caches
+ * q8_0 keys and q4_0 values) give the tokens a pipeline gives each alone. */
+static void test_scheduler_exact(void) {
+    char path[2048];
+    snprintf(path, sizeof path, "%s/arch/llama-F32.gguf", test_shared_dir());
+    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 1, .n_ctx = 128, .cache_type_k = SPROUT_KV_Q8_0,
+                              .cache_type_k_set = true, .cache_type_v = SPROUT_KV_Q4_0, .cache_type_v_set = true};
+    sprout_model *m = NULL;
+    if (sprout_model_load(path, &mp, &m) != SPROUT_OK) {
+        CHECK_MSG(0, "%s", sprout_last_error());
+        return;
+    }
+    static const char *const prompts[] = {"Once upon a time", "The little dog ran to the park", "Lily", "One day, a boy named Tim saw"};
+    enum { N = sizeof prompts / sizeof *prompts };
+    sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = 3, .n_ctx = 64, .prefill_chunk = 5, .n_threads = 2};
+    sprout_scheduler *s = NULL;
+    CHECK_MSG(sprout_scheduler_create(m, &sp, &s) == SPROUT_OK && sprout_scheduler_kv_bytes_per_token(s) == 2 * (4 * 34 + 4 * 18), "%s",
+              sprout_last_error());
+    sprout_generation_config cfg;
+    sprout_generation_config_init(&cfg);
+    cfg.temperature = 0;
+    cfg.max_new_tokens = 12;
+    sprout_request *reqs[N] = {0};
+    for (size_t i = 0; s && i < N; i++) {
+        sprout_token *ids = NULL;
+        size_t n = 0;
+        CHECK(sprout_model_tokenize_prompt(m, prompts[i], strlen(prompts[i]), false, &ids, &n) == SPROUT_OK);
+        sprout_request_params rp = {.struct_size = sizeof rp, .prompt = ids, .n_prompt = n, .config = &cfg};
+        CHECK_MSG(sprout_scheduler_submit(s, &rp, &reqs[i]) == SPROUT_OK, "%s", sprout_last_error());
+        sprout_free(ids);
+    }
+    for (size_t i = 0; s && i < N; i++) {
+        sprout_result *r = NULL, *ref = NULL;
+        sprout_pipeline *p = NULL;
+        CHECK(sprout_request_wait(reqs[i], &r) == SPROUT_OK);
+        CHECK(sprout_pipeline_create(m, NULL, &p) == SPROUT_OK && sprout_generate(p, prompts[i], &cfg, NULL, NULL, &ref) == SPROUT_OK);
+        size_t na = 0, nb = 0;
+        const sprout_token *ta = r ? sprout_result_tokens(r, &na) : NULL, *tb = ref ? sprout_result_tokens(ref, &nb) : NULL;
+        CHECK_MSG(na == nb && na > 0 && !memcmp(ta, tb, na * sizeof *ta), "prompt %zu: %zu tokens beside the others, %zu alone", i, na, nb);
+        sprout_result_free(r);
+        sprout_result_free(ref);
+        sprout_pipeline_free(p);
+        sprout_request_free(reqs[i]);
+    }
+    sprout_scheduler_free(s);
+    sprout_model_free(m);
+}
+
 int main(void) {
     sprout_model *m = test_load_shared("arch/llama-F32.gguf", 512);
     if (!m) TEST_MAIN_END();
@@ -189,5 +238,6 @@ int main(void) {
     for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) test_invariance(m, kinds[i]);
     test_api(m);
     sprout_model_free(m);
+    test_scheduler_exact();
     TEST_MAIN_END();
 }

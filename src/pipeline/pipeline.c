@@ -1,5 +1,6 @@
 /* Pipelines: creation and configuration. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +50,12 @@ sprout_status sprout_kv_type_from_name(const char *name, sprout_kv_type *out) {
             return SPROUT_OK;
         }
     return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "KV cache type '%s': f32, f16, bf16, q8_0 or q4_0", name ? name : "(null)");
+}
+
+const char *sp_kv_types_label(sp_kv_types kv, char *buf, size_t size) {
+    if (kv.k == kv.v) snprintf(buf, size, "%s", sp_kv_type_name(kv.k));
+    else snprintf(buf, size, "%s/%s", sp_kv_type_name(kv.k), sp_kv_type_name(kv.v));
+    return buf;
 }
 
 /* One side's type: its own, else both sides', else the fallback. */
@@ -103,8 +110,9 @@ sprout_status sprout_pipeline_create(const sprout_model *model, const sprout_pip
         sprout_pipeline_free(p);
         return st;
     }
-    sp_log(SPROUT_LOG_INFO, "pipeline: %d tokens of context, %s/%s KV cache, batches of %d, %d threads, %s kernels", n_ctx,
-           sp_kv_type_name(kv.k), sp_kv_type_name(kv.v), n_batch, n_threads, sprout_kernels_name());
+    char kv_label[16];
+    sp_log(SPROUT_LOG_INFO, "pipeline: %d tokens of context, %s KV cache, batches of %d, %d threads, %s kernels", n_ctx,
+           sp_kv_types_label(kv, kv_label, sizeof kv_label), n_batch, n_threads, sprout_kernels_name());
     *out = p;
     return SPROUT_OK;
 }
@@ -164,7 +172,6 @@ sprout_status sprout_pipeline_set_lora(sprout_pipeline *p, sprout_lora *const *a
 int32_t sprout_pipeline_n_ctx(const sprout_pipeline *p) { return p ? p->n_ctx : 0; }
 int32_t sprout_pipeline_n_threads(const sprout_pipeline *p) { return p ? sp_threadpool_size(p->ctx.pool) : 0; }
 int32_t sprout_pipeline_cached_tokens(const sprout_pipeline *p) { return p ? p->n_cached : 0; }
-
 size_t sprout_pipeline_kv_bytes_per_token(const sprout_pipeline *p) { return p ? sp_kv_bytes_per_token(&p->ctx.kv) : 0; }
 int32_t sprout_pipeline_last_prefill_tokens(const sprout_pipeline *p) { return p ? p->last_prefill : 0; }
 

@@ -29,6 +29,8 @@ typedef struct sp_kv_ask {
  * same rule, else F16. SPROUT_ERR_INVALID_ARGUMENT for a value that is no
  * KV type. */
 sprout_status sp_kv_types_resolve(const sprout_model *m, sp_kv_ask ask, sp_kv_types *out);
+/* "q8_0", or "q8_0/q4_0" where keys and values differ, for messages. */
+const char *sp_kv_types_label(sp_kv_types kv, char *buf, size_t size);
 
 typedef struct chat_message {
     char *role, *content;

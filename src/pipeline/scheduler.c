@@ -703,8 +703,9 @@ sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_sc
         return st;
     }
     s->engine_started = true;
-    sp_log(SPROUT_LOG_INFO, "scheduler: %d slots of %d tokens, %s/%s KV cache, batches of %d, %d threads, %s kernels%s", n_slots, n_ctx,
-           sp_kv_type_name(kv.k), sp_kv_type_name(kv.v), n_batch, n_threads, sprout_kernels_name(), sp.draft_model ? ", a draft model" : "");
+    char kv_label[16];
+    sp_log(SPROUT_LOG_INFO, "scheduler: %d slots of %d tokens, %s KV cache, batches of %d, %d threads, %s kernels%s", n_slots, n_ctx,
+           sp_kv_types_label(kv, kv_label, sizeof kv_label), n_batch, n_threads, sprout_kernels_name(), sp.draft_model ? ", a draft model" : "");
     *out = s;
     return SPROUT_OK;
 }

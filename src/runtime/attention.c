@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "quant/blocks.h"
-#include "quant/blocks.h"
 #include "quant/fp16.h"
 #include "quant/quant.h"
 #include "runtime/parallel.h"
@@ -117,7 +116,6 @@ static void attention_worker(void *p, int ith, int nth) {
                 ranges[t1 - t0] = (sp_cell_range){ly->sliding ? sp_kv_window_start(kv, seq, tok->pos, hp->sliding_window) : 0,
                                                   hp->causal ? sp_kv_visible(kv, seq, tok->pos) : kv->seqs[seq].n};
             }
-            for (int32_t t = t0; t < t1; t++) round_queries(ctx->q + t * q_row + head * hp->head_dim_k, n_heads * hp->head_dim_k, kv->type.k);
             for (int32_t t = t0; t < t1; t++) round_queries(ctx->q + t * q_row + head * hp->head_dim_k, n_heads * hp->head_dim_k, kv->type.k);
             sp_attention_args a = {
                 .q = ctx->q + t0 * q_row + head * hp->head_dim_k,
