@@ -86,7 +86,7 @@ int main(int argc, char **argv) {
                 for (int h = 0; h < N_HEAD; h += pass >= 2 ? group : 1) {
                     const int kvh = h / group;
                     sp_attention_args a = {.q = q + h * HEAD_DIM, .keys = keys + kvh * HEAD_DIM, .values = values + kvh * HEAD_DIM,
-                                           .kv_type = SP_KV_F16, .stride = stride, .cells = cells, .n_cells = n, .head_dim_k = HEAD_DIM,
+                                           .k_type = SP_KV_F16, .v_type = SP_KV_F16, .stride = stride, .cells = cells, .n_cells = n, .head_dim_k = HEAD_DIM,
                                            .head_dim_v = HEAD_DIM, .scale = 0.125f, .out = outs[pass] + h * HEAD_DIM,
                                            .n_q_heads = pass >= 2 ? group : 1};
                     if (pass == 3) { /* the same query for every token: each token's output must match the lone one */

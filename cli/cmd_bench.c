@@ -141,7 +141,7 @@ static sprout_status run_streams(sprout_scheduler *s, const cli_loras *loras, in
 static sprout_status bench_streams(const cli_common *o, const sprout_model *model, int32_t n_streams, int32_t n_gen, int32_t reps,
                                    stats *one, stats *many) {
     sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = n_streams, .n_ctx = n_gen + 8, .n_batch = o->n_batch,
-                                  .n_threads = o->n_threads, .kv_type = o->kv_type, .kv_type_set = o->kv_type_set};
+                                  .n_threads = o->n_threads, .kv_type = o->kv_type, .kv_type_set = o->kv_type_set, CLI_KV_SIDES(o)};
     sprout_scheduler *s = NULL;
     sprout_status st = sprout_scheduler_create(model, &sp, &s);
     double *r1 = calloc((size_t)reps, sizeof *r1), *rn = calloc((size_t)reps, sizeof *rn), warm;
@@ -214,6 +214,11 @@ int cmd_bench(int argc, char **argv) {
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
         const unsigned long long peak_rss = (unsigned long long)ru.ru_maxrss * 1024ull;
+        /* one name when keys and values share a type (as before), else both */
+        char kv_name[16];
+        snprintf(kv_name, sizeof kv_name, "%s%s%s", cli_kv_type_name(o.cache_type_k), o.cache_type_k == o.cache_type_v ? "" : "/",
+                 o.cache_type_k == o.cache_type_v ? "" : cli_kv_type_name(o.cache_type_v));
+        const size_t kv_bytes = sprout_pipeline_kv_bytes_per_token(p);
         if (b.json) {
             printf("{\"model\":\"");
             for (const char *c = o.model; *c; c++) {
@@ -221,7 +226,8 @@ int cmd_bench(int argc, char **argv) {
                 if ((unsigned char)*c < 0x20) printf("\\u%04x", *c);
                 else putchar(*c);
             }
-            printf("\",\"threads\":%d,\"kv_type\":\"%s\",\"reps\":%d", used_threads, cli_kv_type_name(o.kv_type), b.reps);
+            printf("\",\"threads\":%d,\"kv_type\":\"%s\",\"cache_type_k\":\"%s\",\"cache_type_v\":\"%s\",\"kv_bytes_per_token\":%zu,\"reps\":%d",
+                   used_threads, kv_name, cli_kv_type_name(o.cache_type_k), cli_kv_type_name(o.cache_type_v), kv_bytes, b.reps);
             if (b.n_prompt > 0)
                 printf(",\"prefill\":{\"n_tokens\":%d,\"tokens_per_s\":%.3f,\"stddev\":%.3f}", b.n_prompt, spp.mean, spp.std);
             if (b.n_gen > 0)
@@ -239,7 +245,8 @@ int cmd_bench(int argc, char **argv) {
                    sprout_model_load_ms(model), sttft.mean, peak_rss, sprout_kernels_name());
         } else {
             printf("model    %s\nthreads  %d, kernels %s, KV cache %s, %d repetitions\n", o.model, used_threads,
-                   sprout_kernels_name(), cli_kv_type_name(o.kv_type), b.reps);
+                   sprout_kernels_name(), kv_name, b.reps);
+            printf("KV cache %zu bytes per token (keys and values, every layer)\n", kv_bytes);
             printf("%-8s %12s %10s\n", "test", "tokens/s", "stddev");
             if (b.n_prompt > 0) printf("pp%-6d %12.2f %10.2f\n", b.n_prompt, spp.mean, spp.std);
             if (b.n_gen > 0) printf("tg%-6d %12.2f %10.2f\n", b.n_gen, stg.mean, stg.std);

@@ -105,7 +105,7 @@ static int embed_all(sprout_model *model, const inputs *in, const cli_common *o,
         }
     sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = n < 4 ? (int32_t)n : 4, .n_ctx = o->n_ctx, .n_batch = o->n_batch,
                                   .n_queue = n > 1 ? (int32_t)n : -1, .n_threads = o->n_threads, .kv_type = o->kv_type,
-                                  .kv_type_set = o->kv_type_set};
+                                  .kv_type_set = o->kv_type_set, CLI_KV_SIDES(o)};
     if (sprout_scheduler_create(model, &sp, &sched) != SPROUT_OK) {
         fprintf(stderr, "sprout embed: %s\n", sprout_last_error());
         goto done;

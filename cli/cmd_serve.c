@@ -115,7 +115,7 @@ int cmd_serve(int argc, char **argv) {
     }
     sp_server_options o = {
         .model_path = c.model, .host = so.host, .port = so.port, .n_slots = so.n_slots, .n_ctx = c.n_ctx, .n_batch = c.n_batch,
-        .n_threads = c.n_threads, .kv_type = c.kv_type, .kv_type_set = c.kv_type_set, .n_queue = so.n_queue < 0 ? 0 : so.n_queue ? so.n_queue : -1,
+        .n_threads = c.n_threads, .kv_type = c.kv_type, .kv_type_set = c.kv_type_set, CLI_KV_SIDES(&c), .n_queue = so.n_queue < 0 ? 0 : so.n_queue ? so.n_queue : -1,
         .api_key = so.api_key, .alias = so.alias, .max_body = (size_t)so.max_body, .chat_template = so.chat_template,
         .lora_paths = c.loras.path, .lora_scales = c.loras.scale, .n_lora = c.loras.n, .lora_init_without_apply = so.lora_init_without_apply,
         .draft_path = c.draft_path, .lookup = c.cfg.prompt_lookup, .assist_max = c.cfg.num_assistant_tokens,

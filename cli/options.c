@@ -59,22 +59,12 @@ static bool parse_lora_scaled(const char *path, const char *scale, void *dst, ch
     return add_lora(dst, path, v, why, why_size);
 }
 
-/* --cache-type-k and its spellings: one type for keys and values. Given
- * again, it must be the type given before. */
+/* --cache-type-k, --cache-type-v, --kv-type (both): a KV cache type by
+ * llama.cpp's name. */
 static bool parse_kv_type(const char *value, void *dst, char *why, size_t why_size) {
-    sprout_kv_type *t = dst, v;
-    if (!strcmp(value, "f32")) v = SPROUT_KV_F32;
-    else if (!strcmp(value, "f16")) v = SPROUT_KV_F16;
-    else {
-        snprintf(why, why_size, "must be f32 or f16");
-        return false;
-    }
-    if (*t != CLI_KV_UNSET && *t != v) {
-        snprintf(why, why_size, "differs from %s, given before: sprout's KV cache has one type for keys and values", cli_kv_type_name(*t));
-        return false;
-    }
-    *t = v;
-    return true;
+    if (sprout_kv_type_from_name(value, dst) == SPROUT_OK) return true;
+    snprintf(why, why_size, "must be f32, f16, bf16, q8_0 or q4_0");
+    return false;
 }
 
 /* --dry-sequence-breaker, as llama.cpp's: the first one given replaces the
@@ -242,8 +232,11 @@ static const cli_option shared_options[] = {
      CLI_SHARED_STRUCTURED, NULL},
     {"-jf, --json-schema-file", "FILE", CLI_STRING, COMMON(schema_file), 0, 0, NULL, NULL, "the JSON Schema from a file",
      CLI_SHARED_STRUCTURED, NULL},
-    {"-ctk, --cache-type-k, -ctv, --cache-type-v, --kv-type", "T", CLI_CUSTOM, COMMON(kv_type), 0, 0, NULL, parse_kv_type,
-     "KV cache type of keys and values, which share one: f16 (default) or f32; given twice, it must agree", CLI_SHARED_KV, NULL},
+    {"-ctk, --cache-type-k", "T", CLI_CUSTOM, COMMON(cache_type_k), 0, 0, NULL, parse_kv_type,
+     "KV cache type of the keys: f16 (default), f32, bf16, q8_0 or q4_0 (q8_0/q4_0: heads of a multiple of 32)", CLI_SHARED_KV, NULL},
+    {"-ctv, --cache-type-v", "T", CLI_CUSTOM, COMMON(cache_type_v), 0, 0, NULL, parse_kv_type,
+     "KV cache type of the values (the same choices)", CLI_SHARED_KV, NULL},
+    {"--kv-type", "T", CLI_CUSTOM, COMMON(kv_type), 0, 0, NULL, parse_kv_type, "KV cache type of keys and values both", CLI_SHARED_KV, NULL},
     {"--lora", "FILE", CLI_CUSTOM, COMMON(loras), 0, 0, NULL, parse_lora, "apply a LoRA adapter (GGUF) at scale 1; repeatable",
      CLI_SHARED_LORA, NULL},
     {"--lora-scaled", "FILE SCALE", CLI_CUSTOM2, COMMON(loras), 0, 0, NULL, NULL, "apply a LoRA adapter at SCALE; repeatable",
@@ -374,7 +367,7 @@ static void common_init(cli_common *c) {
     memset(c, 0, sizeof *c);
     sprout_generation_config_init(&c->cfg);
     c->cfg.assistant_confidence_threshold = 0.75f; /* llama.cpp's --draft-p-min */
-    c->kv_type = CLI_KV_UNSET;
+    c->kv_type = c->cache_type_k = c->cache_type_v = CLI_KV_UNSET;
 }
 
 static void cli_help(const cli_command *cmd, FILE *out);
@@ -481,8 +474,13 @@ int cli_parse(const cli_command *cmd, cli_common *common, void *own, int argc, c
     if (structured >= 0) return structured;
     common->cfg.stop_strings = common->stops.text;
     common->cfg.n_stop_strings = common->stops.n;
+    /* each side: its own flag, else --kv-type, else f16 */
     common->kv_type_set = common->kv_type != CLI_KV_UNSET;
     if (!common->kv_type_set) common->kv_type = SPROUT_KV_F16;
+    common->cache_type_k_set = common->cache_type_k != CLI_KV_UNSET;
+    if (!common->cache_type_k_set) common->cache_type_k = common->kv_type;
+    common->cache_type_v_set = common->cache_type_v != CLI_KV_UNSET;
+    if (!common->cache_type_v_set) common->cache_type_v = common->kv_type;
     log_threshold = common->log_disable ? -1 : common->verbose ? SPROUT_LOG_DEBUG : SPROUT_LOG_WARN;
     return common->stored ? use_stored_model(cmd, common, &stored_cfg, &runner) : CLI_CONTINUE;
 }
@@ -519,11 +517,14 @@ int cli_usage_error(const cli_command *cmd, const char *fmt, ...) {
 
 /* --- opening a model -------------------------------------------------------------------- */
 
-const char *cli_kv_type_name(sprout_kv_type t) { return t == SPROUT_KV_F32 ? "f32" : "f16"; }
+const char *cli_kv_type_name(sprout_kv_type t) {
+    const char *name = sprout_kv_type_name(t);
+    return name ? name : "?";
+}
 
 sprout_status cli_load_model(const cli_common *c, sprout_model **model) {
     sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = c->n_threads, .n_ctx = c->n_ctx, .kv_type = c->kv_type,
-                              .kv_type_set = c->kv_type_set};
+                              .kv_type_set = c->kv_type_set, CLI_KV_SIDES(c)};
     sprout_status st = sprout_model_load(c->model, &mp, model);
     if (st != SPROUT_OK) return st;
     cli_log(SPROUT_LOG_INFO, "loaded %s (%s, %d tokens of vocabulary) in %.1f ms", c->model, sprout_model_architecture(*model),
@@ -550,7 +551,7 @@ sprout_status cli_open_pipeline(cli_common *c, sprout_model **model, sprout_pipe
     sprout_status st = cli_load_model(c, model);
     if (st != SPROUT_OK) return st;
     sprout_pipeline_params pp = {.struct_size = sizeof pp, .n_ctx = c->n_ctx, .n_batch = c->n_batch, .n_threads = c->n_threads,
-                                 .kv_type = c->kv_type, .kv_type_set = c->kv_type_set};
+                                 .kv_type = c->kv_type, .kv_type_set = c->kv_type_set, CLI_KV_SIDES(c)};
     st = sprout_pipeline_create(*model, &pp, pipeline);
     for (size_t i = 0; st == SPROUT_OK && i < c->loras.n; i++) {
         st = sprout_lora_load(*model, c->loras.path[i], &c->loras.loaded[i]);

@@ -75,6 +75,11 @@ enum { CLI_MAX_STOP = 16, CLI_MAX_ARGS = 8, CLI_MAX_LORA = 16 };
 
 /* cli_common.kv_type while cli_parse has seen no KV flag */
 #define CLI_KV_UNSET ((sprout_kv_type)-1)
+/* The per-side fields of a params struct from a cli_common pointer (its
+ * kv_type and kv_type_set go beside them). */
+#define CLI_KV_SIDES(c)                                                                                                      \
+    .cache_type_k = (c)->cache_type_k, .cache_type_k_set = (c)->cache_type_k_set, .cache_type_v = (c)->cache_type_v, \
+    .cache_type_v_set = (c)->cache_type_v_set
 
 typedef struct cli_stops {
     const char *text[CLI_MAX_STOP];
@@ -107,8 +112,12 @@ typedef struct cli_common {
      * cfg.json_schema point at the files' texts (owned) */
     const char *grammar_file, *schema_file;
     char *structured_texts[2];
-    sprout_kv_type kv_type; /* -ctk and its spellings; f16 when not given */
+    sprout_kv_type kv_type; /* --kv-type (both sides); f16 when not given */
     bool kv_type_set;       /* whether it was given */
+    /* -ctk, -ctv: each side's type once parsed (its flag, else kv_type),
+     * and whether its own flag was given */
+    sprout_kv_type cache_type_k, cache_type_v;
+    bool cache_type_k_set, cache_type_v_set;
     bool verbose, log_disable;
     /* --models: the store -m names are looked up in; the model -m named
      * when it is one of the store's (-m is then its file) */

@@ -597,11 +597,25 @@ typedef struct sprout_lora_use {
     float scale;
 } sprout_lora_use;
 
-/* The KV cache's element type, one for keys and values. The numbers are the
- * ggml type ids (those of sprout_type), so quantized caches will take theirs
- * (Q8_0 = 8). The default is F16: a params struct's kv_type counts only
- * where its kv_type_set is true, so zeroed params keep the default. */
-typedef enum sprout_kv_type { SPROUT_KV_F32 = 0, SPROUT_KV_F16 = 1 } sprout_kv_type;
+/* A KV cache element type (llama.cpp's --cache-type-k/-v). The numbers are
+ * the ggml type ids (those of sprout_type). The default is F16: a params
+ * struct's kv_type (keys and values) counts only where its kv_type_set is
+ * true, and its cache_type_k / cache_type_v (one side, over kv_type) only
+ * where their _set flags are, so zeroed params keep the default. Q8_0 and
+ * Q4_0 store 32-element blocks along each head: a model whose head size is
+ * not a multiple of 32 refuses them (SPROUT_ERR_UNSUPPORTED). */
+typedef enum sprout_kv_type {
+    SPROUT_KV_F32 = 0,
+    SPROUT_KV_F16 = 1,
+    SPROUT_KV_Q4_0 = 2,
+    SPROUT_KV_Q8_0 = 8,
+    SPROUT_KV_BF16 = 30
+} sprout_kv_type;
+
+/* "f32", "f16", "bf16", "q8_0", "q4_0" (NULL for other values), and back
+ * (SPROUT_ERR_INVALID_ARGUMENT naming the choices for other names). */
+const char *sprout_kv_type_name(sprout_kv_type type);
+sprout_status sprout_kv_type_from_name(const char *name, sprout_kv_type *out);
 
 /* The most threads a pipeline, scheduler or quantization can use: a larger
  * n_threads fails with SPROUT_ERR_OUT_OF_RANGE (it is not lowered). "All
@@ -614,6 +628,8 @@ typedef struct sprout_model_params {
     int32_t n_ctx;           /* default context length; 0: the model's, at most 4096 */
     sprout_kv_type kv_type;  /* default KV cache type of pipelines and schedulers, used when kv_type_set (else F16) */
     bool kv_type_set;
+    sprout_kv_type cache_type_k, cache_type_v; /* the keys' or values' default alone, over kv_type, when its _set */
+    bool cache_type_k_set, cache_type_v_set;
 } sprout_model_params;
 
 /* Loads a model (one GGUF or a split set). NULL params: defaults. Fails with
@@ -657,6 +673,8 @@ typedef struct sprout_pipeline_params {
     int32_t n_threads;       /* 0: the model's default; at most SPROUT_MAX_THREADS */
     sprout_kv_type kv_type;  /* used when kv_type_set; else the model's */
     bool kv_type_set;
+    sprout_kv_type cache_type_k, cache_type_v; /* the keys' or values' type alone, over kv_type, when its _set */
+    bool cache_type_k_set, cache_type_v_set;
 } sprout_pipeline_params;
 
 sprout_status sprout_pipeline_create(const sprout_model *model, const sprout_pipeline_params *params, sprout_pipeline **out);
@@ -666,6 +684,9 @@ int32_t sprout_pipeline_n_ctx(const sprout_pipeline *p);
 int32_t sprout_pipeline_n_threads(const sprout_pipeline *p);
 /* Tokens currently held in the KV cache (prompt and output of earlier calls). */
 int32_t sprout_pipeline_cached_tokens(const sprout_pipeline *p);
+/* Bytes one token takes in the KV cache (keys and values, every layer; 0
+ * for NULL). */
+size_t sprout_pipeline_kv_bytes_per_token(const sprout_pipeline *p);
 /* Tokens the last generate call actually ran through the model for its
  * prompt (the rest came from the cache). */
 int32_t sprout_pipeline_last_prefill_tokens(const sprout_pipeline *p);
@@ -1022,6 +1043,8 @@ typedef struct sprout_scheduler_params {
      * The scheduler keeps a cache of it per slot; borrowed, it must
      * outlive the scheduler. NULL: none. */
     const sprout_model *draft_model;
+    sprout_kv_type cache_type_k, cache_type_v; /* the keys' or values' type alone, over kv_type, when its _set */
+    bool cache_type_k_set, cache_type_v_set;
 } sprout_scheduler_params;
 
 sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_scheduler_params *params, sprout_scheduler **out);
@@ -1031,6 +1054,8 @@ sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_sc
 void sprout_scheduler_free(sprout_scheduler *s);
 int32_t sprout_scheduler_n_slots(const sprout_scheduler *s);
 int32_t sprout_scheduler_n_ctx(const sprout_scheduler *s);
+/* Bytes one token takes in the slots' KV cache (0 for NULL). */
+size_t sprout_scheduler_kv_bytes_per_token(const sprout_scheduler *s);
 /* The longest prompt an embedding request may have: the context, and less
  * where the model has fewer learned positions or (bidirectional models,
  * whose text goes through in one pass) a smaller batch. */

@@ -372,12 +372,13 @@ static void test_thread_range(void) {
     }
 }
 
-/* --cache-type-k/-v (and -ctk/-ctv, --kv-type): one type for keys and
- * values, taken by every command that makes a KV cache, bad values refused. */
+/* --cache-type-k/-v (-ctk/-ctv) for each side, --kv-type for both, taken
+ * by every command that makes a KV cache, bad values refused
+ * (test_kv_quant_cli: the quantized types). */
 static void test_cache_type(void) {
     const char *shared = test_shared_dir();
     char args[2048], *out;
-    static const char *const spellings[] = {"--cache-type-k f32", "-ctv f32", "-ctk f32 -ctv f32", "--kv-type f32 --cache-type-v f32"};
+    static const char *const spellings[] = {"--cache-type-k f32 -ctv f32", "--kv-type f32", "-ctk f32 -ctv f32", "--kv-type f32 --cache-type-v f32"};
     for (size_t i = 0; i < sizeof spellings / sizeof *spellings; i++) {
         snprintf(args, sizeof args, "run -m '%s/models/stories260K.gguf' -p 'Once upon a time' -n 8 --temp 0 %s -v", shared, spellings[i]);
         CHECK(run_cli(args, true, &out) == 0);
@@ -388,7 +389,7 @@ static void test_cache_type(void) {
     snprintf(args, sizeof args, "run -m '%s/models/stories260K.gguf' -p 'Once upon a time' -n 8 --temp 0 -v", shared);
     CHECK(run_cli(args, true, &out) == 0 && strstr(out, "f16 KV cache"));
     free(out);
-    snprintf(args, sizeof args, "bench -m '%s/models/stories260K.gguf' -p 4 -n 2 -r 1 --json -t 1 --cache-type-k f32", shared);
+    snprintf(args, sizeof args, "bench -m '%s/models/stories260K.gguf' -p 4 -n 2 -r 1 --json -t 1 --cache-type-k f32 -ctv f32", shared);
     json_t *j = run_json(args);
     CHECK(j && !strcmp(json_string_value(json_object_get(j, "kv_type")), "f32"));
     json_decref(j);
@@ -398,7 +399,7 @@ static void test_cache_type(void) {
     snprintf(args, sizeof args, "chat -m '%s/models/stories260K.gguf' -n 4 --temp 0 -ctk f32 -ctv f32 -v < /dev/null", shared);
     CHECK(run_cli(args, true, &out) == 0 && strstr(out, "f32 KV cache"));
     free(out);
-    snprintf(args, sizeof args, "embed -m '%s/models/stories260K.gguf' -p hi -ctk f32 -v", shared);
+    snprintf(args, sizeof args, "embed -m '%s/models/stories260K.gguf' -p hi -ctk f32 -ctv f32 -v", shared);
     CHECK(run_cli(args, true, &out) == 0 && strstr(out, "f32 KV cache"));
     free(out);
     /* serve: started on a free port until it is ready (or gone), then stopped; its scheduler says the type */
@@ -411,12 +412,13 @@ static void test_cache_type(void) {
     CHECK(test_run_command(cmd, &out) == 0);
     CHECK_MSG(strstr(out, "ready:") && strstr(out, "f32 KV cache"), "serve -ctk f32: got [%s]", out);
     free(out);
-    static const char *const bad[][2] = {{"run", "-p hi --cache-type-k q8_0"}, {"chat", "-ctv F16"}, {"bench", "--kv-type bf16"}, {"serve", "-ctk"},
-                                         {"embed", "-p hi -ctk f32 -ctv f16"}};
-    /* every spelling is one flag, named in errors by its first long spelling */
-    static const char *const said[] = {"--cache-type-k q8_0: must be f32 or f16", "--cache-type-k F16: must be f32 or f16",
-                                       "--cache-type-k bf16: must be f32 or f16", "--cache-type-k needs a value",
-                                       "--cache-type-k f16: differs from f32"};
+    static const char *const bad[][2] = {{"run", "-p hi --cache-type-k q5_0"}, {"chat", "-ctv F16"}, {"bench", "--kv-type q4_1"}, {"serve", "-ctk"},
+                                         {"embed", "-p hi -ctv"}};
+    /* a flag is named in errors by its long spelling */
+    static const char *const said[] = {"--cache-type-k q5_0: must be f32, f16, bf16, q8_0 or q4_0",
+                                       "--cache-type-v F16: must be f32, f16, bf16, q8_0 or q4_0",
+                                       "--kv-type q4_1: must be f32, f16, bf16, q8_0 or q4_0", "--cache-type-k needs a value",
+                                       "--cache-type-v needs a value"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         snprintf(args, sizeof args, "%s -m '%s/models/stories260K.gguf' %s", bad[i][0], shared, bad[i][1]);
         CHECK_MSG(run_cli(args, true, &out) == 2 && strstr(out, said[i]), "%s: got [%s]", args, out);
@@ -430,7 +432,7 @@ static void test_help(void) {
     static const struct {
         const char *command, *has, *lacks;
     } cases[] = {
-        {"run", "-ctk, --cache-type-k, -ctv, --cache-type-v, --kv-type T|-t, --threads N|--top-p P|-n, --n-predict|-b, --batch-size N|--prompt-ids", NULL},
+        {"run", "-ctk, --cache-type-k T|-ctv, --cache-type-v T|--kv-type T|-t, --threads N|--top-p P|-n, --n-predict|-b, --batch-size N|--prompt-ids", NULL},
         {"chat", "--kv-type T|-t, --threads N|--temp T|-s, --seed S|--system TEXT", NULL},
         {"bench", "--kv-type T|-t, --threads N|-r, --reps N|-b, --batch-size N", "--temp"},
         {"serve", "--kv-type T|-t, --threads N|-c, --ctx-size|--parallel N", "--temp"},

@@ -159,7 +159,7 @@ static void naive_attention(const sp_attention_args *a, int64_t h, double *out) 
     double *p = malloc((size_t)(n ? n : 1) * sizeof *p), max = -INFINITY, sum = 0;
     for (int64_t c = 0; c < n; c++) {
         double s = 0;
-        for (int64_t d = 0; d < dim; d++) s += (double)a->q[h * dim + d] * kv_value(a->keys, a->kv_type, (int64_t)a->cells[c] * a->stride + d);
+        for (int64_t d = 0; d < dim; d++) s += (double)a->q[h * dim + d] * kv_value(a->keys, a->k_type, (int64_t)a->cells[c] * a->stride + d);
         s *= a->scale;
         if (a->softcap > 0) s = a->softcap * tanh(s / a->softcap);
         p[c] = s;
@@ -168,7 +168,7 @@ static void naive_attention(const sp_attention_args *a, int64_t h, double *out) 
     for (int64_t c = 0; c < n; c++) sum += p[c] = exp(p[c] - max);
     for (int64_t d = 0; d < a->head_dim_v; d++) {
         double o = 0;
-        for (int64_t c = 0; c < n; c++) o += p[c] * kv_value(a->values, a->kv_type, (int64_t)a->cells[c] * a->stride + d);
+        for (int64_t c = 0; c < n; c++) o += p[c] * kv_value(a->values, a->v_type, (int64_t)a->cells[c] * a->stride + d);
         out[d] = o / sum;
     }
     free(p);
@@ -223,7 +223,7 @@ static void check_attention_level(const char *level) {
                         }
                     }
                     for (int64_t c = 0; c < n; c++) cells[c] = (int32_t)((c * 7919) % n) * 2 + 1;
-                    sp_attention_args args = {.q = q, .keys = keys, .values = values, .kv_type = (sp_kv_type)kv, .stride = stride,
+                    sp_attention_args args = {.q = q, .keys = keys, .values = values, .k_type = (sp_kv_type)kv, .v_type = (sp_kv_type)kv, .stride = stride,
                                               .cells = cells, .n_cells = n, .head_dim_k = dim, .head_dim_v = dim,
                                               .scale = 1.f / sqrtf((float)dim), .softcap = capped ? 5.f : 0.f, .out = out,
                                               .n_q_heads = heads};
@@ -301,7 +301,7 @@ static void check_attention_tokens_level(const char *level) {
                         const int64_t end = base + i + 1, begin = windows[wi] && end > windows[wi] ? end - windows[wi] : 0;
                         ranges[i] = (sp_cell_range){(int32_t)begin, (int32_t)end};
                     }
-                    const sp_attention_args args = {.q = q, .keys = keys, .values = values, .kv_type = SP_KV_F16, .stride = stride,
+                    const sp_attention_args args = {.q = q, .keys = keys, .values = values, .k_type = SP_KV_F16, .v_type = SP_KV_F16, .stride = stride,
                                                     .cells = cells, .n_cells = n, .head_dim_k = dim, .head_dim_v = dim,
                                                     .scale = 1.f / sqrtf((float)dim), .softcap = windows[wi] == 70 ? 5.f : 0.f, /* as Gemma 2's sliding layers */
                                                     .out = out, .n_q_heads = heads, .n_tokens = n_tok,

@@ -86,8 +86,8 @@ static void widen_tile(const sp_attention_args *a, int64_t c0, int64_t ta, int64
     for (int64_t c = ta & ~(int64_t)7; c < ((tb + 7) & ~(int64_t)7); c++) {
         const bool seen = c >= ta && c < tb;
         const int64_t cell = seen ? (int64_t)a->cells[c0 + c] * a->stride : 0;
-        for (int64_t d = 0; d < dk8; d += 8) _mm256_storeu_ps(key_at(kbuf, dk, c, d), seen ? load8(a->keys, a->kv_type, cell + d) : _mm256_setzero_ps());
-        for (int64_t d = dk8; d < dk; d++) *key_at(kbuf, dk, c, d) = seen ? load1(a->keys, a->kv_type, cell + d) : 0.f;
+        for (int64_t d = 0; d < dk8; d += 8) _mm256_storeu_ps(key_at(kbuf, dk, c, d), seen ? load8(a->keys, a->k_type, cell + d) : _mm256_setzero_ps());
+        for (int64_t d = dk8; d < dk; d++) *key_at(kbuf, dk, c, d) = seen ? load1(a->keys, a->k_type, cell + d) : 0.f;
     }
     widen_values(a, c0, ta, tb, vbuf);
 }

@@ -19,8 +19,26 @@ enum { CELL_BLOCK = 16 };
  * the AVX2 ones bit for bit, are the same for a token alone or in any
  * batch. */
 static inline __m512 load16(const void *base, sp_kv_type type, int64_t idx) {
-    return type == SP_KV_F32 ? _mm512_loadu_ps((const float *)base + idx)
-                             : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)base + idx)));
+    switch (type) {
+    case SP_KV_F32: return _mm512_loadu_ps((const float *)base + idx);
+    case SP_KV_BF16: {
+        const __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)base + idx)));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(h, 16));
+    }
+    case SP_KV_Q8_0: { /* half a block */
+        const sp_block_q8_0 *b = (const sp_block_q8_0 *)base + (idx >> 5);
+        const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b->qs + (idx & 31)))));
+        return _mm512_mul_ps(q, _mm512_set1_ps(_cvtsh_ss(b->d)));
+    }
+    case SP_KV_Q4_0: { /* the low nibbles of a block (its elements 0-15) or the high ones (16-31) */
+        const sp_block_q4_0 *b = (const sp_block_q4_0 *)base + (idx >> 5);
+        __m128i bytes = _mm_loadu_si128((const __m128i *)b->qs);
+        if (idx & 16) bytes = _mm_srli_epi16(bytes, 4);
+        const __m512i q = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(bytes, _mm_set1_epi8(15))), _mm512_set1_epi32(8));
+        return _mm512_mul_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(_cvtsh_ss(b->d)));
+    }
+    default: return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)base + idx)));
+    }
 }
 
 /* The keys of the tile's 16-cell blocks that meet [ta, tb), transposed
@@ -32,12 +50,12 @@ static void widen_keys(const sp_attention_args *a, int64_t c0, int64_t ta, int64
         for (int j = 0; j < 16; j++) at[j] = cb + j >= ta && cb + j < tb ? (int64_t)a->cells[c0 + cb + j] * a->stride : -1;
         for (int64_t d0 = 0; d0 < dk16; d0 += 16) {
             __m512 r[16];
-            for (int j = 0; j < 16; j++) r[j] = at[j] < 0 ? _mm512_setzero_ps() : load16(a->keys, a->kv_type, at[j] + d0);
+            for (int j = 0; j < 16; j++) r[j] = at[j] < 0 ? _mm512_setzero_ps() : load16(a->keys, a->k_type, at[j] + d0);
             transpose16x16_ps(r);
             for (int i = 0; i < 16; i++) _mm512_storeu_ps(kbuf + (d0 + i) * tile + cb, r[i]);
         }
         for (int64_t d = dk16; d < dk; d++)
-            for (int j = 0; j < 16; j++) kbuf[d * tile + cb + j] = at[j] < 0 ? 0.f : load1(a->keys, a->kv_type, at[j] + d);
+            for (int j = 0; j < 16; j++) kbuf[d * tile + cb + j] = at[j] < 0 ? 0.f : load1(a->keys, a->k_type, at[j] + d);
     }
 }
 

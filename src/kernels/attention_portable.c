@@ -1,13 +1,9 @@
 /* Each query head of each token against its sequence's cached keys and values, in one pass
- * with a running maximum (online softmax), for any number of cells. */
+ * with a running maximum (online softmax), for any number of cells; quantized rows decoded
+ * an element at a time as the loop reads them. */
 #include <math.h>
 
-#include "kernels/kernels.h"
-#include "quant/fp16.h"
-
-static float kv_at(const void *base, sp_kv_type type, int64_t idx) {
-    return type == SP_KV_F32 ? ((const float *)base)[idx] : sp_fp16_to_fp32(((const uint16_t *)base)[idx]);
-}
+#include "kernels/kv_element.h"
 
 static void attend_one(const sp_attention_args *a, sp_cell_range range) {
     float max = -INFINITY, sum = 0.f;
@@ -15,7 +11,7 @@ static void attend_one(const sp_attention_args *a, sp_cell_range range) {
     for (int64_t c = range.begin; c < range.end; c++) {
         const int64_t cell = (int64_t)a->cells[c] * a->stride;
         float s = 0.f;
-        for (int64_t d = 0; d < a->head_dim_k; d++) s += a->q[d] * kv_at(a->keys, a->kv_type, cell + d);
+        for (int64_t d = 0; d < a->head_dim_k; d++) s += a->q[d] * sp_kv_element(a->keys, a->k_type, cell + d);
         s *= a->scale;
         if (a->softcap > 0.f) s = a->softcap * tanhf(s / a->softcap);
         float w;
@@ -29,7 +25,7 @@ static void attend_one(const sp_attention_args *a, sp_cell_range range) {
             w = expf(s - max);
         }
         sum += w;
-        for (int64_t d = 0; d < a->head_dim_v; d++) a->out[d] += w * kv_at(a->values, a->kv_type, cell + d);
+        for (int64_t d = 0; d < a->head_dim_v; d++) a->out[d] += w * sp_kv_element(a->values, a->v_type, cell + d);
     }
     const float inv = sum > 0.f ? 1.f / sum : 0.f;
     for (int64_t d = 0; d < a->head_dim_v; d++) a->out[d] *= inv;

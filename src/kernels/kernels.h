@@ -20,7 +20,24 @@ typedef struct sp_weight {
     size_t row_bytes;
 } sp_weight;
 
-typedef enum sp_kv_type { SP_KV_F32 = 0, SP_KV_F16 = 1 } sp_kv_type;
+/* A KV cache row's element type: its ggml type id. The block types (Q8_0,
+ * Q4_0) hold 32 elements a block along the row, so a head's part of a row
+ * must be whole blocks (a head size a multiple of 32). */
+typedef enum sp_kv_type { SP_KV_F32 = 0, SP_KV_F16 = 1, SP_KV_Q4_0 = 2, SP_KV_Q8_0 = 8, SP_KV_BF16 = 30 } sp_kv_type;
+
+/* Elements per block of a KV type (1 for the float types). */
+static inline int64_t sp_kv_block(sp_kv_type t) { return t == SP_KV_Q8_0 || t == SP_KV_Q4_0 ? 32 : 1; }
+
+/* Bytes of n elements of a KV row (n a whole number of blocks), which is
+ * also the byte offset of element n from the row's start. */
+static inline size_t sp_kv_bytes(sp_kv_type t, int64_t n) {
+    switch (t) {
+    case SP_KV_F32: return (size_t)n * 4;
+    case SP_KV_Q8_0: return (size_t)(n / 32) * 34;
+    case SP_KV_Q4_0: return (size_t)(n / 32) * 18;
+    default: return (size_t)n * 2; /* F16, BF16 */
+    }
+}
 
 /* The part of a cell list one query token sees: entries [begin, end). */
 typedef struct sp_cell_range {
@@ -32,7 +49,8 @@ typedef struct sp_cell_range {
  * sequence (n_tokens 0 means 1): softmax(q.k * scale (soft-capped)) . v
  * over the cache cells the token sees, with an online softmax (the score
  * vector is never stored). keys/values point at cell 0 of this KV head; a
- * cell's vector is `stride` elements further per cell. Token i's head h
+ * cell's vector is `stride` elements further per cell (sp_kv_bytes of
+ * them). Token i's head h
  * reads its query at q + i * q_stride + h * head_dim_k and writes its
  * output at out + i * out_stride + h * head_dim_v; it sees entries
  * ranges[i] of `cells` (ranges NULL: all n_cells of them). Each (token,
@@ -41,8 +59,8 @@ typedef struct sp_cell_range {
 typedef struct sp_attention_args {
     const float *q;        /* head_dim_k per head */
     const void *keys, *values;
-    sp_kv_type kv_type;
-    int64_t stride;        /* elements between cells */
+    sp_kv_type k_type, v_type; /* quantized rows are dequantized in the kernel's loop, a tile at a time */
+    int64_t stride;        /* elements between cells (whole blocks) */
     const int32_t *cells;  /* which cells to attend to, n_cells of them */
     int64_t n_cells;
     int64_t head_dim_k, head_dim_v;

@@ -5,7 +5,9 @@
  * heads that share a KV head, of one token or of several tokens of one
  * sequence) that read each cell of the cache once together: the cells go by
  * in tiles of up to 64; a tile's keys and values are widened to f32 once
- * for every row; each row's scores (q.k, scaled, soft-capped) are kept in a
+ * for every row (F16 and BF16 converted, Q8_0 and Q4_0 blocks dequantized
+ * right there: the cache itself is never widened, only the tile in
+ * flight); each row's scores (q.k, scaled, soft-capped) are kept in a
  * buffer on the stack, its running maximum and sum rescaled once per tile
  * instead of once per cell, its exponentials computed 8 (16) at a time; the
  * values are summed with their weights in register blocks of rows (with
@@ -27,7 +29,7 @@
 #include "kernels/kernels.h"
 #include "kernels/x86_exp.h"
 #include "kernels/x86_sum.h"
-#include "quant/fp16.h"
+#include "kernels/kv_element.h"
 
 /* TILE cells per tile, fewer for heads wider than TILE_BUFFER / TILE (the
  * widened keys of a tile fill at most TILE_BUFFER floats, 32 KiB, and its
@@ -35,14 +37,34 @@
  * is at most MAX_HEADS heads of each of up to MAX_ROWS / heads tokens. */
 enum { TILE = 64, TILE_BUFFER = 8192, MAX_HEADS = 8, MAX_ROWS = 32 };
 
+/* 8 elements of a KV row from idx (a multiple of 8), widened to f32. A
+ * block type's 8 lie in one block: its integers times its scale, the
+ * products ggml's dequantization makes (exact in f32). */
 static inline __m256 load8(const void *base, sp_kv_type type, int64_t idx) {
-    return type == SP_KV_F32 ? _mm256_loadu_ps((const float *)base + idx)
-                             : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)base + idx)));
+    switch (type) {
+    case SP_KV_F32: return _mm256_loadu_ps((const float *)base + idx);
+    case SP_KV_BF16: {
+        const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)base + idx)));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+    }
+    case SP_KV_Q8_0: {
+        const sp_block_q8_0 *b = (const sp_block_q8_0 *)base + (idx >> 5);
+        const __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b->qs + (idx & 31)))));
+        return _mm256_mul_ps(q, _mm256_set1_ps(_cvtsh_ss(b->d)));
+    }
+    case SP_KV_Q4_0: { /* elements 0-15 are the low nibbles of qs[0..15], 16-31 the high ones */
+        const sp_block_q4_0 *b = (const sp_block_q4_0 *)base + (idx >> 5);
+        const int j = (int)(idx & 31);
+        __m128i bytes = _mm_loadl_epi64((const __m128i *)(b->qs + (j & 15)));
+        if (j >= 16) bytes = _mm_srli_epi16(bytes, 4);
+        const __m256i q = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_and_si128(bytes, _mm_set1_epi8(15))), _mm256_set1_epi32(8));
+        return _mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(_cvtsh_ss(b->d)));
+    }
+    default: return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)base + idx)));
+    }
 }
 
-static inline float load1(const void *base, sp_kv_type type, int64_t idx) {
-    return type == SP_KV_F32 ? ((const float *)base)[idx] : _cvtsh_ss(((const uint16_t *)base)[idx]);
-}
+static inline float load1(const void *base, sp_kv_type type, int64_t idx) { return sp_kv_element(base, type, idx); }
 
 /* One query row (a token's head): where it reads and writes, the cells it
  * sees, its running softmax state, and the part of the current tile it
@@ -114,8 +136,8 @@ static inline __attribute__((always_inline)) void widen_values(const sp_attentio
     for (int64_t c = ta; c < tb; c++) {
         const int64_t cell = (int64_t)a->cells[c0 + c] * a->stride;
         float *v = vbuf + c * dv;
-        for (int64_t d = 0; d < dv8; d += 8) _mm256_storeu_ps(v + d, load8(a->values, a->kv_type, cell + d));
-        for (int64_t d = dv8; d < dv; d++) v[d] = load1(a->values, a->kv_type, cell + d);
+        for (int64_t d = 0; d < dv8; d += 8) _mm256_storeu_ps(v + d, load8(a->values, a->v_type, cell + d));
+        for (int64_t d = dv8; d < dv; d++) v[d] = load1(a->values, a->v_type, cell + d);
     }
 }
 

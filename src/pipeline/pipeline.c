@@ -1,5 +1,6 @@
 /* Pipelines: creation and configuration. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,15 +40,42 @@ void sp_config_copy(sprout_generation_config *dst, const sprout_generation_confi
     dst->struct_size = sizeof *dst;
 }
 
-sprout_status sp_kv_type_resolve(const sprout_model *m, bool set, sprout_kv_type asked, sp_kv_type *out) {
-    const sprout_kv_type t = set ? asked : m->params.kv_type_set ? m->params.kv_type : SPROUT_KV_F16;
-    if (t != SPROUT_KV_F32 && t != SPROUT_KV_F16)
-        return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "KV cache type %d: F32 (%d) or F16 (%d)", (int)t, SPROUT_KV_F32, SPROUT_KV_F16);
-    *out = (sp_kv_type)t;
-    return SPROUT_OK;
+const char *sprout_kv_type_name(sprout_kv_type type) { return sp_kv_type_name((sp_kv_type)type); }
+
+sprout_status sprout_kv_type_from_name(const char *name, sprout_kv_type *out) {
+    static const sprout_kv_type all[] = {SPROUT_KV_F32, SPROUT_KV_F16, SPROUT_KV_BF16, SPROUT_KV_Q8_0, SPROUT_KV_Q4_0};
+    for (size_t i = 0; name && out && i < sizeof all / sizeof *all; i++)
+        if (!strcmp(name, sprout_kv_type_name(all[i]))) {
+            *out = all[i];
+            return SPROUT_OK;
+        }
+    return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "KV cache type '%s': f32, f16, bf16, q8_0 or q4_0", name ? name : "(null)");
 }
 
-const char *sp_kv_type_name(sp_kv_type t) { return t == SP_KV_F32 ? "f32" : "f16"; }
+const char *sp_kv_types_label(sp_kv_types kv, char *buf, size_t size) {
+    if (kv.k == kv.v) snprintf(buf, size, "%s", sp_kv_type_name(kv.k));
+    else snprintf(buf, size, "%s/%s", sp_kv_type_name(kv.k), sp_kv_type_name(kv.v));
+    return buf;
+}
+
+/* One side's type: its own, else both sides', else the fallback. */
+static sprout_kv_type pick_side(bool side_set, sprout_kv_type side, const sp_kv_ask *ask, sprout_kv_type fallback) {
+    return side_set ? side : ask->both_set ? ask->both : fallback;
+}
+
+sprout_status sp_kv_types_resolve(const sprout_model *m, sp_kv_ask ask, sp_kv_types *out) {
+    const sprout_model_params *mp = &m->params;
+    const sp_kv_ask model = {mp->kv_type, mp->cache_type_k, mp->cache_type_v, mp->kv_type_set, mp->cache_type_k_set, mp->cache_type_v_set};
+    const sprout_kv_type k = pick_side(ask.k_set, ask.k, &ask, pick_side(model.k_set, model.k, &model, SPROUT_KV_F16));
+    const sprout_kv_type v = pick_side(ask.v_set, ask.v, &ask, pick_side(model.v_set, model.v, &model, SPROUT_KV_F16));
+    const sprout_kv_type sides[2] = {k, v};
+    for (int i = 0; i < 2; i++)
+        if (!sprout_kv_type_name(sides[i]))
+            return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "KV cache type %d: F32 (%d), F16 (%d), BF16 (%d), Q8_0 (%d) or Q4_0 (%d)", (int)sides[i],
+                           SPROUT_KV_F32, SPROUT_KV_F16, SPROUT_KV_BF16, SPROUT_KV_Q8_0, SPROUT_KV_Q4_0);
+    *out = (sp_kv_types){(sp_kv_type)k, (sp_kv_type)v};
+    return SPROUT_OK;
+}
 
 sprout_status sprout_pipeline_create(const sprout_model *model, const sprout_pipeline_params *params, sprout_pipeline **out) {
     if (!out) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL output pointer");
@@ -59,15 +87,18 @@ sprout_status sprout_pipeline_create(const sprout_model *model, const sprout_pip
     const int32_t n_batch = pp.n_batch > 0 ? (pp.n_batch < n_ctx ? pp.n_batch : n_ctx) : (n_ctx < 512 ? n_ctx : 512);
     const int32_t n_threads = pp.n_threads > 0 ? pp.n_threads : model->params.n_threads;
     if (n_ctx < 1 || n_ctx > (1 << 24)) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "context length %d", n_ctx);
-    sp_kv_type kv = SP_KV_F16;
-    sprout_status st = sp_kv_type_resolve(model, pp.kv_type_set, pp.kv_type, &kv);
+    sp_kv_types kv;
+    sprout_status st = sp_kv_types_resolve(model,
+                                           (sp_kv_ask){pp.kv_type, pp.cache_type_k, pp.cache_type_v, pp.kv_type_set,
+                                                       pp.cache_type_k_set, pp.cache_type_v_set},
+                                           &kv);
     if (st != SPROUT_OK) return st;
     sprout_pipeline *p = calloc(1, sizeof *p);
     if (!p) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     p->model = model;
     p->n_ctx = n_ctx;
     sprout_generation_config_init(&p->config);
-    st = sp_context_init(&p->ctx, model, n_ctx, n_batch, 1, n_threads, kv);
+    st = sp_context_init_kv(&p->ctx, model, n_ctx, n_batch, 1, n_threads, kv);
     if (st == SPROUT_OK) st = sp_sampler_init(&p->sampler, model->hp.n_vocab, p->config.seed);
     if (st == SPROUT_OK) {
         p->cached = malloc((size_t)n_ctx * sizeof *p->cached);
@@ -79,8 +110,9 @@ sprout_status sprout_pipeline_create(const sprout_model *model, const sprout_pip
         sprout_pipeline_free(p);
         return st;
     }
+    char kv_label[16];
     sp_log(SPROUT_LOG_INFO, "pipeline: %d tokens of context, %s KV cache, batches of %d, %d threads, %s kernels", n_ctx,
-           sp_kv_type_name(kv), n_batch, n_threads, sprout_kernels_name());
+           sp_kv_types_label(kv, kv_label, sizeof kv_label), n_batch, n_threads, sprout_kernels_name());
     *out = p;
     return SPROUT_OK;
 }
@@ -140,6 +172,7 @@ sprout_status sprout_pipeline_set_lora(sprout_pipeline *p, sprout_lora *const *a
 int32_t sprout_pipeline_n_ctx(const sprout_pipeline *p) { return p ? p->n_ctx : 0; }
 int32_t sprout_pipeline_n_threads(const sprout_pipeline *p) { return p ? sp_threadpool_size(p->ctx.pool) : 0; }
 int32_t sprout_pipeline_cached_tokens(const sprout_pipeline *p) { return p ? p->n_cached : 0; }
+size_t sprout_pipeline_kv_bytes_per_token(const sprout_pipeline *p) { return p ? sp_kv_bytes_per_token(&p->ctx.kv) : 0; }
 int32_t sprout_pipeline_last_prefill_tokens(const sprout_pipeline *p) { return p ? p->last_prefill : 0; }
 
 sprout_status sprout_pipeline_get_config(const sprout_pipeline *p, sprout_generation_config *c) {

@@ -14,15 +14,23 @@
 
 /* The public KV types carry the kernels' numbers (the ggml type ids), so a
  * value passes to the forward pass as it is. */
-_Static_assert((int)SPROUT_KV_F32 == (int)SP_KV_F32 && (int)SPROUT_KV_F16 == (int)SP_KV_F16,
+_Static_assert((int)SPROUT_KV_F32 == (int)SP_KV_F32 && (int)SPROUT_KV_F16 == (int)SP_KV_F16 && (int)SPROUT_KV_BF16 == (int)SP_KV_BF16 &&
+                   (int)SPROUT_KV_Q8_0 == (int)SP_KV_Q8_0 && (int)SPROUT_KV_Q4_0 == (int)SP_KV_Q4_0,
                "sprout_kv_type and sp_kv_type share the ggml type ids");
 
-/* The KV type a pipeline or scheduler uses: the one it was asked for when
- * `set`, else the model's when its params set one, else F16.
- * SPROUT_ERR_INVALID_ARGUMENT for a value that is no KV type. */
-sprout_status sp_kv_type_resolve(const sprout_model *m, bool set, sprout_kv_type asked, sp_kv_type *out);
-/* "f32" or "f16", for messages. */
-const char *sp_kv_type_name(sp_kv_type t);
+/* The KV types a params struct asks for: both sides, and each alone. */
+typedef struct sp_kv_ask {
+    sprout_kv_type both, k, v;
+    bool both_set, k_set, v_set;
+} sp_kv_ask;
+
+/* The KV types a pipeline or scheduler uses: each side the type asked for
+ * it alone, else the one asked for both, else the model's params' by the
+ * same rule, else F16. SPROUT_ERR_INVALID_ARGUMENT for a value that is no
+ * KV type. */
+sprout_status sp_kv_types_resolve(const sprout_model *m, sp_kv_ask ask, sp_kv_types *out);
+/* "q8_0", or "q8_0/q4_0" where keys and values differ, for messages. */
+const char *sp_kv_types_label(sp_kv_types kv, char *buf, size_t size);
 
 typedef struct chat_message {
     char *role, *content;

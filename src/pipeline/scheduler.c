@@ -638,11 +638,12 @@ static void *engine_main(void *arg) {
 /* From the cores and the context: two slots per core (a batched step
  * costs far less than one step per request, up to what the cores can
  * compute), 2 to 8, then fewer while their KV cache would pass ~2 GiB. */
-static int32_t default_slots(const sprout_model *m, int32_t n_ctx, sp_kv_type kv) {
+static int32_t default_slots(const sprout_model *m, int32_t n_ctx, sp_kv_types kv) {
     int32_t n = 2 * sp_cpu_count();
     if (n < 2) n = 2;
     if (n > 8) n = 8;
-    const double cell_bytes = (double)m->hp.n_layer * 2.0 * m->hp.n_head_kv * m->hp.head_dim_k * (kv == SP_KV_F32 ? 4 : 2);
+    const int64_t row = (int64_t)m->hp.n_head_kv * m->hp.head_dim_k;
+    const double cell_bytes = (double)m->hp.n_layer * (double)(sp_kv_bytes(kv.k, row) + sp_kv_bytes(kv.v, row));
     while (n > 1 && cell_bytes * n_ctx * n > 2.0 * 1024 * 1024 * 1024) n--;
     return n;
 }
@@ -653,9 +654,10 @@ sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_sc
     if (!model) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL model");
     sprout_scheduler_params sp = {.struct_size = sizeof sp};
     if (params) memcpy(&sp, params, sp_versioned_bytes(params->struct_size, sizeof sp));
-    sp_kv_type kv = SP_KV_F16, draft_kv = SP_KV_F16;
-    sprout_status st = sp_kv_type_resolve(model, sp.kv_type_set, sp.kv_type, &kv);
-    if (st == SPROUT_OK && sp.draft_model) st = sp_kv_type_resolve(sp.draft_model, sp.kv_type_set, sp.kv_type, &draft_kv);
+    sp_kv_types kv, draft_kv = {SP_KV_F16, SP_KV_F16};
+    const sp_kv_ask ask = {sp.kv_type, sp.cache_type_k, sp.cache_type_v, sp.kv_type_set, sp.cache_type_k_set, sp.cache_type_v_set};
+    sprout_status st = sp_kv_types_resolve(model, ask, &kv);
+    if (st == SPROUT_OK && sp.draft_model) st = sp_kv_types_resolve(sp.draft_model, ask, &draft_kv);
     if (st == SPROUT_OK && sp.draft_model) st = sp_vocab_compatible(model, sp.draft_model);
     if (st != SPROUT_OK) return st;
     const int32_t n_ctx = sp.n_ctx > 0 ? sp.n_ctx : model->params.n_ctx;
@@ -679,7 +681,7 @@ sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_sc
     s->stats.struct_size = sizeof s->stats;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->work, NULL);
-    st = sp_context_init(&s->ctx, model, n_slots * n_ctx, n_batch, n_slots, n_threads, kv);
+    st = sp_context_init_kv(&s->ctx, model, n_slots * n_ctx, n_batch, n_slots, n_threads, kv);
     s->kinds_differ = st == SPROUT_OK && sp_context_kinds_differ(&s->ctx);
     s->slots = calloc((size_t)n_slots, sizeof *s->slots);
     s->logits = malloc((size_t)n_slots * (size_t)model->hp.n_vocab * sizeof *s->logits);
@@ -701,8 +703,9 @@ sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_sc
         return st;
     }
     s->engine_started = true;
+    char kv_label[16];
     sp_log(SPROUT_LOG_INFO, "scheduler: %d slots of %d tokens, %s KV cache, batches of %d, %d threads, %s kernels%s", n_slots, n_ctx,
-           sp_kv_type_name(kv), n_batch, n_threads, sprout_kernels_name(), sp.draft_model ? ", a draft model" : "");
+           sp_kv_types_label(kv, kv_label, sizeof kv_label), n_batch, n_threads, sprout_kernels_name(), sp.draft_model ? ", a draft model" : "");
     *out = s;
     return SPROUT_OK;
 }
@@ -736,6 +739,8 @@ void sprout_scheduler_free(sprout_scheduler *s) {
 
 int32_t sprout_scheduler_n_slots(const sprout_scheduler *s) { return s ? s->n_slots : 0; }
 int32_t sprout_scheduler_n_ctx(const sprout_scheduler *s) { return s ? s->n_ctx : 0; }
+
+size_t sprout_scheduler_kv_bytes_per_token(const sprout_scheduler *s) { return s ? sp_kv_bytes_per_token(&s->ctx.kv) : 0; }
 
 int32_t sprout_scheduler_max_embed_tokens(const sprout_scheduler *s) {
     if (!s) return 0;

@@ -11,7 +11,7 @@
 #include "runtime/forward.h"
 
 sprout_status sp_sched_assist_init(sp_sched_assist *a, const sprout_model *target, const sprout_model *draft, int32_t n_slots,
-                                   int32_t n_ctx, int32_t n_batch, int n_threads, sp_kv_type kv) {
+                                   int32_t n_ctx, int32_t n_batch, int n_threads, sp_kv_types kv) {
     memset(a, 0, sizeof *a);
     a->n_slots = n_slots;
     a->n_ctx = n_ctx;
@@ -26,7 +26,7 @@ sprout_status sp_sched_assist_init(sp_sched_assist *a, const sprout_model *targe
     /* a draft with learned positions proposes only as far as they go */
     a->draft_ctx = n_ctx;
     if (draft->pos_embd.data && (int64_t)draft->pos_embd.n_out < a->draft_ctx) a->draft_ctx = (int32_t)draft->pos_embd.n_out;
-    if ((st = sp_context_init(&a->dctx, draft, n_slots * n_ctx, n_batch, n_slots, n_threads, kv)) != SPROUT_OK) return st;
+    if ((st = sp_context_init_kv(&a->dctx, draft, n_slots * n_ctx, n_batch, n_slots, n_threads, kv)) != SPROUT_OK) return st;
     a->dctx_ready = true;
     a->draft = draft;
     const size_t n_vocab = (size_t)draft->hp.n_vocab;

@@ -47,7 +47,7 @@ typedef struct sp_sched_assist {
  * n_slots sequences of n_ctx cells, whose vocabulary must be the target's
  * (SPROUT_ERR_UNSUPPORTED otherwise). */
 sprout_status sp_sched_assist_init(sp_sched_assist *a, const sprout_model *target, const sprout_model *draft, int32_t n_slots,
-                                   int32_t n_ctx, int32_t n_batch, int n_threads, sp_kv_type kv);
+                                   int32_t n_ctx, int32_t n_batch, int n_threads, sp_kv_types kv);
 void sp_sched_assist_free(sp_sched_assist *a);
 
 /* A request takes slot `slot`: no proposals yet, its n-gram index starts

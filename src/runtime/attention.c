@@ -1,23 +1,72 @@
 #include "runtime/attention.h"
 
+#include <math.h>
 #include <string.h>
 
+#include "quant/blocks.h"
 #include "quant/fp16.h"
+#include "quant/quant.h"
 #include "runtime/parallel.h"
 
-/* Token t's k and v into its cache cell. */
+/* A row of n floats into a cache row of type t: converted, or quantized
+ * block by block (a head's blocks are its own: heads are whole blocks). */
+static void store_row(const float *x, void *dst, sp_kv_type t, int64_t n) {
+    switch (t) {
+    case SP_KV_F32: memcpy(dst, x, (size_t)n * sizeof(float)); break;
+    case SP_KV_BF16: sp_quantize_bf16(x, dst, n); break;
+    case SP_KV_Q8_0: sp_quantize_q8_0(x, dst, n); break;
+    case SP_KV_Q4_0: sp_quantize_q4_0(x, dst, n); break;
+    default:
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = sp_fp32_to_fp16(x[i]);
+    }
+}
+
+/* x (n floats, n a power of two) times the orthonormal Walsh-Hadamard
+ * matrix of size n (Sylvester's: entry (i, j) is (-1)^popcount(i & j) /
+ * sqrt(n)), which is symmetric and its own inverse. */
+static void hadamard(float *x, int64_t n) {
+    for (int64_t s = 1; s < n; s *= 2)
+        for (int64_t i = 0; i < n; i += 2 * s)
+            for (int64_t j = i; j < i + s; j++) {
+                const float a = x[j], b = x[j + s];
+                x[j] = a + b;
+                x[j + s] = a - b;
+            }
+    const float scale = 1.f / sqrtf((float)n);
+    for (int64_t i = 0; i < n; i++) x[i] *= scale;
+}
+
+/* Each run of `size` elements of x[0, n) rotated (size 0: none). */
+static void rotate(float *x, int64_t n, int32_t size) {
+    for (int64_t i = 0; size > 0 && i < n; i += size) hadamard(x + i, size);
+}
+
+/* A run of query heads (whole blocks of 32 each) rounded as llama.cpp
+ * rounds them for a cache of keys of type t: to Q8_0 blocks for Q8_0 and
+ * Q4_0 keys (its dot product's other operand), to BF16 for BF16 keys. */
+static void round_queries(float *q, int64_t n, sp_kv_type t) {
+    if (t == SP_KV_BF16)
+        for (int64_t i = 0; i < n; i++) q[i] = sp_bf16_round(q[i]);
+    if (t != SP_KV_Q8_0 && t != SP_KV_Q4_0) return;
+    for (int64_t i = 0; i < n; i += 32) {
+        sp_block_q8_0 block;
+        sp_quantize_q8_0(q + i, &block, 32);
+        sp_dequantize_q8_0(&block, q + i, 32);
+    }
+}
+
+/* Token t's k and v into its cache cell; where the cache rotates them
+ * (kv_cache.h), its query, keys and values rotated first. */
 void sp_attention_store_kv(sp_context *ctx, int il, int32_t t) {
     const sp_kv_cache *kv = &ctx->kv;
-    const float *k = ctx->k + (int64_t)t * kv->k_row, *v = ctx->v + (int64_t)t * kv->v_row;
+    const sp_hparams *hp = &ctx->model->hp;
     const int64_t cell = ctx->cells[t];
-    if (kv->type == SP_KV_F32) {
-        memcpy((float *)kv->k[il] + cell * kv->k_row, k, (size_t)kv->k_row * sizeof(float));
-        memcpy((float *)kv->v[il] + cell * kv->v_row, v, (size_t)kv->v_row * sizeof(float));
-    } else {
-        uint16_t *kd = (uint16_t *)kv->k[il] + cell * kv->k_row, *vd = (uint16_t *)kv->v[il] + cell * kv->v_row;
-        for (int64_t i = 0; i < kv->k_row; i++) kd[i] = sp_fp32_to_fp16(k[i]);
-        for (int64_t i = 0; i < kv->v_row; i++) vd[i] = sp_fp32_to_fp16(v[i]);
-    }
+    float *q = ctx->q + (int64_t)t * hp->n_head * hp->head_dim_k, *k = ctx->k + (int64_t)t * kv->k_row, *v = ctx->v + (int64_t)t * kv->v_row;
+    rotate(q, (int64_t)hp->n_head * hp->head_dim_k, kv->rotate_k);
+    rotate(k, kv->k_row, kv->rotate_k);
+    rotate(v, kv->v_row, kv->rotate_v);
+    store_row(k, (char *)kv->k[il] + (size_t)cell * sp_kv_bytes(kv->type.k, kv->k_row), kv->type.k, kv->k_row);
+    store_row(v, (char *)kv->v[il] + (size_t)cell * sp_kv_bytes(kv->type.v, kv->v_row), kv->type.v, kv->v_row);
 }
 
 typedef struct attention_job {
@@ -48,7 +97,6 @@ static void attention_worker(void *p, int ith, int nth) {
     int64_t runs = pairs >= 2 * nth ? 1 : (2 * nth + pairs - 1) / pairs;
     if (runs > group) runs = group;
     const int64_t per_run = (group + runs - 1) / runs, n_jobs = pairs * runs;
-    const size_t elem = kv->type == SP_KV_F32 ? 4 : 2;
     const int64_t q_row = (int64_t)hp->n_head * hp->head_dim_k, out_row = (int64_t)hp->n_head * hp->head_dim_v;
     /* dealt out in turn: a prompt's later tokens see more cells, so halves
      * of the job list would leave the first thread idle half the time */
@@ -68,11 +116,13 @@ static void attention_worker(void *p, int ith, int nth) {
                 ranges[t1 - t0] = (sp_cell_range){ly->sliding ? sp_kv_window_start(kv, seq, tok->pos, hp->sliding_window) : 0,
                                                   hp->causal ? sp_kv_visible(kv, seq, tok->pos) : kv->seqs[seq].n};
             }
+            for (int32_t t = t0; t < t1; t++) round_queries(ctx->q + t * q_row + head * hp->head_dim_k, n_heads * hp->head_dim_k, kv->type.k);
             sp_attention_args a = {
                 .q = ctx->q + t0 * q_row + head * hp->head_dim_k,
-                .keys = (const char *)kv->k[j->il] + (size_t)(kvh * hp->head_dim_k) * elem,
-                .values = (const char *)kv->v[j->il] + (size_t)(kvh * hp->head_dim_v) * elem,
-                .kv_type = kv->type,
+                .keys = (const char *)kv->k[j->il] + sp_kv_bytes(kv->type.k, kvh * hp->head_dim_k),
+                .values = (const char *)kv->v[j->il] + sp_kv_bytes(kv->type.v, kvh * hp->head_dim_v),
+                .k_type = kv->type.k,
+                .v_type = kv->type.v,
                 .stride = kv->k_row,
                 .cells = kv->seqs[seq].cells,
                 .head_dim_k = hp->head_dim_k,
@@ -87,6 +137,8 @@ static void attention_worker(void *p, int ith, int nth) {
                 .ranges = ranges,
             };
             ctx->kernels->attention(&a);
+            for (int32_t t = t0; t < t1; t++) /* back from the rotated values' basis */
+                rotate(ctx->attn.f32 + t * out_row + head * hp->head_dim_v, n_heads * hp->head_dim_v, kv->rotate_v);
             if (ctx->attn.blocks) /* heads of whole blocks (checked at setup): this run's are its own blocks */
                 for (int32_t t = t0; t < t1; t++)
                     ctx->kernels->quantize(ctx->attn.f32 + t * out_row + head * hp->head_dim_v, n_heads * hp->head_dim_v,

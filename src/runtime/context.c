@@ -92,6 +92,11 @@ static void moe_buffers_free(sp_moe_buffers *b) {
 
 sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_t n_ctx, int32_t n_batch, int32_t n_seq,
                               int n_threads, sp_kv_type kv_type) {
+    return sp_context_init_kv(ctx, model, n_ctx, n_batch, n_seq, n_threads, (sp_kv_types){kv_type, kv_type});
+}
+
+sprout_status sp_context_init_kv(sp_context *ctx, const sprout_model *model, int32_t n_ctx, int32_t n_batch, int32_t n_seq,
+                                 int n_threads, sp_kv_types kv_type) {
     memset(ctx, 0, sizeof *ctx);
     const sp_hparams *hp = &model->hp;
     ctx->model = model;
@@ -104,7 +109,7 @@ sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_
         sp_context_free(ctx);
         return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s: key and value head sizes differ (%d, %d)", hp->arch_name, hp->head_dim_k, hp->head_dim_v);
     }
-    if ((st = sp_kv_init(&ctx->kv, kv_type, n_ctx, hp->n_layer, n_seq, kv_k, kv_v)) != SPROUT_OK) {
+    if ((st = sp_kv_init(&ctx->kv, kv_type, hp->head_dim_k, n_ctx, hp->n_layer, n_seq, kv_k, kv_v)) != SPROUT_OK) {
         sp_context_free(ctx); /* the caller may free the context again: it must be left empty */
         return st;
     }

@@ -99,8 +99,12 @@ typedef struct sp_context {
     sp_moe_buffers moe;
 } sp_context;
 
+/* A context whose cache holds keys and values of one type. */
 sprout_status sp_context_init(sp_context *ctx, const sprout_model *model, int32_t n_ctx, int32_t n_batch, int32_t n_seq,
                               int n_threads, sp_kv_type kv_type);
+/* The same with keys and values of their own types. */
+sprout_status sp_context_init_kv(sp_context *ctx, const sprout_model *model, int32_t n_ctx, int32_t n_batch, int32_t n_seq,
+                                 int n_threads, sp_kv_types kv_type);
 void sp_context_free(sp_context *ctx);
 
 /* Whether a token's numbers here depend on its kind (sp_batch_token.prompt):

@@ -1,7 +1,19 @@
 /* The KV cache: per layer, a pool of cells, each holding one token's keys
  * and values. A cell belongs to one sequence; each sequence keeps its cells
  * ordered by position, so it can be truncated (roll back a turn) or cleared
- * without touching the others. Sized once; nothing is allocated after. */
+ * without touching the others. Sized once; nothing is allocated after.
+ * Keys and values each have their own type; a quantized row (Q8_0, Q4_0)
+ * is quantized as it is written and stays so: attention decodes it.
+ *
+ * As llama.cpp does (since its 2026 tree), a quantized side is kept in a
+ * rotated basis where the heads allow: each run of rotate_k (rotate_v)
+ * elements of a head's keys (values) times the orthonormal Walsh-Hadamard
+ * matrix, which spreads an outlier over the run so that one block's scale
+ * no longer swamps its small elements. Queries are rotated as the keys
+ * (q.k is unchanged), and each attention output rotated back (the matrix
+ * is its own inverse). rotate_k: the largest power of two from 64 that
+ * divides the head; rotate_v: 64; 0 where the side is not quantized or its
+ * heads are no multiple of 64. */
 #ifndef SPROUT_RUNTIME_KV_CACHE_H
 #define SPROUT_RUNTIME_KV_CACHE_H
 
@@ -15,10 +27,16 @@ typedef struct sp_kv_seq {
     int32_t n;
 } sp_kv_seq;
 
+/* The element types of a cache's keys and values. */
+typedef struct sp_kv_types {
+    sp_kv_type k, v;
+} sp_kv_types;
+
 typedef struct sp_kv_cache {
-    sp_kv_type type;
+    sp_kv_types type;
     int32_t n_cells, n_layer, n_seq;
     int64_t k_row, v_row; /* elements per cell and layer */
+    int32_t rotate_k, rotate_v; /* above */
     void **k, **v;        /* [layer] -> n_cells rows */
     int32_t *cell_pos;    /* position of each cell (-1: free) */
     int32_t *free_cells;
@@ -26,9 +44,16 @@ typedef struct sp_kv_cache {
     sp_kv_seq *seqs;
 } sp_kv_cache;
 
-sprout_status sp_kv_init(sp_kv_cache *kv, sp_kv_type type, int32_t n_cells, int32_t n_layer, int32_t n_seq, int64_t k_row,
+/* SPROUT_ERR_UNSUPPORTED when a block type's rows cannot hold whole blocks
+ * per head (head_dim: the heads' width, a row being heads of it). */
+sprout_status sp_kv_init(sp_kv_cache *kv, sp_kv_types type, int64_t head_dim, int32_t n_cells, int32_t n_layer, int32_t n_seq, int64_t k_row,
                          int64_t v_row);
 void sp_kv_free(sp_kv_cache *kv);
+/* Bytes one token takes in the cache: its keys and values in every layer. */
+size_t sp_kv_bytes_per_token(const sp_kv_cache *kv);
+/* Whether t is a KV type, and its name ("f32", "f16", "bf16", "q8_0",
+ * "q4_0"; NULL for a value that is none). */
+const char *sp_kv_type_name(sp_kv_type t);
 /* Keeps the first `keep` cells (by position) of a sequence. */
 void sp_kv_truncate(sp_kv_cache *kv, int32_t seq, int32_t keep);
 static inline void sp_kv_clear(sp_kv_cache *kv, int32_t seq) { sp_kv_truncate(kv, seq, 0); }

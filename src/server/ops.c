@@ -155,6 +155,7 @@ typedef struct model_totals {
     sprout_scheduler_stats *st;
     int n_models;
     uint64_t bytes;
+    size_t kv_bytes_per_token; /* the loaded models' caches together */
 } model_totals;
 
 static void add_model_stats(sp_model_entry *e, void *user) {
@@ -162,6 +163,7 @@ static void add_model_stats(sp_model_entry *e, void *user) {
     sprout_scheduler_stats one = {.struct_size = sizeof one};
     pthread_rwlock_rdlock(&e->sched_lock);
     const bool ok = e->sched && sprout_scheduler_stats_get(e->sched, &one) == SPROUT_OK;
+    if (ok) t->kv_bytes_per_token += sprout_scheduler_kv_bytes_per_token(e->sched);
     pthread_rwlock_unlock(&e->sched_lock);
     t->n_models++;
     t->bytes += e->mem_bytes;
@@ -207,6 +209,8 @@ enum MHD_Result sp_handle_metrics(sp_server *srv, struct MHD_Connection *c, cons
     metric(&b, "sprout_models_loaded", "gauge", "Models loaded now.", totals.n_models);
     metric(&b, "sprout_models_memory_bytes", "gauge", "Memory of the models loaded (mapped files and KV caches, estimated).",
            (double)totals.bytes);
+    metric(&b, "sprout_kv_cache_bytes_per_token", "gauge", "KV cache bytes one token takes (keys and values, every layer), the loaded models' together.",
+           (double)totals.kv_bytes_per_token);
     metric(&b, "sprout_model_loads_total", "counter", "Models loaded.", (double)atomic_load(&srv->model_loads));
     metric(&b, "sprout_model_unloads_total", "counter", "Models unloaded (keep_alive, eviction).", (double)atomic_load(&srv->model_unloads));
     metric(&b, "sprout_model_load_failures_total", "counter", "Model loads that failed.", (double)atomic_load(&srv->model_load_failures));

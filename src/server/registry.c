@@ -202,6 +202,15 @@ static void entry_free(sp_model_entry *e) {
     free(e);
 }
 
+/* Bytes a key (or a value) element takes in the cache the options ask for. */
+static double kv_element_bytes(const sp_server_options *o, bool key) {
+    sprout_kv_type t = o->kv_type_set ? o->kv_type : SPROUT_KV_F16;
+    if (key && o->cache_type_k_set) t = o->cache_type_k;
+    if (!key && o->cache_type_v_set) t = o->cache_type_v;
+    const int64_t block = sprout_type_block_size((int)t);
+    return block > 0 ? (double)sprout_type_block_bytes((int)t) / (double)block : 2.0;
+}
+
 /* Bytes the model will take: its file (mapped) and its slots' KV cache
  * (keys and values of every layer, F16 unless --kv-type f32), from the
  * GGUF's hyperparameters. n_ctx and n_slots 0 are the scheduler's defaults:
@@ -225,7 +234,7 @@ static uint64_t estimate_bytes(const sp_server *srv, const char *path, int32_t n
         if (HYPER("attention.key_length", &key_length) != SPROUT_OK || !key_length) key_length = heads ? embd / heads : 0;
 #undef HYPER
         if (n_ctx <= 0) n_ctx = ctx_train && ctx_train < 4096 ? (int32_t)ctx_train : 4096;
-        const double cell = 2.0 * layers * kv_heads * key_length * (srv->opt.kv_type_set && srv->opt.kv_type == SPROUT_KV_F32 ? 4 : 2);
+        const double cell = (double)layers * kv_heads * key_length * (kv_element_bytes(&srv->opt, true) + kv_element_bytes(&srv->opt, false));
         if (n_slots <= 0) {
             const long cores = sysconf(_SC_NPROCESSORS_ONLN);
             n_slots = cores > 4 ? 8 : cores > 1 ? 2 * (int32_t)cores : 2;
@@ -285,11 +294,14 @@ static bool entry_load(sp_server *srv, sp_model_entry *e) {
     const int32_t n_ctx = runner.num_ctx > 0 ? runner.num_ctx : srv->opt.n_ctx;
     const int32_t n_threads = runner.num_thread > 0 ? runner.num_thread : srv->opt.n_threads;
     const int32_t n_batch = runner.num_batch > 0 ? runner.num_batch : srv->opt.n_batch;
-    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = n_threads, .n_ctx = n_ctx, .kv_type = srv->opt.kv_type,
-                              .kv_type_set = srv->opt.kv_type_set};
-    sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = srv->opt.n_slots, .n_ctx = n_ctx, .n_batch = n_batch,
-                                  .n_queue = srv->opt.n_queue, .n_threads = n_threads, .kv_type = srv->opt.kv_type,
-                                  .kv_type_set = srv->opt.kv_type_set};
+    const sp_server_options *o = &srv->opt;
+    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = n_threads, .n_ctx = n_ctx, .kv_type = o->kv_type,
+                              .kv_type_set = o->kv_type_set, .cache_type_k = o->cache_type_k, .cache_type_k_set = o->cache_type_k_set,
+                              .cache_type_v = o->cache_type_v, .cache_type_v_set = o->cache_type_v_set};
+    sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = o->n_slots, .n_ctx = n_ctx, .n_batch = n_batch,
+                                  .n_queue = o->n_queue, .n_threads = n_threads, .kv_type = o->kv_type, .kv_type_set = o->kv_type_set,
+                                  .cache_type_k = o->cache_type_k, .cache_type_k_set = o->cache_type_k_set,
+                                  .cache_type_v = o->cache_type_v, .cache_type_v_set = o->cache_type_v_set};
     /* the draft beside the -m model: the scheduler keeps a cache of it per slot */
     const char *draft = e->pinned ? srv->opt.draft_path : NULL;
     if (sprout_model_load(e->path, &mp, &e->model) != SPROUT_OK || (draft && sprout_model_load(draft, &mp, &e->draft) != SPROUT_OK) ||

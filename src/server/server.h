@@ -37,6 +37,8 @@ typedef struct sp_server_options {
     int32_t n_threads;    /* 0: all cores */
     sprout_kv_type kv_type; /* used when kv_type_set; else F16 */
     bool kv_type_set;
+    sprout_kv_type cache_type_k, cache_type_v; /* one side's, over kv_type, when its _set */
+    bool cache_type_k_set, cache_type_v_set;
     int32_t n_queue;      /* 0: the scheduler's default */
     const char *api_key;  /* NULL: no authentication */
     const char *alias;    /* the model's name in the APIs; NULL: the file's */
