@@ -598,8 +598,12 @@ static void step(sprout_scheduler *s) {
             sl->pending = next;
         if (sp_seq_finished(&sl->seq)) end_slot(s, sl, SPROUT_OK);
     }
+    int64_t used = 0; /* the slots still running after this pass: ended ones keep their cache only for reuse */
+    for (int32_t i = 0; i < s->n_slots; i++)
+        if (s->slots[i].req) used += s->slots[i].n_cached;
     pthread_mutex_lock(&s->mu);
     s->stats.busy_ms += sp_now_ms() - t0;
+    s->stats.kv_cells_used = used;
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -788,6 +792,8 @@ sprout_status sprout_scheduler_stats_get(const sprout_scheduler *s, sprout_sched
     st.n_slots = m->n_slots;
     st.busy_slots = m->busy;
     st.queued = m->queued;
+    st.kv_cells = (int64_t)m->n_slots * m->n_ctx;
+    if (m->busy == 0) st.kv_cells_used = 0; /* the last pass's count, before its requests ended */
     pthread_mutex_unlock(&m->mu);
     size_t n = sp_versioned_bytes(out->struct_size, sizeof st);
     memcpy(out, &st, n);
