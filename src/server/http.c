@@ -279,7 +279,7 @@ static enum MHD_Result dispatch(sp_server *srv, struct MHD_Connection *c, const 
         if (!r) return MHD_NO;
         add_common_headers(r);
         MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, DELETE, HEAD, OPTIONS");
-        MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+        MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type, X-Session-Id");
         enum MHD_Result res = MHD_queue_response(c, 204, r);
         MHD_destroy_response(r);
         return res;
