@@ -227,10 +227,24 @@ async function load(n, tag, maxTokens) {
 
 // SIGTERM r1 while requests run: none fails, HAProxy marks it down, it exits 0, then rejoins.
 const r1 = replicas[0];
+// a long generation straight to r1 keeps its drain open long enough to look at it
+const long = postJson(`${r1.url}/v1/completions`, { prompt: 'Once upon a time', max_tokens: 400, ignore_eos: true, temperature: 0 });
 const drainWave = load(36, 'drain', 48);
 await sleep(150);
 r1.proc.kill('SIGTERM');
 const afterSignal = load(24, 'drain-late', 8);
+await sleep(100);
+const refused = await postJson(`${r1.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'Hi' }], max_tokens: 2 });
+check(refused.status === 503 && refused.headers.get('retry-after') === '1' && refused.headers.get('connection') === 'close' &&
+  refused.headers.get('x-sprout-replica') === 'r1', 'draining: new work gets 503, Retry-After, Connection: close', refused.status,
+  [...refused.headers]);
+check((await fetch(`${r1.url}/health/ready`)).status === 503 && (await fetch(`${r1.url}/health`)).status === 503,
+  'draining: /health and /health/ready say 503');
+check((await fetch(`${r1.url}/health/live`)).status === 200, 'draining: /health/live says 200');
+check((await fetch(`${r1.url}/metrics`)).status === 200, 'draining: /metrics still answers');
+const longDone = await long;
+check(longDone.status === 200 && longDone.json?.usage?.completion_tokens === 400, 'draining: the generation in flight finishes',
+  longDone.status, longDone.json?.usage);
 const drained = [...(await drainWave), ...(await afterSignal)];
 const drainFailed = drained.filter((r) => r.status !== 200);
 check(drainFailed.length === 0, 'SIGTERM under load: no request fails', drainFailed);
