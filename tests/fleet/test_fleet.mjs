@@ -282,5 +282,6 @@ console.log(`SIGTERM wave: ${drained.length} requests, ${drainFailed.length} fai
 
 haproxy.kill('SIGTERM');
 for (const r of replicas) if (r.proc.exitCode === null && r.proc.signalCode === null) r.proc.kill('SIGTERM');
-await Promise.all(replicas.map((r) => r.exited));
+const ends = await Promise.all(replicas.map((r) => r.exited));
+replicas.forEach((r, i) => r !== r2 && check(ends[i].code === 0, `${r.id} stops cleanly (exit 0)`, ends[i], r.log().slice(-2000)));
 finish();
