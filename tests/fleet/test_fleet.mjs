@@ -270,7 +270,17 @@ check(refused.status === 503 && refused.headers.get('retry-after') === '1' && re
 check((await fetch(`${r1.url}/health/ready`)).status === 503 && (await fetch(`${r1.url}/health`)).status === 503,
   'draining: /health and /health/ready say 503');
 check((await fetch(`${r1.url}/health/live`)).status === 200, 'draining: /health/live says 200');
-check((await fetch(`${r1.url}/metrics`)).status === 200, 'draining: /metrics still answers');
+const busy = await fetch(`${r1.url}/metrics`);
+check(busy.status === 200, 'draining: /metrics still answers');
+try {
+  // the held stream runs: one request running, its cells of the KV cache in use (2048 per slot, 24 slots)
+  const m = parseMetrics(await busy.text()), model = { model_name: 'stories260K' };
+  const kv = m.get('vllm:kv_cache_usage_perc', model)[0]?.value, gpu = m.get('vllm:gpu_cache_usage_perc', model)[0]?.value;
+  check(m.get('vllm:num_requests_running', model)[0]?.value >= 1, 'draining: the held request is running');
+  check(kv > 0 && kv < 1 && kv === gpu, 'draining: KV cache in use, as a fraction under both names', kv, gpu);
+} catch (e) {
+  check(false, 'draining: /metrics parses', e.message);
+}
 const longText = await readLong();
 check(/^HTTP\/1\.1 200/.test(longText) && /"finish_reason":"length"/.test(longText) && /data: \[DONE\]/.test(longText),
   'draining: the generation in flight finishes', longText.length, longText.slice(0, 200), longText.slice(-200));
