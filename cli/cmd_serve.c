@@ -17,7 +17,7 @@
 
 typedef struct serve_options {
     const char *host, *api_key, *alias, *chat_template, *chat_template_file, *webui_path;
-    const char *keep_alive, *max_memory, *load_timeout;
+    const char *keep_alive, *max_memory, *load_timeout, *drain_timeout, *replica_id;
     int32_t port, n_slots, max_body, n_queue, max_loaded;
     bool lora_init_without_apply, no_webui;
 } serve_options;
@@ -45,6 +45,9 @@ static const cli_option serve_table[] = {
                    "memory of the models loaded at once: files plus KV caches, 512M, 8G (default: no limit, $SPROUT_MAX_MEMORY)"),
     CLI_OPT_STRING("--load-timeout", "DURATION", OWN(load_timeout),
                    "how long a request waits for room to load its model before 503 (default 5m, $SPROUT_LOAD_TIMEOUT)"),
+    CLI_OPT_STRING("--drain-timeout", "DURATION", OWN(drain_timeout),
+                   "on SIGTERM/SIGINT: new requests get 503 while those in flight finish, for at most this long (default 30s; 0: none)"),
+    CLI_OPT_STRING("--replica-id", "NAME", OWN(replica_id), "this replica's name in every response's X-Sprout-Replica (default HOST:PORT)"),
 };
 
 static const cli_command serve_command = {
@@ -87,6 +90,12 @@ static bool on_demand_options(const serve_options *so, sp_server_options *o) {
         fprintf(stderr, "sprout serve: --load-timeout %s: expected a duration (5m, 30s)\n", timeout);
         return false;
     }
+    if (so->drain_timeout && (!sp_parse_duration(so->drain_timeout, &o->drain_timeout_ms) || o->drain_timeout_ms < 0)) {
+        fprintf(stderr, "sprout serve: --drain-timeout %s: expected a duration (30s, 2m) or seconds\n", so->drain_timeout);
+        return false;
+    }
+    if (so->drain_timeout && o->drain_timeout_ms == 0) o->drain_timeout_ms = -1; /* 0 given: no drain; the field's 0 is the default */
+    o->replica_id = so->replica_id;
     o->max_loaded = so->max_loaded ? so->max_loaded : loaded ? atoi(loaded) : 0;
     if (o->max_loaded < 0) {
         fprintf(stderr, "sprout serve: $SPROUT_MAX_LOADED %s: expected a count\n", loaded);

@@ -1105,6 +1105,9 @@ typedef struct sprout_scheduler_stats {
     uint64_t prompt_tokens, cached_prompt_tokens, generated_tokens;
     uint64_t steps;          /* forward passes */
     double busy_ms;          /* time spent in steps */
+    /* KV cache cells (tokens) held by the requests running now, and all
+     * the cells of every slot: their ratio is vLLM's kv_cache_usage_perc */
+    int64_t kv_cells_used, kv_cells;
 } sprout_scheduler_stats;
 
 sprout_status sprout_scheduler_stats_get(const sprout_scheduler *s, sprout_scheduler_stats *out);

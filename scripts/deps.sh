@@ -14,6 +14,9 @@ if [ "${1:-}" = "--test" ]; then
   packages+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
   # the Python package's tests: a venv, pip over Debian's setuptools (no PyPI), pytest
   packages+=(python3-venv python3-pip python3-setuptools python3-pytest)
+  # the fleet test: HAProxy in front of three replicas, promtool (Debian's
+  # prometheus package) on their /metrics, PyYAML for the deploy/ manifests
+  packages+=(haproxy prometheus python3-yaml)
   # headless Chromium for the web page's browser test (puppeteer-core drives it)
   packages+=(chromium)
   command -v node >/dev/null 2>&1 || packages+=(nodejs)

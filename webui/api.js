@@ -89,8 +89,10 @@ async function* events(body) {
  * timings(obj), usage(obj). Resolves when the stream ends; rejects with
  * ApiError (and the browser's AbortError when `signal` aborts).
  */
-export async function streamChat(body, { apiKey, signal, on }) {
-  const r = await send('/v1/chat/completions', { method: 'POST', headers: headers(apiKey, true), body: JSON.stringify(body), signal });
+export async function streamChat(body, { apiKey, session, signal, on }) {
+  // X-Session-Id: a balancer in front of several servers sends a conversation's turns to the one that caches it
+  const h = { ...headers(apiKey, true), ...(session ? { 'X-Session-Id': session } : {}) };
+  const r = await send('/v1/chat/completions', { method: 'POST', headers: h, body: JSON.stringify(body), signal });
   const calls = [];
   for await (const data of events(r.body)) {
     if (data === '[DONE]') return;

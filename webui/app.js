@@ -213,6 +213,7 @@ async function generate(c) {
   try {
     await streamChat(body, {
       apiKey: settings.apiKey,
+      session: c.id,
       signal: controller.signal,
       on: {
         content: (t) => {

@@ -298,18 +298,24 @@ static int32_t reusable(const sprout_scheduler *s, const slot *sl, const sprout_
     return sl->prompt_path ? sl->n_fed_prompt : sl->n_cached;
 }
 
-/* The free slot that caches the longest start of the prompt (least recently
- * used among equals, so that other cached prefixes live longer). */
+/* The free slot for a request: one whose whole previous prompt starts this
+ * one (the next turn of its conversation); else an empty slot, so that a
+ * new conversation that only shares a system prompt or template with an
+ * old one does not wipe the old one's cache before its next turn; else the
+ * one that caches the longest start of the prompt. Least recently used
+ * among equals, so that other cached prefixes live longer. */
 static slot *choose_slot(sprout_scheduler *s, const sprout_request *req, int32_t *reuse) {
     slot *best = NULL;
-    int32_t best_len = -1;
+    int32_t best_len = -1, best_rank = -1;
     for (int32_t i = 0; i < s->n_slots; i++) {
         slot *sl = &s->slots[i];
         if (sl->req) continue;
         int32_t len = common_prefix(sl->cached, reusable(s, sl, req), req->prompt, (int32_t)req->n_prompt);
-        if (len > best_len || (len == best_len && sl->last_used < best->last_used)) {
+        const int rank = len > 0 && len >= sl->n_fed_prompt ? 2 : sl->n_cached == 0 ? 1 : 0;
+        if (rank > best_rank || (rank == best_rank && (len > best_len || (len == best_len && sl->last_used < best->last_used)))) {
             best = sl;
             best_len = len;
+            best_rank = rank;
         }
     }
     /* the last prompt token always runs again: its logits were not kept */
@@ -598,8 +604,12 @@ static void step(sprout_scheduler *s) {
             sl->pending = next;
         if (sp_seq_finished(&sl->seq)) end_slot(s, sl, SPROUT_OK);
     }
+    int64_t used = 0; /* the slots still running after this pass: ended ones keep their cache only for reuse */
+    for (int32_t i = 0; i < s->n_slots; i++)
+        if (s->slots[i].req) used += s->slots[i].n_cached;
     pthread_mutex_lock(&s->mu);
     s->stats.busy_ms += sp_now_ms() - t0;
+    s->stats.kv_cells_used = used;
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -793,6 +803,8 @@ sprout_status sprout_scheduler_stats_get(const sprout_scheduler *s, sprout_sched
     st.n_slots = m->n_slots;
     st.busy_slots = m->busy;
     st.queued = m->queued;
+    st.kv_cells = (int64_t)m->n_slots * m->n_ctx;
+    if (m->busy == 0) st.kv_cells_used = 0; /* the last pass's count, before its requests ended */
     pthread_mutex_unlock(&m->mu);
     size_t n = sp_versioned_bytes(out->struct_size, sizeof st);
     memcpy(out, &st, n);

@@ -10,6 +10,7 @@
 
 #include "server/server_internal.h"
 #include "server/reasoning.h"
+#include "server/response_parts.h"
 #include "server/tool_calls.h"
 
 /* --- the job's life ---------------------------------------------------------------------------------------- */
@@ -131,6 +132,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
         sprout_result *r = NULL;
         sprout_status st = sprout_request_wait(j->sreq, &r);
         count_assisted(j->srv, r);
+        sp_request_stats_observe(j, st == SPROUT_OK ? r : NULL);
         pthread_mutex_lock(&j->mu);
         j->fmt->stream_end(j, st, r, &j->out);
         j->final_written = true;
@@ -311,6 +313,7 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
     if (!j) return MHD_NO;
     atomic_fetch_add(&srv->active_jobs, 1);
     j->srv = srv;
+    j->t_arrival_ms = sp_fleet_now_ms();
     j->fd = -1;
     j->keep_alive_ms = SP_KEEP_DEFAULT;
     pthread_mutex_init(&j->mu, NULL);
@@ -343,7 +346,10 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
         job_free(j);
         return res;
     }
-    if (!(j->model = sp_models_acquire(srv, c, style, r->model, &res))) {
+    char base[256];
+    int32_t adapter = -1; /* a LoRA adapter named in "model": the model it belongs to, with it applied */
+    const bool by_adapter = sp_fleet_adapter_of(srv, r->model, base, sizeof base, &adapter);
+    if (!(j->model = sp_models_acquire(srv, c, style, by_adapter ? base : r->model, &res))) {
         job_free(j);
         return res;
     }
@@ -356,6 +362,12 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
             job_free(j);
             return res;
         }
+    }
+    if (by_adapter && !r->lora.given) { /* the adapter alone, at its default scale (1 when that is 0: it was asked for) */
+        pthread_mutex_lock(&e->lora_lock);
+        const float scale = e->lora_scales[adapter];
+        pthread_mutex_unlock(&e->lora_lock);
+        r->lora = (sp_api_lora){.given = true, .n = 1, .id = {adapter}, .scale = {scale != 0.f ? scale : 1.f}};
     }
     /* the adapters: the request's "lora" or the model's defaults, for every endpoint here */
     j->lora = malloc((e->n_lora ? e->n_lora : 1) * sizeof *j->lora);
@@ -414,6 +426,7 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
                                 .on_done = on_done,
                                 .user = j,
                                 .on_token = r->stream && r->logprobs >= 0 ? on_token : NULL};
+    j->t_submit_ms = sp_fleet_now_ms();
     pthread_rwlock_rdlock(&e->sched_lock);
     st = e->sched && !atomic_load(&srv->stopping) ? sprout_scheduler_submit(e->sched, &rp, &j->sreq) : SPROUT_ERR_BUSY;
     pthread_rwlock_unlock(&e->sched_lock);
@@ -439,6 +452,7 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
         MHD_add_response_header(resp, "Content-Type", j->fmt->stream_type);
         MHD_add_response_header(resp, "Cache-Control", "no-cache");
         MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
+        sp_fleet_headers(resp);
         res = MHD_queue_response(c, 200, resp);
         MHD_destroy_response(resp); /* the job now belongs to the response */
         return res;
@@ -449,6 +463,8 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
     sprout_result *result = NULL;
     st = sprout_request_wait(j->sreq, &result);
     count_assisted(srv, result);
+    sp_request_stats_observe(j, st == SPROUT_OK ? result : NULL);
+    if (st == SPROUT_OK) sp_fleet_note_cached(sp_usage_of(result).cached);
     if (st == SPROUT_ERR_CANCELLED) /* still queued when the server shut down */
         res = sp_reply_error(srv, c, style, 503, NULL, "the server is shutting down");
     else if (st != SPROUT_OK) res = sp_reply_error(srv, c, style, 500, NULL, "generation failed: %s", sprout_last_error());

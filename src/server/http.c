@@ -29,6 +29,7 @@ sp_api_style sp_style_of(const char *url) { return !strncmp(url, "/api/", 5) ? S
 static void add_common_headers(struct MHD_Response *r) {
     MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
     MHD_add_response_header(r, "Server", "sprout");
+    sp_fleet_headers(r);
 }
 
 /* Sends body (freed here) with `status`; `allow` (may be NULL) becomes the
@@ -169,6 +170,8 @@ static const route routes[] = {
     {"GET", "/", sp_handle_webui, true},
     {"GET", SP_WEBUI_PREFIX, sp_handle_webui, true},
     {"GET", "/health", sp_handle_health, true},
+    {"GET", "/health/ready", sp_handle_health, true},
+    {"GET", "/health/live", sp_handle_health_live, true},
     {"GET", "/metrics", sp_handle_metrics, false},
     {"POST", "/tokenize", sp_handle_tokenize, false},
     {"POST", "/detokenize", sp_handle_detokenize, false},
@@ -241,6 +244,7 @@ static void check_early(sp_server *srv, struct MHD_Connection *c, const char *ur
     else if (!up->route) up->reject = 404;
     else if (!up->route->before_ready && !authorized(srv, c)) up->reject = 401;
     else if (!up->route->before_ready && !atomic_load(&srv->ready)) up->reject = 503;
+    else if (!up->route->before_ready && sp_fleet_refuses(srv, up->route->path)) up->reject = 503;
 }
 
 /* 405 with the Allow header HTTP asks for. */
@@ -264,7 +268,9 @@ static enum MHD_Result dispatch(sp_server *srv, struct MHD_Connection *c, const 
     case 405: return reply_not_allowed(srv, c, style, url, method);
     case 404: return sp_reply_error(srv, c, style, 404, NULL, "no such endpoint: %s %s", method, url);
     case 401: return sp_reply_error(srv, c, style, 401, NULL, "invalid or missing API key");
-    case 503: return sp_reply_error(srv, c, style, 503, NULL, "the model is still loading");
+    case 503:
+        return sp_reply_error(srv, c, style, 503, NULL, "%s",
+                              atomic_load(&srv->draining) ? "this replica is draining: retry on another" : "the model is still loading");
     default: break;
     }
     if (up->too_large) return sp_reply_error(srv, c, style, 413, NULL, "the request body is larger than %zu bytes", srv->opt.max_body);
@@ -273,7 +279,7 @@ static enum MHD_Result dispatch(sp_server *srv, struct MHD_Connection *c, const 
         if (!r) return MHD_NO;
         add_common_headers(r);
         MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, DELETE, HEAD, OPTIONS");
-        MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+        MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type, X-Session-Id");
         enum MHD_Result res = MHD_queue_response(c, 204, r);
         MHD_destroy_response(r);
         return res;
@@ -390,11 +396,12 @@ int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
     const int port = info ? info->port : srv->opt.port;
+    sp_fleet_start(srv, port);
     sp_notice(srv, SPROUT_LOG_INFO, "listening on http://%s%s%s:%d (loading %s)", strchr(srv->opt.host, ':') ? "[" : "", srv->opt.host,
             strchr(srv->opt.host, ':') ? "]" : "", port, srv->opt.model_path ? srv->opt.model_path : "the store's models on demand");
 
     int rc = 0;
-    if (!sp_models_start(srv)) {
+    if (!sp_request_stats_init(srv) || !sp_models_start(srv)) {
         rc = 1;
     } else {
         atomic_store(&srv->ready, true);
@@ -403,6 +410,7 @@ int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
         int sig;
         while ((sig = sigtimedwait(signals, NULL, &tick)) < 0) sp_models_reap(srv);
         sp_notice(srv, SPROUT_LOG_INFO, "signal %d: finishing in-flight requests", sig);
+        sp_fleet_drain(srv, signals);
     }
 
     /* stop accepting; give running generations a moment, then cut them short */
@@ -414,6 +422,7 @@ int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
     for (int waited = 0; atomic_load(&srv->active_jobs) > 0 && waited < 500; waited++) usleep(10 * 1000);
     MHD_stop_daemon(srv->daemon);
     sp_models_free(srv);
+    sp_request_stats_free(srv);
     sp_notice(srv, SPROUT_LOG_INFO, "stopped");
     free(srv);
     return rc;

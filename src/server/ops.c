@@ -12,6 +12,7 @@
 enum MHD_Result sp_handle_health(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
     (void)url, (void)body, (void)len;
     if (!atomic_load(&srv->ready)) return sp_reply_json(srv, c, 503, json_pack("{s:s}", "status", "loading model"));
+    if (atomic_load(&srv->draining)) return sp_reply_json(srv, c, 503, json_pack("{s:s}", "status", "draining"));
     return sp_reply_json(srv, c, 200, json_pack("{s:s}", "status", "ok"));
 }
 
@@ -122,8 +123,7 @@ enum MHD_Result sp_handle_lora_set(sp_server *srv, struct MHD_Connection *c, con
     return sp_reply_json(srv, c, 200, json_pack("{s:b}", "success", 1));
 }
 
-/* A Prometheus label value: backslash, quote and newline escaped. */
-static void put_label(sp_buf *b, const char *s) {
+void sp_put_label(sp_buf *b, const char *s) {
     for (; *s; s++) {
         const char *esc = *s == '\\' ? "\\\\" : *s == '"' ? "\\\"" : *s == '\n' ? "\\n" : NULL;
         if (esc) sp_buf_put(b, esc, 2);
@@ -143,7 +143,7 @@ static void lora_metrics(sp_model_entry *e, sp_buf *b) {
         char text[96];
         snprintf(text, sizeof text, "sprout_lora_adapter_scale{id=\"%zu\",path=\"", i);
         sp_buf_put(b, text, strlen(text));
-        put_label(b, e->lora_paths[i]);
+        sp_put_label(b, e->lora_paths[i]);
         snprintf(text, sizeof text, "\"} %.9g\n", shortest(scale[i]));
         sp_buf_put(b, text, strlen(text));
     }
@@ -215,6 +215,7 @@ enum MHD_Result sp_handle_metrics(sp_server *srv, struct MHD_Connection *c, cons
     metric(&b, "sprout_model_unloads_total", "counter", "Models unloaded (keep_alive, eviction).", (double)atomic_load(&srv->model_unloads));
     metric(&b, "sprout_model_load_failures_total", "counter", "Model loads that failed.", (double)atomic_load(&srv->model_load_failures));
     if (srv->pinned) lora_metrics(srv->pinned, &b);
+    sp_metrics_vllm(srv, &b);
     if (!b.data) return MHD_NO;
     enum MHD_Result res = sp_reply_text(srv, c, 200, "text/plain; version=0.0.4", b.data);
     free(b.data);

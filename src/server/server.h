@@ -74,6 +74,12 @@ typedef struct sp_server_options {
      * webui_path serves a folder's files instead of the built-in copies. */
     bool no_webui;
     const char *webui_path;
+    /* In a fleet: the name every response's X-Sprout-Replica gives (NULL:
+     * HOST:PORT with the machine's name), and how long the stop signal
+     * lets the generations in flight run on while new ones get 503 (ms;
+     * 0: 30 s; < 0: not at all). */
+    const char *replica_id;
+    int64_t drain_timeout_ms;
     /* What the server has to tell its operator: where it listens, that the
      * model is ready, that a signal stops it (INFO), why it cannot start
      * (ERROR), and the HTTP library's complaints (WARN). The server prints
@@ -91,8 +97,9 @@ bool sp_parse_size(const char *text, uint64_t *bytes);
 
 /* Listens, loads the model (GET /health says 503 meanwhile), serves until
  * one of `signals` (blocked in every thread by the caller) arrives, then
- * stops accepting, lets in-flight requests end, and returns the process
- * exit status. */
+ * drains (new work 503, /health 503, in-flight requests end within
+ * drain_timeout_ms; the signal again cuts it short), stops, and returns
+ * the process exit status (0 after a signal). */
 int sp_server_run(const sp_server_options *options, const sigset_t *signals);
 
 #endif

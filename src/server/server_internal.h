@@ -52,10 +52,14 @@ typedef struct sp_model_entry {
     char error[512];
 } sp_model_entry;
 
+typedef struct sp_request_stats sp_request_stats; /* metrics_vllm.c */
+
 typedef struct sp_server {
     sp_server_options opt;
     struct MHD_Daemon *daemon;
     atomic_bool ready, stopping;
+    atomic_bool draining;          /* a signal came: new work gets 503, in-flight work ends (fleet.c) */
+    sp_request_stats *request_stats; /* per model: tokens and latency histograms (metrics_vllm.c) */
     sprout_store *store;           /* the models by name; NULL when -m names a file */
     pthread_mutex_t store_lock;    /* one store call at a time */
     /* the models loaded or loading (registry.c) */
@@ -164,6 +168,7 @@ struct sp_job {
     sprout_request *sreq;
     int fd;                /* the client's socket, to notice a hang-up */
     bool client_left;      /* it hung up mid-generation (counted once) */
+    double t_arrival_ms, t_submit_ms; /* monotonic: the request came, went to the scheduler (latency metrics) */
 };
 
 /* A generation request of any of the four kinds. */
@@ -220,6 +225,48 @@ bool sp_model_name_matches(const sp_model_entry *e, const char *name);
 /* A body's "keep_alive" (Ollama's: "5m", "30s", "1h30m", a number of
  * seconds; negative keeps forever): SP_KEEP_DEFAULT when absent. */
 bool sp_keep_alive_parse(const char *body, size_t len, int64_t *ms, char *error, size_t error_size);
+
+/* --- a replica in a fleet (fleet.c) ----------------------------------------------------------------------------
+ * Every response names the replica that served it (X-Sprout-Replica) and,
+ * for a generation answered in one piece, the prompt tokens its KV cache
+ * held (X-Sprout-Cached-Tokens); while draining, every response also says
+ * Retry-After and Connection: close, so that a balancer sends the client
+ * elsewhere and drops its kept-alive connections to this replica. */
+
+/* The replica's name (--replica-id, else HOST:PORT with the machine's name). */
+void sp_fleet_start(sp_server *srv, int port);
+/* Adds the headers above to a response about to be queued. */
+void sp_fleet_headers(struct MHD_Response *r);
+/* The cached prompt tokens of the reply this thread sends next (one response per connection thread at a time). */
+void sp_fleet_note_cached(int64_t tokens);
+/* Whether a request for `path` is turned away (503): draining, and not an
+ * endpoint that monitoring reads (/metrics). */
+bool sp_fleet_refuses(const sp_server *srv, const char *path);
+/* After the stop signal: refuse new work, wait for the generations in
+ * flight to end, at most --drain-timeout or until `signals` comes again. */
+void sp_fleet_drain(sp_server *srv, const sigset_t *signals);
+/* GET /health/live: 200 while the process serves HTTP, loading and draining too. */
+enum MHD_Result sp_handle_health_live(sp_server *, struct MHD_Connection *, const char *, const char *, size_t);
+/* A monotonic clock in milliseconds, for latencies. */
+double sp_fleet_now_ms(void);
+/* A LoRA adapter named in a request's "model" (the adapter's own name, its
+ * file's stem, or "MODEL:ADAPTER"): which model it belongs to (`base`, the
+ * name to acquire) and its id; false when `name` names no adapter (a model
+ * name then). Only the -m model's adapters have names. */
+bool sp_fleet_adapter_of(const sp_server *srv, const char *name, char *base, size_t cap, int32_t *adapter);
+/* The name an adapter answers to: its file's name without folder and ".gguf". */
+void sp_fleet_adapter_name(const char *path, char *out, size_t cap);
+
+/* --- vLLM's metrics (metrics_vllm.c) ------------------------------------------------------------------------- */
+
+bool sp_request_stats_init(sp_server *srv);
+void sp_request_stats_free(sp_server *srv);
+/* A generation that ended: its tokens, adapters and latencies (r NULL: it failed, nothing counted). */
+void sp_request_stats_observe(sp_job *j, const sprout_result *r);
+/* The vllm:* families of the inference gateway's model-server protocol. */
+void sp_metrics_vllm(sp_server *srv, sp_buf *b);
+/* A Prometheus label value: backslash, quote and newline escaped. */
+void sp_put_label(sp_buf *b, const char *s);
 
 /* --- LoRA adapters (ops.c) ------------------------------------------------------------------------------- */
 
