@@ -18,7 +18,7 @@ import { check, finish, SPROUT, MODEL, startServer } from '../server/harness.mjs
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // One request with the headers given as they are (Host included): status, headers, body.
-function request(url, { method = 'GET', headers = {}, body, agent, ca } = {}) {
+function request(url, { method = 'GET', headers = {}, body, agent, ca, timeout = 30000 } = {}) {
   const u = new URL(url);
   const mod = u.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
@@ -28,7 +28,7 @@ function request(url, { method = 'GET', headers = {}, body, agent, ca } = {}) {
       res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text }));
     });
     req.on('error', reject);
-    req.setTimeout(30000, () => req.destroy(new Error('no answer in 30 s')));
+    req.setTimeout(timeout, () => req.destroy(new Error(`no answer in ${timeout} ms`)));
     if (body) req.write(body);
     req.end();
   });
@@ -95,13 +95,14 @@ async function startTls(args, ca) {
   const metrics = await request(`${url}/metrics`);
   const refused = Number(/sprout_http_refused_total (\d+)/.exec(metrics.text)?.[1]);
   check(refused === 4, '/metrics counts the refused requests', refused);
-  check((await server.stop()).code === 0, 'the server exits 0 (in the ASan build: nothing leaked)');
+  const exit = await server.stop();
+  check(exit.code === 0, 'the server exits 0 (in the ASan build: nothing leaked)', exit, server.log().slice(-600));
 }
 
 // --allowed-hosts, --allowed-origins and the API key
 {
   const server = await startServer(['-c', '256', '--parallel', '1', '--allowed-hosts', 'sprout.lan, *.home.arpa', '--allowed-origins', 'https://*.example.com,http://tool.test',
-    '--api-key', 'sk-0123456789']);
+    '--api-key', 'sk-0123456789', '--max-connections', '4']);
   const { url } = server;
   const auth = { Authorization: 'Bearer sk-0123456789' };
   for (const [host, status] of [['sprout.lan:1', 200], ['box.home.arpa', 200], ['SPROUT.LAN', 200], ['sprout.lan.evil', 403], ['evil.example', 403]]) {
@@ -112,11 +113,24 @@ async function startTls(args, ca) {
     const r = await request(`${url}/v1/models`, { headers: { Origin: origin, ...auth } });
     check(r.status === status, `--allowed-origins: ${origin}`, r.status);
   }
+  // --max-connections 4: four open connections, and a fifth waits in the listen queue until one goes
+  const held = await Promise.all(Array.from({ length: 4 }, () => new Promise((resolve) => {
+    const c = net.connect(Number(port(url)), '127.0.0.1', () => resolve(c));
+    c.on('error', () => {});
+  })));
+  await sleep(200);
+  const fifth = await request(`${url}/health`, { timeout: 1500 }).catch((e) => e);
+  check(fifth instanceof Error, 'a connection over --max-connections is not served', fifth?.status, fifth?.text);
+  const sixth = request(`${url}/health`);
+  await sleep(200);
+  held.forEach((c) => c.destroy());
+  check((await sixth).status === 200, 'and is served once another has gone');
   for (const [key, status] of [['sk-0123456789', 200], ['sk-012345678', 401], ['sk-01234567890', 401], ['sk-0123456780', 401], ['', 401]]) {
     const r = await request(`${url}/v1/models`, { headers: { Authorization: `Bearer ${key}` } });
     check(r.status === status, `API key "${key}"`, r.status);
   }
-  check((await server.stop()).code === 0, 'the server exits 0 (in the ASan build: nothing leaked)');
+  const exit = await server.stop();
+  check(exit.code === 0, 'the server exits 0 (in the ASan build: nothing leaked)', exit, server.log().slice(-600));
 }
 
 // --- deadlines ------------------------------------------------------------------------------------------------
@@ -182,7 +196,7 @@ async function startTls(args, ca) {
   let t = Date.now();
   await request(`${url}/v1/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(long) });
   const one = Math.max(Date.now() - t, 1);
-  const n = Math.min(200, Math.ceil(5000 / one)); // about 5 s of work queued ahead
+  const n = Math.min(200, Math.ceil(7000 / one)); // about 7 s of work queued ahead (the check below wants 2.5)
   const blockers = [];
   for (let i = 0; i < n; i++)
     blockers.push(request(`${url}/v1/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(long) }));
@@ -198,7 +212,8 @@ async function startTls(args, ca) {
   check(q.status === 200 && JSON.parse(q.text).usage?.completion_tokens === 8, 'a plain request queued for longer than the idle timeout is answered', q.status, q.text.slice(0, 200));
   check(s.status === 200 && /data: \[DONE\]/.test(s.text), 'a stream waiting for its first token longer than the idle timeout completes', s.status, s.text.slice(-200));
   check(done.every((st) => st === 200), 'every queued generation is answered', done.filter((st) => st !== 200));
-  check((await server.stop()).code === 0, 'the server exits 0 (in the ASan build: nothing leaked)');
+  const exit = await server.stop();
+  check(exit.code === 0, 'the server exits 0 (in the ASan build: nothing leaked)', exit, server.log().slice(-600));
 }
 
 // --- HTTPS ------------------------------------------------------------------------------------------------------
@@ -226,7 +241,7 @@ else {
     check(untrusted instanceof Error, 'a client without the certificate does not trust the server', untrusted?.status);
     const plainHttp = await request(server.url.replace('https:', 'http:') + '/health').catch((e) => e);
     check(plainHttp instanceof Error || plainHttp.status >= 400, 'plain HTTP to the TLS port gets no answer', plainHttp?.status);
-    check((await server.stop()).code === 0, 'the server exits 0 (in the ASan build: nothing leaked)');
+    check((await server.stop()) === 0, 'the HTTPS server exits 0');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
