@@ -18,7 +18,9 @@
 typedef struct serve_options {
     const char *host, *api_key, *alias, *chat_template, *chat_template_file, *webui_path;
     const char *keep_alive, *max_memory, *load_timeout, *drain_timeout, *replica_id;
+    const char *allowed_hosts, *allowed_origins, *tls_cert, *tls_key;
     int32_t port, n_slots, max_body, n_queue, max_loaded;
+    int32_t idle_timeout, header_timeout, body_timeout, max_connections, max_connections_per_ip;
     bool lora_init_without_apply, no_webui;
 } serve_options;
 
@@ -48,6 +50,19 @@ static const cli_option serve_table[] = {
     CLI_OPT_STRING("--drain-timeout", "DURATION", OWN(drain_timeout),
                    "on SIGTERM/SIGINT: new requests get 503 while those in flight finish, for at most this long (default 30s; 0: none)"),
     CLI_OPT_STRING("--replica-id", "NAME", OWN(replica_id), "this replica's name in every response's X-Sprout-Replica (default HOST:PORT)"),
+    CLI_OPT_INT("--timeout", "SECONDS", OWN(idle_timeout), 1, 86400, "close a connection idle this long between requests (default 60)"),
+    CLI_OPT_INT("--header-timeout", "SECONDS", OWN(header_timeout), 1, 86400,
+                "a request's headers must arrive within this (default 10; slowloris)"),
+    CLI_OPT_INT("--body-timeout", "SECONDS", OWN(body_timeout), 1, 86400,
+                "a request's body must arrive within this after its headers (default 60; blob uploads excepted)"),
+    CLI_OPT_INT("--max-connections", "N", OWN(max_connections), 1, 65536, "connections at once, further ones refused (default 512)"),
+    CLI_OPT_INT("--max-connections-per-ip", "N", OWN(max_connections_per_ip), 1, 65536, "connections at once from one address (default: no limit)"),
+    CLI_OPT_STRING("--allowed-hosts", "LIST", OWN(allowed_hosts),
+                   "Host names accepted besides localhost, comma-separated, * wildcards (a loopback server refuses others: DNS rebinding)"),
+    CLI_OPT_STRING("--allowed-origins", "LIST", OWN(allowed_origins),
+                   "browser origins accepted besides the page's own and localhost's, comma-separated, * wildcards ($SPROUT_ORIGINS)"),
+    CLI_OPT_STRING("--tls-cert", "FILE", OWN(tls_cert), "serve HTTPS with this PEM certificate (chain), with --tls-key"),
+    CLI_OPT_STRING("--tls-key", "FILE", OWN(tls_key), "the PEM private key of --tls-cert"),
 };
 
 static const cli_command serve_command = {
@@ -114,10 +129,20 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "sprout serve: --webui-path %s is not a folder\n", so.webui_path);
         return 2;
     }
+    char *tls_text[2] = {NULL, NULL};
+    const char *tls_files[2] = {so.tls_cert, so.tls_key};
+    for (int i = 0; i < 2; i++)
+        if (tls_files[i] && !(tls_text[i] = cli_read_file(tls_files[i], NULL))) {
+            fprintf(stderr, "sprout serve: cannot read %s\n", tls_files[i]);
+            free(tls_text[0]);
+            return 2;
+        }
     char *template_text = NULL;
     if (so.chat_template_file) {
         if (!(template_text = cli_read_file(so.chat_template_file, NULL))) {
             fprintf(stderr, "sprout serve: cannot read %s\n", so.chat_template_file);
+            free(tls_text[0]);
+            free(tls_text[1]);
             return 2;
         }
         so.chat_template = template_text;
@@ -132,6 +157,10 @@ int cmd_serve(int argc, char **argv) {
         .grammar = c.cfg.grammar && *c.cfg.grammar ? c.cfg.grammar : NULL,
         .json_schema = c.cfg.json_schema && *c.cfg.json_schema ? c.cfg.json_schema : NULL,
         .no_webui = so.no_webui, .webui_path = so.webui_path, .notice = on_notice, .notice_user = &c,
+        .idle_timeout_s = so.idle_timeout, .header_timeout_s = so.header_timeout, .body_timeout_s = so.body_timeout,
+        .max_connections = so.max_connections, .max_connections_per_ip = so.max_connections_per_ip,
+        .allowed_hosts = so.allowed_hosts, .allowed_origins = so.allowed_origins ? so.allowed_origins : getenv("SPROUT_ORIGINS"),
+        .tls_cert = tls_text[0], .tls_key = tls_text[1],
     };
     o.store_root = c.models_dir;
     if (c.stored) { /* -m NAME: the server serves it by its name, with its Modelfile (adapters included) */
@@ -143,6 +172,8 @@ int cmd_serve(int argc, char **argv) {
     }
     if (!on_demand_options(&so, &o)) {
         free(template_text);
+        free(tls_text[0]);
+        free(tls_text[1]);
         return 2;
     }
     /* the signals go to sigwait in this thread only: block them before any
@@ -155,6 +186,8 @@ int cmd_serve(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN); /* a client that hangs up is an error return, not a death */
     const int rc = sp_server_run(&o, &stop);
     free(template_text);
+    free(tls_text[0]);
+    free(tls_text[1]);
     free(c.structured_texts[0]);
     free(c.structured_texts[1]);
     return rc;

@@ -1,7 +1,8 @@
 /* The HTTP side: libmicrohttpd with a thread per connection (a generation
  * blocks its connection's thread, never the engine), request bodies up to
- * --max-body, API-key checks, routing, and the server's life cycle: listen,
- * load, serve, drain on a signal. */
+ * --max-body, routing (guard.c checks keys, Host and Origin, and keeps the
+ * deadlines), and the server's life cycle: listen, load, serve, drain on a
+ * signal. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -26,8 +27,8 @@
 
 sp_api_style sp_style_of(const char *url) { return !strncmp(url, "/api/", 5) ? SP_STYLE_OLLAMA : SP_STYLE_OPENAI; }
 
-static void add_common_headers(struct MHD_Response *r) {
-    MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+static void add_common_headers(const sp_server *srv, struct MHD_Connection *c, struct MHD_Response *r) {
+    sp_guard_cors(srv, c, r);
     MHD_add_response_header(r, "Server", "sprout");
     sp_fleet_headers(r);
 }
@@ -44,7 +45,7 @@ static enum MHD_Result send_body_allow(sp_server *srv, struct MHD_Connection *c,
     }
     MHD_add_response_header(r, "Content-Type", type);
     if (allow) MHD_add_response_header(r, "Allow", allow);
-    add_common_headers(r);
+    add_common_headers(srv, c, r);
     enum MHD_Result res = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return res;
@@ -212,20 +213,8 @@ typedef struct upload {
     unsigned reject; /* the status it gets whatever its body (0: none) */
     sp_buf body;
     bool too_large;
+    char refused[320]; /* why a Host or Origin was refused (403) */
 } upload;
-
-static bool authorized(const sp_server *srv, struct MHD_Connection *c) {
-    if (!srv->opt.api_key || !*srv->opt.api_key) return true;
-    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    if (!auth || strncasecmp(auth, "Bearer ", 7)) return false;
-    auth += 7;
-    while (*auth == ' ') auth++;
-    /* compare all bytes whatever the first difference, so timing says nothing */
-    const size_t n = strlen(srv->opt.api_key), m = strlen(auth);
-    unsigned diff = n != m;
-    for (size_t i = 0; i < n; i++) diff |= (unsigned)(srv->opt.api_key[i] ^ (i < m ? auth[i] : 0));
-    return diff == 0;
-}
 
 /* The checks that need no body, made as soon as the headers are in: a
  * request that fails one has its body read and dropped, not kept (nobody
@@ -233,7 +222,7 @@ static bool authorized(const sp_server *srv, struct MHD_Connection *c) {
  * gets its answer once the body is in, since clients that are still
  * sending do not read replies. */
 static void check_early(sp_server *srv, struct MHD_Connection *c, const char *url, const char *method, upload *up) {
-    if (!strcmp(method, "OPTIONS")) return;
+    if ((up->reject = sp_guard_check(srv, c, up->refused, sizeof up->refused)) || !strcmp(method, "OPTIONS")) return;
     bool path_known = false;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
         if (route_serves(&routes[i], url)) {
@@ -242,7 +231,7 @@ static void check_early(sp_server *srv, struct MHD_Connection *c, const char *ur
         }
     if (!up->route && path_known) up->reject = 405;
     else if (!up->route) up->reject = 404;
-    else if (!up->route->before_ready && !authorized(srv, c)) up->reject = 401;
+    else if (!up->route->before_ready && !sp_guard_authorized(srv, c)) up->reject = 401;
     else if (!up->route->before_ready && !atomic_load(&srv->ready)) up->reject = 503;
     else if (!up->route->before_ready && sp_fleet_refuses(srv, up->route->path)) up->reject = 503;
 }
@@ -264,7 +253,9 @@ static enum MHD_Result reply_not_allowed(sp_server *srv, struct MHD_Connection *
 
 static enum MHD_Result dispatch(sp_server *srv, struct MHD_Connection *c, const char *url, const char *method, upload *up) {
     const sp_api_style style = sp_style_of(url);
+    sp_guard_answering(srv, c);
     switch (up->reject) {
+    case 403: return sp_reply_error(srv, c, style, 403, NULL, "%s", up->refused);
     case 405: return reply_not_allowed(srv, c, style, url, method);
     case 404: return sp_reply_error(srv, c, style, 404, NULL, "no such endpoint: %s %s", method, url);
     case 401: return sp_reply_error(srv, c, style, 401, NULL, "invalid or missing API key");
@@ -274,16 +265,7 @@ static enum MHD_Result dispatch(sp_server *srv, struct MHD_Connection *c, const 
     default: break;
     }
     if (up->too_large) return sp_reply_error(srv, c, style, 413, NULL, "the request body is larger than %zu bytes", srv->opt.max_body);
-    if (!strcmp(method, "OPTIONS")) { /* CORS preflight */
-        struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
-        if (!r) return MHD_NO;
-        add_common_headers(r);
-        MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, DELETE, HEAD, OPTIONS");
-        MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type, X-Session-Id");
-        enum MHD_Result res = MHD_queue_response(c, 204, r);
-        MHD_destroy_response(r);
-        return res;
-    }
+    if (!strcmp(method, "OPTIONS")) return sp_guard_preflight(srv, c);
     if (up->sink_state) {
         void *state = up->sink_state;
         up->sink_state = NULL;
@@ -306,6 +288,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         const bool sunk = sink_of(up->route) && !up->reject;
         if (length && strtoull(length, NULL, 10) > srv->opt.max_body && !sunk) up->too_large = true;
         if (sunk && !(up->sink_state = sink_of(up->route)->open(srv, url))) return MHD_NO;
+        sp_guard_reading_body(srv, c, sunk);
         return MHD_YES;
     }
     if (*upload_size && up->sink_state) {
@@ -328,7 +311,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode code) {
-    (void)cls, (void)c, (void)code;
+    if (code == MHD_REQUEST_TERMINATED_COMPLETED_OK) sp_guard_request_done(cls, c);
     upload *up = *con_cls;
     if (!up) return;
     if (up->sink_state) sink_of(up->route)->abort(up->sink_state); /* the client left mid-body */
@@ -385,19 +368,53 @@ int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
         free(srv);
         return 2;
     }
+    const bool tls = srv->opt.tls_cert || srv->opt.tls_key;
+    if (tls && (!srv->opt.tls_cert || !srv->opt.tls_key)) {
+        sp_notice(srv, SPROUT_LOG_ERROR, "TLS needs both --tls-cert and --tls-key");
+        free(srv);
+        return 2;
+    }
+    if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+        sp_notice(srv, SPROUT_LOG_ERROR, "this libmicrohttpd was built without TLS (GnuTLS): --tls-cert cannot be served");
+        free(srv);
+        return 2;
+    }
+    if (!sp_guard_start(srv)) {
+        sp_guard_stop(srv);
+        free(srv);
+        return 1;
+    }
+    const unsigned idle = (unsigned)(srv->opt.idle_timeout_s > 0 ? srv->opt.idle_timeout_s : SP_DEFAULT_IDLE_TIMEOUT_S);
+    const unsigned max_conn = (unsigned)(srv->opt.max_connections > 0 ? srv->opt.max_connections : SP_DEFAULT_MAX_CONNECTIONS);
     /* the logger first: libmicrohttpd writes to stderr what comes before it */
-    srv->daemon = MHD_start_daemon(flags, (uint16_t)srv->opt.port, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
-                                   MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_LIMIT,
-                                   512u, MHD_OPTION_CONNECTION_TIMEOUT, 600u, MHD_OPTION_END);
+    struct MHD_OptionItem opts[16] = {
+        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, srv},
+        {MHD_OPTION_SOCK_ADDR, 0, (void *)addr},
+        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv},
+        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)sp_guard_on_connection, srv},
+        {MHD_OPTION_CONNECTION_LIMIT, max_conn, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, idle, NULL},
+    };
+    size_t n_opts = 6;
+    if (srv->opt.max_connections_per_ip > 0) opts[n_opts++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT, srv->opt.max_connections_per_ip, NULL};
+    if (tls) {
+        flags |= MHD_USE_TLS;
+        opts[n_opts++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)srv->opt.tls_cert};
+        opts[n_opts++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)srv->opt.tls_key};
+    }
+    opts[n_opts] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    srv->daemon = MHD_start_daemon(flags, (uint16_t)srv->opt.port, NULL, NULL, on_request, srv, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     if (!srv->daemon) {
-        sp_notice(srv, SPROUT_LOG_ERROR, "cannot listen on %s:%d (in use, or not allowed)", srv->opt.host, srv->opt.port);
+        sp_notice(srv, SPROUT_LOG_ERROR, tls ? "cannot listen on %s:%d (in use, not allowed, or the TLS certificate and key are not valid PEM)"
+                                             : "cannot listen on %s:%d (in use, or not allowed)", srv->opt.host, srv->opt.port);
+        sp_guard_stop(srv);
         free(srv);
         return 1;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
     const int port = info ? info->port : srv->opt.port;
     sp_fleet_start(srv, port);
-    sp_notice(srv, SPROUT_LOG_INFO, "listening on http://%s%s%s:%d (loading %s)", strchr(srv->opt.host, ':') ? "[" : "", srv->opt.host,
+    sp_notice(srv, SPROUT_LOG_INFO, "listening on %s://%s%s%s:%d (loading %s)", tls ? "https" : "http", strchr(srv->opt.host, ':') ? "[" : "", srv->opt.host,
             strchr(srv->opt.host, ':') ? "]" : "", port, srv->opt.model_path ? srv->opt.model_path : "the store's models on demand");
 
     int rc = 0;
@@ -421,6 +438,7 @@ int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
     sp_models_stop(srv); /* what still runs ends "cancelled" and its response completes */
     for (int waited = 0; atomic_load(&srv->active_jobs) > 0 && waited < 500; waited++) usleep(10 * 1000);
     MHD_stop_daemon(srv->daemon);
+    sp_guard_stop(srv);
     sp_models_free(srv);
     sp_request_stats_free(srv);
     sp_notice(srv, SPROUT_LOG_INFO, "stopped");

@@ -187,6 +187,9 @@ enum MHD_Result sp_handle_metrics(sp_server *srv, struct MHD_Connection *c, cons
     sp_buf b = {0};
     metric(&b, "sprout_http_requests_total", "counter", "HTTP requests received.", (double)atomic_load(&srv->http_requests));
     metric(&b, "sprout_http_errors_total", "counter", "HTTP responses with a 4xx or 5xx status.", (double)atomic_load(&srv->http_errors));
+    metric(&b, "sprout_http_timeouts_total", "counter", "Connections cut because a request's headers or body came too slowly.",
+           (double)sp_guard_timeouts(srv));
+    metric(&b, "sprout_http_refused_total", "counter", "Requests refused (403) for their Host or Origin.", (double)sp_guard_refused(srv));
     metric(&b, "sprout_requests_total", "counter", "Generation requests finished.", (double)st.requests_done);
     metric(&b, "sprout_requests_cancelled_total", "counter", "Generation requests cut short because the client hung up.",
            (double)atomic_load(&srv->requests_cancelled));

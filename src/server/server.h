@@ -15,6 +15,12 @@
 #define SP_KEEP_DEFAULT INT64_MIN
 #define SP_KEEP_FOREVER INT64_MAX
 
+/* The network's defaults (seconds, connections): see sp_server_options. */
+#define SP_DEFAULT_HEADER_TIMEOUT_S 10
+#define SP_DEFAULT_BODY_TIMEOUT_S 60
+#define SP_DEFAULT_IDLE_TIMEOUT_S 60
+#define SP_DEFAULT_MAX_CONNECTIONS 512
+
 typedef struct sp_server_options {
     /* a GGUF file or a store name, served alone and kept loaded; NULL: every
      * model of the store, each loaded when a request names it */
@@ -80,6 +86,21 @@ typedef struct sp_server_options {
      * 0: 30 s; < 0: not at all). */
     const char *replica_id;
     int64_t drain_timeout_ms;
+    /* The network (guard.c). Timeouts in seconds, 0: the default below:
+     * the headers of a new connection's request must be in within
+     * header_timeout_s, its body within body_timeout_s after them (blob
+     * uploads excepted), a connection idle between requests closes after
+     * idle_timeout_s; an answer being made or written has none. At most
+     * max_connections at once (0: 512), max_connections_per_ip from one
+     * address (0: no limit). Bound to loopback, a request's Host must name
+     * loopback or an allowed_hosts entry (comma-separated, '*' wildcards;
+     * given, it is checked on any address); a browser's Origin must be the
+     * page's own, Ollama's local defaults or an allowed_origins entry. TLS
+     * with tls_cert and tls_key (PEM text, both or neither). */
+    int32_t header_timeout_s, body_timeout_s, idle_timeout_s;
+    int32_t max_connections, max_connections_per_ip;
+    const char *allowed_hosts, *allowed_origins;
+    const char *tls_cert, *tls_key;
     /* What the server has to tell its operator: where it listens, that the
      * model is ready, that a signal stops it (INFO), why it cannot start
      * (ERROR), and the HTTP library's complaints (WARN). The server prints

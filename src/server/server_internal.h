@@ -53,10 +53,12 @@ typedef struct sp_model_entry {
 } sp_model_entry;
 
 typedef struct sp_request_stats sp_request_stats; /* metrics_vllm.c */
+typedef struct sp_guard sp_guard;
 
 typedef struct sp_server {
     sp_server_options opt;
     struct MHD_Daemon *daemon;
+    sp_guard *guard;               /* deadlines, Host and Origin (guard.c) */
     atomic_bool ready, stopping;
     atomic_bool draining;          /* a signal came: new work gets 503, in-flight work ends (fleet.c) */
     sp_request_stats *request_stats; /* per model: tokens and latency histograms (metrics_vllm.c) */
@@ -193,6 +195,40 @@ json_t *sp_rfc3339(int64_t seconds, long nanos);
 
 /* A line for the operator, through options.notice: the server prints nothing itself. */
 void sp_notice(const sp_server *srv, sprout_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* --- the network's guards (guard.c) ------------------------------------------------------------------------- */
+
+/* Starts the deadline reaper and reads the allowed hosts and origins; false after an ERROR notice. */
+bool sp_guard_start(sp_server *srv);
+void sp_guard_stop(sp_server *srv);
+/* libmicrohttpd's MHD_OPTION_NOTIFY_CONNECTION (cls: the server): a new
+ * connection has header_timeout_s for its first request's headers. */
+void sp_guard_on_connection(void *cls, struct MHD_Connection *c, void **socket_context, enum MHD_ConnectionNotificationCode code);
+/* The request's phases: headers in (the body's deadline; none for a body
+ * streamed to a sink), answering (no deadline, no idle timeout), done (the
+ * next request of a kept-alive connection has the idle time to come). */
+void sp_guard_reading_body(sp_server *srv, struct MHD_Connection *c, bool streamed);
+void sp_guard_answering(sp_server *srv, struct MHD_Connection *c);
+void sp_guard_request_done(sp_server *srv, struct MHD_Connection *c);
+/* 403 (why says it) for a Host or Origin not allowed, else 0. */
+unsigned sp_guard_check(sp_server *srv, struct MHD_Connection *c, char *why, size_t cap);
+/* The CORS headers of a reply: the request's Origin echoed when allowed. */
+void sp_guard_cors(const sp_server *srv, struct MHD_Connection *c, struct MHD_Response *r);
+/* The answer to a CORS preflight (OPTIONS). */
+enum MHD_Result sp_guard_preflight(sp_server *srv, struct MHD_Connection *c);
+/* Whether the request carries --api-key (always, without one). */
+bool sp_guard_authorized(const sp_server *srv, struct MHD_Connection *c);
+/* Connections cut by a deadline, requests refused for Host or Origin (/metrics). */
+unsigned long long sp_guard_timeouts(const sp_server *srv);
+unsigned long long sp_guard_refused(const sp_server *srv);
+/* Pure parts, for the unit test: the key compared in time that depends
+ * on its length only; '*' wildcards (case-insensitive); a Host header
+ * against loopback and a list; an Origin against the Host, Ollama's
+ * defaults and a list. */
+bool sp_secret_equal(const char *secret, const char *given);
+bool sp_wildcard_match(const char *pattern, const char *text);
+bool sp_host_allowed(const char *host, const char *const *allowed, size_t n_allowed);
+bool sp_origin_allowed(const char *origin, const char *host, const char *const *allowed, size_t n_allowed);
 
 /* --- models (registry.c) ----------------------------------------------------------------------------------- */
 
