@@ -451,8 +451,7 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
         }
         MHD_add_response_header(resp, "Content-Type", j->fmt->stream_type);
         MHD_add_response_header(resp, "Cache-Control", "no-cache");
-        MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
-        sp_fleet_headers(resp);
+        sp_add_common_headers(j->srv, c, resp);
         res = MHD_queue_response(c, 200, resp);
         MHD_destroy_response(resp); /* the job now belongs to the response */
         return res;

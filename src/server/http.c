@@ -27,7 +27,7 @@
 
 sp_api_style sp_style_of(const char *url) { return !strncmp(url, "/api/", 5) ? SP_STYLE_OLLAMA : SP_STYLE_OPENAI; }
 
-static void add_common_headers(const sp_server *srv, struct MHD_Connection *c, struct MHD_Response *r) {
+void sp_add_common_headers(const sp_server *srv, struct MHD_Connection *c, struct MHD_Response *r) {
     sp_guard_cors(srv, c, r);
     MHD_add_response_header(r, "Server", "sprout");
     sp_fleet_headers(r);
@@ -45,7 +45,7 @@ static enum MHD_Result send_body_allow(sp_server *srv, struct MHD_Connection *c,
     }
     MHD_add_response_header(r, "Content-Type", type);
     if (allow) MHD_add_response_header(r, "Allow", allow);
-    add_common_headers(srv, c, r);
+    sp_add_common_headers(srv, c, r);
     enum MHD_Result res = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return res;

@@ -276,7 +276,7 @@ static enum MHD_Result stream_create(sp_server *srv, struct MHD_Connection *c, c
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", "application/x-ndjson");
-    MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+    sp_add_common_headers(srv, c, r);
     const enum MHD_Result res = MHD_queue_response(c, 200, r);
     MHD_destroy_response(r); /* the job now belongs to the response */
     return res;

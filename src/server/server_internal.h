@@ -85,6 +85,9 @@ typedef struct sp_server {
 typedef enum sp_api_style { SP_STYLE_OPENAI, SP_STYLE_OLLAMA } sp_api_style;
 sp_api_style sp_style_of(const char *url);
 
+/* The headers every reply carries: CORS for an allowed origin, the server's
+ * name, the replica's. Streamed replies add them as the others do. */
+void sp_add_common_headers(const sp_server *srv, struct MHD_Connection *c, struct MHD_Response *r);
 /* Sends v (consumed) as the body with `status`. */
 enum MHD_Result sp_reply_json(sp_server *srv, struct MHD_Connection *c, unsigned status, json_t *v);
 enum MHD_Result sp_reply_text(sp_server *srv, struct MHD_Connection *c, unsigned status, const char *type, const char *text);
