@@ -95,9 +95,11 @@ static void test_same_as_runtime(sprout_model *base) {
     CHECK(sprout_lora_load(base, adapter_a, &a) == SPROUT_OK && sprout_lora_load(base, adapter_b, &b) == SPROUT_OK);
     if (!merged || !a || !b) return;
     const sprout_lora_use uses[] = {{a, 1.f}, {b, 0.5f}};
-    const sp_lora_set set = {2, uses};
+    sp_lora_set set;
+    CHECK(sp_lora_set_copy(base, uses, 2, &set) == SPROUT_OK);
     static float with_lora[N_PROMPT * V], merged_logits[N_PROMPT * V], plain[N_PROMPT * V];
     CHECK(prompt_logits(base, &set, with_lora) && prompt_logits(merged, NULL, merged_logits) && prompt_logits(base, NULL, plain));
+    sp_lora_set_free(&set);
     float diff = 0, scale = 0, moved = 0;
     for (int i = 0; i < N_PROMPT * V; i++) {
         diff = fmaxf(diff, fabsf(with_lora[i] - merged_logits[i]));

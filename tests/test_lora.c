@@ -173,7 +173,14 @@ static void test_rows(sprout_model *m) {
     CHECK(sprout_lora_load(m, fa, &a) == SPROUT_OK && sprout_lora_load(m, fb, &b) == SPROUT_OK);
     if (!a || !b) return;
     const sprout_lora_use ua[] = {{a, 1.f}}, uab[] = {{a, 0.5f}, {b, 1.5f}};
-    const sp_lora_set sa = {1, ua}, sab = {2, uab};
+    sp_lora_set sa, sab, sb;
+    CHECK(sp_lora_set_copy(m, ua, 1, &sa) == SPROUT_OK && sp_lora_set_copy(m, uab, 2, &sab) == SPROUT_OK);
+    /* sets are told apart by their adapters' ids, never by addresses a
+     * freed adapter may leave to a new one */
+    const sprout_lora_use ub[] = {{b, 1.f}};
+    CHECK(sp_lora_set_copy(m, ub, 1, &sb) == SPROUT_OK);
+    CHECK(!sp_lora_set_equal(&sa, &sb) && sp_lora_set_equal(&sa, &sa) && !sp_lora_set_equal(&sa, &sab));
+    sp_lora_set_free(&sb);
     const sp_lora_set *sets[3] = {&sa, NULL, &sab};
     const int32_t prompt[] = {1, 403, 407, 261, 378, 432};
     enum { N = sizeof prompt / sizeof prompt[0], V = 512 };
@@ -195,6 +202,8 @@ static void test_rows(sprout_model *m) {
     for (int s = 0; s < 3; s++) CHECK_MSG(!memcmp(alone[s], together + s * V, sizeof alone[s]), "sequence %d differs in a batch", s);
     CHECK(memcmp(alone[0], alone[1], sizeof alone[0]) != 0 && memcmp(alone[2], alone[1], sizeof alone[0]) != 0);
     sp_context_free(&ctx);
+    sp_lora_set_free(&sa);
+    sp_lora_set_free(&sab);
     sprout_lora_free(a);
     sprout_lora_free(b);
 }

@@ -73,7 +73,8 @@ static void check_case(const json_t *cs, const json_t *tokens) {
         }
         uses[n_ad] = (sprout_lora_use){loras[n_ad], (float)num(a, "scale")};
     }
-    const sp_lora_set set = {n_ad, uses};
+    sp_lora_set set = {0, NULL, NULL};
+    CHECK(sp_lora_set_copy(m, uses, n_ad, &set) == SPROUT_OK);
     const json_t *tol = json_object_get(cs, "tolerance");
     const double tol_abs = num(tol, "max_abs"), tol_rel = num(tol, "rel_rms");
     const int32_t n_vocab = sprout_model_n_vocab(m), n = (int32_t)json_array_size(tokens);
@@ -162,6 +163,7 @@ static void check_case(const json_t *cs, const json_t *tokens) {
     CHECK_MSG(moved_abs > tol_abs && moved_rel > tol_rel, "%s: the adapters barely move the logits (max %.4g, rel %.4g)", name, moved_abs,
               moved_rel);
 done:
+    sp_lora_set_free(&set);
     free(step_logits);
     free(logits);
     sp_context_free(&ctx);

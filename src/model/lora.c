@@ -1,6 +1,7 @@
 #include "model/lora.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,8 @@ sprout_status sp_lora_build(sprout_gguf *g, const sprout_model *m, sprout_lora *
         goto fail;
     }
     free(used);
+    static atomic_uint_fast64_t next_id = 1;
+    l->id = atomic_fetch_add(&next_id, 1);
     l->gguf = g;
     l->model = m;
     *out = l;
@@ -96,7 +99,7 @@ fail:
 /* --- adapter sets ------------------------------------------------------------------------ */
 
 sprout_status sp_lora_set_copy(const sprout_model *m, const sprout_lora_use *uses, size_t n, sp_lora_set *out) {
-    *out = (sp_lora_set){0, NULL};
+    *out = (sp_lora_set){0, NULL, NULL};
     if (n && !uses) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "%zu adapters given without their list", n);
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
@@ -106,11 +109,13 @@ sprout_status sp_lora_set_copy(const sprout_model *m, const sprout_lora_use *use
         kept += uses[i].scale != 0.f;
     }
     if (!kept) return SPROUT_OK;
-    sprout_lora_use *copy = malloc(kept * sizeof *copy);
+    /* one allocation: the uses, then their adapters' ids */
+    sprout_lora_use *copy = malloc(kept * (sizeof *copy + sizeof(uint64_t)));
     if (!copy) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    uint64_t *ids = (uint64_t *)(copy + kept);
     for (size_t i = 0, k = 0; i < n; i++)
-        if (uses[i].scale != 0.f) copy[k++] = uses[i];
-    *out = (sp_lora_set){kept, copy};
+        if (uses[i].scale != 0.f) ids[k] = uses[i].adapter->id, copy[k++] = uses[i];
+    *out = (sp_lora_set){kept, copy, ids};
     return SPROUT_OK;
 }
 
@@ -118,13 +123,13 @@ bool sp_lora_set_equal(const sp_lora_set *a, const sp_lora_set *b) {
     const size_t na = a ? a->n : 0, nb = b ? b->n : 0;
     if (na != nb) return false;
     for (size_t i = 0; i < na; i++)
-        if (a->uses[i].adapter != b->uses[i].adapter || a->uses[i].scale != b->uses[i].scale) return false;
+        if (a->ids[i] != b->ids[i] || a->uses[i].scale != b->uses[i].scale) return false;
     return true;
 }
 
 void sp_lora_set_free(sp_lora_set *s) {
     free((void *)s->uses);
-    *s = (sp_lora_set){0, NULL};
+    *s = (sp_lora_set){0, NULL, NULL};
 }
 
 /* --- the public API ----------------------------------------------------------------------- */

@@ -24,6 +24,7 @@ typedef struct sp_lora_pair {
 } sp_lora_pair;
 
 struct sprout_lora {
+    uint64_t id;         /* unique in the process: a set outlives its adapters' addresses (see sp_lora_set) */
     sprout_gguf *gguf;
     const sprout_model *model;
     sp_lora_pair *pairs; /* indexed as sp_model_weight */
@@ -34,6 +35,10 @@ struct sprout_lora {
 typedef struct sp_lora_set {
     size_t n;
     const sprout_lora_use *uses;
+    /* the adapters' ids: a cache keyed by a set is compared after its
+     * adapters may have been freed, and a new adapter can take a freed
+     * one's address */
+    const uint64_t *ids;
 } sp_lora_set;
 
 /* A set's own copy of a caller's list, checked against m (each adapter
