@@ -20,7 +20,9 @@ static float frand(void) {
 /* Every type the kernels compute, walked by each check. */
 static const sprout_type all_types[] = {SPROUT_TYPE_F32,  SPROUT_TYPE_F16,  SPROUT_TYPE_BF16, SPROUT_TYPE_Q8_0,   SPROUT_TYPE_Q4_0,
                                         SPROUT_TYPE_Q4_1, SPROUT_TYPE_Q5_0, SPROUT_TYPE_Q5_1, SPROUT_TYPE_Q2_K,   SPROUT_TYPE_Q3_K,
-                                        SPROUT_TYPE_Q4_K, SPROUT_TYPE_Q5_K, SPROUT_TYPE_Q6_K, SPROUT_TYPE_IQ4_NL, SPROUT_TYPE_IQ4_XS};
+                                        SPROUT_TYPE_Q4_K, SPROUT_TYPE_Q5_K, SPROUT_TYPE_Q6_K, SPROUT_TYPE_IQ4_NL, SPROUT_TYPE_IQ4_XS,
+                                        SPROUT_TYPE_MXFP4, SPROUT_TYPE_TQ2_0, SPROUT_TYPE_TQ1_0, SPROUT_TYPE_IQ3_S, SPROUT_TYPE_IQ3_XXS,
+                                        SPROUT_TYPE_IQ2_S, SPROUT_TYPE_IQ2_XS, SPROUT_TYPE_IQ2_XXS, SPROUT_TYPE_IQ1_M, SPROUT_TYPE_IQ1_S};
 #define N_TYPES (sizeof all_types / sizeof all_types[0])
 
 /* The table a check names: a level's, or "amx-prompt", the amx level with
@@ -69,6 +71,26 @@ static double bound_for(sprout_type type) {
     return sp_int8_type(type) ? 2.5e-2 : 1e-5;
 }
 
+/* A row of a type sprout decodes but does not write (the grid IQ formats):
+ * random bytes, every super-block's half-float scale made 1/16 (IQ1_M's
+ * lies in its four scale words' top nibbles). */
+static void random_blocks(sprout_type type, uint8_t *row, int64_t n) {
+    const size_t block_bytes = sprout_type_block_bytes(type);
+    const uint16_t scale = 0x2C00;
+    for (size_t i = 0; i < (size_t)(n / 256) * block_bytes; i++) row[i] = (uint8_t)(frand() * 128.f + 128.f);
+    for (int64_t b = 0; b < n / 256; b++) {
+        uint8_t *blk = row + (size_t)b * block_bytes;
+        if (type != SPROUT_TYPE_IQ1_M) {
+            memcpy(blk, &scale, sizeof scale);
+            continue;
+        }
+        for (int k = 0; k < 4; k++) { /* byte 2k + 1 of the scales (at 48) holds nibble k of d on top */
+            uint8_t *top = blk + 48 + 2 * k + 1;
+            *top = (uint8_t)((*top & 0x0F) | ((scale >> (4 * k)) & 0x0F) << 4);
+        }
+    }
+}
+
 static void check_level(const char *level) {
     const sp_kernels *k = kernels_for(level), *ref = sp_kernels_portable();
     if (!k) {
@@ -102,7 +124,8 @@ static void check_level(const char *level) {
             float *row = malloc((size_t)n_in * sizeof(float));
             for (int64_t o = 0; o < n_out; o++) {
                 for (int64_t i = 0; i < n_in; i++) row[i] = frand();
-                sprout_quantize(type, row, wdata + (size_t)o * row_bytes, n_in);
+                if (sprout_quantize(type, row, wdata + (size_t)o * row_bytes, n_in) != SPROUT_OK)
+                    random_blocks(type, wdata + (size_t)o * row_bytes, n_in);
             }
             const sp_weight w = {wdata, type, n_in, n_out, (size_t)row_bytes};
             for (int64_t n_tokens = 1; n_tokens <= (test_quick_run() ? 37 : 70); n_tokens = next_token_count(n_tokens)) {
@@ -425,7 +448,8 @@ static void check_batch_invariance(const char *level) {
             float *row = malloc((size_t)n_in * sizeof(float));
             for (int64_t o = 0; o < n_out; o++) {
                 for (int64_t i = 0; i < n_in; i++) row[i] = frand();
-                sprout_quantize(type, row, wdata + (size_t)o * row_bytes, n_in);
+                if (sprout_quantize(type, row, wdata + (size_t)o * row_bytes, n_in) != SPROUT_OK)
+                    random_blocks(type, wdata + (size_t)o * row_bytes, n_in);
             }
             const sp_weight w = {wdata, type, n_in, n_out, (size_t)row_bytes};
             float *scratch = malloc((size_t)sp_matmul_scratch_floats(n_in) * sizeof(float));

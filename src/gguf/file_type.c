@@ -24,7 +24,8 @@ bool sprout_file_type_from_name(const char *name, sprout_file_type *out) {
         SPROUT_FTYPE_F32,    SPROUT_FTYPE_F16,    SPROUT_FTYPE_BF16,   SPROUT_FTYPE_Q4_0,   SPROUT_FTYPE_Q4_1,
         SPROUT_FTYPE_Q5_0,   SPROUT_FTYPE_Q5_1,   SPROUT_FTYPE_Q8_0,   SPROUT_FTYPE_Q2_K,   SPROUT_FTYPE_Q3_K_S,
         SPROUT_FTYPE_Q3_K_M, SPROUT_FTYPE_Q3_K_L, SPROUT_FTYPE_Q4_K_S, SPROUT_FTYPE_Q4_K_M, SPROUT_FTYPE_Q5_K_S,
-        SPROUT_FTYPE_Q5_K_M, SPROUT_FTYPE_Q6_K,   SPROUT_FTYPE_IQ4_NL, SPROUT_FTYPE_IQ4_XS,
+        SPROUT_FTYPE_Q5_K_M, SPROUT_FTYPE_Q6_K,   SPROUT_FTYPE_IQ4_NL, SPROUT_FTYPE_IQ4_XS, SPROUT_FTYPE_TQ1_0,
+        SPROUT_FTYPE_TQ2_0,
     };
     if (!name) return false;
     for (size_t i = 0; i < sizeof producible / sizeof producible[0]; i++) {

@@ -46,6 +46,8 @@ sprout_type sp_file_type_base(sprout_file_type file_type) {
     case SPROUT_FTYPE_Q6_K: return SPROUT_TYPE_Q6_K;
     case SPROUT_FTYPE_IQ4_NL: return SPROUT_TYPE_IQ4_NL;
     case SPROUT_FTYPE_IQ4_XS: return SPROUT_TYPE_IQ4_XS;
+    case SPROUT_FTYPE_TQ1_0: return SPROUT_TYPE_TQ1_0;
+    case SPROUT_FTYPE_TQ2_0: return SPROUT_TYPE_TQ2_0;
     }
     return SPROUT_TYPE_COUNT;
 }
@@ -68,6 +70,9 @@ sprout_type sp_recipe_choose(sp_recipe *r, sp_tensor_role role, int64_t ne0) {
         return t == SPROUT_TYPE_Q8_0 ? t : SPROUT_TYPE_Q6_K;
     }
     switch (role) {
+    case SP_ROLE_TOKEN_EMBD: /* an embedding looked up row by row keeps more bits than ternary */
+        if (ft == SPROUT_FTYPE_TQ1_0 || ft == SPROUT_FTYPE_TQ2_0) t = SPROUT_TYPE_Q4_K;
+        break;
     case SP_ROLE_ATTN_V: {
         const int i = r->i_attn_v++;
         if (ft == SPROUT_FTYPE_Q2_K) t = r->n_gqa >= 4 ? SPROUT_TYPE_Q4_K : SPROUT_TYPE_Q3_K;
@@ -126,6 +131,8 @@ sprout_type sp_type_fitting_rows(sprout_type wanted, int64_t ne0) {
     case SPROUT_TYPE_Q2_K:
     case SPROUT_TYPE_Q3_K:
     case SPROUT_TYPE_Q4_K: fallback = SPROUT_TYPE_Q5_0; break;
+    case SPROUT_TYPE_TQ1_0:
+    case SPROUT_TYPE_TQ2_0: fallback = SPROUT_TYPE_Q4_0; break; /* as llama-quantize's */
     case SPROUT_TYPE_Q5_K: fallback = SPROUT_TYPE_Q5_1; break;
     case SPROUT_TYPE_Q6_K: fallback = SPROUT_TYPE_Q8_0; break;
     case SPROUT_TYPE_IQ4_XS: fallback = SPROUT_TYPE_IQ4_NL; break;
