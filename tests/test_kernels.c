@@ -68,7 +68,7 @@ static int64_t next_token_count(int64_t n) {
  * kernels only reorder sums; the int8 path also rounds the activations to
  * 8 bits per 32-element block: about 1% of a dot of random signs. */
 static double bound_for(sprout_type type) {
-    return sp_int8_type(type) ? 2.5e-2 : 1e-5;
+    return sp_x86_int8_type(type) ? 2.5e-2 : 1e-5;
 }
 
 /* A row of a type sprout decodes but does not write (the grid IQ formats):
@@ -523,6 +523,10 @@ static void fill_extreme_row(sprout_type type, uint8_t *row, int64_t n_in, bool 
         case SPROUT_TYPE_Q4_0: ((sp_block_q4_0 *)row)[b].d = one; break;
         case SPROUT_TYPE_IQ4_NL: ((sp_block_iq4_nl *)row)[b].d = one; break; /* nibbles 15: level 113 */
         case SPROUT_TYPE_IQ4_XS: ((sp_block_iq4_xs *)row)[b].d = one; break; /* and scales 63: 31 times */
+        case SPROUT_TYPE_MXFP4: /* exponent 128: scale 1; nibbles 7 (level 12) or 15 (-12) */
+            ((sp_block_mxfp4 *)row)[b].e = 128, memset(((sp_block_mxfp4 *)row)[b].qs, bottom ? 0xFF : 0x77, 16);
+            break;
+        case SPROUT_TYPE_TQ2_0: ((sp_block_tq2_0 *)row)[b].d = one; break; /* trits 3 (decoded as 2) or 0 (-1) */
         case SPROUT_TYPE_Q4_1: ((sp_block_q4_1 *)row)[b].d = one, ((sp_block_q4_1 *)row)[b].m = 0; break;
         case SPROUT_TYPE_Q5_0: ((sp_block_q5_0 *)row)[b].d = one; break;
         case SPROUT_TYPE_Q5_1: ((sp_block_q5_1 *)row)[b].d = one, ((sp_block_q5_1 *)row)[b].m = 0; break;
@@ -548,7 +552,7 @@ static void check_extreme_sums(const char *level) {
     double worst = 0;
     for (size_t ti = 0; ti < N_TYPES; ti++) {
         const sprout_type type = all_types[ti];
-        if (!sp_int8_type(type)) continue; /* the float paths cannot overflow */
+        if (!sp_x86_int8_type(type)) continue; /* the float paths cannot overflow */
         uint64_t row_bytes = 0;
         sp_type_row_bytes(type, n_in, &row_bytes);
         uint8_t *wdata = malloc((size_t)(row_bytes * (uint64_t)n_out));

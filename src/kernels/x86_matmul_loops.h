@@ -56,8 +56,8 @@ static inline __attribute__((always_inline)) __m256 load_blocks8(sprout_type typ
             v[m] = _mm256_and_si256(p[m], low4);
             v[m + 4] = _mm256_and_si256(_mm256_srli_epi16(p[m], 4), low4);
         }
-        if (type == SPROUT_TYPE_IQ4_NL) /* the nibbles index the format's levels */
-            for (int m = 0; m < 8; m++) v[m] = _mm256_shuffle_epi8(iq4_levels(), v[m]);
+        if (nibble_table(type)) /* the nibbles index the format's levels */
+            for (int m = 0; m < 8; m++) v[m] = _mm256_shuffle_epi8(byte_levels_of(nibble_table(type)), v[m]);
         if (L.qh >= 0) {
             /* vector m holds elements 4m..4m+3 of each block (in both halves):
              * their fifth bits are bits 4m..4m+3 of the block's qh, spread
@@ -90,7 +90,7 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
                                                                        __m256 acc, __m256 *macc) {
     const act_chunk *c = act_chunk_of(at, t, b);
     const __m256i *y = c->qs_t;
-    const bool byte_levels = type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_IQ4_NL; /* 8-bit: signed without VNNI */
+    const bool byte_levels = type == SPROUT_TYPE_Q8_0 || nibble_table(type); /* 8-bit: signed without VNNI */
     const bool has_min = layout_of(type).m >= 0, has_offset = !has_min && (!byte_levels || Q8_0_UNSIGNED);
     /* with an offset, c->sum is minus the offset times the activations' sums: the correction starts the sum */
     const __m256i asum = _mm256_loadu_si256((const __m256i *)c->sum);
@@ -126,7 +126,7 @@ static inline __attribute__((always_inline)) void blocks8_chunk(sprout_type type
     /* for one or two tokens the transposes cost more shuffles than they
      * save, except Q4_0's, whose is cheap (the block sums are the same
      * integers either way) */
-    const bool transpose = type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL || G > 2;
+    const bool transpose = type == SPROUT_TYPE_Q4_0 || nibble_table(type) || G > 2;
     if (G == 1) decode_prefetch(row + (size_t)b * layout_of(type).bytes, 8 * layout_of(type).bytes);
     if (G == 1 && one_token_chunk8(type, row, at, t0, b, acc)) return;
     __m256i v[8];
@@ -232,6 +232,42 @@ static inline __attribute__((always_inline)) void iq4_xs_chunk(const uint8_t *ro
     }
 }
 
+/* TQ2_0 as IQ4_XS's lanes with one scale: sub-block 4c + l (elements
+ * 128 c + 32 l..) is bits 2l of qs[32 c..], unsigned trits 0..2 whose
+ * offset (-1) starts each sum through the activations' block sums
+ * (type_sum_factor); sums of levels this small fit 16-bit pairs. */
+static inline __attribute__((always_inline)) void tq2_0_chunk(const uint8_t *row, const act_tile *at, int64_t t0, const int G, int64_t b,
+                                                              __m256 acc[]) {
+    if (G == 1) decode_prefetch(row + (size_t)b * sizeof(sp_block_tq2_0), sizeof(sp_block_tq2_0));
+    const sp_block_tq2_0 *blk = (const sp_block_tq2_0 *)row + b;
+    const __m256i two_bits = _mm256_set1_epi8(0x03);
+    __m256i lv[8], v[8];
+    for (int c = 0; c < 2; c++) {
+        const __m256i q = _mm256_loadu_si256((const __m256i *)(blk->qs + 32 * c));
+        for (int l = 0; l < 4; l++) lv[4 * c + l] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * l), two_bits);
+    }
+    const bool transposed = G > 1;
+    if (transposed) transpose8x8_epi32(lv, v);
+    const __m256 d = _mm256_set1_ps(_cvtsh_ss(blk->d));
+    UNROLL_GROUP
+    for (int k = 0; k < G; k++) {
+        const act_chunk *c = act_chunk_of(at, t0 + k, 8 * b);
+        const __m256i offset = _mm256_loadu_si256((const __m256i *)c->sum);
+        __m256i sums;
+        if (transposed) {
+            const __m256i *y = c->qs_t;
+            __m256i part[2] = {offset, _mm256_setzero_si256()};
+            for (int m = 0; m < 8; m++) part[m & 1] = dot_u8_i8_acc(part[m & 1], v[m], _mm256_loadu_si256(y + m));
+            sums = _mm256_add_epi32(part[0], part[1]);
+        } else {
+            __m256i p[8];
+            super_block_dots(SPROUT_TYPE_TQ2_0, lv, at, t0 + k, b, p);
+            sums = _mm256_add_epi32(sum_lanes8(p, 2), offset);
+        }
+        acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d, _mm256_loadu_ps(c->d)), acc[k]);
+    }
+}
+
 /* Q6_K, Q3_K and Q2_K in lanes: the eight activation blocks of a
  * super-block are the lanes; their first and last 16 elements have a scale
  * each, so the level sums are kept per half (vectors 0-3 hold elements
@@ -293,6 +329,7 @@ static inline __attribute__((always_inline)) void type_chunk(sprout_type type, c
     case SPROUT_TYPE_Q4_K:
     case SPROUT_TYPE_Q5_K: affine_k_chunk(type, row, at, t0, G, c, acc, macc); break;
     case SPROUT_TYPE_IQ4_XS: iq4_xs_chunk(row, at, t0, G, c, acc); break;
+    case SPROUT_TYPE_TQ2_0: tq2_0_chunk(row, at, t0, G, c, acc); break;
     case SPROUT_TYPE_Q6_K:
     case SPROUT_TYPE_Q3_K:
     case SPROUT_TYPE_Q2_K: split_k_chunk(type, row, at, t0, G, c, acc, macc); break;
@@ -406,6 +443,8 @@ static void span_rows(sprout_type type, const act_tile *at, int G, const row_spa
     switch (type) {
     case SPROUT_TYPE_Q4_0: type_rows(SPROUT_TYPE_Q4_0, at, G, rs); break;
     case SPROUT_TYPE_IQ4_NL: type_rows(SPROUT_TYPE_IQ4_NL, at, G, rs); break;
+    case SPROUT_TYPE_MXFP4: type_rows(SPROUT_TYPE_MXFP4, at, G, rs); break;
+    case SPROUT_TYPE_TQ2_0: type_rows(SPROUT_TYPE_TQ2_0, at, G, rs); break;
     case SPROUT_TYPE_IQ4_XS: type_rows(SPROUT_TYPE_IQ4_XS, at, G, rs); break;
     case SPROUT_TYPE_Q4_1: type_rows(SPROUT_TYPE_Q4_1, at, G, rs); break;
     case SPROUT_TYPE_Q5_0: type_rows(SPROUT_TYPE_Q5_0, at, G, rs); break;
@@ -562,7 +601,7 @@ static void matmul_float(const sp_weight *w, const float *x, int64_t x_stride, i
 static inline __attribute__((always_inline)) void matmul_x86(const sp_weight *w, const float *x, int64_t x_stride, const void *xq,
                                                              int64_t n_tokens, float *y, int64_t y_stride, int64_t o0, int64_t o1,
                                                              float *scratch) {
-    const bool int8_path = sp_int8_type(w->type) && w->n_in % 32 == 0;
+    const bool int8_path = sp_x86_int8_type(w->type) && w->n_in % 32 == 0;
     if (int8_path) {
         matmul_int8(w, x, x_stride, xq, n_tokens, y, y_stride, o0, o1, scratch);
         return;
