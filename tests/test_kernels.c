@@ -25,6 +25,21 @@ static const sprout_type all_types[] = {SPROUT_TYPE_F32,  SPROUT_TYPE_F16,  SPRO
                                         SPROUT_TYPE_IQ2_S, SPROUT_TYPE_IQ2_XS, SPROUT_TYPE_IQ2_XXS, SPROUT_TYPE_IQ1_M, SPROUT_TYPE_IQ1_S};
 #define N_TYPES (sizeof all_types / sizeof all_types[0])
 
+/* The grid IQ formats and TQ1_0 take one path at every level (a row
+ * decoded, then the float tiles): quick runs (test_quick_run) check two of
+ * them, each decoder being checked exactly by test_quant_types. */
+static bool skipped_when_quick(sprout_type type) {
+    switch (type) {
+    case SPROUT_TYPE_TQ1_0:
+    case SPROUT_TYPE_IQ3_XXS:
+    case SPROUT_TYPE_IQ2_S:
+    case SPROUT_TYPE_IQ2_XS:
+    case SPROUT_TYPE_IQ2_XXS:
+    case SPROUT_TYPE_IQ1_S: return true;
+    default: return false;
+    }
+}
+
 /* The table a check names: a level's, or "amx-prompt", the amx level with
  * its matmul for prompt tokens (kernels.h) in the matmul's place, checked
  * for the types it computes apart (the rest are the amx matmul's). */
@@ -108,7 +123,7 @@ static void check_level(const char *level) {
     int cases = 0;
     for (size_t ti = 0; ti < N_TYPES; ti++) {
         const sprout_type type = all_types[ti];
-        if (!level_covers(level, type)) continue;
+        if (!level_covers(level, type) || (test_quick_run() && skipped_when_quick(type))) continue;
         for (size_t li = 0; li < n_lengths; li++) {
             /* only the x86 int8 path has blocks of rows; the others (and qemu's time) are spared */
             const bool amx = !strncmp(level, "amx", 3);
@@ -436,7 +451,7 @@ static void check_batch_invariance(const char *level) {
     int cases = 0, differing = 0;
     for (size_t ti = 0; ti < N_TYPES; ti++) {
         const sprout_type type = all_types[ti];
-        if (!level_covers(level, type)) continue;
+        if (!level_covers(level, type) || (test_quick_run() && skipped_when_quick(type))) continue;
         for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
             /* amx: a tile of 32 rows, one of 16 and rows left over */
             const int64_t n_in = lengths[li], n_out = amx ? 55 : 19;
