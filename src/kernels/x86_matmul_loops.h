@@ -232,23 +232,67 @@ static inline __attribute__((always_inline)) void iq4_xs_chunk(const uint8_t *ro
     }
 }
 
-/* TQ2_0 as IQ4_XS's lanes with one scale: sub-block 4c + l (elements
- * 128 c + 32 l..) is bits 2l of qs[32 c..], unsigned trits 0..2 whose
- * offset (-1) starts each sum through the activations' block sums
- * (type_sum_factor); sums of levels this small fit 16-bit pairs. */
-static inline __attribute__((always_inline)) void tq2_0_chunk(const uint8_t *row, const act_tile *at, int64_t t0, const int G, int64_t b,
-                                                              __m256 acc[]) {
-    if (G == 1) decode_prefetch(row + (size_t)b * sizeof(sp_block_tq2_0), sizeof(sp_block_tq2_0));
-    const sp_block_tq2_0 *blk = (const sp_block_tq2_0 *)row + b;
-    const __m256i two_bits = _mm256_set1_epi8(0x03);
+/* The trits (0..2) of 32 TQ1_0 bytes b: the top byte of 3 b (blocks.h),
+ * 1 from b = 86 on and 2 from 171 on. */
+static inline __m256i tq1_0_trits(__m256i b) {
+    const __m256i from86 = _mm256_cmpeq_epi8(_mm256_max_epu8(b, _mm256_set1_epi8(86)), b);
+    const __m256i from171 = _mm256_cmpeq_epi8(_mm256_max_epu8(b, _mm256_set1_epi8((char)171)), b);
+    return _mm256_sub_epi8(_mm256_setzero_si256(), _mm256_add_epi8(from86, from171));
+}
+
+/* Bytes times 3, modulo 256: the next trit to the top. */
+static inline __m256i times3(__m256i b) { return _mm256_add_epi8(b, _mm256_add_epi8(b, b)); }
+
+/* A TQ1_0 super-block's eight runs of 32 trits in element order:
+ * runs 0-4 trit n of qs[0..31]; runs 5-7 trits 0-4 of qs[32..47], 16 at a
+ * time, then qh's 16 (element 240 + 4 n + j: trit n of qh[j], each group of
+ * four bytes qh times 3^n). */
+static inline __attribute__((always_inline)) void tq1_0_levels(const sp_block_tq1_0 *blk, __m256i lv[8]) {
+    __m256i b = _mm256_loadu_si256((const __m256i *)blk->qs);
+    for (int n = 0; n < 5; n++, b = times3(b)) lv[n] = tq1_0_trits(b);
+    uint32_t qh;
+    memcpy(&qh, blk->qh, sizeof qh);
+    const __m128i h1 = _mm_set1_epi32((int)qh), h3 = _mm256_castsi256_si128(times3(_mm256_castsi128_si256(h1)));
+    const __m128i h9 = _mm256_castsi256_si128(times3(_mm256_castsi128_si256(h3)));
+    const __m128i h27 = _mm256_castsi256_si128(times3(_mm256_castsi128_si256(h9)));
+    const __m128i tail = _mm_blend_epi32(_mm_blend_epi32(h1, h3, 0x2), _mm_blend_epi32(h9, h27, 0x8), 0xC);
+    /* [trit 0 | trit 1], [2 | 3], [4 | qh's] of the 16 bytes, each half a run */
+    const __m128i q = _mm_loadu_si128((const __m128i *)(blk->qs + 32));
+    __m256i p = _mm256_set_m128i(_mm256_castsi256_si128(times3(_mm256_castsi128_si256(q))), q);
+    lv[5] = tq1_0_trits(p);
+    p = times3(times3(p)); /* trits 2 and 3 */
+    lv[6] = tq1_0_trits(p);
+    p = times3(times3(p)); /* trit 4 in the low half */
+    lv[7] = tq1_0_trits(_mm256_set_m128i(tail, _mm256_castsi256_si128(p)));
+}
+
+/* TQ2_0 and TQ1_0 as IQ4_XS's lanes with one scale: sub-block j (TQ2_0:
+ * 4c + l, elements 128 c + 32 l.., bits 2l of qs[32 c..]; TQ1_0:
+ * tq1_0_levels) is lane j, unsigned trits 0..2 whose offset (-1) starts
+ * each sum through the activations' block sums (type_sum_factor); sums of
+ * levels this small fit 16-bit pairs. */
+static inline __attribute__((always_inline)) void ternary_chunk(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0, const int G,
+                                                                int64_t b, __m256 acc[]) {
+    const size_t block_bytes = type == SPROUT_TYPE_TQ2_0 ? sizeof(sp_block_tq2_0) : sizeof(sp_block_tq1_0);
+    if (G == 1) decode_prefetch(row + (size_t)b * block_bytes, block_bytes);
     __m256i lv[8], v[8];
-    for (int c = 0; c < 2; c++) {
-        const __m256i q = _mm256_loadu_si256((const __m256i *)(blk->qs + 32 * c));
-        for (int l = 0; l < 4; l++) lv[4 * c + l] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * l), two_bits);
+    uint16_t d16;
+    if (type == SPROUT_TYPE_TQ2_0) {
+        const sp_block_tq2_0 *blk = (const sp_block_tq2_0 *)row + b;
+        const __m256i two_bits = _mm256_set1_epi8(0x03);
+        for (int c = 0; c < 2; c++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(blk->qs + 32 * c));
+            for (int l = 0; l < 4; l++) lv[4 * c + l] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * l), two_bits);
+        }
+        d16 = blk->d;
+    } else {
+        const sp_block_tq1_0 *blk = (const sp_block_tq1_0 *)row + b;
+        tq1_0_levels(blk, lv);
+        d16 = blk->d;
     }
     const bool transposed = G > 1;
     if (transposed) transpose8x8_epi32(lv, v);
-    const __m256 d = _mm256_set1_ps(_cvtsh_ss(blk->d));
+    const __m256 d = _mm256_set1_ps(_cvtsh_ss(d16));
     UNROLL_GROUP
     for (int k = 0; k < G; k++) {
         const act_chunk *c = act_chunk_of(at, t0 + k, 8 * b);
@@ -261,7 +305,7 @@ static inline __attribute__((always_inline)) void tq2_0_chunk(const uint8_t *row
             sums = _mm256_add_epi32(part[0], part[1]);
         } else {
             __m256i p[8];
-            super_block_dots(SPROUT_TYPE_TQ2_0, lv, at, t0 + k, b, p);
+            super_block_dots(type, lv, at, t0 + k, b, p);
             sums = _mm256_add_epi32(sum_lanes8(p, 2), offset);
         }
         acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d, _mm256_loadu_ps(c->d)), acc[k]);
@@ -329,7 +373,8 @@ static inline __attribute__((always_inline)) void type_chunk(sprout_type type, c
     case SPROUT_TYPE_Q4_K:
     case SPROUT_TYPE_Q5_K: affine_k_chunk(type, row, at, t0, G, c, acc, macc); break;
     case SPROUT_TYPE_IQ4_XS: iq4_xs_chunk(row, at, t0, G, c, acc); break;
-    case SPROUT_TYPE_TQ2_0: tq2_0_chunk(row, at, t0, G, c, acc); break;
+    case SPROUT_TYPE_TQ1_0:
+    case SPROUT_TYPE_TQ2_0: ternary_chunk(type, row, at, t0, G, c, acc); break;
     case SPROUT_TYPE_Q6_K:
     case SPROUT_TYPE_Q3_K:
     case SPROUT_TYPE_Q2_K: split_k_chunk(type, row, at, t0, G, c, acc, macc); break;
@@ -445,6 +490,7 @@ static void span_rows(sprout_type type, const act_tile *at, int G, const row_spa
     case SPROUT_TYPE_IQ4_NL: type_rows(SPROUT_TYPE_IQ4_NL, at, G, rs); break;
     case SPROUT_TYPE_MXFP4: type_rows(SPROUT_TYPE_MXFP4, at, G, rs); break;
     case SPROUT_TYPE_TQ2_0: type_rows(SPROUT_TYPE_TQ2_0, at, G, rs); break;
+    case SPROUT_TYPE_TQ1_0: type_rows(SPROUT_TYPE_TQ1_0, at, G, rs); break;
     case SPROUT_TYPE_IQ4_XS: type_rows(SPROUT_TYPE_IQ4_XS, at, G, rs); break;
     case SPROUT_TYPE_Q4_1: type_rows(SPROUT_TYPE_Q4_1, at, G, rs); break;
     case SPROUT_TYPE_Q5_0: type_rows(SPROUT_TYPE_Q5_0, at, G, rs); break;
