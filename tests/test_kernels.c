@@ -25,12 +25,11 @@ static const sprout_type all_types[] = {SPROUT_TYPE_F32,  SPROUT_TYPE_F16,  SPRO
                                         SPROUT_TYPE_IQ2_S, SPROUT_TYPE_IQ2_XS, SPROUT_TYPE_IQ2_XXS, SPROUT_TYPE_IQ1_M, SPROUT_TYPE_IQ1_S};
 #define N_TYPES (sizeof all_types / sizeof all_types[0])
 
-/* The grid IQ formats take one path at every level (a row decoded, then
- * the float tiles): quick runs (test_quick_run) check two of them, each
- * decoder being checked exactly by test_quant_types. */
+/* The IQ2 and IQ1 formats take one path at every level (a row decoded,
+ * then the float tiles): quick runs (test_quick_run) check one of them,
+ * each decoder being checked exactly by test_quant_types. */
 static bool skipped_when_quick(sprout_type type) {
     switch (type) {
-    case SPROUT_TYPE_IQ3_XXS:
     case SPROUT_TYPE_IQ2_S:
     case SPROUT_TYPE_IQ2_XS:
     case SPROUT_TYPE_IQ2_XXS:
@@ -542,6 +541,8 @@ static void fill_extreme_row(sprout_type type, uint8_t *row, int64_t n_in, bool 
             break;
         case SPROUT_TYPE_TQ2_0: ((sp_block_tq2_0 *)row)[b].d = one; break; /* trits 3 (decoded as 2) or 0 (-1) */
         case SPROUT_TYPE_TQ1_0: ((sp_block_tq1_0 *)row)[b].d = one; break; /* bytes 255 (every trit 2) or 0 (every trit 0) */
+        case SPROUT_TYPE_IQ3_XXS: ((sp_block_iq3_xxs *)row)[b].d = one; break; /* the last grid point, all signs minus, scale 15 */
+        case SPROUT_TYPE_IQ3_S: ((sp_block_iq3_s *)row)[b].d = one; break;
         case SPROUT_TYPE_Q4_1: ((sp_block_q4_1 *)row)[b].d = one, ((sp_block_q4_1 *)row)[b].m = 0; break;
         case SPROUT_TYPE_Q5_0: ((sp_block_q5_0 *)row)[b].d = one; break;
         case SPROUT_TYPE_Q5_1: ((sp_block_q5_1 *)row)[b].d = one, ((sp_block_q5_1 *)row)[b].m = 0; break;

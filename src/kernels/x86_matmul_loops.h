@@ -191,27 +191,15 @@ static inline __attribute__((always_inline)) void affine_k_chunk(sprout_type typ
     }
 }
 
-/* IQ4_XS as Q4_K's lanes without mins: sub-block j (the nibbles of
- * qs[16 j..], as an IQ4_NL block's) is lane j, its levels looked up in the
- * format's table; the integer scales (ls - 32) times d apply as a vector.
- * One token: the sub-blocks in element order and their sums by horizontal
- * adds in 32 bits (8-bit levels' sums do not fit 16-bit pairs). Where VNNI multiplies unsigned
- * levels (plus 128) the offset starts each sum through the activations'
- * block sums; without, the signs move onto the activations (as Q8_0's). */
-static inline __attribute__((always_inline)) void iq4_xs_chunk(const uint8_t *row, const act_tile *at, int64_t t0, const int G, int64_t b,
-                                                               __m256 acc[]) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F), levels = iq4_levels();
-    if (G == 1) decode_prefetch(row + (size_t)b * sizeof(sp_block_iq4_xs), sizeof(sp_block_iq4_xs));
-    const sp_block_iq4_xs *blk = (const sp_block_iq4_xs *)row + b;
-    __m256i lv[8], v[8];
-    for (int j = 0; j < 8; j++) {
-        const __m128i q = _mm_loadu_si128((const __m128i *)(blk->qs + 16 * j));
-        const __m256i nibbles = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), low4);
-        lv[j] = _mm256_shuffle_epi8(levels, nibbles);
-    }
+/* Eight sub-blocks' 8-bit levels lv (as byte_level_dot_acc takes them;
+ * lane j sub-block j, in element order), each with its float scale in
+ * lane j of dsc, against G tokens: the lanes of IQ4_XS and of the grid
+ * formats (x86_matmul_grids.h). */
+static inline __attribute__((always_inline)) void byte_lanes_dots(sprout_type type, const __m256i lv[8], __m256 dsc, const act_tile *at,
+                                                                  int64_t t0, const int G, int64_t b, __m256 acc[]) {
+    __m256i v[8];
     const bool transposed = G > 1;
     if (transposed) transpose8x8_epi32(lv, v);
-    const __m256 dsc = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(blk->d)), _mm256_cvtepi32_ps(iq4_xs_scales(blk)));
     UNROLL_GROUP
     for (int k = 0; k < G; k++) {
         const act_chunk *c = act_chunk_of(at, t0 + k, 8 * b);
@@ -224,13 +212,37 @@ static inline __attribute__((always_inline)) void iq4_xs_chunk(const uint8_t *ro
             sums = _mm256_add_epi32(part[0], part[1]);
         } else {
             __m256i p[8];
-            for (int j = 0; j < 8; j++) p[j] = byte_level_dot_acc(_mm256_setzero_si256(), lv[j], block_levels(SPROUT_TYPE_IQ4_XS, 1, at, t0 + k, 8 * b, j));
+            for (int j = 0; j < 8; j++) p[j] = byte_level_dot_acc(_mm256_setzero_si256(), lv[j], block_levels(type, 1, at, t0 + k, 8 * b, j));
             sums = _mm256_add_epi32(sum_lanes8(p, 0), offset);
         }
         const __m256 ad = _mm256_loadu_ps(c->d);
         acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dsc, ad), acc[k]);
     }
 }
+
+/* IQ4_XS as Q4_K's lanes without mins: sub-block j (the nibbles of
+ * qs[16 j..], as an IQ4_NL block's) is lane j, its levels looked up in the
+ * format's table; the integer scales (ls - 32) times d apply as a vector.
+ * One token: the sub-blocks in element order and their sums by horizontal
+ * adds in 32 bits (8-bit levels' sums do not fit 16-bit pairs). Where VNNI multiplies unsigned
+ * levels (plus 128) the offset starts each sum through the activations'
+ * block sums; without, the signs move onto the activations (as Q8_0's). */
+static inline __attribute__((always_inline)) void iq4_xs_chunk(const uint8_t *row, const act_tile *at, int64_t t0, const int G, int64_t b,
+                                                               __m256 acc[]) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F), levels = iq4_levels();
+    if (G == 1) decode_prefetch(row + (size_t)b * sizeof(sp_block_iq4_xs), sizeof(sp_block_iq4_xs));
+    const sp_block_iq4_xs *blk = (const sp_block_iq4_xs *)row + b;
+    __m256i lv[8];
+    for (int j = 0; j < 8; j++) {
+        const __m128i q = _mm_loadu_si128((const __m128i *)(blk->qs + 16 * j));
+        const __m256i nibbles = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), low4);
+        lv[j] = _mm256_shuffle_epi8(levels, nibbles);
+    }
+    const __m256 dsc = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(blk->d)), _mm256_cvtepi32_ps(iq4_xs_scales(blk)));
+    byte_lanes_dots(SPROUT_TYPE_IQ4_XS, lv, dsc, at, t0, G, b, acc);
+}
+
+#include "kernels/x86_matmul_grids.h"
 
 /* The trits (0..2) of 32 TQ1_0 bytes b: the top byte of 3 b (blocks.h),
  * 1 from b = 86 on and 2 from 171 on. */
@@ -373,6 +385,8 @@ static inline __attribute__((always_inline)) void type_chunk(sprout_type type, c
     case SPROUT_TYPE_Q4_K:
     case SPROUT_TYPE_Q5_K: affine_k_chunk(type, row, at, t0, G, c, acc, macc); break;
     case SPROUT_TYPE_IQ4_XS: iq4_xs_chunk(row, at, t0, G, c, acc); break;
+    case SPROUT_TYPE_IQ3_XXS:
+    case SPROUT_TYPE_IQ3_S: iq3_chunk(type, row, at, t0, G, c, acc); break;
     case SPROUT_TYPE_TQ1_0:
     case SPROUT_TYPE_TQ2_0: ternary_chunk(type, row, at, t0, G, c, acc); break;
     case SPROUT_TYPE_Q6_K:
@@ -491,6 +505,8 @@ static void span_rows(sprout_type type, const act_tile *at, int G, const row_spa
     case SPROUT_TYPE_MXFP4: type_rows(SPROUT_TYPE_MXFP4, at, G, rs); break;
     case SPROUT_TYPE_TQ2_0: type_rows(SPROUT_TYPE_TQ2_0, at, G, rs); break;
     case SPROUT_TYPE_TQ1_0: type_rows(SPROUT_TYPE_TQ1_0, at, G, rs); break;
+    case SPROUT_TYPE_IQ3_XXS: type_rows(SPROUT_TYPE_IQ3_XXS, at, G, rs); break;
+    case SPROUT_TYPE_IQ3_S: type_rows(SPROUT_TYPE_IQ3_S, at, G, rs); break;
     case SPROUT_TYPE_IQ4_XS: type_rows(SPROUT_TYPE_IQ4_XS, at, G, rs); break;
     case SPROUT_TYPE_Q4_1: type_rows(SPROUT_TYPE_Q4_1, at, G, rs); break;
     case SPROUT_TYPE_Q5_0: type_rows(SPROUT_TYPE_Q5_0, at, G, rs); break;
