@@ -66,7 +66,7 @@ static const cli_command quantize_command = {
     .name = "quantize",
     .usage = "quantize IN.gguf OUT.gguf TYPE [options]",
     .about = "  TYPE: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K_S Q3_K_M Q3_K_L\n"
-             "        Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K IQ4_NL IQ4_XS\n"
+             "        Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K IQ4_NL IQ4_XS TQ1_0 TQ2_0 MXFP4_MOE\n"
              "        (the _S/_M/_L mixes give the output, attention V and some FFN-down\n"
              "        layers more bits, as llama-quantize does), or its general.file_type\n"
              "        number (15 = Q4_K_M). -v also lists every tensor's type.\n",

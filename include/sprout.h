@@ -186,7 +186,10 @@ typedef enum sprout_file_type {
     SPROUT_FTYPE_Q6_K = 18,
     SPROUT_FTYPE_IQ4_NL = 25,
     SPROUT_FTYPE_IQ4_XS = 30,
-    SPROUT_FTYPE_BF16 = 32
+    SPROUT_FTYPE_BF16 = 32,
+    SPROUT_FTYPE_TQ1_0 = 36,
+    SPROUT_FTYPE_TQ2_0 = 37,
+    SPROUT_FTYPE_MXFP4_MOE = 38
 } sprout_file_type;
 
 /* Parses a file type name as llama-quantize spells it ("Q4_K_M", "q8_0",

@@ -20,8 +20,23 @@ static float frand(void) {
 /* Every type the kernels compute, walked by each check. */
 static const sprout_type all_types[] = {SPROUT_TYPE_F32,  SPROUT_TYPE_F16,  SPROUT_TYPE_BF16, SPROUT_TYPE_Q8_0,   SPROUT_TYPE_Q4_0,
                                         SPROUT_TYPE_Q4_1, SPROUT_TYPE_Q5_0, SPROUT_TYPE_Q5_1, SPROUT_TYPE_Q2_K,   SPROUT_TYPE_Q3_K,
-                                        SPROUT_TYPE_Q4_K, SPROUT_TYPE_Q5_K, SPROUT_TYPE_Q6_K, SPROUT_TYPE_IQ4_NL, SPROUT_TYPE_IQ4_XS};
+                                        SPROUT_TYPE_Q4_K, SPROUT_TYPE_Q5_K, SPROUT_TYPE_Q6_K, SPROUT_TYPE_IQ4_NL, SPROUT_TYPE_IQ4_XS,
+                                        SPROUT_TYPE_MXFP4, SPROUT_TYPE_TQ2_0, SPROUT_TYPE_TQ1_0, SPROUT_TYPE_IQ3_S, SPROUT_TYPE_IQ3_XXS,
+                                        SPROUT_TYPE_IQ2_S, SPROUT_TYPE_IQ2_XS, SPROUT_TYPE_IQ2_XXS, SPROUT_TYPE_IQ1_M, SPROUT_TYPE_IQ1_S};
 #define N_TYPES (sizeof all_types / sizeof all_types[0])
+
+/* The IQ2 and IQ1 formats take one path at every level (a row decoded,
+ * then the float tiles): quick runs (test_quick_run) check one of them,
+ * each decoder being checked exactly by test_quant_types. */
+static bool skipped_when_quick(sprout_type type) {
+    switch (type) {
+    case SPROUT_TYPE_IQ2_S:
+    case SPROUT_TYPE_IQ2_XS:
+    case SPROUT_TYPE_IQ2_XXS:
+    case SPROUT_TYPE_IQ1_S: return true;
+    default: return false;
+    }
+}
 
 /* The table a check names: a level's, or "amx-prompt", the amx level with
  * its matmul for prompt tokens (kernels.h) in the matmul's place, checked
@@ -66,7 +81,27 @@ static int64_t next_token_count(int64_t n) {
  * kernels only reorder sums; the int8 path also rounds the activations to
  * 8 bits per 32-element block: about 1% of a dot of random signs. */
 static double bound_for(sprout_type type) {
-    return sp_int8_type(type) ? 2.5e-2 : 1e-5;
+    return sp_x86_int8_type(type) ? 2.5e-2 : 1e-5;
+}
+
+/* A row of a type sprout decodes but does not write (the grid IQ formats):
+ * random bytes, every super-block's half-float scale made 1/16 (IQ1_M's
+ * lies in its four scale words' top nibbles). */
+static void random_blocks(sprout_type type, uint8_t *row, int64_t n) {
+    const size_t block_bytes = sprout_type_block_bytes(type);
+    const uint16_t scale = 0x2C00;
+    for (size_t i = 0; i < (size_t)(n / 256) * block_bytes; i++) row[i] = (uint8_t)(frand() * 128.f + 128.f);
+    for (int64_t b = 0; b < n / 256; b++) {
+        uint8_t *blk = row + (size_t)b * block_bytes;
+        if (type != SPROUT_TYPE_IQ1_M) {
+            memcpy(blk, &scale, sizeof scale);
+            continue;
+        }
+        for (int k = 0; k < 4; k++) { /* byte 2k + 1 of the scales (at 48) holds nibble k of d on top */
+            uint8_t *top = blk + 48 + 2 * k + 1;
+            *top = (uint8_t)((*top & 0x0F) | ((scale >> (4 * k)) & 0x0F) << 4);
+        }
+    }
 }
 
 static void check_level(const char *level) {
@@ -86,7 +121,7 @@ static void check_level(const char *level) {
     int cases = 0;
     for (size_t ti = 0; ti < N_TYPES; ti++) {
         const sprout_type type = all_types[ti];
-        if (!level_covers(level, type)) continue;
+        if (!level_covers(level, type) || (test_quick_run() && skipped_when_quick(type))) continue;
         for (size_t li = 0; li < n_lengths; li++) {
             /* only the x86 int8 path has blocks of rows; the others (and qemu's time) are spared */
             const bool amx = !strncmp(level, "amx", 3);
@@ -102,7 +137,8 @@ static void check_level(const char *level) {
             float *row = malloc((size_t)n_in * sizeof(float));
             for (int64_t o = 0; o < n_out; o++) {
                 for (int64_t i = 0; i < n_in; i++) row[i] = frand();
-                sprout_quantize(type, row, wdata + (size_t)o * row_bytes, n_in);
+                if (sprout_quantize(type, row, wdata + (size_t)o * row_bytes, n_in) != SPROUT_OK)
+                    random_blocks(type, wdata + (size_t)o * row_bytes, n_in);
             }
             const sp_weight w = {wdata, type, n_in, n_out, (size_t)row_bytes};
             for (int64_t n_tokens = 1; n_tokens <= (test_quick_run() ? 37 : 70); n_tokens = next_token_count(n_tokens)) {
@@ -413,7 +449,7 @@ static void check_batch_invariance(const char *level) {
     int cases = 0, differing = 0;
     for (size_t ti = 0; ti < N_TYPES; ti++) {
         const sprout_type type = all_types[ti];
-        if (!level_covers(level, type)) continue;
+        if (!level_covers(level, type) || (test_quick_run() && skipped_when_quick(type))) continue;
         for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
             /* amx: a tile of 32 rows, one of 16 and rows left over */
             const int64_t n_in = lengths[li], n_out = amx ? 55 : 19;
@@ -425,7 +461,8 @@ static void check_batch_invariance(const char *level) {
             float *row = malloc((size_t)n_in * sizeof(float));
             for (int64_t o = 0; o < n_out; o++) {
                 for (int64_t i = 0; i < n_in; i++) row[i] = frand();
-                sprout_quantize(type, row, wdata + (size_t)o * row_bytes, n_in);
+                if (sprout_quantize(type, row, wdata + (size_t)o * row_bytes, n_in) != SPROUT_OK)
+                    random_blocks(type, wdata + (size_t)o * row_bytes, n_in);
             }
             const sp_weight w = {wdata, type, n_in, n_out, (size_t)row_bytes};
             float *scratch = malloc((size_t)sp_matmul_scratch_floats(n_in) * sizeof(float));
@@ -499,6 +536,13 @@ static void fill_extreme_row(sprout_type type, uint8_t *row, int64_t n_in, bool 
         case SPROUT_TYPE_Q4_0: ((sp_block_q4_0 *)row)[b].d = one; break;
         case SPROUT_TYPE_IQ4_NL: ((sp_block_iq4_nl *)row)[b].d = one; break; /* nibbles 15: level 113 */
         case SPROUT_TYPE_IQ4_XS: ((sp_block_iq4_xs *)row)[b].d = one; break; /* and scales 63: 31 times */
+        case SPROUT_TYPE_MXFP4: /* exponent 128: scale 1; nibbles 7 (level 12) or 15 (-12) */
+            ((sp_block_mxfp4 *)row)[b].e = 128, memset(((sp_block_mxfp4 *)row)[b].qs, bottom ? 0xFF : 0x77, 16);
+            break;
+        case SPROUT_TYPE_TQ2_0: ((sp_block_tq2_0 *)row)[b].d = one; break; /* trits 3 (decoded as 2) or 0 (-1) */
+        case SPROUT_TYPE_TQ1_0: ((sp_block_tq1_0 *)row)[b].d = one; break; /* bytes 255 (every trit 2) or 0 (every trit 0) */
+        case SPROUT_TYPE_IQ3_XXS: ((sp_block_iq3_xxs *)row)[b].d = one; break; /* the last grid point, all signs minus, scale 15 */
+        case SPROUT_TYPE_IQ3_S: ((sp_block_iq3_s *)row)[b].d = one; break;
         case SPROUT_TYPE_Q4_1: ((sp_block_q4_1 *)row)[b].d = one, ((sp_block_q4_1 *)row)[b].m = 0; break;
         case SPROUT_TYPE_Q5_0: ((sp_block_q5_0 *)row)[b].d = one; break;
         case SPROUT_TYPE_Q5_1: ((sp_block_q5_1 *)row)[b].d = one, ((sp_block_q5_1 *)row)[b].m = 0; break;
@@ -524,7 +568,7 @@ static void check_extreme_sums(const char *level) {
     double worst = 0;
     for (size_t ti = 0; ti < N_TYPES; ti++) {
         const sprout_type type = all_types[ti];
-        if (!sp_int8_type(type)) continue; /* the float paths cannot overflow */
+        if (!sp_x86_int8_type(type)) continue; /* the float paths cannot overflow */
         uint64_t row_bytes = 0;
         sp_type_row_bytes(type, n_in, &row_bytes);
         uint8_t *wdata = malloc((size_t)(row_bytes * (uint64_t)n_out));

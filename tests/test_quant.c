@@ -326,7 +326,7 @@ static void test_traits(void) {
     CHECK(sprout_type_block_size(SPROUT_TYPE_Q4_K) == 256 && sprout_type_block_bytes(SPROUT_TYPE_Q4_K) == 144);
     CHECK(sprout_type_block_bytes(SPROUT_TYPE_Q8_K) == 292 && sprout_type_block_bytes(SPROUT_TYPE_IQ4_XS) == 136);
     CHECK(sprout_type_is_quantized(SPROUT_TYPE_Q2_K) && !sprout_type_is_quantized(SPROUT_TYPE_BF16));
-    CHECK(sprout_type_can_dequantize(SPROUT_TYPE_Q3_K) && !sprout_type_can_dequantize(SPROUT_TYPE_IQ1_S));
+    CHECK(sprout_type_can_dequantize(SPROUT_TYPE_Q3_K) && !sprout_type_can_dequantize(SPROUT_TYPE_I8));
     uint64_t bytes;
     CHECK(sp_type_row_bytes(SPROUT_TYPE_Q5_K, 512, &bytes) && bytes == 352);
     CHECK(!sp_type_row_bytes(SPROUT_TYPE_Q5_K, 500, &bytes));

@@ -221,6 +221,41 @@ static void test_mix_types_per_arch(const char *arch_dir) {
     }
 }
 
+/* The types ../shared has no files of: llama-quantize --pure made them from
+ * llama-F32.gguf, and sprout's quantizers write the same bytes
+ * (test_quant_types; tests/data/quant_types/README.md), so sprout's own
+ * file of the same type must give llama.cpp's logits of its file, kept in
+ * tests/data/quant_types, within their tolerance. MXFP4_MOE with --pure
+ * puts every matrix in MXFP4. */
+static void test_types_without_files(const char *arch_dir) {
+    static const char *const ftypes[] = {"TQ1_0", "TQ2_0", "MXFP4_MOE"};
+    char in[2048], out[2048], want[2048];
+    snprintf(in, sizeof in, "%s/llama-F32.gguf", arch_dir);
+    printf("sprout quantize --pure vs llama.cpp's logits of llama-quantize's files:\n");
+    for (size_t k = 0; k < sizeof ftypes / sizeof ftypes[0]; k++) {
+        sprout_file_type ft;
+        CHECK(sprout_file_type_from_name(ftypes[k], &ft));
+        snprintf(out, sizeof out, "%s/llama-%s.gguf", tmp_dir, ftypes[k]);
+        CHECK_MSG(quantize(in, out, ft, true) == SPROUT_OK, "%s: %s", ftypes[k], sprout_last_error());
+        snprintf(want, sizeof want, "%s/llama-%s.json", SPROUT_QUANT_TYPES_DATA_DIR, ftypes[k]);
+        check_logits_like(out, want);
+        unlink(out);
+    }
+    /* the MXFP4_MOE mix: experts in MXFP4, every other matrix (the output too) in Q8_0 */
+    sp_recipe r = {.file_type = SPROUT_FTYPE_MXFP4_MOE, .n_gqa = 8, .n_layer = 2, .n_attn_v = 2, .has_output = true};
+    CHECK(sp_recipe_choose(&r, sp_tensor_role_of("blk.0.ffn_down_exps.weight"), 2880) == SPROUT_TYPE_MXFP4);
+    CHECK(sp_recipe_choose(&r, sp_tensor_role_of("blk.0.ffn_down.weight"), 2880) == SPROUT_TYPE_Q8_0);
+    CHECK(sp_recipe_choose(&r, sp_tensor_role_of("blk.0.attn_q.weight"), 2880) == SPROUT_TYPE_Q8_0);
+    CHECK(sp_recipe_choose(&r, sp_tensor_role_of("token_embd.weight"), 2880) == SPROUT_TYPE_Q8_0);
+    CHECK(sp_recipe_choose(&r, sp_tensor_role_of("output.weight"), 2880) == SPROUT_TYPE_Q8_0);
+    /* the ternary mixes: a Q4_K embedding, a Q6_K output; Q4_0 for rows that do not fit 256 */
+    sp_recipe t = {.file_type = SPROUT_FTYPE_TQ2_0, .n_gqa = 8, .n_layer = 2, .n_attn_v = 2, .has_output = true};
+    CHECK(sp_recipe_choose(&t, SP_ROLE_TOKEN_EMBD, 2048) == SPROUT_TYPE_Q4_K);
+    CHECK(sp_recipe_choose(&t, SP_ROLE_OUTPUT, 2048) == SPROUT_TYPE_Q6_K);
+    CHECK(sp_recipe_choose(&t, sp_tensor_role_of("blk.0.ffn_down_exps.weight"), 2048) == SPROUT_TYPE_TQ2_0);
+    CHECK(sp_type_fitting_rows(SPROUT_TYPE_TQ1_0, 2048 + 32) == SPROUT_TYPE_Q4_0);
+}
+
 /* Every file type loads and runs, and general.file_type names it. The bound
  * is on the relative RMS distance of the last position's 512 logits from
  * llama.cpp's F32 logits, about 1.5 times what sprout measured; random
@@ -323,6 +358,7 @@ int main(int argc, char **argv) {
     if (!part || !strcmp(part, "llama")) {
         test_matches_llama_quantize(arch_dir);
         test_iq4_mix();
+        test_types_without_files(arch_dir);
     }
     if (!part || !strcmp(part, "mixes")) test_mix_types_per_arch(arch_dir);
     if (!part || !strcmp(part, "types")) test_every_type_runs(arch_dir);

@@ -11,7 +11,7 @@ const char *sprout_file_type_name(uint32_t file_type) {
         [15] = "Q4_K_M",  [16] = "Q5_K_S", [17] = "Q5_K_M", [18] = "Q6_K",    [19] = "IQ2_XXS", [20] = "IQ2_XS",
         [21] = "Q2_K_S",  [22] = "IQ3_XS", [23] = "IQ3_XXS", [24] = "IQ1_S",  [25] = "IQ4_NL", [26] = "IQ3_S",
         [27] = "IQ3_M",   [28] = "IQ2_S",  [29] = "IQ2_M",  [30] = "IQ4_XS",  [31] = "IQ1_M",  [32] = "BF16",
-        [36] = "TQ1_0",   [37] = "TQ2_0",
+        [36] = "TQ1_0",   [37] = "TQ2_0",  [38] = "MXFP4_MOE",
     };
     /* files converted by llama.cpp itself set the "guessed" bit 1024 when the
      * label was inferred rather than chosen */
@@ -24,7 +24,8 @@ bool sprout_file_type_from_name(const char *name, sprout_file_type *out) {
         SPROUT_FTYPE_F32,    SPROUT_FTYPE_F16,    SPROUT_FTYPE_BF16,   SPROUT_FTYPE_Q4_0,   SPROUT_FTYPE_Q4_1,
         SPROUT_FTYPE_Q5_0,   SPROUT_FTYPE_Q5_1,   SPROUT_FTYPE_Q8_0,   SPROUT_FTYPE_Q2_K,   SPROUT_FTYPE_Q3_K_S,
         SPROUT_FTYPE_Q3_K_M, SPROUT_FTYPE_Q3_K_L, SPROUT_FTYPE_Q4_K_S, SPROUT_FTYPE_Q4_K_M, SPROUT_FTYPE_Q5_K_S,
-        SPROUT_FTYPE_Q5_K_M, SPROUT_FTYPE_Q6_K,   SPROUT_FTYPE_IQ4_NL, SPROUT_FTYPE_IQ4_XS,
+        SPROUT_FTYPE_Q5_K_M, SPROUT_FTYPE_Q6_K,   SPROUT_FTYPE_IQ4_NL, SPROUT_FTYPE_IQ4_XS, SPROUT_FTYPE_TQ1_0,
+        SPROUT_FTYPE_TQ2_0,  SPROUT_FTYPE_MXFP4_MOE,
     };
     if (!name) return false;
     for (size_t i = 0; i < sizeof producible / sizeof producible[0]; i++) {

@@ -56,8 +56,8 @@ static inline __attribute__((always_inline)) __m256 load_blocks8(sprout_type typ
             v[m] = _mm256_and_si256(p[m], low4);
             v[m + 4] = _mm256_and_si256(_mm256_srli_epi16(p[m], 4), low4);
         }
-        if (type == SPROUT_TYPE_IQ4_NL) /* the nibbles index the format's levels */
-            for (int m = 0; m < 8; m++) v[m] = _mm256_shuffle_epi8(iq4_levels(), v[m]);
+        if (nibble_table(type)) /* the nibbles index the format's levels */
+            for (int m = 0; m < 8; m++) v[m] = _mm256_shuffle_epi8(byte_levels_of(nibble_table(type)), v[m]);
         if (L.qh >= 0) {
             /* vector m holds elements 4m..4m+3 of each block (in both halves):
              * their fifth bits are bits 4m..4m+3 of the block's qh, spread
@@ -90,7 +90,7 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
                                                                        __m256 acc, __m256 *macc) {
     const act_chunk *c = act_chunk_of(at, t, b);
     const __m256i *y = c->qs_t;
-    const bool byte_levels = type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_IQ4_NL; /* 8-bit: signed without VNNI */
+    const bool byte_levels = type == SPROUT_TYPE_Q8_0 || nibble_table(type); /* 8-bit: signed without VNNI */
     const bool has_min = layout_of(type).m >= 0, has_offset = !has_min && (!byte_levels || Q8_0_UNSIGNED);
     /* with an offset, c->sum is minus the offset times the activations' sums: the correction starts the sum */
     const __m256i asum = _mm256_loadu_si256((const __m256i *)c->sum);
@@ -126,7 +126,7 @@ static inline __attribute__((always_inline)) void blocks8_chunk(sprout_type type
     /* for one or two tokens the transposes cost more shuffles than they
      * save, except Q4_0's, whose is cheap (the block sums are the same
      * integers either way) */
-    const bool transpose = type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL || G > 2;
+    const bool transpose = type == SPROUT_TYPE_Q4_0 || nibble_table(type) || G > 2;
     if (G == 1) decode_prefetch(row + (size_t)b * layout_of(type).bytes, 8 * layout_of(type).bytes);
     if (G == 1 && one_token_chunk8(type, row, at, t0, b, acc)) return;
     __m256i v[8];
@@ -191,27 +191,15 @@ static inline __attribute__((always_inline)) void affine_k_chunk(sprout_type typ
     }
 }
 
-/* IQ4_XS as Q4_K's lanes without mins: sub-block j (the nibbles of
- * qs[16 j..], as an IQ4_NL block's) is lane j, its levels looked up in the
- * format's table; the integer scales (ls - 32) times d apply as a vector.
- * One token: the sub-blocks in element order and their sums by horizontal
- * adds in 32 bits (8-bit levels' sums do not fit 16-bit pairs). Where VNNI multiplies unsigned
- * levels (plus 128) the offset starts each sum through the activations'
- * block sums; without, the signs move onto the activations (as Q8_0's). */
-static inline __attribute__((always_inline)) void iq4_xs_chunk(const uint8_t *row, const act_tile *at, int64_t t0, const int G, int64_t b,
-                                                               __m256 acc[]) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F), levels = iq4_levels();
-    if (G == 1) decode_prefetch(row + (size_t)b * sizeof(sp_block_iq4_xs), sizeof(sp_block_iq4_xs));
-    const sp_block_iq4_xs *blk = (const sp_block_iq4_xs *)row + b;
-    __m256i lv[8], v[8];
-    for (int j = 0; j < 8; j++) {
-        const __m128i q = _mm_loadu_si128((const __m128i *)(blk->qs + 16 * j));
-        const __m256i nibbles = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), low4);
-        lv[j] = _mm256_shuffle_epi8(levels, nibbles);
-    }
+/* Eight sub-blocks' 8-bit levels lv (as byte_level_dot_acc takes them;
+ * lane j sub-block j, in element order), each with its float scale in
+ * lane j of dsc, against G tokens: the lanes of IQ4_XS and of the grid
+ * formats (x86_matmul_grids.h). */
+static inline __attribute__((always_inline)) void byte_lanes_dots(sprout_type type, const __m256i lv[8], __m256 dsc, const act_tile *at,
+                                                                  int64_t t0, const int G, int64_t b, __m256 acc[]) {
+    __m256i v[8];
     const bool transposed = G > 1;
     if (transposed) transpose8x8_epi32(lv, v);
-    const __m256 dsc = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(blk->d)), _mm256_cvtepi32_ps(iq4_xs_scales(blk)));
     UNROLL_GROUP
     for (int k = 0; k < G; k++) {
         const act_chunk *c = act_chunk_of(at, t0 + k, 8 * b);
@@ -224,11 +212,115 @@ static inline __attribute__((always_inline)) void iq4_xs_chunk(const uint8_t *ro
             sums = _mm256_add_epi32(part[0], part[1]);
         } else {
             __m256i p[8];
-            for (int j = 0; j < 8; j++) p[j] = byte_level_dot_acc(_mm256_setzero_si256(), lv[j], block_levels(SPROUT_TYPE_IQ4_XS, 1, at, t0 + k, 8 * b, j));
+            for (int j = 0; j < 8; j++) p[j] = byte_level_dot_acc(_mm256_setzero_si256(), lv[j], block_levels(type, 1, at, t0 + k, 8 * b, j));
             sums = _mm256_add_epi32(sum_lanes8(p, 0), offset);
         }
         const __m256 ad = _mm256_loadu_ps(c->d);
         acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dsc, ad), acc[k]);
+    }
+}
+
+/* IQ4_XS as Q4_K's lanes without mins: sub-block j (the nibbles of
+ * qs[16 j..], as an IQ4_NL block's) is lane j, its levels looked up in the
+ * format's table; the integer scales (ls - 32) times d apply as a vector.
+ * One token: the sub-blocks in element order and their sums by horizontal
+ * adds in 32 bits (8-bit levels' sums do not fit 16-bit pairs). Where VNNI multiplies unsigned
+ * levels (plus 128) the offset starts each sum through the activations'
+ * block sums; without, the signs move onto the activations (as Q8_0's). */
+static inline __attribute__((always_inline)) void iq4_xs_chunk(const uint8_t *row, const act_tile *at, int64_t t0, const int G, int64_t b,
+                                                               __m256 acc[]) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F), levels = iq4_levels();
+    if (G == 1) decode_prefetch(row + (size_t)b * sizeof(sp_block_iq4_xs), sizeof(sp_block_iq4_xs));
+    const sp_block_iq4_xs *blk = (const sp_block_iq4_xs *)row + b;
+    __m256i lv[8];
+    for (int j = 0; j < 8; j++) {
+        const __m128i q = _mm_loadu_si128((const __m128i *)(blk->qs + 16 * j));
+        const __m256i nibbles = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), low4);
+        lv[j] = _mm256_shuffle_epi8(levels, nibbles);
+    }
+    const __m256 dsc = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(blk->d)), _mm256_cvtepi32_ps(iq4_xs_scales(blk)));
+    byte_lanes_dots(SPROUT_TYPE_IQ4_XS, lv, dsc, at, t0, G, b, acc);
+}
+
+#include "kernels/x86_matmul_grids.h"
+
+/* The trits (0..2) of 32 TQ1_0 bytes b: the top byte of 3 b (blocks.h),
+ * 1 from b = 86 on and 2 from 171 on. */
+static inline __m256i tq1_0_trits(__m256i b) {
+    const __m256i from86 = _mm256_cmpeq_epi8(_mm256_max_epu8(b, _mm256_set1_epi8(86)), b);
+    const __m256i from171 = _mm256_cmpeq_epi8(_mm256_max_epu8(b, _mm256_set1_epi8((char)171)), b);
+    return _mm256_sub_epi8(_mm256_setzero_si256(), _mm256_add_epi8(from86, from171));
+}
+
+/* Bytes times 3, modulo 256: the next trit to the top. */
+static inline __m256i times3(__m256i b) { return _mm256_add_epi8(b, _mm256_add_epi8(b, b)); }
+
+/* A TQ1_0 super-block's eight runs of 32 trits in element order:
+ * runs 0-4 trit n of qs[0..31]; runs 5-7 trits 0-4 of qs[32..47], 16 at a
+ * time, then qh's 16 (element 240 + 4 n + j: trit n of qh[j], each group of
+ * four bytes qh times 3^n). */
+static inline __attribute__((always_inline)) void tq1_0_levels(const sp_block_tq1_0 *blk, __m256i lv[8]) {
+    __m256i b = _mm256_loadu_si256((const __m256i *)blk->qs);
+    for (int n = 0; n < 5; n++, b = times3(b)) lv[n] = tq1_0_trits(b);
+    uint32_t qh;
+    memcpy(&qh, blk->qh, sizeof qh);
+    const __m128i h1 = _mm_set1_epi32((int)qh), h3 = _mm256_castsi256_si128(times3(_mm256_castsi128_si256(h1)));
+    const __m128i h9 = _mm256_castsi256_si128(times3(_mm256_castsi128_si256(h3)));
+    const __m128i h27 = _mm256_castsi256_si128(times3(_mm256_castsi128_si256(h9)));
+    const __m128i tail = _mm_blend_epi32(_mm_blend_epi32(h1, h3, 0x2), _mm_blend_epi32(h9, h27, 0x8), 0xC);
+    /* [trit 0 | trit 1], [2 | 3], [4 | qh's] of the 16 bytes, each half a run */
+    const __m128i q = _mm_loadu_si128((const __m128i *)(blk->qs + 32));
+    __m256i p = _mm256_set_m128i(_mm256_castsi256_si128(times3(_mm256_castsi128_si256(q))), q);
+    lv[5] = tq1_0_trits(p);
+    p = times3(times3(p)); /* trits 2 and 3 */
+    lv[6] = tq1_0_trits(p);
+    p = times3(times3(p)); /* trit 4 in the low half */
+    lv[7] = tq1_0_trits(_mm256_set_m128i(tail, _mm256_castsi256_si128(p)));
+}
+
+/* TQ2_0 and TQ1_0 as IQ4_XS's lanes with one scale: sub-block j (TQ2_0:
+ * 4c + l, elements 128 c + 32 l.., bits 2l of qs[32 c..]; TQ1_0:
+ * tq1_0_levels) is lane j, unsigned trits 0..2 whose offset (-1) starts
+ * each sum through the activations' block sums (type_sum_factor); sums of
+ * levels this small fit 16-bit pairs. */
+static inline __attribute__((always_inline)) void ternary_chunk(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0, const int G,
+                                                                int64_t b, __m256 acc[]) {
+    const size_t block_bytes = type == SPROUT_TYPE_TQ2_0 ? sizeof(sp_block_tq2_0) : sizeof(sp_block_tq1_0);
+    if (G == 1) decode_prefetch(row + (size_t)b * block_bytes, block_bytes);
+    __m256i lv[8], v[8];
+    uint16_t d16;
+    if (type == SPROUT_TYPE_TQ2_0) {
+        const sp_block_tq2_0 *blk = (const sp_block_tq2_0 *)row + b;
+        const __m256i two_bits = _mm256_set1_epi8(0x03);
+        for (int c = 0; c < 2; c++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(blk->qs + 32 * c));
+            for (int l = 0; l < 4; l++) lv[4 * c + l] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * l), two_bits);
+        }
+        d16 = blk->d;
+    } else {
+        const sp_block_tq1_0 *blk = (const sp_block_tq1_0 *)row + b;
+        tq1_0_levels(blk, lv);
+        d16 = blk->d;
+    }
+    const bool transposed = G > 1;
+    if (transposed) transpose8x8_epi32(lv, v);
+    const __m256 d = _mm256_set1_ps(_cvtsh_ss(d16));
+    UNROLL_GROUP
+    for (int k = 0; k < G; k++) {
+        const act_chunk *c = act_chunk_of(at, t0 + k, 8 * b);
+        const __m256i offset = _mm256_loadu_si256((const __m256i *)c->sum);
+        __m256i sums;
+        if (transposed) {
+            const __m256i *y = c->qs_t;
+            __m256i part[2] = {offset, _mm256_setzero_si256()};
+            for (int m = 0; m < 8; m++) part[m & 1] = dot_u8_i8_acc(part[m & 1], v[m], _mm256_loadu_si256(y + m));
+            sums = _mm256_add_epi32(part[0], part[1]);
+        } else {
+            __m256i p[8];
+            super_block_dots(type, lv, at, t0 + k, b, p);
+            sums = _mm256_add_epi32(sum_lanes8(p, 2), offset);
+        }
+        acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d, _mm256_loadu_ps(c->d)), acc[k]);
     }
 }
 
@@ -293,6 +385,10 @@ static inline __attribute__((always_inline)) void type_chunk(sprout_type type, c
     case SPROUT_TYPE_Q4_K:
     case SPROUT_TYPE_Q5_K: affine_k_chunk(type, row, at, t0, G, c, acc, macc); break;
     case SPROUT_TYPE_IQ4_XS: iq4_xs_chunk(row, at, t0, G, c, acc); break;
+    case SPROUT_TYPE_IQ3_XXS:
+    case SPROUT_TYPE_IQ3_S: iq3_chunk(type, row, at, t0, G, c, acc); break;
+    case SPROUT_TYPE_TQ1_0:
+    case SPROUT_TYPE_TQ2_0: ternary_chunk(type, row, at, t0, G, c, acc); break;
     case SPROUT_TYPE_Q6_K:
     case SPROUT_TYPE_Q3_K:
     case SPROUT_TYPE_Q2_K: split_k_chunk(type, row, at, t0, G, c, acc, macc); break;
@@ -406,6 +502,11 @@ static void span_rows(sprout_type type, const act_tile *at, int G, const row_spa
     switch (type) {
     case SPROUT_TYPE_Q4_0: type_rows(SPROUT_TYPE_Q4_0, at, G, rs); break;
     case SPROUT_TYPE_IQ4_NL: type_rows(SPROUT_TYPE_IQ4_NL, at, G, rs); break;
+    case SPROUT_TYPE_MXFP4: type_rows(SPROUT_TYPE_MXFP4, at, G, rs); break;
+    case SPROUT_TYPE_TQ2_0: type_rows(SPROUT_TYPE_TQ2_0, at, G, rs); break;
+    case SPROUT_TYPE_TQ1_0: type_rows(SPROUT_TYPE_TQ1_0, at, G, rs); break;
+    case SPROUT_TYPE_IQ3_XXS: type_rows(SPROUT_TYPE_IQ3_XXS, at, G, rs); break;
+    case SPROUT_TYPE_IQ3_S: type_rows(SPROUT_TYPE_IQ3_S, at, G, rs); break;
     case SPROUT_TYPE_IQ4_XS: type_rows(SPROUT_TYPE_IQ4_XS, at, G, rs); break;
     case SPROUT_TYPE_Q4_1: type_rows(SPROUT_TYPE_Q4_1, at, G, rs); break;
     case SPROUT_TYPE_Q5_0: type_rows(SPROUT_TYPE_Q5_0, at, G, rs); break;
@@ -562,7 +663,7 @@ static void matmul_float(const sp_weight *w, const float *x, int64_t x_stride, i
 static inline __attribute__((always_inline)) void matmul_x86(const sp_weight *w, const float *x, int64_t x_stride, const void *xq,
                                                              int64_t n_tokens, float *y, int64_t y_stride, int64_t o0, int64_t o1,
                                                              float *scratch) {
-    const bool int8_path = sp_int8_type(w->type) && w->n_in % 32 == 0;
+    const bool int8_path = sp_x86_int8_type(w->type) && w->n_in % 32 == 0;
     if (int8_path) {
         matmul_int8(w, x, x_stride, xq, n_tokens, y, y_stride, o0, o1, scratch);
         return;

@@ -12,8 +12,8 @@
  * Then its own kernels, then x86_matmul_loops.h (the loops over chunks,
  * rows and tokens, which call them).
  *
- * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS
- * weights are dotted in int8 against the activations quantized to 8-bit blocks of 32, as
+ * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS,
+ * MXFP4, TQ1_0, TQ2_0, IQ3_XXS and IQ3_S weights are dotted in int8 against the activations quantized to 8-bit blocks of 32, as
  * llama.cpp does, so weights are never widened to float; the forward pass
  * quantizes each activation once where it is made (sp_kernels.quantize),
  * other callers leave it to the call. Eight blocks
@@ -197,7 +197,7 @@ typedef enum act_order { ACT_TRANSPOSED, ACT_PAIRED, ACT_IN_ORDER } act_order;
  * groups of one are lone tokens (matmul_int8), so that the order is a
  * constant in each kernel's copy. */
 static inline act_order one_token_order(sprout_type type) {
-    if (type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL) return ACT_TRANSPOSED;
+    if (type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL || type == SPROUT_TYPE_MXFP4) return ACT_TRANSPOSED;
     if (Q8_0_UNSIGNED && (type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K))
         return ACT_TRANSPOSED; /* affine_k_lane_parts */
     return type == SPROUT_TYPE_Q8_0 && Q8_0_UNSIGNED ? ACT_PAIRED : ACT_IN_ORDER;
@@ -282,10 +282,18 @@ static inline __m256i unpack_packed_levels(const uint8_t *qs, const uint8_t *qh)
 /* IQ4_NL's 16 levels in both lanes, as the int8 paths take them: plus 128
  * (unsigned) where VNNI multiplies them, signed where the signs move onto
  * the activations (as Q8_0's). */
-static inline __m256i iq4_levels(void) {
-    const __m128i signed_levels = _mm_loadu_si128((const __m128i *)sp_iq4_levels);
+static inline __m256i byte_levels_of(const int8_t table[16]) {
+    const __m128i signed_levels = _mm_loadu_si128((const __m128i *)table);
     const __m128i levels = Q8_0_UNSIGNED ? _mm_xor_si128(signed_levels, _mm_set1_epi8((char)0x80)) : signed_levels;
     return _mm256_broadcastsi128_si256(levels);
+}
+
+static inline __m256i iq4_levels(void) { return byte_levels_of(sp_iq4_levels); }
+
+/* The table a packed type's nibbles index (IQ4_NL's, MXFP4's doubled E2M1
+ * values), or NULL where the nibbles are the levels. */
+static inline const int8_t *nibble_table(sprout_type type) {
+    return type == SPROUT_TYPE_IQ4_NL ? sp_iq4_levels : type == SPROUT_TYPE_MXFP4 ? sp_mxfp4_levels : NULL;
 }
 
 /* Where the parts of a 32-element block are: its size, its packed nibbles,
@@ -299,6 +307,7 @@ static inline block_layout layout_of(sprout_type type) {
     switch (type) {
     case SPROUT_TYPE_Q4_0: return (block_layout){sizeof(sp_block_q4_0), offsetof(sp_block_q4_0, qs), -1, -1};
     case SPROUT_TYPE_IQ4_NL: return (block_layout){sizeof(sp_block_iq4_nl), offsetof(sp_block_iq4_nl, qs), -1, -1};
+    case SPROUT_TYPE_MXFP4: return (block_layout){sizeof(sp_block_mxfp4), offsetof(sp_block_mxfp4, qs), -1, -1};
     case SPROUT_TYPE_Q4_1: return (block_layout){sizeof(sp_block_q4_1), offsetof(sp_block_q4_1, qs), -1, (int)offsetof(sp_block_q4_1, m)};
     case SPROUT_TYPE_Q5_0:
         return (block_layout){sizeof(sp_block_q5_0), offsetof(sp_block_q5_0, qs), (int)offsetof(sp_block_q5_0, qh), -1};
@@ -320,6 +329,19 @@ static inline __m256 gather_halves8(const uint16_t h[8]) {
  * block_scales8 (the including file's) where it has no faster way. */
 static inline __attribute__((always_inline)) __m256 gathered_block_scales8(sprout_type type, const uint8_t *row, int64_t b, int nv) {
     const size_t block_bytes = layout_of(type).bytes;
+    if (type == SPROUT_TYPE_MXFP4) {
+        /* E8M0 exponents to 2^(e - 128) as sp_e8m0_half: (e - 1) << 23, or for e < 2 the subnormal 2^-128 << e */
+        uint8_t e8[8] = {0};
+        for (int j = 0; j < 8; j++)
+            if (j < nv) e8[j] = row[(size_t)(b + j) * block_bytes];
+        const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)e8));
+        const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+        const __m256i subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+        const __m256i tiny = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
+        const __m256 scales = _mm256_castsi256_ps(_mm256_blendv_epi8(normal, subnormal, tiny));
+        /* past nv: zero, not the 2^-128 of a zero exponent */
+        return _mm256_and_ps(scales, _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(nv), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))));
+    }
     uint16_t d16[8] = {0};
     for (int j = 0; j < 8; j++)
         if (j < nv) memcpy(&d16[j], row + (size_t)(b + j) * block_bytes, sizeof d16[j]);
@@ -492,7 +514,12 @@ static int type_sum_factor(sprout_type type) {
     case SPROUT_TYPE_Q5_0: return -16;
     case SPROUT_TYPE_Q8_0:
     case SPROUT_TYPE_IQ4_NL:
+    case SPROUT_TYPE_MXFP4:
+    case SPROUT_TYPE_IQ3_XXS:
+    case SPROUT_TYPE_IQ3_S:
     case SPROUT_TYPE_IQ4_XS: return Q8_0_UNSIGNED ? -128 : 0;
+    case SPROUT_TYPE_TQ1_0:
+    case SPROUT_TYPE_TQ2_0: return -1; /* trits 0..2 stand for -1..1 */
     case SPROUT_TYPE_Q6_K: return -32; /* per 16-element half */
     case SPROUT_TYPE_Q3_K: return -4;  /* per 16-element half */
     default: return 1; /* Q4_1, Q5_1, Q4_K, Q5_K; Q2_K per half */

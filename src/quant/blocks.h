@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define SP_QK32 32  /* elements per block of the legacy formats */
 #define SP_QK_K 256 /* elements per super-block of the K-quants */
@@ -165,6 +166,123 @@ static_assert(sizeof(sp_block_iq4_xs) == 136, "iq4_xs block layout");
 static inline int sp_iq4_xs_scale(const sp_block_iq4_xs *b, int j) {
     return ((b->scales_l[j / 2] >> (4 * (j % 2))) & 0x0F) | (((b->scales_h >> (2 * j)) & 3) << 4);
 }
+
+/* The E2M1 values of the MX formats, doubled so they are integers: x =
+ * sp_mxfp4_levels[q] * 2^(e - 128) (the halving of the doubling folded
+ * into the exponent). Codes 8..15 are 0..7 negated (8 is -0). */
+static const int8_t sp_mxfp4_levels[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+/* x = sp_mxfp4_levels[q] * 2^(e - 128), e an E8M0 exponent (bias 127, less
+ * one for the doubled levels); elements as IQ4_NL's nibbles */
+typedef struct {
+    uint8_t e;
+    uint8_t qs[SP_QK32 / 2];
+} sp_block_mxfp4;
+static_assert(sizeof(sp_block_mxfp4) == 17, "mxfp4 block layout");
+
+/* 2^(e - 128) exactly, e = 0 and 1 being subnormal floats. */
+static inline float sp_e8m0_half(uint8_t e) {
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* Ternary, x = d * (t - 1), t in 0..2. Elements 0-159 five trits a byte in
+ * qs[0..31] (byte m holds elements m + 32 n, n = 0..4), 160-239 the same
+ * over qs[32..47] (m + 16 n), 240-255 four a byte in qh (j + 4 n, n = 0..3).
+ * A byte holds its trits t_0..t_k as the fraction ceil(256 * sum t_n 3^-n-1):
+ * trit n is the top byte of 3 * (byte * 3^n mod 256). */
+typedef struct {
+    uint8_t qs[48];
+    uint8_t qh[SP_QK_K / 64];
+    uint16_t d;
+} sp_block_tq1_0;
+static_assert(sizeof(sp_block_tq1_0) == 54, "tq1_0 block layout");
+
+/* Ternary, x = d * (t - 1): element 128 c + 32 l + m is bits 2l..2l+1 of qs[32 c + m] */
+typedef struct {
+    uint8_t qs[SP_QK_K / 4];
+    uint16_t d;
+} sp_block_tq2_0;
+static_assert(sizeof(sp_block_tq2_0) == 66, "tq2_0 block layout");
+
+/* The IQ2/IQ3/IQ1 formats snap groups of 8 (IQ3: 4) weights to points of a
+ * grid (iq_grids.h); a sub-block of 32 has a small odd scale (2 s + 1,
+ * in units of the half-float d, some formats with a further factor), signs
+ * of 8 elements are 7 stored bits (sp_iq_signs) or 8 plain ones. */
+
+/* per 32: four 8-bit grid indices in qs[4 j..4 j+1] as bytes, then a word
+ * with four 7-bit signs (bits 7 l..) and a 4-bit scale (top): x = d * (s +
+ * 1/2) / 4 * grid * sign */
+typedef struct {
+    uint16_t d;
+    uint16_t qs[SP_QK_K / 8];
+} sp_block_iq2_xxs;
+static_assert(sizeof(sp_block_iq2_xxs) == 66, "iq2_xxs block layout");
+
+/* per 8: a 9-bit grid index and 7-bit signs in one word; per 16 a 4-bit scale
+ * (low nibble of scales[j] for the first 16 of sub-block j): x = d * (s + 1/2) / 4 * grid * sign */
+typedef struct {
+    uint16_t d;
+    uint16_t qs[SP_QK_K / 8];
+    uint8_t scales[SP_QK_K / 32];
+} sp_block_iq2_xs;
+static_assert(sizeof(sp_block_iq2_xs) == 74, "iq2_xs block layout");
+
+/* per 8: a 10-bit grid index (qs[k], the top 2 bits from qh[k / 4]) and 8
+ * plain sign bits (qs[32 + k]); scales as IQ2_XS */
+typedef struct {
+    uint16_t d;
+    uint8_t qs[SP_QK_K / 4];
+    uint8_t qh[SP_QK_K / 32];
+    uint8_t scales[SP_QK_K / 32];
+} sp_block_iq2_s;
+static_assert(sizeof(sp_block_iq2_s) == 82, "iq2_s block layout");
+
+/* per 4: an 8-bit grid index (qs[0..63]); per 32 a word (after them) of
+ * four 7-bit signs and a 4-bit scale: x = d * (s + 1/2) / 2 * grid * sign */
+typedef struct {
+    uint16_t d;
+    uint8_t qs[3 * SP_QK_K / 8];
+} sp_block_iq3_xxs;
+static_assert(sizeof(sp_block_iq3_xxs) == 98, "iq3_xxs block layout");
+
+/* per 4: a 9-bit grid index (qs[k], the 9th bit k % 8 of qh[k / 8]); per 8
+ * plain sign bits; per 64 two 4-bit scales (nibbles of scales[j / 2]):
+ * x = d * (2 s + 1) * grid * sign */
+typedef struct {
+    uint16_t d;
+    uint8_t qs[SP_QK_K / 4];
+    uint8_t qh[SP_QK_K / 32];
+    uint8_t signs[SP_QK_K / 8];
+    uint8_t scales[SP_QK_K / 64];
+} sp_block_iq3_s;
+static_assert(sizeof(sp_block_iq3_s) == 110, "iq3_s block layout");
+
+/* The shift of the IQ1 grids' points, in units of their scale. */
+#define SP_IQ1_DELTA 0.125f
+
+/* per 8: an 11-bit grid index (qs[k], the top 3 bits from qh[k / 4] bits
+ * 3 (k % 4)..); per 32 a 3-bit scale (qh bits 12-14) and the shift's sign
+ * (bit 15): x = d * (2 s + 1) * (grid +- 1/8) */
+typedef struct {
+    uint16_t d;
+    uint8_t qs[SP_QK_K / 8];
+    uint16_t qh[SP_QK_K / 32];
+} sp_block_iq1_s;
+static_assert(sizeof(sp_block_iq1_s) == 50, "iq1_s block layout");
+
+/* per 8: an 11-bit grid index (qs[k], the top 3 bits the low or high
+ * nibble's bits 0-2 of qh[k / 2]; bit 3 the shift's sign); per 16 a 3-bit
+ * scale (the four words of scales hold three per 12 bits); the half-float
+ * d is the four words' top nibbles: x = d * (2 s + 1) * (grid +- 1/8) */
+typedef struct {
+    uint8_t qs[SP_QK_K / 8];
+    uint8_t qh[SP_QK_K / 16];
+    uint8_t scales[SP_QK_K / 32];
+} sp_block_iq1_m;
+static_assert(sizeof(sp_block_iq1_m) == 56, "iq1_m block layout");
 
 /* activation format paired with the K-quants; bsums are sums of 16 qs */
 typedef struct {

@@ -72,6 +72,23 @@ void sp_dequantize_iq4_xs(const void *src, float *dst, int64_t n);
 void sp_quantize_iq4_nl(const float *src, void *dst, int64_t n);
 void sp_quantize_iq4_xs(const float *src, void *dst, int64_t n);
 
+/* quant_mxfp4.c, quant_tq.c */
+void sp_dequantize_mxfp4(const void *src, float *dst, int64_t n);
+void sp_quantize_mxfp4(const float *src, void *dst, int64_t n);
+void sp_dequantize_tq1_0(const void *src, float *dst, int64_t n);
+void sp_dequantize_tq2_0(const void *src, float *dst, int64_t n);
+void sp_quantize_tq1_0(const float *src, void *dst, int64_t n);
+void sp_quantize_tq2_0(const float *src, void *dst, int64_t n);
+
+/* quant_iq.c: decoders only */
+void sp_dequantize_iq2_xxs(const void *src, float *dst, int64_t n);
+void sp_dequantize_iq2_xs(const void *src, float *dst, int64_t n);
+void sp_dequantize_iq2_s(const void *src, float *dst, int64_t n);
+void sp_dequantize_iq3_xxs(const void *src, float *dst, int64_t n);
+void sp_dequantize_iq3_s(const void *src, float *dst, int64_t n);
+void sp_dequantize_iq1_s(const void *src, float *dst, int64_t n);
+void sp_dequantize_iq1_m(const void *src, float *dst, int64_t n);
+
 /* A (sub-)block whose largest magnitude is below this is all zero to the
  * K-quant and IQ4 searches, as to llama.cpp's. */
 #define SP_ZERO_AMAX 1e-15f

@@ -20,9 +20,10 @@ sp_tensor_role sp_tensor_role_of(const char *name) {
     };
     if (!strcmp(name, "output.weight")) return SP_ROLE_OUTPUT;
     if (!strcmp(name, "token_embd.weight")) return SP_ROLE_TOKEN_EMBD;
+    const sp_tensor_role experts = strstr(name, "_exps.") ? SP_ROLE_EXPERTS : SP_ROLE_OTHER;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        if (strstr(name, parts[i].part)) return parts[i].role;
-    return SP_ROLE_OTHER;
+        if (strstr(name, parts[i].part)) return (sp_tensor_role)(parts[i].role | experts);
+    return experts;
 }
 
 sprout_type sp_file_type_base(sprout_file_type file_type) {
@@ -46,6 +47,9 @@ sprout_type sp_file_type_base(sprout_file_type file_type) {
     case SPROUT_FTYPE_Q6_K: return SPROUT_TYPE_Q6_K;
     case SPROUT_FTYPE_IQ4_NL: return SPROUT_TYPE_IQ4_NL;
     case SPROUT_FTYPE_IQ4_XS: return SPROUT_TYPE_IQ4_XS;
+    case SPROUT_FTYPE_TQ1_0: return SPROUT_TYPE_TQ1_0;
+    case SPROUT_FTYPE_TQ2_0: return SPROUT_TYPE_TQ2_0;
+    case SPROUT_FTYPE_MXFP4_MOE: return SPROUT_TYPE_MXFP4;
     }
     return SPROUT_TYPE_COUNT;
 }
@@ -63,11 +67,17 @@ static bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || 
 sprout_type sp_recipe_choose(sp_recipe *r, sp_tensor_role role, int64_t ne0) {
     const sprout_file_type ft = r->file_type;
     sprout_type t = sp_file_type_base(ft);
+    const bool experts = role & SP_ROLE_EXPERTS;
+    role = (sp_tensor_role)(role & ~SP_ROLE_EXPERTS);
     if (role == SP_ROLE_OUTPUT || (!r->has_output && role == SP_ROLE_TOKEN_EMBD)) {
-        if (r->falcon || ne0 % sprout_type_block_size(t)) return SPROUT_TYPE_Q8_0;
+        if (ft == SPROUT_FTYPE_MXFP4_MOE || r->falcon || ne0 % sprout_type_block_size(t)) return SPROUT_TYPE_Q8_0;
         return t == SPROUT_TYPE_Q8_0 ? t : SPROUT_TYPE_Q6_K;
     }
+    if (ft == SPROUT_FTYPE_MXFP4_MOE) return experts ? SPROUT_TYPE_MXFP4 : SPROUT_TYPE_Q8_0;
     switch (role) {
+    case SP_ROLE_TOKEN_EMBD: /* an embedding looked up row by row keeps more bits than ternary */
+        if (ft == SPROUT_FTYPE_TQ1_0 || ft == SPROUT_FTYPE_TQ2_0) t = SPROUT_TYPE_Q4_K;
+        break;
     case SP_ROLE_ATTN_V: {
         const int i = r->i_attn_v++;
         if (ft == SPROUT_FTYPE_Q2_K) t = r->n_gqa >= 4 ? SPROUT_TYPE_Q4_K : SPROUT_TYPE_Q3_K;
@@ -126,6 +136,8 @@ sprout_type sp_type_fitting_rows(sprout_type wanted, int64_t ne0) {
     case SPROUT_TYPE_Q2_K:
     case SPROUT_TYPE_Q3_K:
     case SPROUT_TYPE_Q4_K: fallback = SPROUT_TYPE_Q5_0; break;
+    case SPROUT_TYPE_TQ1_0:
+    case SPROUT_TYPE_TQ2_0: fallback = SPROUT_TYPE_Q4_0; break; /* as llama-quantize's */
     case SPROUT_TYPE_Q5_K: fallback = SPROUT_TYPE_Q5_1; break;
     case SPROUT_TYPE_Q6_K: fallback = SPROUT_TYPE_Q8_0; break;
     case SPROUT_TYPE_IQ4_XS: fallback = SPROUT_TYPE_IQ4_NL; break;

@@ -23,6 +23,9 @@ typedef enum sp_tensor_role {
     SP_ROLE_FFN_UP,
     SP_ROLE_FFN_GATE,
     SP_ROLE_FFN_DOWN,
+    /* beside an FFN role: the tensor holds every expert's matrix
+     * (ffn_*_exps), which MXFP4_MOE alone tells apart */
+    SP_ROLE_EXPERTS = 0x100,
 } sp_tensor_role;
 
 sp_tensor_role sp_tensor_role_of(const char *name);
