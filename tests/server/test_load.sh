@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A load run: wrk keeps 16 connections busy for 30 s with completion
+# A load run: wrk keeps 16 connections busy for LOAD_SECONDS (30 by default) with completion
 # requests against `sprout serve` (stories260K, 4 slots); there must be no
 # errors and no 503s, and the server's RSS must not grow after a warm-up.
 # Prints the figures (requests/s, latency, RSS) for the notes.
