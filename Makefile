@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 SHARED     ?= $(abspath ../shared)
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
-FUZZ_SECONDS ?= 7
+FUZZ_SECONDS ?= 5
 PREFIX     ?= /usr/local
 
 .PHONY: all deps test-deps build build-asan build-fuzz run install test test-release test-asan test-fuzz test-faults fuzz-long clean
