@@ -28,7 +28,7 @@ void gt_exec_error(gt_exec *ex, const gt_node *at, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    gt_set_error(ex->err, SPROUT_ERR_FORMAT, at ? at->line : 0, at ? at->column : 0, "%s", msg);
+    tpl_set_error(ex->err, SPROUT_ERR_FORMAT, at ? at->line : 0, at ? at->column : 0, "%s", msg);
 }
 
 static bool step(gt_state *st, const gt_node *at) {

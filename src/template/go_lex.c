@@ -8,17 +8,6 @@
 
 #include "template/go_template.h"
 
-void gt_set_error(gt_error *err, sprout_status st, int line, int column, const char *fmt, ...) {
-    if (err->status != SPROUT_OK) return;
-    err->status = st;
-    err->line = line;
-    err->column = column;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-}
-
 typedef struct gt_lexer {
     const char *src;
     size_t len, pos;
@@ -50,7 +39,7 @@ static bool fail_at(gt_lexer *lx, size_t pos, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    gt_set_error(lx->err, SPROUT_ERR_FORMAT, line, column, "%s", msg);
+    tpl_set_error(lx->err, SPROUT_ERR_FORMAT, line, column, "%s", msg);
     return false;
 }
 

@@ -430,6 +430,6 @@ bool gt_ollama_render(const gt_program *prog, const json_t *messages, const json
     return ok;
 oom:
     sp_arena_free(&heap.arena);
-    gt_set_error(err, SPROUT_ERR_OUT_OF_MEMORY, 0, 0, "messages or tools too large or nested too deeply for the template");
+    tpl_set_error(err, SPROUT_ERR_OUT_OF_MEMORY, 0, 0, "messages or tools too large or nested too deeply for the template");
     return false;
 }

@@ -30,7 +30,7 @@ static bool fail(gt_parser *p, const gt_token *t, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    gt_set_error(p->err, SPROUT_ERR_FORMAT, t->line, t->column, "%s", msg);
+    tpl_set_error(p->err, SPROUT_ERR_FORMAT, t->line, t->column, "%s", msg);
     return false;
 }
 
@@ -296,7 +296,7 @@ static gt_node *parse_pipeline(gt_parser *p, const char *context, gt_token_kind 
         gt_node_kind k = pipe->u.pipe.cmds[i]->u.list.items[0]->kind;
         if (k == GN_CONST || k == GN_DOT || k == GN_NIL) {
             const gt_node *arg = pipe->u.pipe.cmds[i]->u.list.items[0];
-            gt_set_error(p->err, SPROUT_ERR_FORMAT, arg->line, arg->column, "non executable command in pipeline stage %zu", i + 1);
+            tpl_set_error(p->err, SPROUT_ERR_FORMAT, arg->line, arg->column, "non executable command in pipeline stage %zu", i + 1);
             return NULL;
         }
     }

@@ -21,19 +21,13 @@
 #include "core/arena.h"
 #include "core/error.h"
 #include "sprout.h"
+#include "template/template_error.h"
 #include "template/value.h"
 
 enum { GT_MAX_PARSE_DEPTH = 200 }; /* nested blocks and parentheses */
 
-/* An error with its position (1-based; 0 when unknown). */
-typedef struct gt_error {
-    sprout_status status;
-    int line, column;
-    char message[512];
-} gt_error;
-
-/* Keeps the first error: later ones are consequences. */
-void gt_set_error(gt_error *err, sprout_status st, int line, int column, const char *fmt, ...) SP_PRINTF(5, 6);
+/* An error with its position: the Jinja side's (template_error.h). */
+typedef tpl_error gt_error;
 
 typedef struct gt_limits {
     uint64_t max_steps;

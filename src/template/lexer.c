@@ -5,7 +5,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,17 +24,6 @@ typedef struct lexer {
     tpl_error *err;
     bool failed;
 } lexer;
-
-void tpl_set_error(tpl_error *err, sprout_status st, int line, int column, const char *fmt, ...) {
-    if (err->status != SPROUT_OK) return;
-    err->status = st;
-    err->line = line;
-    err->column = column;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-}
 
 static void locate(lexer *lx, size_t pos, int *line, int *column) {
     if (pos < lx->lc_pos) { /* rewind: recount from the start */

@@ -32,8 +32,6 @@ typedef struct token {
     double f;
 } token;
 
-/* Records a parse error at line:column (the first error wins). */
-void tpl_set_error(tpl_error *err, sprout_status st, int line, int column, const char *fmt, ...);
 /* Cuts source into tokens, the last T_EOF; their text is in prog's arena,
  * the array on the malloc heap for the caller to free. On failure fills
  * *err and returns false (nothing to free). */

@@ -16,6 +16,7 @@
 
 #include "core/arena.h"
 #include "sprout.h"
+#include "template/template_error.h"
 #include "template/value.h"
 
 enum {
@@ -25,12 +26,7 @@ enum {
 
 /* --- errors -------------------------------------------------------------------------- */
 
-typedef struct tpl_error {
-    sprout_status status;
-    int line, column;
-    bool raised; /* raise_exception(): message is the template's own text */
-    char message[512];
-} tpl_error;
+/* tpl_error and tpl_set_error: template_error.h */
 
 /* --- syntax tree -------------------------------------------------------------------- */
 
