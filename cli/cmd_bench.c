@@ -184,7 +184,7 @@ int cmd_bench(int argc, char **argv) {
     const int32_t used_threads = sprout_pipeline_n_threads(p);
     /* one untimed warm-up of the full prompt, as llama-bench does: page
      * faults and the first touch of the batch's buffers belong to load, not speed */
-    sprout_perf_metrics m;
+    sprout_perf_metrics m = {.struct_size = sizeof m};
     if (st == SPROUT_OK) st = run_once(p, n_vocab, b.n_prompt > 0 ? b.n_prompt : 1, 1, 999, NULL, &m);
     for (int32_t r = 0; st == SPROUT_OK && r < b.reps; r++) {
         if (b.n_prompt > 0 && (st = run_once(p, n_vocab, b.n_prompt, 1, (uint64_t)r + 1, NULL, &m)) == SPROUT_OK)

@@ -12,6 +12,8 @@ if [ "${1:-}" = "--test" ]; then
   packages+=(clang libclang-rt-dev time wrk curl)
   # the server's HTTPS test makes its certificate; bench/soak.sh's RSS slope
   packages+=(openssl bc)
+  # memcheck over the CLI: reads of memory nobody wrote, which ASan misses
+  packages+=(valgrind)
   # the kernels cross-built for aarch64 and run under qemu
   packages+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
   # the Python package's tests: a venv, pip over Debian's setuptools (no PyPI), pytest
