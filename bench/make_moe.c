@@ -1,17 +1,20 @@
-/* Writes a tiny random-weight mixture-of-experts model of one of the MoE
- * architectures sprout runs, with the vocabulary of
- * ../shared/models/stories260K.gguf, for the tests (test_moe) and their
- * llama.cpp references (tests/data/moe/README.md). The same arguments give
- * the same bytes.
+/* Writes a tiny random-weight model of one of the architectures sprout
+ * took on with its mixtures of experts (the MoE ones and the dense ones of
+ * the same issue), with the vocabulary of ../shared/models/stories260K.gguf,
+ * for the tests (test_moe) and their llama.cpp references
+ * (tests/data/moe/README.md, tests/data/arch_more/README.md). The same
+ * arguments give the same bytes.
  *
- * usage: make_moe ARCH TYPE OUT.gguf [SEED] [--set KEY=N]... [--shape TENSOR=D0,D1[,D2]]... [--drop TENSOR]...
+ * usage: make_moe ARCH TYPE OUT.gguf [SEED] [--set KEY=N]... [--unset KEY]... [--shape TENSOR=D0,D1[,D2]]... [--drop TENSOR]...
  *   ARCH: mixtral (general.architecture llama with experts), qwen2moe,
- *         qwen3moe, olmoe
+ *         qwen3moe, olmoe, granitemoe; dense: granite, olmo2, starcoder2,
+ *         command-r, glm4
  *   TYPE: F32, F16 or a block type (Q8_0 ...) for every matrix
  *   --set KEY=N      writes <arch>.KEY = N (uint32) over what the preset says
+ *   --unset KEY      leaves <arch>.KEY out
  *   --shape T=...    writes tensor T with that shape (random data)
  *   --drop T         leaves tensor T out
- * (the last three make the broken files of the tests' hostile cases)
+ * (the last four make the broken files of the tests' hostile cases)
  *
  * Shapes (as ../shared/arch): n_embd 256, 4 heads of 64, 2 KV heads (olmoe
  * 4: its K norm spans n_embd), 2 layers, context 512. Weights N(0, s²):
@@ -29,19 +32,46 @@
 #include "random.h"
 #include "sprout.h"
 
+/* What a preset's file holds beyond llama's block (each flag adds tensors
+ * after those of the presets before it, so older presets keep their bytes). */
+enum {
+    EXP_FF_KEY = 1 << 0,     /* writes expert_feed_forward_length */
+    QKV_BIAS = 1 << 1,
+    QK_NORM_HEAD = 1 << 2,
+    QK_NORM_WHOLE = 1 << 3,
+    SHARED = 1 << 4,         /* qwen2moe's gated shared expert */
+    LAYER_NORM = 1 << 5,     /* LayerNorm (its epsilon key) in place of RMS */
+    NORM_BIAS = 1 << 6,      /* the LayerNorms' biases */
+    NO_PRE_NORM = 1 << 7,    /* neither attn_norm nor ffn_norm (olmo2) */
+    PARALLEL = 1 << 8,       /* no ffn_norm: the FFN reads the attention's input (command-r) */
+    POST_NORMS = 1 << 9,     /* post_attention_norm and post_ffw_norm */
+    OUT_BIAS = 1 << 10,      /* attn_output.bias */
+    FFN_BIAS = 1 << 11,      /* ffn_up.bias, ffn_down.bias */
+    GELU_FFN = 1 << 12,      /* up and down only */
+    FUSED_GATE_UP = 1 << 13, /* ffn_up has rows [gate | up] */
+    TIED = 1 << 14,          /* no output.weight */
+};
+
 typedef struct moe_preset {
     const char *name, *arch; /* the name on the command line; general.architecture */
-    int n_head_kv, n_ff, n_expert, n_used, n_ff_exp, n_ff_shexp;
-    bool exp_ff_key;          /* writes expert_feed_forward_length */
-    bool qkv_bias, qk_norm_head, qk_norm_whole, shared;
+    int n_head_kv, n_ff, n_expert, n_used, n_ff_exp, n_ff_shexp, n_rot; /* n_expert 0: dense; n_rot 0: the head size */
+    unsigned flags;
     float eps;
+    float embd_scale, residual_scale, logit_scale, attn_scale; /* written where not 0 */
 } moe_preset;
 
 static const moe_preset presets[] = {
-    {"mixtral", "llama", 2, 128, 4, 2, 128, 0, false, false, false, false, false, 1e-5f},
-    {"qwen2moe", "qwen2moe", 2, 384, 8, 2, 128, 256, true, true, false, false, true, 1e-6f},
-    {"qwen3moe", "qwen3moe", 2, 384, 8, 2, 128, 0, true, false, true, false, false, 1e-6f},
-    {"olmoe", "olmoe", 4, 128, 8, 2, 128, 0, false, false, false, true, false, 1e-5f},
+    {"mixtral", "llama", 2, 128, 4, 2, 128, 0, 0, 0, 1e-5f, 0, 0, 0, 0},
+    {"qwen2moe", "qwen2moe", 2, 384, 8, 2, 128, 256, 0, EXP_FF_KEY | QKV_BIAS | SHARED, 1e-6f, 0, 0, 0, 0},
+    {"qwen3moe", "qwen3moe", 2, 384, 8, 2, 128, 0, 0, EXP_FF_KEY | QK_NORM_HEAD, 1e-6f, 0, 0, 0, 0},
+    {"olmoe", "olmoe", 4, 128, 8, 2, 128, 0, 0, QK_NORM_WHOLE, 1e-5f, 0, 0, 0, 0},
+    /* granite's scales as Granite 3 has them, but attention.scale (1/32, not the default 1/8) */
+    {"granite", "granite", 2, 384, 0, 0, 0, 0, 0, 0, 1e-5f, 12.f, 0.22f, 8.f, 0.03125f},
+    {"granitemoe", "granitemoe", 2, 128, 8, 2, 128, 0, 0, 0, 1e-6f, 12.f, 0.22f, 8.f, 0.03125f},
+    {"olmo2", "olmo2", 2, 384, 0, 0, 0, 0, 0, NO_PRE_NORM | POST_NORMS | QK_NORM_WHOLE, 1e-6f, 0, 0, 0, 0},
+    {"starcoder2", "starcoder2", 2, 512, 0, 0, 0, 0, 0, LAYER_NORM | NORM_BIAS | QKV_BIAS | OUT_BIAS | FFN_BIAS | GELU_FFN, 1e-5f, 0, 0, 0, 0},
+    {"command-r", "command-r", 2, 384, 0, 0, 0, 0, 0, LAYER_NORM | PARALLEL | TIED, 1e-5f, 0, 0, 0.25f, 0},
+    {"glm4", "glm4", 2, 384, 0, 0, 0, 0, 32, QKV_BIAS | POST_NORMS | FUSED_GATE_UP, 1e-5f, 0, 0, 0, 0},
 };
 
 enum { N_EMBD = 256, N_HEAD = 4, HEAD_DIM = 64, N_LAYER = 2, N_CTX = 512, MAX_TENSORS = 64 };
@@ -87,40 +117,64 @@ static void add(gen *g, sprout_type type, const char *name, int n_dims, int64_t 
     t->type = n_dims == 1 ? SPROUT_TYPE_F32 : type;
 }
 
+static void add_ffn(gen *g, const moe_preset *p, sprout_type type, int l) {
+    const int64_t e = N_EMBD, f = p->n_ff_exp, x = p->n_expert, ff = p->n_ff;
+    const float s_e = 1.f / sqrtf((float)e);
+    char name[64];
+#define L(s) (snprintf(name, sizeof name, "blk.%d.%s", l, s), name)
+    if (x == 0) {
+        if (!(p->flags & (GELU_FFN | FUSED_GATE_UP))) add(g, type, L("ffn_gate.weight"), 2, e, ff, 1, s_e);
+        add(g, type, L("ffn_up.weight"), 2, e, p->flags & FUSED_GATE_UP ? 2 * ff : ff, 1, s_e);
+        if (p->flags & FFN_BIAS) add(g, type, L("ffn_up.bias"), 1, ff, 1, 1, 0.1f);
+        add(g, type, L("ffn_down.weight"), 2, ff, e, 1, 1.f / sqrtf((float)ff));
+        if (p->flags & FFN_BIAS) add(g, type, L("ffn_down.bias"), 1, e, 1, 1, 0.1f);
+        return;
+    }
+    add(g, type, L("ffn_gate_inp.weight"), 2, e, x, 1, 4.f * s_e);
+    add(g, type, L("ffn_gate_exps.weight"), 3, e, f, x, s_e);
+    add(g, type, L("ffn_up_exps.weight"), 3, e, f, x, s_e);
+    add(g, type, L("ffn_down_exps.weight"), 3, f, e, x, 1.f / sqrtf((float)f));
+    if (p->flags & SHARED) {
+        add(g, type, L("ffn_gate_inp_shexp.weight"), 1, e, 1, 1, s_e);
+        add(g, type, L("ffn_gate_shexp.weight"), 2, e, p->n_ff_shexp, 1, s_e);
+        add(g, type, L("ffn_up_shexp.weight"), 2, e, p->n_ff_shexp, 1, s_e);
+        add(g, type, L("ffn_down_shexp.weight"), 2, p->n_ff_shexp, e, 1, 1.f / sqrtf((float)p->n_ff_shexp));
+    }
+#undef L
+}
+
 static void add_tensors(gen *g, const moe_preset *p, sprout_type type) {
-    const int64_t e = N_EMBD, kv = (int64_t)HEAD_DIM * p->n_head_kv, f = p->n_ff_exp, x = p->n_expert;
+    const int64_t e = N_EMBD, kv = (int64_t)HEAD_DIM * p->n_head_kv;
+    const unsigned fl = p->flags;
     const float s_e = 1.f / sqrtf((float)e);
     add(g, type, "token_embd.weight", 2, e, 512, 1, 0.25f);
     add(g, type, "output_norm.weight", 1, e, 1, 1, -1.f);
-    add(g, type, "output.weight", 2, e, 512, 1, 0.25f);
+    if (fl & NORM_BIAS) add(g, type, "output_norm.bias", 1, e, 1, 1, 0.1f);
+    if (!(fl & TIED)) add(g, type, "output.weight", 2, e, 512, 1, 0.25f);
     char name[64];
     for (int l = 0; l < N_LAYER; l++) {
 #define L(s) (snprintf(name, sizeof name, "blk.%d.%s", l, s), name)
-        add(g, type, L("attn_norm.weight"), 1, e, 1, 1, -1.f);
+        if (!(fl & NO_PRE_NORM)) add(g, type, L("attn_norm.weight"), 1, e, 1, 1, -1.f);
+        if (fl & NORM_BIAS) add(g, type, L("attn_norm.bias"), 1, e, 1, 1, 0.1f);
         add(g, type, L("attn_q.weight"), 2, e, e, 1, 1.5f * s_e);
         add(g, type, L("attn_k.weight"), 2, e, kv, 1, 1.5f * s_e);
         add(g, type, L("attn_v.weight"), 2, e, kv, 1, s_e);
-        if (p->qkv_bias) {
+        if (fl & QKV_BIAS) {
             add(g, type, L("attn_q.bias"), 1, e, 1, 1, 0.1f);
             add(g, type, L("attn_k.bias"), 1, kv, 1, 1, 0.1f);
             add(g, type, L("attn_v.bias"), 1, kv, 1, 1, 0.1f);
         }
-        if (p->qk_norm_head || p->qk_norm_whole) {
-            add(g, type, L("attn_q_norm.weight"), 1, p->qk_norm_whole ? e : HEAD_DIM, 1, 1, -1.f);
-            add(g, type, L("attn_k_norm.weight"), 1, p->qk_norm_whole ? kv : HEAD_DIM, 1, 1, -1.f);
+        if (fl & (QK_NORM_HEAD | QK_NORM_WHOLE)) {
+            add(g, type, L("attn_q_norm.weight"), 1, fl & QK_NORM_WHOLE ? e : HEAD_DIM, 1, 1, -1.f);
+            add(g, type, L("attn_k_norm.weight"), 1, fl & QK_NORM_WHOLE ? kv : HEAD_DIM, 1, 1, -1.f);
         }
         add(g, type, L("attn_output.weight"), 2, e, e, 1, s_e);
-        add(g, type, L("ffn_norm.weight"), 1, e, 1, 1, -1.f);
-        add(g, type, L("ffn_gate_inp.weight"), 2, e, x, 1, 4.f * s_e);
-        add(g, type, L("ffn_gate_exps.weight"), 3, e, f, x, s_e);
-        add(g, type, L("ffn_up_exps.weight"), 3, e, f, x, s_e);
-        add(g, type, L("ffn_down_exps.weight"), 3, f, e, x, 1.f / sqrtf((float)f));
-        if (p->shared) {
-            add(g, type, L("ffn_gate_inp_shexp.weight"), 1, e, 1, 1, s_e);
-            add(g, type, L("ffn_gate_shexp.weight"), 2, e, p->n_ff_shexp, 1, s_e);
-            add(g, type, L("ffn_up_shexp.weight"), 2, e, p->n_ff_shexp, 1, s_e);
-            add(g, type, L("ffn_down_shexp.weight"), 2, p->n_ff_shexp, e, 1, 1.f / sqrtf((float)p->n_ff_shexp));
-        }
+        if (fl & OUT_BIAS) add(g, type, L("attn_output.bias"), 1, e, 1, 1, 0.1f);
+        if (fl & POST_NORMS) add(g, type, L("post_attention_norm.weight"), 1, e, 1, 1, -1.f);
+        if (!(fl & (NO_PRE_NORM | PARALLEL))) add(g, type, L("ffn_norm.weight"), 1, e, 1, 1, -1.f);
+        if (fl & NORM_BIAS) add(g, type, L("ffn_norm.bias"), 1, e, 1, 1, 0.1f);
+        add_ffn(g, p, type, l);
+        if (fl & POST_NORMS) add(g, type, L("post_ffw_norm.weight"), 1, e, 1, 1, -1.f);
 #undef L
     }
 }
@@ -145,6 +199,12 @@ static void set_u32(sp_gguf_writer *w, const char *arch, const char *suffix, uin
     sp_gguf_writer_set_scalar(w, key, SPROUT_GGUF_UINT32, &v);
 }
 
+static void set_f32(sp_gguf_writer *w, const char *arch, const char *suffix, float v) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    if (v != 0.f) sp_gguf_writer_set_scalar(w, key, SPROUT_GGUF_FLOAT32, &v);
+}
+
 static void write_metadata(sp_gguf_writer *w, const moe_preset *p, sprout_type type) {
     const char *a = p->arch;
     sp_gguf_writer_set_str(w, "general.architecture", a, strlen(a));
@@ -157,18 +217,19 @@ static void write_metadata(sp_gguf_writer *w, const moe_preset *p, sprout_type t
     set_u32(w, a, "feed_forward_length", (uint32_t)p->n_ff);
     set_u32(w, a, "attention.head_count", N_HEAD);
     set_u32(w, a, "attention.head_count_kv", (uint32_t)p->n_head_kv);
-    set_u32(w, a, "rope.dimension_count", HEAD_DIM);
-    set_u32(w, a, "expert_count", (uint32_t)p->n_expert);
-    set_u32(w, a, "expert_used_count", (uint32_t)p->n_used);
-    if (p->exp_ff_key) set_u32(w, a, "expert_feed_forward_length", (uint32_t)p->n_ff_exp);
-    if (p->shared) set_u32(w, a, "expert_shared_feed_forward_length", (uint32_t)p->n_ff_shexp);
-    char key[128];
-    float v = 10000.f;
-    snprintf(key, sizeof key, "%s.rope.freq_base", a);
-    sp_gguf_writer_set_scalar(w, key, SPROUT_GGUF_FLOAT32, &v);
-    v = p->eps;
-    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", a);
-    sp_gguf_writer_set_scalar(w, key, SPROUT_GGUF_FLOAT32, &v);
+    set_u32(w, a, "rope.dimension_count", p->n_rot ? (uint32_t)p->n_rot : HEAD_DIM);
+    if (p->n_expert > 0) {
+        set_u32(w, a, "expert_count", (uint32_t)p->n_expert);
+        set_u32(w, a, "expert_used_count", (uint32_t)p->n_used);
+    }
+    if (p->flags & EXP_FF_KEY) set_u32(w, a, "expert_feed_forward_length", (uint32_t)p->n_ff_exp);
+    if (p->flags & SHARED) set_u32(w, a, "expert_shared_feed_forward_length", (uint32_t)p->n_ff_shexp);
+    set_f32(w, a, "rope.freq_base", 10000.f);
+    set_f32(w, a, p->flags & LAYER_NORM ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon", p->eps);
+    set_f32(w, a, "embedding_scale", p->embd_scale);
+    set_f32(w, a, "residual_scale", p->residual_scale);
+    set_f32(w, a, "logit_scale", p->logit_scale);
+    set_f32(w, a, "attention.scale", p->attn_scale);
     sprout_file_type label;
     if (sprout_file_type_from_name(sprout_type_name(type), &label)) {
         uint32_t u = (uint32_t)label;
@@ -182,7 +243,7 @@ static tensor_spec *find_spec(gen *g, const char *name, size_t len) {
     return NULL;
 }
 
-/* --set, --shape and --drop; false (said) on a bad one. */
+/* --set, --unset, --shape and --drop; false (said) on a bad one. */
 static bool apply_overrides(gen *g, sp_gguf_writer *w, const moe_preset *p, int argc, char **argv) {
     for (int i = 0; i + 1 < argc; i += 2) {
         const char *opt = argv[i], *arg = argv[i + 1], *eq = strchr(arg, '=');
@@ -190,6 +251,12 @@ static bool apply_overrides(gen *g, sp_gguf_writer *w, const moe_preset *p, int 
             tensor_spec *t = find_spec(g, arg, strlen(arg));
             if (!t) break;
             *t = g->specs[--g->n];
+            continue;
+        }
+        if (!strcmp(opt, "--unset")) {
+            char key[128];
+            snprintf(key, sizeof key, "%s.%s", p->arch, arg);
+            sp_gguf_writer_remove(w, key);
             continue;
         }
         if (!eq) break;
@@ -213,7 +280,7 @@ static bool apply_overrides(gen *g, sp_gguf_writer *w, const moe_preset *p, int 
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: make_moe ARCH TYPE OUT.gguf [SEED] [--set KEY=N] [--shape TENSOR=D0,D1[,D2]] [--drop TENSOR]\n");
+        fprintf(stderr, "usage: make_moe ARCH TYPE OUT.gguf [SEED] [--set KEY=N] [--unset KEY] [--shape TENSOR=D0,D1[,D2]] [--drop TENSOR]\n");
         return 2;
     }
     const moe_preset *p = NULL;

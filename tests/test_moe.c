@@ -2,6 +2,9 @@
  *   refs     tiny random MoE models of each architecture (written again by
  *            make_moe from their seed) against llama.cpp's logits and greedy
  *            tokens in tests/data/moe
+ *   arch_more_f32, arch_more_q8
+ *            the same for the dense architectures of that work and
+ *            granitemoe (tests/data/arch_more), F32 and Q8_0 files
  *   experts  the expert matmul against each expert as its own matmul, one
  *            token at a time: odd token counts, experts with no token, every
  *            token on one expert, prompt and generated tokens mixed; bit for
@@ -127,18 +130,20 @@ static void check_reference(const char *dir, const char *json_name) {
     json_decref(ref);
 }
 
-static void part_refs(void) {
-    DIR *d = opendir(SPROUT_MOE_DATA_DIR);
-    CHECK_MSG(d != NULL, "cannot open %s", SPROUT_MOE_DATA_DIR);
+/* Every reference in dir whose name ends in `suffix`, at least `expected` of them. */
+static void part_refs(const char *dir, const char *suffix, int expected) {
+    DIR *d = opendir(dir);
+    CHECK_MSG(d != NULL, "cannot open %s", dir);
     int n = 0;
+    const size_t suffix_len = strlen(suffix);
     for (struct dirent *de; d && (de = readdir(d));) {
         const size_t len = strlen(de->d_name);
-        if (len < 5 || strcmp(de->d_name + len - 5, ".json")) continue;
-        check_reference(SPROUT_MOE_DATA_DIR, de->d_name);
+        if (len < suffix_len || strcmp(de->d_name + len - suffix_len, suffix)) continue;
+        check_reference(dir, de->d_name);
         n++;
     }
     if (d) closedir(d);
-    CHECK_MSG(n >= 8, "only %d references", n);
+    CHECK_MSG(n >= expected, "only %d references in %s", n, dir);
 }
 
 /* --- experts ----------------------------------------------------------------------------- */
@@ -389,6 +394,19 @@ static void part_hostile(void) {
         {"olmoe F32 1 --drop blk.1.ffn_gate_exps.weight", "tensor 'blk.1.ffn_gate_exps.weight' is missing"},
         {"qwen2moe F32 1 --shape blk.0.ffn_down_shexp.weight=128,256", "'blk.0.ffn_down_shexp.weight' has shape [128, 256], expected [256, 256]"},
         {"qwen2moe F32 1 --set expert_feed_forward_length=0", "experts' FFN widths must be positive"},
+        {"granite F32 1 --unset logit_scale", "metadata key 'granite.logit_scale' is missing"},
+        {"granitemoe F32 1 --set logit_scale=0", "granitemoe.logit_scale = 0 is out of range"},
+        {"granitemoe F32 1 --set expert_count=0", "granitemoe.expert_count is missing or 0"},
+        {"granitemoe F32 1 --set expert_shared_feed_forward_length=64", "granitemoe with a shared expert"},
+        {"olmo2 F32 1 --drop blk.1.post_ffw_norm.weight", "tensor 'blk.1.post_ffw_norm.weight' is missing"},
+        {"olmo2 F32 1 --shape blk.0.attn_k_norm.weight=64", "'blk.0.attn_k_norm.weight' has 64 elements, expected 128"},
+        {"olmo2 F32 1 --drop blk.0.attn_q_norm.weight", "tensor 'blk.0.attn_q_norm.weight' is missing"},
+        {"starcoder2 F32 1 --shape blk.1.ffn_up.bias=256", "'blk.1.ffn_up.bias' has 256 elements, expected 512"},
+        {"command-r F32 1 --set feed_forward_length=256", "'blk.0.ffn_gate.weight' has shape [256, 384], expected [256, 256]"},
+        {"glm4 F32 1 --set rope.dimension_sections=8", "glm4: multi-axis RoPE (glm4.rope.dimension_sections) is not supported"},
+        {"glm4 F32 1 --set rope.dimension_count=80", "head size 64 / rotary dimensions 80 do not fit"},
+        {"glm4 F32 1 --shape blk.0.ffn_up.weight=256,384", "'blk.0.ffn_up.weight' has shape [256, 384], expected [256, 768]"},
+        {"glm4 Q8_0 1 --drop blk.0.post_attention_norm.weight", "tensor 'blk.0.post_attention_norm.weight' is missing"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char name[32];
@@ -430,13 +448,15 @@ static void part_info(void) {
 
 int main(int argc, char **argv) {
     const char *part = argc > 1 ? argv[1] : "";
-    if (!strcmp(part, "refs")) part_refs();
+    if (!strcmp(part, "refs")) part_refs(SPROUT_MOE_DATA_DIR, ".json", 8);
+    else if (!strcmp(part, "arch_more_f32")) part_refs(SPROUT_ARCH_MORE_DATA_DIR, "-F32.json", 6);
+    else if (!strcmp(part, "arch_more_q8")) part_refs(SPROUT_ARCH_MORE_DATA_DIR, "-Q8_0.json", 6);
     else if (!strcmp(part, "experts")) part_experts();
     else if (!strcmp(part, "batch")) part_batch();
     else if (!strcmp(part, "hostile")) part_hostile();
     else if (!strcmp(part, "info")) part_info();
     else {
-        fprintf(stderr, "usage: test_moe refs|experts|batch|hostile|info\n");
+        fprintf(stderr, "usage: test_moe refs|arch_more_f32|arch_more_q8|experts|batch|hostile|info\n");
         return 2;
     }
     char cmd[512];

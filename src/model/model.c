@@ -13,6 +13,10 @@
 #include "gguf/gguf_resident.h"
 #include "quant/quant.h"
 
+/* <arch>.logit_scale: unused, the logits' factor where present (command-r),
+ * or their required divisor (granite). */
+typedef enum logit_scaling { LOGITS_AS_IS, LOGITS_TIMES_KEY, LOGITS_OVER_KEY } logit_scaling;
+
 /* What each architecture does that the tensors alone do not say. */
 typedef struct arch_traits {
     const char *name;
@@ -36,6 +40,12 @@ typedef struct arch_traits {
      * expert_feed_forward_length an expert is n_ff / n_expert_used wide,
      * else n_ff */
     bool experts_required, moe_norm_w, ff_exp_from_used;
+    bool no_pre_norm;     /* olmo2: the blocks read x unnormed (post-norms only) */
+    bool post_norms;      /* post_attention_norm and post_ffw_norm are required (olmo2, glm4) */
+    bool qk_norm;         /* attn_q_norm and attn_k_norm are required (olmo2) */
+    bool granite_scales;  /* embedding_scale and residual_scale, each optional */
+    bool no_qk_norm;      /* command-r's per-head LayerNorms of q and k (its 64-layer models) are not run */
+    logit_scaling logits; /* what <arch>.logit_scale does to the logits */
 } arch_traits;
 
 static const arch_traits archs[] = {
@@ -66,6 +76,17 @@ static const arch_traits archs[] = {
       .experts_required = true, .moe_norm_w = true, .ff_exp_from_used = true},
     {.name = "olmoe", .arch = SP_ARCH_OLMOE, .rope = SP_ROPE_NEOX, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU,
       .experts_required = true, .qk_norm_whole = true},
+    {.name = "granite", .arch = SP_ARCH_GRANITE, .rope = SP_ROPE_NORM, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU,
+      .moe_norm_w = true, .granite_scales = true, .logits = LOGITS_OVER_KEY},
+    {.name = "granitemoe", .arch = SP_ARCH_GRANITEMOE, .rope = SP_ROPE_NORM, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU,
+      .experts_required = true, .moe_norm_w = true, .granite_scales = true, .logits = LOGITS_OVER_KEY},
+    {.name = "olmo2", .arch = SP_ARCH_OLMO2, .rope = SP_ROPE_NEOX, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU,
+      .qk_norm_whole = true, .no_pre_norm = true, .post_norms = true, .qk_norm = true},
+    {.name = "starcoder2", .arch = SP_ARCH_STARCODER2, .rope = SP_ROPE_NEOX, .norm = SP_NORM_LAYER, .ffn = SP_FFN_GELU},
+    {.name = "command-r", .arch = SP_ARCH_COMMAND_R, .rope = SP_ROPE_NORM, .norm = SP_NORM_LAYER, .ffn = SP_FFN_SWIGLU,
+      .may_be_parallel = true, .always_tied = true, .no_qk_norm = true, .logits = LOGITS_TIMES_KEY},
+    /* its rows [gate | up] in ffn_up; partial RoPE (rope.dimension_count) */
+    {.name = "glm4", .arch = SP_ARCH_GLM4, .rope = SP_ROPE_NORM, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU, .post_norms = true},
 };
 
 /* --- metadata ------------------------------------------------------------------------ */
@@ -74,6 +95,7 @@ typedef struct loader {
     sprout_model *m;
     const sprout_gguf *g;
     const char *arch;
+    const struct arch_traits *at;
     float *decoded;       /* next free float of m->decoded */
     size_t decoded_left;
 } loader;
@@ -240,8 +262,10 @@ static sprout_status bind_layer(loader *L, int il, sp_layer *ly) {
     do {                                                                                              \
         if ((st = (expr)) != SPROUT_OK) return st;                                                    \
     } while (0)
-    TRY(bind_vec(L, NAME("attn_norm.weight"), e, !hp->post_norm, &ly->attn_norm));
-    TRY(bind_vec(L, NAME("attn_norm.bias"), e, false, &ly->attn_norm_b));
+    if (!hp->no_pre_norm) {
+        TRY(bind_vec(L, NAME("attn_norm.weight"), e, !hp->post_norm, &ly->attn_norm));
+        TRY(bind_vec(L, NAME("attn_norm.bias"), e, false, &ly->attn_norm_b));
+    }
     if (find_tensor(L, NAME("attn_qkv.weight")) >= 0) {
         TRY(bind_weight(L, NAME("attn_qkv.weight"), e, q_dim + kv_k + kv_v, true, &ly->wqkv));
         TRY(bind_vec(L, NAME("attn_qkv.bias"), q_dim + kv_k + kv_v, false, &ly->bqkv));
@@ -253,13 +277,15 @@ static sprout_status bind_layer(loader *L, int il, sp_layer *ly) {
         TRY(bind_vec(L, NAME("attn_k.bias"), kv_k, false, &ly->bk));
         TRY(bind_vec(L, NAME("attn_v.bias"), kv_v, false, &ly->bv));
     }
-    TRY(bind_vec(L, NAME("attn_q_norm.weight"), hp->qk_norm_whole ? q_dim : hp->head_dim_k, false, &ly->q_norm));
-    TRY(bind_vec(L, NAME("attn_k_norm.weight"), hp->qk_norm_whole ? kv_k : hp->head_dim_k, false, &ly->k_norm));
+    TRY(bind_vec(L, NAME("attn_q_norm.weight"), hp->qk_norm_whole ? q_dim : hp->head_dim_k, L->at->qk_norm, &ly->q_norm));
+    TRY(bind_vec(L, NAME("attn_k_norm.weight"), hp->qk_norm_whole ? kv_k : hp->head_dim_k, L->at->qk_norm, &ly->k_norm));
     TRY(bind_weight(L, NAME("attn_output.weight"), (int64_t)hp->n_head * hp->head_dim_v, e, true, &ly->wo));
     TRY(bind_vec(L, NAME("attn_output.bias"), e, false, &ly->bo));
-    TRY(bind_vec(L, NAME("post_attention_norm.weight"), e, false, &ly->post_attn_norm));
-    TRY(bind_vec(L, NAME("ffn_norm.weight"), e, !hp->parallel_block && !hp->post_norm, &ly->ffn_norm));
-    TRY(bind_vec(L, NAME("ffn_norm.bias"), e, false, &ly->ffn_norm_b));
+    TRY(bind_vec(L, NAME("post_attention_norm.weight"), e, L->at->post_norms, &ly->post_attn_norm));
+    if (!hp->no_pre_norm) {
+        TRY(bind_vec(L, NAME("ffn_norm.weight"), e, !hp->parallel_block && !hp->post_norm, &ly->ffn_norm));
+        TRY(bind_vec(L, NAME("ffn_norm.bias"), e, false, &ly->ffn_norm_b));
+    }
     if (hp->n_expert > 0) TRY(bind_moe(L, il, ly));
     else {
         if (hp->ffn_kind != SP_FFN_GELU && !hp->fused_gate_up) TRY(bind_weight(L, NAME("ffn_gate.weight"), e, ff, true, &ly->w_gate));
@@ -268,7 +294,7 @@ static sprout_status bind_layer(loader *L, int il, sp_layer *ly) {
         TRY(bind_weight(L, NAME("ffn_down.weight"), ff, e, true, &ly->w_down));
         TRY(bind_vec(L, NAME("ffn_down.bias"), e, false, &ly->b_down));
     }
-    TRY(bind_vec(L, NAME("post_ffw_norm.weight"), e, false, &ly->post_ffn_norm));
+    TRY(bind_vec(L, NAME("post_ffw_norm.weight"), e, L->at->post_norms, &ly->post_ffn_norm));
     TRY(bind_vec(L, NAME("attn_output_norm.weight"), e, hp->post_norm, &ly->attn_out_norm));
     TRY(bind_vec(L, NAME("attn_output_norm.bias"), e, false, &ly->attn_out_norm_b));
     TRY(bind_vec(L, NAME("layer_output_norm.weight"), e, hp->post_norm, &ly->out_norm));
@@ -296,6 +322,55 @@ static sprout_status check_experts(const loader *L, const arch_traits *at) {
     if (hp->n_expert > 0 && (hp->n_expert_used <= 0 || hp->n_expert_used > hp->n_expert))
         return sp_fail(SPROUT_ERR_FORMAT, "%s.expert_used_count = %d is out of range (1 to %s.expert_count = %d)", L->arch,
                        hp->n_expert_used, L->arch, hp->n_expert);
+    return SPROUT_OK;
+}
+
+/* The factors on the embeddings, the attention scores, each block's
+ * output and the logits; 0 in the file means none, as in llama.cpp. */
+static sprout_status load_scales(loader *L, const arch_traits *at) {
+    sp_hparams *hp = &L->m->hp;
+    sprout_status st;
+    hp->embd_scale = at->embd_scale ? sqrtf((float)hp->n_embd) : 1.f;
+    if ((st = get_float(L, "attention.scale", 0.f, ANY_FINITE, &hp->attn_scale)) != SPROUT_OK) return st;
+    if (hp->attn_scale == 0.f) hp->attn_scale = 1.f / sqrtf((float)hp->head_dim_k);
+    float v = 0.f;
+    hp->residual_scale = hp->logit_scale = 1.f;
+    if (at->granite_scales) {
+        if ((st = get_float(L, "embedding_scale", 0.f, ANY_FINITE, &v)) != SPROUT_OK) return st;
+        if (v != 0.f) hp->embd_scale = v;
+        if ((st = get_float(L, "residual_scale", 0.f, ANY_FINITE, &v)) != SPROUT_OK) return st;
+        if (v != 0.f) hp->residual_scale = v;
+    }
+    char key[160];
+    arch_key(L, "logit_scale", key, sizeof key);
+    if (at->logits == LOGITS_OVER_KEY && !sprout_gguf_find(L->g, key))
+        return sp_fail(SPROUT_ERR_FORMAT, "metadata key '%s' is missing (%s divides its logits by it)", key, L->arch);
+    if (at->logits != LOGITS_AS_IS &&
+        (st = get_float(L, "logit_scale", 0.f, at->logits == LOGITS_OVER_KEY ? POSITIVE : ANY_FINITE, &v)) != SPROUT_OK)
+        return st;
+    if (at->logits == LOGITS_OVER_KEY) hp->logit_scale = 1.f / v;
+    else if (at->logits == LOGITS_TIMES_KEY && v != 0.f) hp->logit_scale = v;
+    return SPROUT_OK;
+}
+
+/* What the traits say sprout does not run, refused by name rather than
+ * computed differently from llama.cpp. */
+static sprout_status check_unsupported(const loader *L, const arch_traits *at) {
+    char key[160];
+    arch_key(L, "rope.dimension_sections", key, sizeof key);
+    const sprout_gguf_value *sections = sprout_gguf_find(L->g, key);
+    const bool is_array = sections && sprout_gguf_value_type(sections) == SPROUT_GGUF_ARRAY;
+    const uint64_t n_sections = is_array ? sprout_gguf_array_len(sections) : sections ? 1 : 0;
+    for (uint64_t i = 0; i < n_sections; i++) {
+        int64_t x = 0;
+        const sprout_status got = is_array ? sprout_gguf_array_i64(sections, i, &x) : sprout_gguf_value_i64(sections, &x);
+        if (got != SPROUT_OK || x != 0) return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s: multi-axis RoPE (%s) is not supported", L->arch, key);
+    }
+    if (at->no_qk_norm && find_tensor(L, "blk.0.attn_q_norm.weight") >= 0)
+        return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s with per-head q/k LayerNorms (blk.0.attn_q_norm.weight) is not supported", L->arch);
+    arch_key(L, "expert_shared_feed_forward_length", key, sizeof key);
+    if (at->granite_scales && at->experts_required && sprout_gguf_find(L->g, key))
+        return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s with a shared expert (%s) is not supported", L->arch, key);
     return SPROUT_OK;
 }
 
@@ -372,14 +447,14 @@ static sprout_status load_hparams(loader *L, const arch_traits *at) {
     const char *eps_key = at->norm == SP_NORM_RMS ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon";
     if ((st = get_float(L, eps_key, 1e-5f, NON_NEGATIVE, &hp->norm_eps)) != SPROUT_OK) return st;
     hp->ffn_kind = at->ffn;
-    hp->embd_scale = at->embd_scale ? sqrtf((float)hp->n_embd) : 1.f;
-    if ((st = get_float(L, "attention.scale", 1.f / sqrtf((float)hp->head_dim_k), ANY_FINITE, &hp->attn_scale)) != SPROUT_OK) return st;
+    if ((st = load_scales(L, at)) != SPROUT_OK) return st;
     if ((st = get_float(L, "attn_logit_softcapping", 0.f, NON_NEGATIVE, &hp->attn_softcap)) != SPROUT_OK) return st;
     if ((st = get_float(L, "final_logit_softcapping", 0.f, NON_NEGATIVE, &hp->final_softcap)) != SPROUT_OK) return st;
     int64_t pooling;
     if ((st = get_int(L, "pooling_type", false, 0, &pooling)) != SPROUT_OK) return st;
     hp->pooling = pooling >= 1 && pooling <= 3 ? (int32_t)pooling : 0; /* others (rank) need heads sprout does not run */
     hp->post_norm = at->encoder;
+    hp->no_pre_norm = at->no_pre_norm;
     hp->causal = !at->encoder;
     bool causal = hp->causal;
     char causal_key[160];
@@ -390,7 +465,7 @@ static sprout_status load_hparams(loader *L, const arch_traits *at) {
         return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s with %s attention is not supported", L->arch, causal ? "causal" : "bidirectional");
     hp->parallel_block = at->may_be_parallel && find_tensor(L, "blk.0.ffn_norm.weight") < 0;
     hp->fused_gate_up = find_tensor(L, "blk.0.ffn_gate.weight") < 0 && at->ffn != SP_FFN_GELU && hp->n_expert == 0;
-    return SPROUT_OK;
+    return check_unsupported(L, at);
 }
 
 static double now_ms(void) {
@@ -408,12 +483,13 @@ sprout_status sp_model_build(sprout_gguf *g, const sprout_model_params *params, 
     const arch_traits *at = find_arch(arch_name, arch_len);
     if (!at)
         return sp_fail(SPROUT_ERR_UNSUPPORTED, "architecture '%.*s' is not supported (sprout runs llama (and Mixtral), qwen2, qwen3, phi3, "
-                                               "gemma, gemma2, gemma3, phi2, stablelm, falcon, qwen2moe, qwen3moe, olmoe, and bert and "
+                                               "gemma, gemma2, gemma3, phi2, stablelm, falcon, qwen2moe, qwen3moe, olmoe, granite, "
+                                               "granitemoe, olmo2, starcoder2, command-r, glm4, and bert and "
                                                "nomic-bert for embeddings)",
                        (int)(arch_len > 64 ? 64 : arch_len), arch_name);
     sprout_model *m = calloc(1, sizeof *m);
     if (!m) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
-    loader L = {.m = m, .g = g, .arch = at->name};
+    loader L = {.m = m, .g = g, .arch = at->name, .at = at};
     if ((st = load_hparams(&L, at)) != SPROUT_OK) goto fail;
     sp_hparams *hp = &m->hp;
 

@@ -31,6 +31,12 @@ typedef enum sp_arch {
     SP_ARCH_QWEN2MOE,
     SP_ARCH_QWEN3MOE,
     SP_ARCH_OLMOE,
+    SP_ARCH_GRANITE,
+    SP_ARCH_GRANITEMOE,
+    SP_ARCH_OLMO2,
+    SP_ARCH_STARCODER2,
+    SP_ARCH_COMMAND_R,
+    SP_ARCH_GLM4,
 } sp_arch;
 
 typedef enum sp_rope_kind { SP_ROPE_NORM, SP_ROPE_NEOX, SP_ROPE_NONE /* learned absolute positions (BERT) */ } sp_rope_kind;
@@ -66,11 +72,11 @@ typedef struct sp_layer {
     sp_vec q_norm, k_norm;      /* per-head RMS norms (qwen3, gemma3) */
     sp_weight wo;
     sp_vec bo;
-    sp_vec post_attn_norm;      /* gemma2/3 */
+    sp_vec post_attn_norm;      /* gemma2/3, olmo2, glm4 */
     sp_vec ffn_norm, ffn_norm_b;
     sp_weight w_gate, w_up, w_down; /* w_up has 2*n_ff rows when gate and up are fused (phi3) */
     sp_vec b_up, b_down;
-    sp_vec post_ffn_norm;       /* gemma2/3 */
+    sp_vec post_ffn_norm;       /* gemma2/3, olmo2, glm4 */
     /* a mixture of experts in place of w_gate/w_up/w_down (router.data set):
      * the router (n_expert rows of e), the experts, and a shared expert
      * with its sigmoid gate (one row of e; qwen2moe) where present */
@@ -98,12 +104,15 @@ typedef struct sp_hparams {
     sp_ffn_kind ffn_kind;
     bool parallel_block;        /* attention and FFN read the same normed input */
     bool fused_gate_up;
-    float embd_scale;           /* 1, or sqrt(n_embd) for gemma */
+    float embd_scale;           /* 1, or sqrt(n_embd) for gemma, or granite's embedding_scale */
+    float residual_scale;       /* what each block adds to x is scaled first (granite); 1: as is */
+    float logit_scale;          /* the logits' factor (granite: 1 / logit_scale, command-r: logit_scale); 1: none */
     float attn_scale;
     float attn_softcap, final_softcap; /* 0: none */
     int32_t sliding_window;     /* 0: none */
     bool causal;                /* a token sees only earlier ones (every decoder; BERT sees its whole text) */
     bool post_norm;             /* norms after each residual add (BERT), not before each block */
+    bool no_pre_norm;           /* attention and FFN read x itself, no norm before them (olmo2) */
     int32_t pooling;            /* the file's pooling_type (llama.cpp's numbers: 1 mean, 2 cls, 3 last); 0: none said */
     bool qk_norm_whole;         /* q/k norms span all heads at once (olmoe), not each head */
     /* a mixture of experts (n_expert 0: a dense FFN): how many, how many a

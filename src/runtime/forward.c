@@ -67,12 +67,13 @@ static void copy_into_h(sp_context *ctx, int32_t t, const float *x) {
     sp_rows_quantize(ctx, &ctx->h, e, t);
 }
 
-/* h = the attention norm of x (post-norm: x itself), for tokens [t0, t1). */
+/* h = the attention norm of x (post-norm, or no norm before the block:
+ * x itself), for tokens [t0, t1). */
 static void attn_norm_stage(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
     const sp_layer *ly = ((const layer_step *)arg)->ly;
     const int64_t e = ctx->model->hp.n_embd;
     for (int32_t t = t0; t < t1; t++) {
-        if (ctx->model->hp.post_norm) copy_into_h(ctx, t, ctx->x + t * e);
+        if (ctx->model->hp.post_norm || !ly->attn_norm) copy_into_h(ctx, t, ctx->x + t * e);
         else norm_into_h(ctx, t, ctx->x + t * e, ly->attn_norm, ly->attn_norm_b);
     }
 }
@@ -128,9 +129,15 @@ static void attention_inputs(sp_context *ctx, const layer_step *st, int32_t n) {
     sp_for_each_token(ctx, n, 8 * (nq + nk), finish_qkv, st);
 }
 
-/* After the output projection: its bias and norm; then (sequential
- * blocks) x += o and h = the FFN norm of x (and its blocks), in one pass
- * per token. */
+/* A block's output times the model's residual scale (granite), before x adds it. */
+static void scale_residual(const sp_hparams *hp, float *y) {
+    if (hp->residual_scale == 1.f) return;
+    for (int64_t i = 0; i < hp->n_embd; i++) y[i] *= hp->residual_scale;
+}
+
+/* After the output projection: its bias, norm and scale; then (sequential
+ * blocks) x += o and h = the FFN norm of x (and its blocks; x itself
+ * without one), in one pass per token. */
 static void attn_out_stage(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
     const sp_layer *ly = ((const layer_step *)arg)->ly;
     const sp_hparams *hp = &ctx->model->hp;
@@ -139,13 +146,16 @@ static void attn_out_stage(sp_context *ctx, const void *arg, int32_t t0, int32_t
         float *o = ctx->o + t * e, *x = ctx->x + t * e;
         sp_add_bias(o, ly->bo, 1, e, e);
         if (ly->post_attn_norm) sp_rms_norm(o, o, ly->post_attn_norm, e, hp->norm_eps);
+        scale_residual(hp, o);
         if (hp->parallel_block) continue; /* the FFN reads the same h */
         for (int64_t i = 0; i < e; i++) x[i] += o[i];
         if (hp->post_norm) { /* x = norm(x + attention), which the FFN reads */
             sp_norm(hp, x, x, ly->attn_out_norm, ly->attn_out_norm_b);
             copy_into_h(ctx, t, x);
-        } else {
+        } else if (ly->ffn_norm) {
             norm_into_h(ctx, t, x, ly->ffn_norm, ly->ffn_norm_b);
+        } else {
+            copy_into_h(ctx, t, x);
         }
     }
 }
@@ -208,6 +218,7 @@ static void ffn_out_stage(sp_context *ctx, const void *arg, int32_t t0, int32_t 
             for (int64_t i = 0; i < e; i++) x[i] += o[i] + f[i];
         } else {
             if (ly->post_ffn_norm) sp_rms_norm(f, f, ly->post_ffn_norm, e, hp->norm_eps);
+            scale_residual(hp, f);
             for (int64_t i = 0; i < e; i++) x[i] += f[i];
             if (hp->post_norm) sp_norm(hp, x, x, ly->out_norm, ly->out_norm_b);
         }
@@ -268,6 +279,8 @@ static void output_head(sp_context *ctx, const sp_batch_token *batch, int32_t n,
     ctx->rows = ctx->kept;
     sp_matmul(ctx, &m->output, &ctx->h, logits, n_out);
     sp_add_bias(logits, m->output_b, n_out, hp->n_vocab, hp->n_vocab);
+    if (hp->logit_scale != 1.f)
+        for (int64_t i = 0; i < (int64_t)n_out * hp->n_vocab; i++) logits[i] *= hp->logit_scale;
     if (hp->final_softcap > 0.f)
         for (int64_t i = 0; i < (int64_t)n_out * hp->n_vocab; i++) logits[i] = hp->final_softcap * tanhf(logits[i] / hp->final_softcap);
 }
