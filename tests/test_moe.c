@@ -397,6 +397,7 @@ static void part_hostile(void) {
         {"granite F32 1 --unset logit_scale", "metadata key 'granite.logit_scale' is missing"},
         {"granitemoe F32 1 --set logit_scale=0", "granitemoe.logit_scale = 0 is out of range"},
         {"granitemoe F32 1 --set expert_count=0", "granitemoe.expert_count is missing or 0"},
+        {"granite Q8_0 1 --set rope.scaling.finetuned=0", "key 'granite.rope.scaling.finetuned' must be a boolean"},
         {"granitemoe F32 1 --set expert_shared_feed_forward_length=64", "granitemoe with a shared expert"},
         {"olmo2 F32 1 --drop blk.1.post_ffw_norm.weight", "tensor 'blk.1.post_ffw_norm.weight' is missing"},
         {"olmo2 F32 1 --shape blk.0.attn_k_norm.weight=64", "'blk.0.attn_k_norm.weight' has 64 elements, expected 128"},
@@ -449,8 +450,8 @@ static void part_info(void) {
 int main(int argc, char **argv) {
     const char *part = argc > 1 ? argv[1] : "";
     if (!strcmp(part, "refs")) part_refs(SPROUT_MOE_DATA_DIR, ".json", 8);
-    else if (!strcmp(part, "arch_more_f32")) part_refs(SPROUT_ARCH_MORE_DATA_DIR, "-F32.json", 6);
-    else if (!strcmp(part, "arch_more_q8")) part_refs(SPROUT_ARCH_MORE_DATA_DIR, "-Q8_0.json", 6);
+    else if (!strcmp(part, "arch_more_f32")) part_refs(SPROUT_ARCH_MORE_DATA_DIR, "-F32.json", 7);
+    else if (!strcmp(part, "arch_more_q8")) part_refs(SPROUT_ARCH_MORE_DATA_DIR, "-Q8_0.json", 7);
     else if (!strcmp(part, "experts")) part_experts();
     else if (!strcmp(part, "batch")) part_batch();
     else if (!strcmp(part, "hostile")) part_hostile();

@@ -31,6 +31,7 @@ typedef struct arch_traits {
     bool swa_pattern_in_file; /* attention.sliding_window_pattern may say otherwise */
     bool swa_all_layers;  /* the window (if any) applies to every layer */
     bool swa_own_rope;    /* local layers: rope.freq_base_swa, and no frequency scaling */
+    bool swa_unscaled_rope; /* local layers: the same base, no frequency scaling (olmo2's OLMo 3) */
     bool encoder;         /* the BERT family: bidirectional, post-norm, no output head (embeddings only) */
     bool qk_norm_whole;   /* attn_q_norm/attn_k_norm span every head (olmoe), not one head */
     /* mixtures of experts, as llama.cpp's graph for the architecture builds
@@ -81,7 +82,8 @@ static const arch_traits archs[] = {
     {.name = "granitemoe", .arch = SP_ARCH_GRANITEMOE, .rope = SP_ROPE_NORM, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU,
       .experts_required = true, .moe_norm_w = true, .granite_scales = true, .logits = LOGITS_OVER_KEY},
     {.name = "olmo2", .arch = SP_ARCH_OLMO2, .rope = SP_ROPE_NEOX, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU,
-      .qk_norm_whole = true, .no_pre_norm = true, .post_norms = true, .qk_norm = true},
+      .qk_norm_whole = true, .no_pre_norm = true, .post_norms = true, .qk_norm = true,
+      .swa_pattern = 4, .swa_pattern_in_file = true, .swa_unscaled_rope = true},
     {.name = "starcoder2", .arch = SP_ARCH_STARCODER2, .rope = SP_ROPE_NEOX, .norm = SP_NORM_LAYER, .ffn = SP_FFN_GELU},
     {.name = "command-r", .arch = SP_ARCH_COMMAND_R, .rope = SP_ROPE_NORM, .norm = SP_NORM_LAYER, .ffn = SP_FFN_SWIGLU,
       .may_be_parallel = true, .always_tied = true, .no_qk_norm = true, .logits = LOGITS_TIMES_KEY},
@@ -368,6 +370,11 @@ static sprout_status check_unsupported(const loader *L, const arch_traits *at) {
     }
     if (at->no_qk_norm && find_tensor(L, "blk.0.attn_q_norm.weight") >= 0)
         return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s with per-head q/k LayerNorms (blk.0.attn_q_norm.weight) is not supported", L->arch);
+    bool rope = true; /* granite's switch for RoPE (off: its hybrid models' attention layers) */
+    arch_key(L, "rope.scaling.finetuned", key, sizeof key);
+    if (at->granite_scales && sprout_gguf_find(L->g, key) && sprout_gguf_get_bool(L->g, key, &rope) != SPROUT_OK)
+        return sp_fail(SPROUT_ERR_FORMAT, "key '%s' must be a boolean", key);
+    if (!rope) return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s without RoPE (%s false) is not supported", L->arch, key);
     arch_key(L, "expert_shared_feed_forward_length", key, sizeof key);
     if (at->granite_scales && at->experts_required && sprout_gguf_find(L->g, key))
         return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s with a shared expert (%s) is not supported", L->arch, key);
@@ -543,17 +550,22 @@ sprout_status sp_model_build(sprout_gguf *g, const sprout_model_params *params, 
     int swa_pattern = at->swa_pattern;
     if (at->swa_pattern_in_file) {
         int64_t pattern;
-        if ((st = get_int(&L, "attention.sliding_window_pattern", false, 6, &pattern)) != SPROUT_OK) goto fail;
+        if ((st = get_int(&L, "attention.sliding_window_pattern", false, at->swa_pattern, &pattern)) != SPROUT_OK) goto fail;
+        if (pattern < 0 || pattern > 1 << 16) {
+            st = sp_fail(SPROUT_ERR_FORMAT, "%s.attention.sliding_window_pattern = %lld is out of range", at->name, (long long)pattern);
+            goto fail;
+        }
         swa_pattern = (int)pattern;
     }
     for (int il = 0; il < hp->n_layer; il++) {
         sp_layer *ly = &m->layers[il];
         if ((st = bind_layer(&L, il, ly)) != SPROUT_OK) goto fail;
-        ly->sliding = hp->sliding_window > 0 &&
-                      (at->swa_all_layers || (swa_pattern > 0 && il % swa_pattern < swa_pattern - 1));
-        const bool own_rope = at->swa_own_rope && ly->sliding;
+        /* a pattern of 0 in the file: every layer local, as llama.cpp reads it */
+        ly->sliding = hp->sliding_window > 0 && (at->swa_all_layers || (swa_pattern > 0 && il % swa_pattern < swa_pattern - 1) ||
+                                                 (at->swa_pattern_in_file && swa_pattern == 0));
+        const bool own_rope = at->swa_own_rope && ly->sliding, unscaled = (at->swa_own_rope || at->swa_unscaled_rope) && ly->sliding;
         ly->rope_base = own_rope ? hp->rope_base_swa : hp->rope_base;
-        ly->rope_freq_scale = own_rope ? 1.f : hp->rope_freq_scale;
+        ly->rope_freq_scale = unscaled ? 1.f : hp->rope_freq_scale;
     }
     m->gguf = g;
     *out = m;
