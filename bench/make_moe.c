@@ -8,7 +8,7 @@
  * usage: make_moe ARCH TYPE OUT.gguf [SEED] [--set KEY=N]... [--unset KEY]... [--shape TENSOR=D0,D1[,D2]]... [--drop TENSOR]...
  *   ARCH: mixtral (general.architecture llama with experts), qwen2moe,
  *         qwen3moe, olmoe, granitemoe; dense: granite, olmo2, starcoder2,
- *         command-r, glm4
+ *         command-r, command-r-64 (64 layers, per-head q/k norms), glm4
  *   TYPE: F32, F16 or a block type (Q8_0 ...) for every matrix
  *   --set KEY=N      writes <arch>.KEY = N (uint32) over what the preset says
  *   --unset KEY      leaves <arch>.KEY out
@@ -50,31 +50,35 @@ enum {
     GELU_FFN = 1 << 12,      /* up and down only */
     FUSED_GATE_UP = 1 << 13, /* ffn_up has rows [gate | up] */
     TIED = 1 << 14,          /* no output.weight */
+    QK_NORM_EACH_HEAD = 1 << 15, /* q/k norms [head size, heads]: each head its own weights (command-r) */
 };
 
 typedef struct moe_preset {
     const char *name, *arch; /* the name on the command line; general.architecture */
     int n_head_kv, n_ff, n_expert, n_used, n_ff_exp, n_ff_shexp, n_rot; /* n_expert 0: dense; n_rot 0: the head size */
+    int n_layer;             /* 0: N_LAYER */
     unsigned flags;
     float eps;
     float embd_scale, residual_scale, logit_scale, attn_scale; /* written where not 0 */
 } moe_preset;
 
 static const moe_preset presets[] = {
-    {"mixtral", "llama", 2, 128, 4, 2, 128, 0, 0, 0, 1e-5f, 0, 0, 0, 0},
-    {"qwen2moe", "qwen2moe", 2, 384, 8, 2, 128, 256, 0, EXP_FF_KEY | QKV_BIAS | SHARED, 1e-6f, 0, 0, 0, 0},
-    {"qwen3moe", "qwen3moe", 2, 384, 8, 2, 128, 0, 0, EXP_FF_KEY | QK_NORM_HEAD, 1e-6f, 0, 0, 0, 0},
-    {"olmoe", "olmoe", 4, 128, 8, 2, 128, 0, 0, QK_NORM_WHOLE, 1e-5f, 0, 0, 0, 0},
+    {"mixtral", "llama", 2, 128, 4, 2, 128, 0, 0, 0, 0, 1e-5f, 0, 0, 0, 0},
+    {"qwen2moe", "qwen2moe", 2, 384, 8, 2, 128, 256, 0, 0, EXP_FF_KEY | QKV_BIAS | SHARED, 1e-6f, 0, 0, 0, 0},
+    {"qwen3moe", "qwen3moe", 2, 384, 8, 2, 128, 0, 0, 0, EXP_FF_KEY | QK_NORM_HEAD, 1e-6f, 0, 0, 0, 0},
+    {"olmoe", "olmoe", 4, 128, 8, 2, 128, 0, 0, 0, QK_NORM_WHOLE, 1e-5f, 0, 0, 0, 0},
     /* granite's scales as Granite 3 has them, but attention.scale (1/32, not the default 1/8) */
-    {"granite", "granite", 2, 384, 0, 0, 0, 0, 0, 0, 1e-5f, 12.f, 0.22f, 8.f, 0.03125f},
-    {"granitemoe", "granitemoe", 2, 128, 8, 2, 128, 0, 0, 0, 1e-6f, 12.f, 0.22f, 8.f, 0.03125f},
-    {"olmo2", "olmo2", 2, 384, 0, 0, 0, 0, 0, NO_PRE_NORM | POST_NORMS | QK_NORM_WHOLE, 1e-6f, 0, 0, 0, 0},
-    {"starcoder2", "starcoder2", 2, 512, 0, 0, 0, 0, 0, LAYER_NORM | NORM_BIAS | QKV_BIAS | OUT_BIAS | FFN_BIAS | GELU_FFN, 1e-5f, 0, 0, 0, 0},
-    {"command-r", "command-r", 2, 384, 0, 0, 0, 0, 0, LAYER_NORM | PARALLEL | TIED, 1e-5f, 0, 0, 0.25f, 0},
-    {"glm4", "glm4", 2, 384, 0, 0, 0, 0, 32, QKV_BIAS | POST_NORMS | FUSED_GATE_UP, 1e-5f, 0, 0, 0, 0},
+    {"granite", "granite", 2, 384, 0, 0, 0, 0, 0, 0, 0, 1e-5f, 12.f, 0.22f, 8.f, 0.03125f},
+    {"granitemoe", "granitemoe", 2, 128, 8, 2, 128, 0, 0, 0, 0, 1e-6f, 12.f, 0.22f, 8.f, 0.03125f},
+    {"olmo2", "olmo2", 2, 384, 0, 0, 0, 0, 0, 0, NO_PRE_NORM | POST_NORMS | QK_NORM_WHOLE, 1e-6f, 0, 0, 0, 0},
+    {"starcoder2", "starcoder2", 2, 512, 0, 0, 0, 0, 0, 0, LAYER_NORM | NORM_BIAS | QKV_BIAS | OUT_BIAS | FFN_BIAS | GELU_FFN, 1e-5f, 0, 0, 0, 0},
+    {"command-r", "command-r", 2, 384, 0, 0, 0, 0, 0, 0, LAYER_NORM | PARALLEL | TIED, 1e-5f, 0, 0, 0.25f, 0},
+    /* llama.cpp reads command-r's per-head q/k norms (each head its own weights) from 64 layers on */
+    {"command-r-64", "command-r", 2, 384, 0, 0, 0, 0, 0, 64, LAYER_NORM | PARALLEL | TIED | QK_NORM_EACH_HEAD, 1e-5f, 0, 0, 0.25f, 0},
+    {"glm4", "glm4", 2, 384, 0, 0, 0, 0, 32, 0, QKV_BIAS | POST_NORMS | FUSED_GATE_UP, 1e-5f, 0, 0, 0, 0},
 };
 
-enum { N_EMBD = 256, N_HEAD = 4, HEAD_DIM = 64, N_LAYER = 2, N_CTX = 512, MAX_TENSORS = 64 };
+enum { N_EMBD = 256, N_HEAD = 4, HEAD_DIM = 64, N_LAYER = 2, N_CTX = 512, MAX_TENSORS = 1024 };
 
 typedef struct tensor_spec {
     char name[64];
@@ -114,7 +118,7 @@ static void add(gen *g, sprout_type type, const char *name, int n_dims, int64_t 
     t->ne[2] = d2;
     t->n_dims = n_dims;
     t->std = std;
-    t->type = n_dims == 1 ? SPROUT_TYPE_F32 : type;
+    t->type = n_dims == 1 || std < 0 ? SPROUT_TYPE_F32 : type; /* vectors and norms in F32 */
 }
 
 static void add_ffn(gen *g, const moe_preset *p, sprout_type type, int l) {
@@ -152,7 +156,7 @@ static void add_tensors(gen *g, const moe_preset *p, sprout_type type) {
     if (fl & NORM_BIAS) add(g, type, "output_norm.bias", 1, e, 1, 1, 0.1f);
     if (!(fl & TIED)) add(g, type, "output.weight", 2, e, 512, 1, 0.25f);
     char name[64];
-    for (int l = 0; l < N_LAYER; l++) {
+    for (int l = 0; l < (p->n_layer ? p->n_layer : N_LAYER); l++) {
 #define L(s) (snprintf(name, sizeof name, "blk.%d.%s", l, s), name)
         if (!(fl & NO_PRE_NORM)) add(g, type, L("attn_norm.weight"), 1, e, 1, 1, -1.f);
         if (fl & NORM_BIAS) add(g, type, L("attn_norm.bias"), 1, e, 1, 1, 0.1f);
@@ -167,6 +171,10 @@ static void add_tensors(gen *g, const moe_preset *p, sprout_type type) {
         if (fl & (QK_NORM_HEAD | QK_NORM_WHOLE)) {
             add(g, type, L("attn_q_norm.weight"), 1, fl & QK_NORM_WHOLE ? e : HEAD_DIM, 1, 1, -1.f);
             add(g, type, L("attn_k_norm.weight"), 1, fl & QK_NORM_WHOLE ? kv : HEAD_DIM, 1, 1, -1.f);
+        }
+        if (fl & QK_NORM_EACH_HEAD) {
+            add(g, type, L("attn_q_norm.weight"), 2, HEAD_DIM, N_HEAD, 1, -1.f);
+            add(g, type, L("attn_k_norm.weight"), 2, HEAD_DIM, p->n_head_kv, 1, -1.f);
         }
         add(g, type, L("attn_output.weight"), 2, e, e, 1, s_e);
         if (fl & OUT_BIAS) add(g, type, L("attn_output.bias"), 1, e, 1, 1, 0.1f);
@@ -213,7 +221,7 @@ static void write_metadata(sp_gguf_writer *w, const moe_preset *p, sprout_type t
     sp_gguf_writer_set_str(w, "general.name", name, strlen(name));
     set_u32(w, a, "context_length", N_CTX);
     set_u32(w, a, "embedding_length", N_EMBD);
-    set_u32(w, a, "block_count", N_LAYER);
+    set_u32(w, a, "block_count", p->n_layer ? (uint32_t)p->n_layer : N_LAYER);
     set_u32(w, a, "feed_forward_length", (uint32_t)p->n_ff);
     set_u32(w, a, "attention.head_count", N_HEAD);
     set_u32(w, a, "attention.head_count_kv", (uint32_t)p->n_head_kv);

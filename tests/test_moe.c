@@ -2,9 +2,10 @@
  *   refs     tiny random MoE models of each architecture (written again by
  *            make_moe from their seed) against llama.cpp's logits and greedy
  *            tokens in tests/data/moe
- *   arch_more_f32, arch_more_q8
+ *   arch_more_f32, arch_more_q8, arch_more_f16
  *            the same for the dense architectures of that work and
- *            granitemoe (tests/data/arch_more), F32 and Q8_0 files
+ *            granitemoe (tests/data/arch_more): F32 and Q8_0 files, and
+ *            the 64-layer command-r in F16
  *   experts  the expert matmul against each expert as its own matmul, one
  *            token at a time: odd token counts, experts with no token, every
  *            token on one expert, prompt and generated tokens mixed; bit for
@@ -452,12 +453,13 @@ int main(int argc, char **argv) {
     if (!strcmp(part, "refs")) part_refs(SPROUT_MOE_DATA_DIR, ".json", 8);
     else if (!strcmp(part, "arch_more_f32")) part_refs(SPROUT_ARCH_MORE_DATA_DIR, "-F32.json", 7);
     else if (!strcmp(part, "arch_more_q8")) part_refs(SPROUT_ARCH_MORE_DATA_DIR, "-Q8_0.json", 7);
+    else if (!strcmp(part, "arch_more_f16")) part_refs(SPROUT_ARCH_MORE_DATA_DIR, "-F16.json", 1);
     else if (!strcmp(part, "experts")) part_experts();
     else if (!strcmp(part, "batch")) part_batch();
     else if (!strcmp(part, "hostile")) part_hostile();
     else if (!strcmp(part, "info")) part_info();
     else {
-        fprintf(stderr, "usage: test_moe refs|arch_more_f32|arch_more_q8|experts|batch|hostile|info\n");
+        fprintf(stderr, "usage: test_moe refs|arch_more_f32|arch_more_q8|arch_more_f16|experts|batch|hostile|info\n");
         return 2;
     }
     char cmd[512];

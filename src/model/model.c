@@ -45,7 +45,7 @@ typedef struct arch_traits {
     bool post_norms;      /* post_attention_norm and post_ffw_norm are required (olmo2, glm4) */
     bool qk_norm;         /* attn_q_norm and attn_k_norm are required (olmo2) */
     bool granite_scales;  /* embedding_scale and residual_scale, each optional */
-    bool no_qk_norm;      /* command-r's per-head LayerNorms of q and k (its 64-layer models) are not run */
+    bool qk_norm_each_head; /* q/k norms: a LayerNorm of each head with its own weights (command-r) */
     logit_scaling logits; /* what <arch>.logit_scale does to the logits */
 } arch_traits;
 
@@ -86,7 +86,7 @@ static const arch_traits archs[] = {
       .swa_pattern = 4, .swa_pattern_in_file = true, .swa_unscaled_rope = true},
     {.name = "starcoder2", .arch = SP_ARCH_STARCODER2, .rope = SP_ROPE_NEOX, .norm = SP_NORM_LAYER, .ffn = SP_FFN_GELU},
     {.name = "command-r", .arch = SP_ARCH_COMMAND_R, .rope = SP_ROPE_NORM, .norm = SP_NORM_LAYER, .ffn = SP_FFN_SWIGLU,
-      .may_be_parallel = true, .always_tied = true, .no_qk_norm = true, .logits = LOGITS_TIMES_KEY},
+      .may_be_parallel = true, .always_tied = true, .qk_norm_each_head = true, .logits = LOGITS_TIMES_KEY},
     /* its rows [gate | up] in ffn_up; partial RoPE (rope.dimension_count) */
     {.name = "glm4", .arch = SP_ARCH_GLM4, .rope = SP_ROPE_NORM, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU, .post_norms = true},
 };
@@ -279,8 +279,9 @@ static sprout_status bind_layer(loader *L, int il, sp_layer *ly) {
         TRY(bind_vec(L, NAME("attn_k.bias"), kv_k, false, &ly->bk));
         TRY(bind_vec(L, NAME("attn_v.bias"), kv_v, false, &ly->bv));
     }
-    TRY(bind_vec(L, NAME("attn_q_norm.weight"), hp->qk_norm_whole ? q_dim : hp->head_dim_k, L->at->qk_norm, &ly->q_norm));
-    TRY(bind_vec(L, NAME("attn_k_norm.weight"), hp->qk_norm_whole ? kv_k : hp->head_dim_k, L->at->qk_norm, &ly->k_norm));
+    const bool qk_norm_spans_all = hp->qk_norm_whole || hp->qk_norm_each_head;
+    TRY(bind_vec(L, NAME("attn_q_norm.weight"), qk_norm_spans_all ? q_dim : hp->head_dim_k, L->at->qk_norm, &ly->q_norm));
+    TRY(bind_vec(L, NAME("attn_k_norm.weight"), qk_norm_spans_all ? kv_k : hp->head_dim_k, L->at->qk_norm, &ly->k_norm));
     TRY(bind_weight(L, NAME("attn_output.weight"), (int64_t)hp->n_head * hp->head_dim_v, e, true, &ly->wo));
     TRY(bind_vec(L, NAME("attn_output.bias"), e, false, &ly->bo));
     TRY(bind_vec(L, NAME("post_attention_norm.weight"), e, L->at->post_norms, &ly->post_attn_norm));
@@ -368,8 +369,6 @@ static sprout_status check_unsupported(const loader *L, const arch_traits *at) {
         const sprout_status got = is_array ? sprout_gguf_array_i64(sections, i, &x) : sprout_gguf_value_i64(sections, &x);
         if (got != SPROUT_OK || x != 0) return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s: multi-axis RoPE (%s) is not supported", L->arch, key);
     }
-    if (at->no_qk_norm && find_tensor(L, "blk.0.attn_q_norm.weight") >= 0)
-        return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s with per-head q/k LayerNorms (blk.0.attn_q_norm.weight) is not supported", L->arch);
     bool rope = true; /* granite's switch for RoPE (off: its hybrid models' attention layers) */
     arch_key(L, "rope.scaling.finetuned", key, sizeof key);
     if (at->granite_scales && sprout_gguf_find(L->g, key) && sprout_gguf_get_bool(L->g, key, &rope) != SPROUT_OK)
@@ -419,6 +418,7 @@ static sprout_status load_hparams(loader *L, const arch_traits *at) {
         return sp_fail(SPROUT_ERR_FORMAT, "%s: the experts' FFN widths must be positive (%s.expert_feed_forward_length)", L->arch, L->arch);
     hp->expert_weights_norm = at->moe_norm_w;
     hp->qk_norm_whole = at->qk_norm_whole;
+    hp->qk_norm_each_head = at->qk_norm_each_head;
 #undef INT
     hp->rope_kind = at->rope;
     if ((st = get_float(L, "rope.freq_base", 10000.f, POSITIVE, &hp->rope_base)) != SPROUT_OK) return st;

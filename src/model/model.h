@@ -115,6 +115,7 @@ typedef struct sp_hparams {
     bool no_pre_norm;           /* attention and FFN read x itself, no norm before them (olmo2) */
     int32_t pooling;            /* the file's pooling_type (llama.cpp's numbers: 1 mean, 2 cls, 3 last); 0: none said */
     bool qk_norm_whole;         /* q/k norms span all heads at once (olmoe), not each head */
+    bool qk_norm_each_head;     /* q/k norms: a LayerNorm of each head with that head's weights (command-r) */
     /* a mixture of experts (n_expert 0: a dense FFN): how many, how many a
      * token uses, each expert's FFN width and the shared expert's */
     int32_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;

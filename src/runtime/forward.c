@@ -78,6 +78,26 @@ static void attn_norm_stage(sp_context *ctx, const void *arg, int32_t t0, int32_
     }
 }
 
+/* One token's q or k norms (w NULL: none): an RMS norm over all its heads
+ * at once (olmoe, olmo2), a LayerNorm of each head with that head's
+ * weights (command-r), or an RMS norm of each head with weights they share
+ * (qwen3, gemma3). */
+static void norm_heads(const sp_hparams *hp, float *v, const float *w, int n_heads) {
+    const int64_t d = hp->head_dim_k;
+    if (!w) return;
+    if (hp->qk_norm_whole) {
+        sp_rms_norm(v, v, w, n_heads * d, hp->norm_eps);
+        return;
+    }
+    if (hp->qk_norm_each_head) {
+        sp_hparams one_head = *hp; /* sp_norm's LayerNorm spans n_embd */
+        one_head.n_embd = (int32_t)d;
+        for (int hh = 0; hh < n_heads; hh++) sp_norm(&one_head, v + hh * d, v + hh * d, w + hh * d, NULL);
+        return;
+    }
+    for (int hh = 0; hh < n_heads; hh++) sp_rms_norm(v + hh * d, v + hh * d, w, d, hp->norm_eps);
+}
+
 /* After the projections, tokens [t0, t1): biases, per-head norms, RoPE,
  * and k and v written to the cache while still in cache themselves. */
 static void finish_qkv(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
@@ -103,12 +123,8 @@ static void finish_qkv(sp_context *ctx, const void *arg, int32_t t0, int32_t t1)
             sp_add_bias(k, ly->bk, 1, nk, nk);
             sp_add_bias(v, ly->bv, 1, nv, nv);
         }
-        if (ly->q_norm && hp->qk_norm_whole) sp_rms_norm(q, q, ly->q_norm, nq, hp->norm_eps);
-        else if (ly->q_norm)
-            for (int hh = 0; hh < hp->n_head; hh++) sp_rms_norm(q + hh * hp->head_dim_k, q + hh * hp->head_dim_k, ly->q_norm, hp->head_dim_k, hp->norm_eps);
-        if (ly->k_norm && hp->qk_norm_whole) sp_rms_norm(k, k, ly->k_norm, nk, hp->norm_eps);
-        else if (ly->k_norm)
-            for (int hh = 0; hh < hp->n_head_kv; hh++) sp_rms_norm(k + hh * hp->head_dim_k, k + hh * hp->head_dim_k, ly->k_norm, hp->head_dim_k, hp->norm_eps);
+        norm_heads(hp, q, ly->q_norm, hp->n_head);
+        norm_heads(hp, k, ly->k_norm, hp->n_head_kv);
         sp_rope(hp, ctx->model->rope_factors, q, hp->n_head, hp->head_dim_k, st->batch[t].pos, ly->rope_base, ly->rope_freq_scale);
         sp_rope(hp, ctx->model->rope_factors, k, hp->n_head_kv, hp->head_dim_k, st->batch[t].pos, ly->rope_base, ly->rope_freq_scale);
         sp_attention_store_kv(ctx, st->il, t);
