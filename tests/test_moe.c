@@ -403,6 +403,8 @@ static void part_hostile(void) {
         {"olmo2 F32 1 --drop blk.1.post_ffw_norm.weight", "tensor 'blk.1.post_ffw_norm.weight' is missing"},
         {"olmo2 F32 1 --shape blk.0.attn_k_norm.weight=64", "'blk.0.attn_k_norm.weight' has 64 elements, expected 128"},
         {"olmo2 F32 1 --drop blk.0.attn_q_norm.weight", "tensor 'blk.0.attn_q_norm.weight' is missing"},
+        {"olmo2 Q8_0 1 --set attention.sliding_window=8 --set attention.sliding_window_pattern=70000",
+         "olmo2.attention.sliding_window_pattern = 70000 is out of range"},
         {"starcoder2 F32 1 --shape blk.1.ffn_up.bias=256", "'blk.1.ffn_up.bias' has 256 elements, expected 512"},
         {"command-r F32 1 --set feed_forward_length=256", "'blk.0.ffn_gate.weight' has shape [256, 384], expected [256, 256]"},
         {"glm4 F32 1 --set rope.dimension_sections=8", "glm4: multi-axis RoPE (glm4.rope.dimension_sections) is not supported"},
