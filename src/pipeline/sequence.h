@@ -50,6 +50,11 @@ sprout_status sp_prompt_check(const sprout_model *model, size_t max_tokens, cons
 sprout_status sp_seq_check(const sprout_model *model, int32_t n_ctx, const int32_t *prompt, size_t n_prompt,
                            const sprout_generation_config *cfg);
 
+/* Context shift's kept tokens: llama.cpp's rule, the prompt's first
+ * cfg->n_keep and its BOS (the vocabulary adds one), or the whole prompt
+ * (n_keep -1, or as long as the prompt). */
+int32_t sp_seq_n_keep(const sprout_model *model, const sprout_generation_config *cfg, size_t n_prompt);
+
 /* Checks the prompt against the vocabulary and the context, allocates the
  * result, seeds the sampler and streams the echo. t_start: when the call
  * began (tokenizing included). */
