@@ -31,6 +31,40 @@ static void greedy(sprout_generation_config *cfg, int32_t max_new, bool shift, i
     cfg->n_keep = n_keep;
 }
 
+static bool tokens_are(const sprout_result *r, const json_t *want) {
+    size_t n = 0;
+    const sprout_token *got = r ? sprout_result_tokens(r, &n) : NULL;
+    if (n != json_array_size(want)) return false;
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != json_integer_value(json_array_get(want, i))) return false;
+    return true;
+}
+
+/* The scheduler: two requests at once shift each in its slot, then a
+ * third reuses a shifted slot (only its kept tokens) and gives the same. */
+static void check_scheduler(sprout_model *m, const sprout_token *prompt, size_t n_prompt, int32_t n_ctx, const json_t *want, int32_t keep) {
+    sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = 2, .n_ctx = n_ctx, .kv_type = SPROUT_KV_F16, .kv_type_set = true};
+    sprout_scheduler *s = NULL;
+    CHECK_MSG(sprout_scheduler_create(m, &sp, &s) == SPROUT_OK, "%s", sprout_last_error());
+    if (!s) return;
+    sprout_generation_config cfg;
+    greedy(&cfg, (int32_t)json_array_size(want), true, keep);
+    sprout_request_params rp = {.struct_size = sizeof rp, .prompt = prompt, .n_prompt = n_prompt, .config = &cfg};
+    for (int round = 0; round < 2; round++) {
+        sprout_request *req[2] = {NULL, NULL};
+        const int n_req = round ? 1 : 2;
+        for (int i = 0; i < n_req; i++) CHECK_MSG(sprout_scheduler_submit(s, &rp, &req[i]) == SPROUT_OK, "%s", sprout_last_error());
+        for (int i = 0; i < n_req; i++) {
+            sprout_result *r = NULL;
+            CHECK_MSG(req[i] && sprout_request_wait(req[i], &r) == SPROUT_OK, "%s", sprout_last_error());
+            CHECK_MSG(tokens_are(r, want), "scheduler, round %d, request %d: not llama.cpp's tokens", round, i);
+            sprout_result_free(r);
+            sprout_request_free(req[i]);
+        }
+    }
+    sprout_scheduler_free(s);
+}
+
 /* keep: the --keep the reference ran with (its file's n_keep adds the BOS). */
 static void check_reference(sprout_model *m, const char *file, int32_t keep) {
     char path[512];
@@ -73,6 +107,7 @@ static void check_reference(sprout_model *m, const char *file, int32_t keep) {
         sprout_result_free(r);
         sprout_pipeline_free(p);
     }
+    if (n_prompt <= 64) check_scheduler(m, prompt, n_prompt, n_ctx, jt, keep);
     json_decref(ref);
 }
 

@@ -30,17 +30,12 @@ sprout_status sp_pipeline_feed(sprout_pipeline *p, const int32_t *tokens, int32_
 }
 
 sprout_status sp_pipeline_shift(sprout_pipeline *p, int32_t n_keep) {
-    const int32_t discard = (p->n_cached - n_keep) / 2;
-    if (n_keep < 0 || discard <= 0)
-        return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "context shift: keeping %d of the context's %d tokens leaves none to drop", n_keep,
-                       p->n_cached);
-    sprout_status st = sp_kv_shift(&p->ctx.kv, p->model, 0, n_keep, discard);
+    int32_t dropped = 0;
+    sprout_status st = sp_seq_shift(&p->ctx.kv, p->model, 0, p->cached, &p->n_cached, n_keep, &dropped);
     if (st != SPROUT_OK) return st;
-    memmove(p->cached + n_keep, p->cached + n_keep + discard, (size_t)(p->n_cached - n_keep - discard) * sizeof *p->cached);
-    p->n_cached -= discard;
     if (p->n_dropped && p->shift_keep != n_keep) p->n_dropped = 0; /* no longer one run: the chat cannot map it */
     p->shift_keep = n_keep;
-    p->n_dropped += discard;
+    p->n_dropped += dropped;
     return SPROUT_OK;
 }
 

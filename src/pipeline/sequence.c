@@ -179,6 +179,20 @@ int32_t sp_seq_n_keep(const sprout_model *model, const sprout_generation_config 
     return cfg->n_keep + bos;
 }
 
+sprout_status sp_seq_shift(sp_kv_cache *kv, const sprout_model *model, int32_t seq, int32_t *cached, int32_t *n_cached, int32_t n_keep,
+                           int32_t *dropped) {
+    const int32_t discard = (*n_cached - n_keep) / 2;
+    if (n_keep < 0 || discard <= 0)
+        return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "context shift: keeping %d of the context's %d tokens leaves none to drop", n_keep,
+                       *n_cached);
+    sprout_status st = sp_kv_shift(kv, model, seq, n_keep, discard);
+    if (st != SPROUT_OK) return st;
+    memmove(cached + n_keep, cached + n_keep + discard, (size_t)(*n_cached - n_keep - discard) * sizeof *cached);
+    *n_cached -= discard;
+    *dropped = discard;
+    return SPROUT_OK;
+}
+
 sprout_status sp_seq_begin(sp_seq *s, const sprout_model *model, sp_sampler *sampler, int32_t n_ctx, const int32_t *prompt,
                            size_t n_prompt, const char *prompt_text, size_t prompt_len, double t_start, double tokenize_ms,
                            const sprout_generation_config *cfg, sprout_streamer streamer, void *user) {
