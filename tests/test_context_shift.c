@@ -1,6 +1,7 @@
 /* Context shift (llama.cpp's --context-shift): llama.cpp's greedy tokens
  * through its shifts on stories260K (tests/data/context_shift, README.md
- * there), with F16 and F32 caches; the finish reason and the chat error
+ * there), with F16 and F32 caches, through a pipeline and a scheduler, and
+ * on arch/llama-F32 with F32, Q8_0 and Q4_0 caches; the finish reason and the chat error
  * without it; the cache shift itself for every KV type and both RoPE
  * styles against keys written at the shifted positions; the refusals. */
 #include <jansson.h>
@@ -108,6 +109,41 @@ static void check_reference(sprout_model *m, const char *file, int32_t keep) {
         sprout_pipeline_free(p);
     }
     if (n_prompt <= 64) check_scheduler(m, prompt, n_prompt, n_ctx, jt, keep);
+    json_decref(ref);
+}
+
+/* llama.cpp's tokens through a shift on a model of heads of 64 with F32,
+ * Q8_0 and Q4_0 caches: the quantized keys go out of their rotated basis,
+ * turn, and back (llama-arch-kv-types.json). */
+static void check_kv_types(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/arch/llama-F32.gguf", test_shared_dir());
+    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 1};
+    sprout_model *m = NULL;
+    json_t *ref = json_load_file(SPROUT_CONTEXT_SHIFT_DATA_DIR "/llama-arch-kv-types.json", 0, NULL);
+    CHECK(ref != NULL);
+    CHECK_MSG(sprout_model_load(path, &mp, &m) == SPROUT_OK, "%s", sprout_last_error());
+    const json_t *jp = ref ? json_object_get(ref, "prompt") : NULL;
+    sprout_token prompt[16];
+    const size_t n_prompt = json_array_size(jp);
+    CHECK(n_prompt > 0 && n_prompt <= 16);
+    for (size_t i = 0; i < n_prompt && i < 16; i++) prompt[i] = (sprout_token)json_integer_value(json_array_get(jp, i));
+    const char *key;
+    const json_t *want;
+    json_object_foreach(ref ? json_object_get(ref, "tokens") : NULL, key, want) {
+        sprout_kv_type type = SPROUT_KV_F16;
+        CHECK(sprout_kv_type_from_name(key, &type) == SPROUT_OK);
+        sprout_pipeline *p = m && n_prompt <= 16 ? open_pipeline(m, (int32_t)json_integer_value(json_object_get(ref, "n_ctx")), type) : NULL;
+        if (!p) break;
+        sprout_generation_config cfg;
+        greedy(&cfg, (int32_t)json_array_size(want), true, 4);
+        sprout_result *r = NULL;
+        CHECK_MSG(sprout_generate_tokens(p, prompt, n_prompt, &cfg, NULL, NULL, &r) == SPROUT_OK, "%s", sprout_last_error());
+        CHECK_MSG(tokens_are(r, want), "arch/llama-F32, %s cache: not llama.cpp's tokens", key);
+        sprout_result_free(r);
+        sprout_pipeline_free(p);
+    }
+    sprout_model_free(m);
     json_decref(ref);
 }
 
@@ -244,6 +280,7 @@ int main(void) {
         check_cache_shift(types[i].type, SP_ROPE_NEOX, types[i].tol);
     }
     check_refusals();
+    check_kv_types();
 
     char path[512];
     snprintf(path, sizeof path, "%s/models/stories260K.gguf", test_shared_dir());
