@@ -46,7 +46,8 @@ sprout_status sp_kv_init(sp_kv_cache *kv, sp_kv_types type, int64_t head_dim, in
     kv->cell_pos = malloc((size_t)n_cells * sizeof *kv->cell_pos);
     kv->free_cells = malloc((size_t)n_cells * sizeof *kv->free_cells);
     kv->seqs = calloc((size_t)n_seq, sizeof *kv->seqs);
-    bool ok = kv->k && kv->v && kv->cell_pos && kv->free_cells && kv->seqs;
+    kv->shift_row = malloc((size_t)(k_row > 0 ? k_row : 1) * sizeof *kv->shift_row);
+    bool ok = kv->k && kv->v && kv->cell_pos && kv->free_cells && kv->seqs && kv->shift_row;
     for (int32_t l = 0; ok && l < n_layer; l++) {
         /* calloc: untouched pages stay unmapped until used */
         kv->k[l] = calloc((size_t)n_cells, sp_kv_bytes(type.k, k_row));
@@ -77,6 +78,7 @@ void sp_kv_free(sp_kv_cache *kv) {
     free(kv->cell_pos);
     free(kv->free_cells);
     free(kv->seqs);
+    free(kv->shift_row);
     memset(kv, 0, sizeof *kv);
 }
 
@@ -187,8 +189,7 @@ sprout_status sp_kv_shift(sp_kv_cache *kv, const sprout_model *model, int32_t se
     const int32_t first = sp_kv_visible(kv, seq, keep - 1), end = sp_kv_visible(kv, seq, keep + discard - 1);
     if (keep < 0 || discard <= 0 || end == s->n)
         return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "context shift: cannot drop %d tokens after the first %d of %d", discard, keep, s->n);
-    float *row = malloc((size_t)kv->k_row * sizeof *row);
-    if (!row) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    float *row = kv->shift_row;
     for (int32_t i = first; i < end; i++) {
         kv->cell_pos[s->cells[i]] = -1;
         kv->free_cells[kv->n_free++] = s->cells[i];
@@ -210,6 +211,5 @@ sprout_status sp_kv_shift(sp_kv_cache *kv, const sprout_model *model, int32_t se
         }
     }
     s->n -= end - first;
-    free(row);
     return SPROUT_OK;
 }

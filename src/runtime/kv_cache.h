@@ -42,6 +42,7 @@ typedef struct sp_kv_cache {
     int32_t *free_cells;
     int32_t n_free;
     sp_kv_seq *seqs;
+    float *shift_row;     /* a key row as floats, for a context shift */
 } sp_kv_cache;
 
 /* SPROUT_ERR_UNSUPPORTED when a block type's rows cannot hold whole blocks
