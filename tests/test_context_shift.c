@@ -42,7 +42,8 @@ static bool tokens_are(const sprout_result *r, const json_t *want) {
 }
 
 /* The scheduler: two requests at once shift each in its slot, then a
- * third reuses a shifted slot (only its kept tokens) and gives the same. */
+ * third, assisted by prompt lookup, reuses a shifted slot (only its kept
+ * tokens) and gives the same. */
 static void check_scheduler(sprout_model *m, const sprout_token *prompt, size_t n_prompt, int32_t n_ctx, const json_t *want, int32_t keep) {
     sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = 2, .n_ctx = n_ctx, .kv_type = SPROUT_KV_F16, .kv_type_set = true};
     sprout_scheduler *s = NULL;
@@ -54,6 +55,9 @@ static void check_scheduler(sprout_model *m, const sprout_token *prompt, size_t 
     for (int round = 0; round < 2; round++) {
         sprout_request *req[2] = {NULL, NULL};
         const int n_req = round ? 1 : 2;
+        cfg.prompt_lookup = round == 1; /* the second round assisted: the same tokens */
+        cfg.num_assistant_tokens = round ? 4 : 0;
+        cfg.max_ngram_size = 3;
         for (int i = 0; i < n_req; i++) CHECK_MSG(sprout_scheduler_submit(s, &rp, &req[i]) == SPROUT_OK, "%s", sprout_last_error());
         for (int i = 0; i < n_req; i++) {
             sprout_result *r = NULL;
@@ -95,6 +99,17 @@ static void check_reference(sprout_model *m, const char *file, int32_t keep) {
                   sprout_kv_type_name(kinds[k]), n, n_tokens, same);
         CHECK(r && sprout_result_finish_reason(r) == SPROUT_FINISH_LENGTH);
         CHECK(sprout_pipeline_cached_tokens(p) < n_ctx);
+        sprout_result_free(r);
+
+        /* assisted by prompt lookup, whose index must forget the dropped text: the same tokens */
+        cfg.prompt_lookup = true;
+        cfg.num_assistant_tokens = 4;
+        cfg.max_ngram_size = 3;
+        r = NULL;
+        CHECK_MSG(sprout_generate_tokens(p, prompt, n_prompt, &cfg, NULL, NULL, &r) == SPROUT_OK, "%s", sprout_last_error());
+        CHECK_MSG(tokens_are(r, jt), "%s, %s cache, prompt lookup: not llama.cpp's tokens", file, sprout_kv_type_name(kinds[k]));
+        sprout_perf_metrics pm = {.struct_size = sizeof pm};
+        CHECK(r && sprout_result_metrics(r, &pm) == SPROUT_OK && pm.n_draft_tokens > 0);
         sprout_result_free(r);
 
         /* without the shift: the context fills and the finish says "length" early */

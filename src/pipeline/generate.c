@@ -33,6 +33,7 @@ sprout_status sp_pipeline_shift(sprout_pipeline *p, int32_t n_keep) {
     int32_t dropped = 0;
     sprout_status st = sp_seq_shift(&p->ctx.kv, p->model, 0, p->cached, &p->n_cached, n_keep, &dropped);
     if (st != SPROUT_OK) return st;
+    sp_lookup_reset(&p->lookup); /* its index is of the text before the shift */
     if (p->n_dropped && p->shift_keep != n_keep) p->n_dropped = 0; /* no longer one run: the chat cannot map it */
     p->shift_keep = n_keep;
     p->n_dropped += dropped;

@@ -532,6 +532,7 @@ static void step(sprout_scheduler *s) {
             end_any_slot(s, sl, st);
         } else {
             sl->shift_keep = keep;
+            sp_lookup_reset(&s->assist.slots[i].lookup); /* its index is of the text before the shift */
         }
     }
     propose(s, n_generating);
