@@ -157,7 +157,8 @@ int cmd_chat(int argc, char **argv) {
             continue;
         }
         printf("\n");
-        if (sprout_result_finish_reason(r) == SPROUT_FINISH_LENGTH) fprintf(stderr, "(answer cut at the length limit)\n");
+        if (!cli_note_context_filled("sprout chat", p, &o.cfg, r) && sprout_result_finish_reason(r) == SPROUT_FINISH_LENGTH)
+            fprintf(stderr, "(answer cut at the length limit)\n");
         sprout_result_free(r);
     }
     free(system);

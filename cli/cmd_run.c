@@ -192,6 +192,7 @@ int cmd_run(int argc, char **argv) {
         } else {
             putchar('\n');
         }
+        cli_note_context_filled("sprout run", p, &o.cfg, r);
         if (ro.metrics) print_metrics(r);
     }
     if (fflush(stdout) != 0) rc = 1;

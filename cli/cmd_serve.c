@@ -21,7 +21,7 @@ typedef struct serve_options {
     const char *allowed_hosts, *allowed_origins, *tls_cert, *tls_key;
     int32_t port, n_slots, max_body, n_queue, max_loaded;
     int32_t idle_timeout, header_timeout, body_timeout, max_connections, max_connections_per_ip;
-    bool lora_init_without_apply, no_webui;
+    bool lora_init_without_apply, no_webui, context_shift;
 } serve_options;
 
 #define OWN(field) offsetof(serve_options, field)
@@ -39,6 +39,9 @@ static const cli_option serve_table[] = {
     CLI_OPT_FLAG("--lora-init-without-apply", OWN(lora_init_without_apply),
                  "load the adapters at scale 0 (POST /lora-adapters or a request's \"lora\" applies them)"),
     CLI_OPT_FLAG("--no-webui", OWN(no_webui), "no web chat page at / (the APIs only)"),
+    CLI_OPT_FLAG("--context-shift", OWN(context_shift),
+                 "a generation that fills its context drops half of it after the first num_keep tokens (Ollama's option; "
+                 "default 0) and goes on, as llama-server's --context-shift; off: it ends with finish \"length\""),
     CLI_OPT_STRING("--webui-path", "DIR", OWN(webui_path), "serve the web page's files from DIR instead of the built-in ones"),
     CLI_OPT_STRING("--keep-alive", "DURATION", OWN(keep_alive),
                    "how long a model stays loaded after its last request: 5m, 30s, 1h, seconds; negative: forever (default 5m, $SPROUT_KEEP_ALIVE)"),
@@ -156,7 +159,7 @@ int cmd_serve(int argc, char **argv) {
         .assist_min = c.cfg.min_assistant_tokens, .lookup_ngram = c.cfg.max_ngram_size, .draft_p_min = c.cfg.assistant_confidence_threshold,
         .grammar = c.cfg.grammar && *c.cfg.grammar ? c.cfg.grammar : NULL,
         .json_schema = c.cfg.json_schema && *c.cfg.json_schema ? c.cfg.json_schema : NULL,
-        .no_webui = so.no_webui, .webui_path = so.webui_path, .notice = on_notice, .notice_user = &c,
+        .no_webui = so.no_webui, .context_shift = so.context_shift, .webui_path = so.webui_path, .notice = on_notice, .notice_user = &c,
         .idle_timeout_s = so.idle_timeout, .header_timeout_s = so.header_timeout, .body_timeout_s = so.body_timeout,
         .max_connections = so.max_connections, .max_connections_per_ip = so.max_connections_per_ip,
         .allowed_hosts = so.allowed_hosts, .allowed_origins = so.allowed_origins ? so.allowed_origins : getenv("SPROUT_ORIGINS"),

@@ -220,6 +220,11 @@ static const cli_option shared_options[] = {
     {"--stop", "TEXT", CLI_CUSTOM, COMMON(stops), 0, 0, NULL, parse_stop, "stop at this text (repeatable)",
      CLI_SHARED_SAMPLING, NULL},
     {"--ignore-eos", NULL, CLI_FLAG, CFG(ignore_eos), 0, 0, NULL, NULL, "do not stop at end-of-generation tokens", CLI_SHARED_SAMPLING, NULL},
+    {"--context-shift", NULL, CLI_FLAG, CFG(context_shift), 0, 0, NULL, NULL,
+     "when the context fills, keep the first --keep tokens, drop half of the rest and go on (llama.cpp's); off: stop there",
+     CLI_SHARED_SAMPLING, NULL},
+    {"--keep", "N", CLI_INT, CFG(n_keep), -1, 1 << 24, NULL, NULL,
+     "context shift keeps the prompt's first N tokens (and its BOS); -1: the whole prompt (default 0)", CLI_SHARED_SAMPLING, NULL},
     {"--json-mode", NULL, CLI_FLAG, CFG(json_object), 0, 0, NULL, NULL, "the output is one JSON object (only tokens that keep it valid are drawn)",
      CLI_SHARED_SAMPLING, NULL},
     {"--grammar", "GBNF", CLI_STRING, CFG(grammar), 0, 0, NULL, NULL,
@@ -582,4 +587,15 @@ void cli_close_pipeline(cli_common *c, sprout_model *model, sprout_pipeline *pip
         c->loras.loaded[i] = NULL;
     }
     sprout_model_free(model);
+}
+
+bool cli_note_context_filled(const char *who, const sprout_pipeline *p, const sprout_generation_config *cfg, const sprout_result *r) {
+    size_t n_tokens = 0;
+    sprout_result_tokens(r, &n_tokens);
+    if (sprout_result_finish_reason(r) != SPROUT_FINISH_LENGTH || n_tokens >= (size_t)cfg->max_new_tokens) return false;
+    if (sprout_pipeline_cached_tokens(p) < sprout_pipeline_n_ctx(p)) return false; /* a grammar that could not go on */
+    fflush(stdout); /* after the text, not inside it */
+    fprintf(stderr, "%s: the context of %d tokens is full after %zu generated; --context-shift drops older tokens and goes on\n",
+            who, sprout_pipeline_n_ctx(p), n_tokens);
+    return true;
 }

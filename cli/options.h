@@ -168,6 +168,10 @@ sprout_status cli_load_model(const cli_common *c, sprout_model **model);
 sprout_status cli_open_pipeline(cli_common *c, sprout_model **model, sprout_pipeline **pipeline);
 /* Frees what cli_open_pipeline made (any may be NULL). */
 void cli_close_pipeline(cli_common *c, sprout_model *model, sprout_pipeline *pipeline);
+/* When a generation stopped because the context filled (not at -n): says
+ * so on stderr, prefixed by `who`, and how --context-shift goes on.
+ * Returns whether it did. */
+bool cli_note_context_filled(const char *who, const sprout_pipeline *p, const sprout_generation_config *cfg, const sprout_result *r);
 /* "f16" or "f32". */
 const char *cli_kv_type_name(sprout_kv_type t);
 

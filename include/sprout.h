@@ -780,6 +780,13 @@ typedef struct sprout_generation_config {
      * it, and from its first letter on it must follow the grammar or schema (a tool call that the model may or may
      * not make). NULL or "": the grammar holds from the start. Copied by a scheduler */
     const char *grammar_trigger;
+    /* Context shift (llama.cpp's --context-shift, off by default): when the context is full, keep the prompt's
+     * first n_keep tokens (after its BOS, which is kept too; -1: the whole prompt), drop half of the rest and go
+     * on; a chat turn that no longer fits drops the same way. Off: generation ends with SPROUT_FINISH_LENGTH, and
+     * a chat turn that does not fit fails with SPROUT_ERR_OUT_OF_RANGE. SPROUT_ERR_UNSUPPORTED for a model whose
+     * positions cannot shift (learned positions, sliding-window attention). Ollama's num_keep is n_keep */
+    bool context_shift;
+    int32_t n_keep;
 } sprout_generation_config;
 
 void sprout_generation_config_init(sprout_generation_config *config);

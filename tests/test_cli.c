@@ -728,7 +728,34 @@ static void test_structured_flags(void) {
     free(out);
 }
 
+/* --context-shift and --keep: llama.cpp's tokens past a full context
+ * (tests/data/context_shift); without them the run stops there, finish
+ * "length", and says the context filled. */
+static void test_context_shift_flags(void) {
+    char args[2048], *out;
+    json_t *ref = json_load_file(SPROUT_CONTEXT_SHIFT_DATA_DIR "/llama-f16.json", 0, NULL);
+    CHECK(ref != NULL);
+    if (!ref) return;
+    const json_t *want = json_object_get(ref, "tokens");
+    snprintf(args, sizeof args, "run -m '%s/models/stories260K.gguf' -c 256 --temp 0 -n %zu --context-shift --keep 4 -p 'Once upon a time' --json",
+             test_shared_dir(), json_array_size(want));
+    json_t *j = run_json(args);
+    CHECK(j && json_equal(json_object_get(j, "tokens"), want));
+    CHECK(j && !strcmp(json_string_value(json_object_get(j, "finish_reason")), "length"));
+    json_decref(j);
+    snprintf(args, sizeof args, "run -m '%s/models/stories260K.gguf' -c 64 --temp 0 -n 100 -p 'Once upon a time' 2>&1 >/dev/null",
+             test_shared_dir());
+    CHECK(run_cli(args, false, &out) == 0);
+    CHECK_MSG(strstr(out, "the context of 64 tokens is full after 60 generated"), "got [%s]", out);
+    free(out);
+    snprintf(args, sizeof args, "run -m '%s/models/stories260K.gguf' --context-shift --keep -2 -p hi", test_shared_dir());
+    CHECK(run_cli(args, true, &out) == 2);
+    free(out);
+    json_decref(ref);
+}
+
 int main(void) {
+    test_context_shift_flags();
     test_lora_flags();
     test_assist_flags();
     test_run();

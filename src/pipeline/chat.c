@@ -55,6 +55,7 @@ sprout_status sprout_chat_start(sprout_pipeline *p, const char *system_prompt) {
     if (!p) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL pipeline");
     if (!p->model->tokenizer) return sp_fail(SPROUT_ERR_UNSUPPORTED, "the model has no vocabulary: chat needs one");
     sprout_chat_finish(p);
+    sp_pipeline_forget_shift(p); /* a new conversation */
     if (!p->chat_template) {
         sprout_status st = sprout_chat_set_template(p, NULL);
         if (st != SPROUT_OK) return st;
@@ -107,6 +108,39 @@ static sprout_status render(sprout_pipeline *p, char **prompt, size_t *len) {
     return st;
 }
 
+/* The rendered conversation as the cache holds it after context shifts:
+ * the run of tokens dropped after the first shift_keep is cut out of it
+ * too; then, while the turn does not fit and the config allows it, more
+ * is dropped from what is cached (llama.cpp's halving each time). The
+ * tokens stay in ids[0, *n). */
+static sprout_status fit_turn(sprout_pipeline *p, const sprout_generation_config *cfg, int32_t *ids, size_t *n) {
+    if (p->n_dropped) {
+        const size_t gap_end = (size_t)p->shift_keep + (size_t)p->n_dropped;
+        if (*n <= gap_end) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "the conversation no longer reaches past its dropped tokens");
+        memmove(ids + p->shift_keep, ids + gap_end, (*n - gap_end) * sizeof *ids);
+        *n -= (size_t)p->n_dropped;
+    }
+    while (*n >= (size_t)p->n_ctx) {
+        if (!cfg->context_shift)
+            return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "the chat has outgrown the context: %zu tokens, the context holds %d (start a new chat, "
+                                                    "give a larger context, or turn context shift on)", *n, p->n_ctx);
+        int32_t reuse = 0;
+        while (reuse < p->n_cached && (size_t)reuse < *n - 1 && p->cached[reuse] == ids[reuse]) reuse++;
+        sp_kv_truncate(&p->ctx.kv, 0, reuse);
+        p->n_cached = reuse;
+        const int32_t keep = p->n_dropped ? p->shift_keep : sp_seq_n_keep(p->model, cfg, *n), before = p->n_cached;
+        if (reuse <= keep)
+            return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "the new turn does not fit the context of %d tokens even after dropping older ones "
+                                                    "(%zu tokens, %d kept)", p->n_ctx, *n, keep);
+        sprout_status st = sp_pipeline_shift(p, keep);
+        if (st != SPROUT_OK) return st;
+        const int32_t dropped = before - p->n_cached;
+        memmove(ids + keep, ids + keep + dropped, (*n - (size_t)keep - (size_t)dropped) * sizeof *ids);
+        *n -= (size_t)dropped;
+    }
+    return SPROUT_OK;
+}
+
 sprout_status sprout_chat_generate(sprout_pipeline *p, const char *user_message, const sprout_generation_config *cfg,
                                    sprout_streamer streamer, void *user, sprout_result **out) {
     if (!p || !user_message || !out) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "NULL pipeline, message or output");
@@ -130,6 +164,9 @@ sprout_status sprout_chat_generate(sprout_pipeline *p, const char *user_message,
     if (st == SPROUT_OK) {
         sp_config_copy(&c, cfg ? cfg : &p->config);
         c.echo = false;
+        st = fit_turn(p, &c, ids, &n);
+    }
+    if (st == SPROUT_OK) {
         st = sp_generate(p, ids, n, NULL, 0, sp_now_ms() - t0, &c, streamer, user, out);
     }
     free(prompt);

@@ -29,19 +29,44 @@ sprout_status sp_pipeline_feed(sprout_pipeline *p, const int32_t *tokens, int32_
     return SPROUT_OK;
 }
 
+sprout_status sp_pipeline_shift(sprout_pipeline *p, int32_t n_keep) {
+    int32_t dropped = 0;
+    sprout_status st = sp_seq_shift(&p->ctx.kv, p->model, 0, p->cached, &p->n_cached, n_keep, &dropped);
+    if (st != SPROUT_OK) return st;
+    sp_lookup_reset(&p->lookup); /* its index is of the text before the shift */
+    if (p->n_dropped && p->shift_keep != n_keep) p->n_dropped = 0; /* no longer one run: the chat cannot map it */
+    p->shift_keep = n_keep;
+    p->n_dropped += dropped;
+    return SPROUT_OK;
+}
+
+void sp_pipeline_forget_shift(sprout_pipeline *p) {
+    if (!p->n_dropped) return;
+    if (p->n_cached > p->shift_keep) {
+        sp_kv_truncate(&p->ctx.kv, 0, p->shift_keep);
+        p->n_cached = p->shift_keep;
+    }
+    p->n_dropped = 0;
+}
+
 /* Decoding after the prompt: each pass feeds the pending token and, when
  * assisted, the proposals after it; the sequence then samples row by row
  * as plain decoding would, and a proposal is kept only while it is what
  * was sampled. A row's logits are the same bits alone or batched (batch
  * invariance), so the output is plain decoding's, token for token. */
-static sprout_status decode(sprout_pipeline *p, sp_seq *s, const sprout_generation_config *cfg) {
+static sprout_status decode(sprout_pipeline *p, sp_seq *s, const sprout_generation_config *cfg, int32_t n_keep) {
     int32_t cap = 0;
     sprout_status st = sp_assist_begin(p, cfg, &cap);
     const sp_lora_set *lora = sp_lora_set_or_null(&p->cached_lora);
     const size_t n_vocab = (size_t)p->model->hp.n_vocab;
     int32_t next;
-    bool more = st == SPROUT_OK && sp_seq_next(s, p->logits, p->cached, (size_t)p->n_cached, p->n_cached < p->n_ctx, &next);
+    /* a shift makes room before each pass, so there always is room */
+    const bool shift = cfg->context_shift;
+    bool more = st == SPROUT_OK && sp_seq_next(s, p->logits, p->cached, (size_t)p->n_cached, shift || p->n_cached < p->n_ctx, &next);
     while (st == SPROUT_OK && more) {
+        /* llama.cpp's test (n_past + n_embd >= n_ctx) and so its timing:
+         * the context's last cell is never filled */
+        if (shift && p->n_cached + 1 >= p->n_ctx && (st = sp_pipeline_shift(p, n_keep)) != SPROUT_OK) break;
         /* proposals fit the context after the pending token, and no more
          * than the tokens still to choose after it */
         int32_t k = 0, max = p->n_ctx - p->n_cached - 1;
@@ -57,7 +82,7 @@ static sprout_status decode(sprout_pipeline *p, sp_seq *s, const sprout_generati
         float *rows = k ? p->verify_logits : p->logits;
         if ((st = sp_forward(&p->ctx, p->batch, k + 1, rows)) != SPROUT_OK) break;
         const int32_t n_before = p->n_cached; /* the pending token is fed too */
-        more = sp_seq_verify(s, rows, n_vocab, next, p->proposal, k, p->cached, &p->n_cached, p->n_ctx, &next);
+        more = sp_seq_verify(s, rows, n_vocab, next, p->proposal, k, p->cached, &p->n_cached, shift ? INT32_MAX : p->n_ctx, &next);
         sp_assist_done(p, k, p->n_cached - n_before - 1);
         if (k) sp_kv_truncate(&p->ctx.kv, 0, p->n_cached); /* the proposals not kept */
     }
@@ -67,6 +92,7 @@ static sprout_status decode(sprout_pipeline *p, sp_seq *s, const sprout_generati
 sprout_status sp_generate(sprout_pipeline *p, const int32_t *prompt, size_t n_prompt, const char *prompt_text, size_t prompt_len,
                           double tokenize_ms, const sprout_generation_config *cfg, sprout_streamer streamer, void *user,
                           sprout_result **out) {
+    if (!p->chat_active) sp_pipeline_forget_shift(p);
     /* the cache holds keys and values of one adapter set: another set
      * starts afresh. A config that names none takes the pipeline's. */
     const bool own = cfg->n_lora > 0;
@@ -77,6 +103,7 @@ sprout_status sp_generate(sprout_pipeline *p, const int32_t *prompt, size_t n_pr
         sp_lora_set_free(&p->cached_lora);
         p->cached_lora = lora;
         p->n_cached = 0;
+        p->n_dropped = 0;
     } else {
         sp_lora_set_free(&lora);
     }
@@ -90,16 +117,21 @@ sprout_status sp_generate(sprout_pipeline *p, const int32_t *prompt, size_t n_pr
     while (keep < p->n_cached && (size_t)keep < n_prompt - 1 && p->cached[keep] == prompt[keep]) keep++;
     sp_kv_truncate(&p->ctx.kv, 0, keep);
     p->n_cached = keep;
-    const int32_t cached_before = keep;
+    if (keep <= p->shift_keep) p->n_dropped = 0; /* nothing after the dropped run is left */
+    const int32_t cached_before = keep, dropped_before = p->n_dropped;
     p->last_prefill = (int32_t)n_prompt - keep;
     sp_seq_prefill_started(&s, p->last_prefill);
     st = sp_pipeline_feed(p, prompt, keep, (int32_t)n_prompt);
     sp_seq_prefill_done(&s);
-    if (st == SPROUT_OK) st = decode(p, &s, cfg);
+    /* a chat that has shifted keeps dropping after the same first tokens */
+    const int32_t n_keep = p->n_dropped ? p->shift_keep : sp_seq_n_keep(p->model, cfg, n_prompt);
+    if (st == SPROUT_OK) st = decode(p, &s, cfg, n_keep);
     st = sp_seq_end(&s, st, out);
     if (st == SPROUT_OK && (*out)->finish == SPROUT_FINISH_CANCELLED) { /* forget this call's prompt and output */
-        sp_kv_truncate(&p->ctx.kv, 0, cached_before);
-        p->n_cached = cached_before;
+        const int32_t back = p->n_dropped != dropped_before && p->shift_keep < cached_before ? p->shift_keep : cached_before;
+        sp_kv_truncate(&p->ctx.kv, 0, back);
+        p->n_cached = back;
+        if (p->n_dropped != dropped_before) p->n_dropped = 0; /* what it shifted away is gone */
     }
     return st;
 }

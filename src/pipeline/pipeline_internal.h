@@ -45,6 +45,9 @@ struct sprout_pipeline {
     int32_t *cached;        /* the tokens in the KV cache (sequence 0), in order */
     int32_t n_cached;
     int32_t last_prefill;
+    /* after a context shift: the tokens dropped after the first shift_keep
+     * (one run: each shift drops the next ones), 0 when none */
+    int32_t n_dropped, shift_keep;
     float *logits;          /* one row */
     int32_t *batch_tokens;  /* scratch for building batches */
     sp_batch_token *batch;
@@ -83,5 +86,13 @@ sprout_status sp_pipeline_feed(sprout_pipeline *p, const int32_t *tokens, int32_
 sprout_status sp_generate(sprout_pipeline *p, const int32_t *prompt, size_t n_prompt, const char *prompt_text, size_t prompt_len,
                           double tokenize_ms, const sprout_generation_config *cfg, sprout_streamer streamer, void *user,
                           sprout_result **out);
+
+/* Context shift on the pipeline's cache: keeps the first n_keep tokens and
+ * drops half of the rest (llama.cpp's n_discard); SPROUT_ERR_OUT_OF_RANGE
+ * when nothing would go. */
+sprout_status sp_pipeline_shift(sprout_pipeline *p, int32_t n_keep);
+/* After a shift the cached tokens past shift_keep were computed with text
+ * that is gone: anything but the same chat reuses at most shift_keep. */
+void sp_pipeline_forget_shift(sprout_pipeline *p);
 
 #endif

@@ -76,6 +76,7 @@ typedef struct slot {
     double t_prefill;
     int32_t n_prefill;
     uint64_t last_used;   /* for choosing among equally good free slots */
+    int32_t shift_keep;   /* after a context shift: the cached tokens a later request may reuse; -1: all */
 } slot;
 
 struct sprout_scheduler {
@@ -440,6 +441,8 @@ static void admit(sprout_scheduler *s) {
                 continue;
             }
         }
+        if (sl->shift_keep >= 0 && reuse > sl->shift_keep) reuse = sl->shift_keep; /* computed beside tokens now gone */
+        sl->shift_keep = -1;
         sp_kv_truncate(&s->ctx.kv, (int32_t)(sl - s->slots), reuse);
         sl->n_cached = reuse;
         sl->n_fed_prompt = reuse;
@@ -518,6 +521,20 @@ static void step(sprout_scheduler *s) {
         }
         n_generating += sl->pending >= 0;
     }
+    for (int32_t i = 0; i < s->n_slots; i++) { /* context shift, where a pending token would fill the context (generate.c) */
+        slot *sl = &s->slots[i];
+        if (!sl->req || sl->req->embed || sl->pending < 0 || !sl->req->cfg.context_shift || sl->n_cached + 1 < s->n_ctx) continue;
+        const int32_t keep = sp_seq_n_keep(s->model, &sl->req->cfg, sl->req->n_prompt);
+        int32_t dropped;
+        const sprout_status st = sp_seq_shift(&s->ctx.kv, s->model, i, sl->cached, &sl->n_cached, keep, &dropped);
+        if (st != SPROUT_OK) {
+            n_generating--;
+            end_any_slot(s, sl, st);
+        } else {
+            sl->shift_keep = keep;
+            sp_lookup_reset(&s->assist.slots[i].lookup); /* its index is of the text before the shift */
+        }
+    }
     propose(s, n_generating);
     /* each generating slot's pending token, then its proposals: generated
      * tokens (never the prompt path), each with its row of logits */
@@ -572,7 +589,8 @@ static void step(sprout_scheduler *s) {
             int32_t next;
             const int32_t n_before = sl->n_cached; /* the pending token is fed too */
             const bool more = sp_seq_verify(&sl->seq, s->logits + (size_t)sl->logits_row * n_vocab, n_vocab, sl->pending,
-                                            s->assist.slots[i].proposal, sl->n_proposed, sl->cached, &sl->n_cached, s->n_ctx, &next);
+                                            s->assist.slots[i].proposal, sl->n_proposed, sl->cached, &sl->n_cached,
+                                            sl->req->cfg.context_shift ? INT32_MAX : s->n_ctx, &next);
             sp_slot_assist *sa = &s->assist.slots[i];
             const int32_t cap = sl->req->cfg.num_assistant_tokens;
             sa->budget = sp_assist_next_budget(sa->budget, cap, sl->n_proposed, sl->n_cached - n_before - 1);
@@ -599,8 +617,8 @@ static void step(sprout_scheduler *s) {
         if (sl->n_fed_prompt == (int32_t)sl->req->n_prompt) sp_seq_prefill_done(&sl->seq);
         if (sl->logits_row < 0) continue;
         int32_t next; /* the first token, from the prompt's last row */
-        if (sp_seq_next(&sl->seq, s->logits + (size_t)sl->logits_row * n_vocab, sl->cached, (size_t)sl->n_cached, sl->n_cached < s->n_ctx,
-                        &next))
+        if (sp_seq_next(&sl->seq, s->logits + (size_t)sl->logits_row * n_vocab, sl->cached, (size_t)sl->n_cached,
+                        sl->req->cfg.context_shift || sl->n_cached < s->n_ctx, &next))
             sl->pending = next;
         if (sp_seq_finished(&sl->seq)) end_slot(s, sl, SPROUT_OK);
     }
@@ -702,6 +720,7 @@ sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_sc
     if (st == SPROUT_OK) st = sp_sched_assist_init(&s->assist, model, sp.draft_model, n_slots, n_ctx, n_batch, n_threads, draft_kv);
     for (int32_t i = 0; st == SPROUT_OK && i < n_slots; i++) {
         s->slots[i].pending = -1;
+        s->slots[i].shift_keep = -1;
         s->slots[i].cached = malloc((size_t)n_ctx * sizeof(int32_t));
         if (!s->slots[i].cached) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
         else st = sp_sampler_init(&s->slots[i].sampler, model->hp.n_vocab, 0);

@@ -14,6 +14,7 @@
 #include "gguf/gguf_resident.h"
 #include "model/model.h"
 #include "pipeline/result.h"
+#include "runtime/kv_cache.h"
 #include "tokenizer/tokenizer.h"
 
 double sp_now_ms(void) {
@@ -167,7 +168,29 @@ sprout_status sp_seq_check(const sprout_model *model, int32_t n_ctx, const int32
     if (cfg && cfg->max_new_tokens < 0)
         return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "max_new_tokens is negative (%d)", cfg->max_new_tokens);
     if (cfg && (st = sampling_check(cfg)) != SPROUT_OK) return st;
+    if (cfg && cfg->context_shift && cfg->n_keep < -1) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "n_keep: %d is not -1 or more", cfg->n_keep);
+    if (cfg && cfg->context_shift && (st = sp_kv_shift_check(model)) != SPROUT_OK) return st;
     return cfg ? sp_constraint_check(cfg) : SPROUT_OK;
+}
+
+int32_t sp_seq_n_keep(const sprout_model *model, const sprout_generation_config *cfg, size_t n_prompt) {
+    if (cfg->n_keep < 0 || (size_t)cfg->n_keep >= n_prompt) return (int32_t)n_prompt;
+    const bool bos = model->tokenizer && sprout_tokenizer_adds_bos(model->tokenizer);
+    return cfg->n_keep + bos;
+}
+
+sprout_status sp_seq_shift(sp_kv_cache *kv, const sprout_model *model, int32_t seq, int32_t *cached, int32_t *n_cached, int32_t n_keep,
+                           int32_t *dropped) {
+    const int32_t discard = (*n_cached - n_keep) / 2;
+    if (n_keep < 0 || discard <= 0)
+        return sp_fail(SPROUT_ERR_OUT_OF_RANGE, "context shift: keeping %d of the context's %d tokens leaves none to drop", n_keep,
+                       *n_cached);
+    sprout_status st = sp_kv_shift(kv, model, seq, n_keep, discard);
+    if (st != SPROUT_OK) return st;
+    memmove(cached + n_keep, cached + n_keep + discard, (size_t)(*n_cached - n_keep - discard) * sizeof *cached);
+    *n_cached -= discard;
+    *dropped = discard;
+    return SPROUT_OK;
 }
 
 sprout_status sp_seq_begin(sp_seq *s, const sprout_model *model, sp_sampler *sampler, int32_t n_ctx, const int32_t *prompt,

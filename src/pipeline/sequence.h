@@ -13,6 +13,7 @@
 
 #include "core/buf.h"
 #include "pipeline/constraint.h"
+#include "runtime/kv_cache.h"
 #include "sampler/sampler.h"
 #include "sprout.h"
 
@@ -49,6 +50,18 @@ sprout_status sp_prompt_check(const sprout_model *model, size_t max_tokens, cons
  * ids outside the vocabulary, a negative max_new_tokens (cfg may be NULL). */
 sprout_status sp_seq_check(const sprout_model *model, int32_t n_ctx, const int32_t *prompt, size_t n_prompt,
                            const sprout_generation_config *cfg);
+
+/* Context shift's kept tokens: llama.cpp's rule, the prompt's first
+ * cfg->n_keep and its BOS (the vocabulary adds one), or the whole prompt
+ * (n_keep -1, or as long as the prompt). */
+int32_t sp_seq_n_keep(const sprout_model *model, const sprout_generation_config *cfg, size_t n_prompt);
+
+/* A context shift of sequence seq of kv, whose tokens are cached[0, *n_cached):
+ * keeps n_keep, drops half of the rest (llama.cpp's n_discard, counted in
+ * *dropped) from the cache and the list. SPROUT_ERR_OUT_OF_RANGE when
+ * nothing would go. */
+sprout_status sp_seq_shift(sp_kv_cache *kv, const sprout_model *model, int32_t seq, int32_t *cached, int32_t *n_cached, int32_t n_keep,
+                           int32_t *dropped);
 
 /* Checks the prompt against the vocabulary and the context, allocates the
  * result, seeds the sampler and streams the echo. t_start: when the call

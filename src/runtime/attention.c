@@ -8,39 +8,6 @@
 #include "quant/quant.h"
 #include "runtime/parallel.h"
 
-/* A row of n floats into a cache row of type t: converted, or quantized
- * block by block (a head's blocks are its own: heads are whole blocks). */
-static void store_row(const float *x, void *dst, sp_kv_type t, int64_t n) {
-    switch (t) {
-    case SP_KV_F32: memcpy(dst, x, (size_t)n * sizeof(float)); break;
-    case SP_KV_BF16: sp_quantize_bf16(x, dst, n); break;
-    case SP_KV_Q8_0: sp_quantize_q8_0(x, dst, n); break;
-    case SP_KV_Q4_0: sp_quantize_q4_0(x, dst, n); break;
-    default:
-        for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = sp_fp32_to_fp16(x[i]);
-    }
-}
-
-/* x (n floats, n a power of two) times the orthonormal Walsh-Hadamard
- * matrix of size n (Sylvester's: entry (i, j) is (-1)^popcount(i & j) /
- * sqrt(n)), which is symmetric and its own inverse. */
-static void hadamard(float *x, int64_t n) {
-    for (int64_t s = 1; s < n; s *= 2)
-        for (int64_t i = 0; i < n; i += 2 * s)
-            for (int64_t j = i; j < i + s; j++) {
-                const float a = x[j], b = x[j + s];
-                x[j] = a + b;
-                x[j + s] = a - b;
-            }
-    const float scale = 1.f / sqrtf((float)n);
-    for (int64_t i = 0; i < n; i++) x[i] *= scale;
-}
-
-/* Each run of `size` elements of x[0, n) rotated (size 0: none). */
-static void rotate(float *x, int64_t n, int32_t size) {
-    for (int64_t i = 0; size > 0 && i < n; i += size) hadamard(x + i, size);
-}
-
 /* A run of query heads (whole blocks of 32 each) rounded as llama.cpp
  * rounds them for a cache of keys of type t: to Q8_0 blocks for Q8_0 and
  * Q4_0 keys (its dot product's other operand), to BF16 for BF16 keys. */
@@ -62,11 +29,11 @@ void sp_attention_store_kv(sp_context *ctx, int il, int32_t t) {
     const sp_hparams *hp = &ctx->model->hp;
     const int64_t cell = ctx->cells[t];
     float *q = ctx->q + (int64_t)t * hp->n_head * hp->head_dim_k, *k = ctx->k + (int64_t)t * kv->k_row, *v = ctx->v + (int64_t)t * kv->v_row;
-    rotate(q, (int64_t)hp->n_head * hp->head_dim_k, kv->rotate_k);
-    rotate(k, kv->k_row, kv->rotate_k);
-    rotate(v, kv->v_row, kv->rotate_v);
-    store_row(k, (char *)kv->k[il] + (size_t)cell * sp_kv_bytes(kv->type.k, kv->k_row), kv->type.k, kv->k_row);
-    store_row(v, (char *)kv->v[il] + (size_t)cell * sp_kv_bytes(kv->type.v, kv->v_row), kv->type.v, kv->v_row);
+    sp_kv_rotate(q, (int64_t)hp->n_head * hp->head_dim_k, kv->rotate_k);
+    sp_kv_rotate(k, kv->k_row, kv->rotate_k);
+    sp_kv_rotate(v, kv->v_row, kv->rotate_v);
+    sp_kv_store_row(k, (char *)kv->k[il] + (size_t)cell * sp_kv_bytes(kv->type.k, kv->k_row), kv->type.k, kv->k_row);
+    sp_kv_store_row(v, (char *)kv->v[il] + (size_t)cell * sp_kv_bytes(kv->type.v, kv->v_row), kv->type.v, kv->v_row);
 }
 
 typedef struct attention_job {
@@ -138,7 +105,7 @@ static void attention_worker(void *p, int ith, int nth) {
             };
             ctx->kernels->attention(&a);
             for (int32_t t = t0; t < t1; t++) /* back from the rotated values' basis */
-                rotate(ctx->attn.f32 + t * out_row + head * hp->head_dim_v, n_heads * hp->head_dim_v, kv->rotate_v);
+                sp_kv_rotate(ctx->attn.f32 + t * out_row + head * hp->head_dim_v, n_heads * hp->head_dim_v, kv->rotate_v);
             if (ctx->attn.blocks) /* heads of whole blocks (checked at setup): this run's are its own blocks */
                 for (int32_t t = t0; t < t1; t++)
                     ctx->kernels->quantize(ctx->attn.f32 + t * out_row + head * hp->head_dim_v, n_heads * hp->head_dim_v,

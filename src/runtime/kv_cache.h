@@ -42,6 +42,7 @@ typedef struct sp_kv_cache {
     int32_t *free_cells;
     int32_t n_free;
     sp_kv_seq *seqs;
+    float *shift_row;     /* a key row as floats, for a context shift */
 } sp_kv_cache;
 
 /* SPROUT_ERR_UNSUPPORTED when a block type's rows cannot hold whole blocks
@@ -59,6 +60,25 @@ void sp_kv_truncate(sp_kv_cache *kv, int32_t seq, int32_t keep);
 static inline void sp_kv_clear(sp_kv_cache *kv, int32_t seq) { sp_kv_truncate(kv, seq, 0); }
 /* Appends a cell for (seq, pos); pos must exceed the sequence's last. */
 sprout_status sp_kv_append(sp_kv_cache *kv, int32_t seq, int32_t pos, int32_t *cell);
+/* A row of n floats into a cache row of type t: converted, or quantized
+ * block by block (a head's blocks are its own: heads are whole blocks). */
+void sp_kv_store_row(const float *x, void *dst, sp_kv_type t, int64_t n);
+/* A cache row of type t back into n floats. */
+void sp_kv_load_row(const void *src, float *x, sp_kv_type t, int64_t n);
+/* Each run of `size` elements of x[0, n) times the orthonormal
+ * Walsh-Hadamard matrix (size 0: none); its own inverse. */
+void sp_kv_rotate(float *x, int64_t n, int32_t size);
+/* Context shift (llama.cpp's): drops seq's cells at positions
+ * [keep, keep + discard) and moves the later ones down by `discard`
+ * positions, their keys turned back by that many positions of the model's
+ * RoPE (dequantized, out of and back into the rotated basis, requantized).
+ * SPROUT_ERR_UNSUPPORTED for a model whose positions cannot be shifted
+ * (sp_kv_shift_check). */
+struct sprout_model;
+sprout_status sp_kv_shift(sp_kv_cache *kv, const struct sprout_model *model, int32_t seq, int32_t keep, int32_t discard);
+/* Why a model's cache cannot be shifted (learned positions, sliding
+ * windows), as an error; SPROUT_OK when it can. */
+sprout_status sp_kv_shift_check(const struct sprout_model *model);
 /* Cells of seq with position <= pos (a prefix of its list). */
 int32_t sp_kv_visible(const sp_kv_cache *kv, int32_t seq, int32_t pos);
 /* The first cell index (in seq's list) with position > pos - window. */

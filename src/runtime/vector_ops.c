@@ -33,8 +33,10 @@ static float yarn_corr_dim(int n_rot, int ctx_orig, float beta, float base) {
     return (float)n_rot * logf((float)ctx_orig / (beta * 2.f * (float)M_PI)) / (2.f * logf(base));
 }
 
-void sp_rope(const sp_hparams *hp, const float *factors, float *v, int n_heads, int head_dim, int32_t pos, float base,
-                 float freq_scale) {
+/* scaled: with the magnitude factors (YaRN's, the attention factor); a
+ * shift by a number of positions is the bare rotation. */
+static void rope(const sp_hparams *hp, const float *factors, float *v, int n_heads, int head_dim, int32_t pos, float base,
+                 float freq_scale, bool scaled) {
     if (hp->rope_kind == SP_ROPE_NONE) return; /* positions came with the embeddings */
     const int n_rot = hp->n_rot, half = n_rot / 2;
     float corr[2] = {0, 0};
@@ -54,6 +56,7 @@ void sp_rope(const sp_hparams *hp, const float *factors, float *v, int n_heads, 
             theta = theta_interp * (1.f - ramp) + theta_extrap * ramp;
             mscale *= 1.f + 0.1f * logf(1.f / freq_scale);
         }
+        if (!scaled) mscale = 1.f;
         const float c = cosf(theta) * mscale, s = sinf(theta) * mscale;
         for (int hh = 0; hh < n_heads; hh++) {
             float *x = v + (int64_t)hh * head_dim;
@@ -63,4 +66,13 @@ void sp_rope(const sp_hparams *hp, const float *factors, float *v, int n_heads, 
             x[b] = x0 * s + x1 * c;
         }
     }
+}
+
+void sp_rope(const sp_hparams *hp, const float *factors, float *v, int n_heads, int head_dim, int32_t pos, float base, float freq_scale) {
+    rope(hp, factors, v, n_heads, head_dim, pos, base, freq_scale, true);
+}
+
+void sp_rope_shift(const sp_hparams *hp, const float *factors, float *v, int n_heads, int head_dim, int32_t delta, float base,
+                   float freq_scale) {
+    rope(hp, factors, v, n_heads, head_dim, delta, base, freq_scale, false);
 }

@@ -18,5 +18,10 @@ void sp_add_bias(float *y, const float *b, int64_t n_rows, int64_t width, int64_
  * for position pos (RoPE; YaRN where the model scales that way; per-dim
  * frequency divisors where `factors`). */
 void sp_rope(const sp_hparams *hp, const float *factors, float *v, int n_heads, int head_dim, int32_t pos, float base, float freq_scale);
+/* Turns vectors already rotated by sp_rope by `delta` more positions
+ * (a context shift: a negative delta), without its magnitude factors,
+ * which they carry already. */
+void sp_rope_shift(const sp_hparams *hp, const float *factors, float *v, int n_heads, int head_dim, int32_t delta, float base,
+                   float freq_scale);
 
 #endif

@@ -560,6 +560,9 @@ static bool parse_ollama_options(parser *p, sp_api_request *r, const json_t *bod
     present = false;
     get_int(p, o, "num_ctx", "options.", 1, 1 << 24, &v, &present);
     if (present) r->num_ctx = (int32_t)v;
+    present = false;
+    get_int(p, o, "num_keep", "options.", -1, INT32_MAX, &v, &present);
+    if (present) c->n_keep = (int32_t)v;
     get_number(p, o, "temperature", "options.", 0, 100, &c->temperature);
     present = false;
     get_int(p, o, "top_k", "options.", 0, INT32_MAX, &v, &present);

@@ -397,8 +397,10 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
         job_free(j);
         return res;
     }
+    /* a context that shifts has room for any length the request asks */
+    r->cfg.context_shift = srv->opt.context_shift;
     const int32_t room = n_ctx - (int32_t)j->n_prompt;
-    if (!r->max_tokens_set || r->cfg.max_new_tokens > room) r->cfg.max_new_tokens = room;
+    if (!r->max_tokens_set || (!r->cfg.context_shift && r->cfg.max_new_tokens > room)) r->cfg.max_new_tokens = room;
     if (!r->seed_set) r->cfg.seed = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull + atomic_fetch_add(&srv->seed_counter, 1);
     assisted(srv, j->model, r);
     /* the server's --grammar or --json-schema, for a request that brings no structured output of its own (as

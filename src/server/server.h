@@ -79,6 +79,10 @@ typedef struct sp_server_options {
     /* The web chat page at / (browsers) and /webui/: off with no_webui;
      * webui_path serves a folder's files instead of the built-in copies. */
     bool no_webui;
+    /* every generation shifts its context when full (llama-server's
+     * --context-shift; requests cannot ask, Ollama's num_keep sets what
+     * stays) */
+    bool context_shift;
     const char *webui_path;
     /* In a fleet: the name every response's X-Sprout-Replica gives (NULL:
      * HOST:PORT with the machine's name), and how long the stop signal
