@@ -112,6 +112,8 @@ class GenerationConfigStruct(Structure):
         ("grammar", c_char_p),
         ("json_schema", c_char_p),
         ("grammar_trigger", c_char_p),
+        ("context_shift", c_bool),
+        ("n_keep", c_int32),
     ]
 
 

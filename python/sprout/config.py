@@ -69,6 +69,11 @@ class GenerationConfig:
     json_object: bool = False
     grammar: Optional[str] = None
     json_schema: Optional[str] = None
+    grammar_trigger: Optional[str] = None
+    # a full context drops half of what follows the prompt's first n_keep
+    # tokens (-1: the whole prompt) instead of ending the generation
+    context_shift: bool = False
+    n_keep: int = 0
 
     def update_generation_config(self, **kwargs: Any) -> None:
         """Sets the named fields; an unknown name raises TypeError."""
@@ -147,7 +152,9 @@ class GenerationConfig:
         for name in ("mirostat", "dry_allowed_length", "dry_penalty_last_n"):
             setattr(c, name, int(getattr(self, name)))
         c.json_object = bool(self.json_object)
-        for name in ("samplers", "grammar", "json_schema"):
+        c.context_shift = bool(self.context_shift)
+        c.n_keep = int(self.n_keep)
+        for name in ("samplers", "grammar", "json_schema", "grammar_trigger"):
             value = getattr(self, name)
             setattr(c, name, _lib.encode(value, name) if value else None)
         return c, keep

@@ -92,6 +92,19 @@ def test_library_struct_layout():
     assert (c.dry_allowed_length, c.dry_penalty_last_n) == (2, -1)
     assert (c.xtc_threshold, c.top_n_sigma) == pytest.approx((0.1, -1.0))
     assert not c.samplers and not c.grammar and not c.grammar_trigger
+    assert (c.context_shift, c.n_keep) == (False, 0)
+
+
+def test_context_shift_goes_past_the_context():
+    """Past a full context the generation ends, or with context_shift
+    drops half of it and goes on to max_new_tokens."""
+    n_ctx = 128
+    with sprout.LLMPipeline(MODEL, "CPU", n_ctx=n_ctx) as small:
+        plain = small.generate(PROMPT, max_new_tokens=n_ctx + 64, ignore_eos=True)
+        assert plain.finish_reasons == ["length"] and len(plain.tokens[0]) < n_ctx
+        shifted = small.generate(PROMPT, max_new_tokens=n_ctx + 64, ignore_eos=True, context_shift=True, n_keep=-1)
+    assert len(shifted.tokens[0]) == n_ctx + 64
+    assert shifted.tokens[0][: len(plain.tokens[0])] == plain.tokens[0]
 
 
 def test_streamer_pieces_join_to_text(pipe):
