@@ -18,7 +18,26 @@ typedef struct parser {
     bool failed;
 } parser;
 
+static _Thread_local bool oom_seen;
+
+void sp_oom_note(void) { oom_seen = true; }
+
+bool sp_oom_take(void) {
+    const bool seen = oom_seen;
+    oom_seen = false;
+    return seen;
+}
+
+static void *watched_alloc(size_t size) {
+    void *p = malloc(size);
+    if (!p) oom_seen = true;
+    return p;
+}
+
+void sp_oom_watch_json(void) { json_set_alloc_funcs(watched_alloc, free); }
+
 static bool fail(parser *p, const char *fmt, ...) {
+    if (!strcmp(fmt, "out of memory")) oom_seen = true;
     if (p->failed) return false;
     va_list ap;
     va_start(ap, fmt);

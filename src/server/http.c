@@ -346,6 +346,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
 int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
     sp_server *srv = calloc(1, sizeof *srv);
     if (!srv) return 1;
+    sp_oom_watch_json();
     srv->opt = *options;
     if (!srv->opt.host) srv->opt.host = "127.0.0.1";
     if (!srv->opt.max_body) srv->opt.max_body = 16u << 20;
