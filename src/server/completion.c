@@ -52,7 +52,9 @@ static void wait_for_engine(sp_job *j, bool want_output) {
 static sprout_stream_status on_piece(const char *piece, size_t len, void *user) {
     sp_job *j = user;
     pthread_mutex_lock(&j->mu);
+    (void)sp_oom_take();
     j->fmt->piece(j, piece, len, &j->out);
+    if (sp_oom_take()) j->output_lost = true;
     pthread_cond_signal(&j->cond);
     pthread_mutex_unlock(&j->mu);
     return SPROUT_STREAM_RUNNING;
@@ -134,12 +136,16 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
         count_assisted(j->srv, r);
         sp_request_stats_observe(j, st == SPROUT_OK ? r : NULL);
         pthread_mutex_lock(&j->mu);
+        (void)sp_oom_take();
         j->fmt->stream_end(j, st, r, &j->out);
+        if (sp_oom_take()) j->output_lost = true;
         j->final_written = true;
         sprout_result_free(r);
     }
     ssize_t n = 0;
-    if (j->out.len > j->out_sent) {
+    if (j->output_lost) { /* what follows a lost chunk would lie: the client sees the stream cut short */
+        n = MHD_CONTENT_READER_END_WITH_ERROR;
+    } else if (j->out.len > j->out_sent) {
         size_t avail = j->out.len - j->out_sent;
         n = (ssize_t)(avail < max ? avail : max);
         memcpy(buf, j->out.data + j->out_sent, (size_t)n);
@@ -478,7 +484,16 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
     if (st == SPROUT_ERR_CANCELLED) /* still queued when the server shut down */
         res = sp_reply_error(srv, c, style, 503, NULL, "the server is shutting down");
     else if (st != SPROUT_OK) res = sp_reply_error(srv, c, style, 500, NULL, "generation failed: %s", sprout_last_error());
-    else res = sp_reply_json(srv, c, 200, j->fmt->response(j, result));
+    else {
+        (void)sp_oom_take();
+        json_t *v = j->fmt->response(j, result);
+        if (sp_oom_take()) { /* a part of the answer is missing: not to be sent as if whole */
+            json_decref(v);
+            res = sp_reply_error(srv, c, style, 500, NULL, "out of memory while writing the answer");
+        } else {
+            res = sp_reply_json(srv, c, 200, v);
+        }
+    }
     sprout_result_free(result);
     job_free(j);
     return res;
