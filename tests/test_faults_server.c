@@ -224,8 +224,8 @@ static bool wait_ready(void) {
 
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    /* jansson's allocations (the server's JSON) are counted and failed too */
-    json_set_alloc_funcs(malloc, free);
+    /* jansson's allocations are counted and failed too: the server routes
+     * them through its watch (sp_oom_watch_json), whose malloc is the wrapper */
     char model_path[1024];
     snprintf(model_path, sizeof model_path, "%s/models/stories260K.gguf", test_shared_dir());
     server_run s = {.opt = {.model_path = model_path, .port = 0, .n_slots = 1, .n_ctx = 256, .n_threads = 1, .no_webui = true,
