@@ -398,8 +398,10 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
         return res;
     }
     sprout_status st = build_prompt(j);
-    if (st == SPROUT_OK && sp_oom_take()) /* a message the prompt lost, or a failure the library absorbed: not the prompt asked for */
-        st = SPROUT_ERR_OUT_OF_MEMORY, snprintf(j->error, sizeof j->error, "out of memory");
+    if (st == SPROUT_OK && sp_oom_take()) { /* a message the prompt lost, or a failure the library absorbed: not the prompt asked for */
+        st = SPROUT_ERR_OUT_OF_MEMORY;
+        snprintf(j->error, sizeof j->error, "out of memory");
+    }
     if (st != SPROUT_OK) {
         res = sp_reply_error(srv, c, style, failed_status(st), NULL, "%s", j->error[0] ? j->error : sprout_last_error());
         job_free(j);
