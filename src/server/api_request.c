@@ -247,13 +247,17 @@ static bool parse_messages(parser *p, sp_api_request *r, const json_t *body, boo
             return false;
         }
         json_t *copy = json_deep_copy(m);
+        if (!copy) json_decref(content); /* json_object_set_new would have taken it */
         if (!copy || json_object_set_new(copy, "content", content)) {
             json_decref(copy);
             json_decref(clean);
             return fail(p, "out of memory");
         }
         decode_call_arguments(json_object_get(copy, "tool_calls"));
-        json_array_append_new(clean, copy);
+        if (json_array_append_new(clean, copy)) { /* a message left out would make another conversation */
+            json_decref(clean);
+            return fail(p, "out of memory");
+        }
     }
     if (!clean) return fail(p, "out of memory");
     r->n_messages = json_array_size(clean);
