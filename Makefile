@@ -44,11 +44,13 @@ test-asan:
 
 # Every allocation of every swept path failed in turn, every vocabulary and
 # chat template of ../shared included, under ASan's leak check (the suite's
-# test_faults takes a subset), then the I/O faults (docs/HARDENING.md).
+# test_faults takes a subset), then the I/O faults (GGUF writer, store), then
+# the server's request path (docs/HARDENING.md).
 test-faults:
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSPROUT_SANITIZE=ON -DSPROUT_WERROR=ON -DSPROUT_SHARED_DIR=$(SHARED)
-	cmake --build $(ASAN_BUILD) -j$(JOBS) --target test_faults test_faults_io
-	cd $(ASAN_BUILD)/tests && SPROUT_FAULTS_FULL=1 SPROUT_SHARED_DIR=$(SHARED) ./test_faults && SPROUT_SHARED_DIR=$(SHARED) ./test_faults_io
+	cmake --build $(ASAN_BUILD) -j$(JOBS) --target test_faults test_faults_io test_faults_store test_faults_server
+	cd $(ASAN_BUILD)/tests && SPROUT_FAULTS_FULL=1 SPROUT_SHARED_DIR=$(SHARED) ./test_faults && SPROUT_SHARED_DIR=$(SHARED) ./test_faults_io \
+	  && SPROUT_SHARED_DIR=$(SHARED) ./test_faults_store && SPROUT_FAULTS_FULL=1 SPROUT_SHARED_DIR=$(SHARED) ./test_faults_server
 
 # libFuzzer needs clang; without it the fuzz run is skipped, not failed.
 # Only the fuzz targets are built: the CLI, server and benchmarks are the

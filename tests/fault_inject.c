@@ -5,6 +5,7 @@
 #include "fault_inject.h"
 
 #include <errno.h>
+#include <execinfo.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -29,6 +30,7 @@ int __real_fflush(FILE *f);
 int __real_fsync(int fd);
 int __real_fclose(FILE *f);
 int __real_rename(const char *from, const char *to);
+ssize_t __real_write(int fd, const void *p, size_t n);
 void *__real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 
 void *__wrap_malloc(size_t size);
@@ -42,6 +44,7 @@ int __wrap_fflush(FILE *f);
 int __wrap_fsync(int fd);
 int __wrap_fclose(FILE *f);
 int __wrap_rename(const char *from, const char *to);
+ssize_t __wrap_write(int fd, const void *p, size_t n);
 void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 
 /* the engine's threads allocate too: the count is shared and atomic */
@@ -91,7 +94,13 @@ static bool alloc_fails(void *site) {
     if (n != atomic_load(&alloc_fail_at)) return false;
     atomic_store(&alloc_fired, true);
     /* SPROUT_FAULTS_TRACE=1: where each failed allocation was asked for */
-    if (__sanitizer_print_stack_trace && getenv("SPROUT_FAULTS_TRACE")) __sanitizer_print_stack_trace();
+    if (getenv("SPROUT_FAULTS_TRACE")) {
+        if (__sanitizer_print_stack_trace) __sanitizer_print_stack_trace();
+        else { /* the release build: addresses and the symbols the binary has */
+            void *frames[32];
+            backtrace_symbols_fd(frames, backtrace(frames, 32), 2);
+        }
+    }
     errno = ENOMEM;
     return true;
 }
@@ -121,6 +130,8 @@ void fault_io_disarm(void) { atomic_store(&io_call, FAULT_IO_NONE); }
 
 bool fault_io_fired(void) { return atomic_load(&io_fired); }
 
+uint64_t fault_io_seen(void) { return atomic_load(&io_seen); }
+
 static bool io_fails(fault_io_call call, int err) {
     if (atomic_load(&io_call) != (int)call) return false;
     atomic_store(&io_fired, true);
@@ -142,8 +153,27 @@ size_t __wrap_fwrite(const void *p, size_t size, size_t n, FILE *f) {
     return done;
 }
 
+/* The same full disk for write(2): a short write, then ENOSPC. */
+ssize_t __wrap_write(int fd, const void *p, size_t n) {
+    if (atomic_load(&io_call) != FAULT_IO_WRITE || n == 0) return __real_write(fd, p, n);
+    const uint64_t seen = atomic_load(&io_seen), limit = atomic_load(&io_arg);
+    const uint64_t room = seen >= limit ? 0 : limit - seen;
+    if (room == 0) {
+        io_fails(FAULT_IO_WRITE, ENOSPC);
+        return -1;
+    }
+    const ssize_t done = __real_write(fd, p, n <= room ? n : (size_t)room);
+    if (done > 0) atomic_store(&io_seen, seen + (uint64_t)done);
+    return done;
+}
+
 int __wrap_fflush(FILE *f) { return io_fails(FAULT_IO_FFLUSH, ENOSPC) ? EOF : __real_fflush(f); }
-int __wrap_fsync(int fd) { return io_fails(FAULT_IO_FSYNC, EIO) ? -1 : __real_fsync(fd); }
+/* Whether this call of the armed kind is past the `arg` let through. */
+static bool past_calls_let_through(fault_io_call call) {
+    return atomic_load(&io_call) == (int)call && atomic_fetch_add(&io_seen, 1) >= atomic_load(&io_arg);
+}
+
+int __wrap_fsync(int fd) { return past_calls_let_through(FAULT_IO_FSYNC) && io_fails(FAULT_IO_FSYNC, EIO) ? -1 : __real_fsync(fd); }
 
 int __wrap_fclose(FILE *f) {
     if (atomic_load(&io_call) != FAULT_IO_FCLOSE) return __real_fclose(f);
@@ -153,9 +183,7 @@ int __wrap_fclose(FILE *f) {
 }
 
 int __wrap_rename(const char *from, const char *to) {
-    if (atomic_load(&io_call) == FAULT_IO_RENAME && atomic_fetch_add(&io_seen, 1) >= atomic_load(&io_arg) &&
-        io_fails(FAULT_IO_RENAME, EXDEV))
-        return -1;
+    if (past_calls_let_through(FAULT_IO_RENAME) && io_fails(FAULT_IO_RENAME, EXDEV)) return -1;
     return __real_rename(from, to);
 }
 

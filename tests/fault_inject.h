@@ -26,16 +26,21 @@ typedef enum fault_io_call {
     FAULT_IO_NONE,
     FAULT_IO_FWRITE, /* fails with ENOSPC once `arg` bytes went through */
     FAULT_IO_FFLUSH, /* ENOSPC: the buffered tail does not fit */
-    FAULT_IO_FSYNC,  /* EIO */
+    FAULT_IO_FSYNC,  /* EIO once `arg` calls went through */
     FAULT_IO_FCLOSE, /* EIO (the stream is still closed, as the standard says) */
     FAULT_IO_RENAME, /* EXDEV once `arg` calls went through */
+    FAULT_IO_WRITE,  /* write(2): ENOSPC once `arg` bytes went through */
 } fault_io_call;
 
-/* `arg`: for FAULT_IO_FWRITE the bytes let through first, for
- * FAULT_IO_RENAME the calls let through first; otherwise unused. */
+/* `arg`: for FAULT_IO_FWRITE and FAULT_IO_WRITE the bytes let through
+ * first, for FAULT_IO_FSYNC and FAULT_IO_RENAME the calls let through
+ * first; otherwise unused. */
 void fault_io_arm(fault_io_call call, uint64_t arg);
 void fault_io_disarm(void);
 bool fault_io_fired(void);
+/* What the armed call let through so far: bytes or calls, as `arg` counts
+ * them (armed with UINT64_MAX: the whole of a clean run). */
+uint64_t fault_io_seen(void);
 
 /* The next mmap of a file is followed by truncate(path, size): a file cut
  * short by another process between its opening and its reading. */

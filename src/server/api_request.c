@@ -18,7 +18,26 @@ typedef struct parser {
     bool failed;
 } parser;
 
+static _Thread_local bool oom_seen;
+
+void sp_oom_note(void) { oom_seen = true; }
+
+bool sp_oom_take(void) {
+    const bool seen = oom_seen;
+    oom_seen = false;
+    return seen;
+}
+
+static void *watched_alloc(size_t size) {
+    void *p = malloc(size);
+    if (!p) oom_seen = true;
+    return p;
+}
+
+void sp_oom_watch_json(void) { json_set_alloc_funcs(watched_alloc, free); }
+
 static bool fail(parser *p, const char *fmt, ...) {
+    if (!strcmp(fmt, "out of memory")) oom_seen = true;
     if (p->failed) return false;
     va_list ap;
     va_start(ap, fmt);
@@ -228,13 +247,17 @@ static bool parse_messages(parser *p, sp_api_request *r, const json_t *body, boo
             return false;
         }
         json_t *copy = json_deep_copy(m);
+        if (!copy) json_decref(content); /* json_object_set_new would have taken it */
         if (!copy || json_object_set_new(copy, "content", content)) {
             json_decref(copy);
             json_decref(clean);
             return fail(p, "out of memory");
         }
         decode_call_arguments(json_object_get(copy, "tool_calls"));
-        json_array_append_new(clean, copy);
+        if (json_array_append_new(clean, copy)) { /* a message left out would make another conversation */
+            json_decref(clean);
+            return fail(p, "out of memory");
+        }
     }
     if (!clean) return fail(p, "out of memory");
     r->n_messages = json_array_size(clean);

@@ -81,6 +81,18 @@ typedef struct sp_api_request {
     const char *structured_param;
 } sp_api_request;
 
+/* Memory that ran out while a request was read or answered, per thread:
+ * jansson reports some of its allocation failures as syntax errors, and
+ * its packers and setters fail quietly, so a parse error or an answer
+ * built in full is told from one that lost memory by asking here.
+ * sp_oom_watch_json routes jansson's allocations through the watch (once,
+ * before serving); sp_oom_note marks a failure of the server's own;
+ * sp_oom_take says whether any happened on this thread since it was last
+ * asked, and forgets them. */
+void sp_oom_watch_json(void);
+void sp_oom_note(void);
+bool sp_oom_take(void);
+
 /* Parses a request body. On failure returns false with `error` saying
  * what is wrong and naming the field ("messages[1].content: expected a
  * string or an array of text parts"). The request is freed either way

@@ -52,7 +52,9 @@ static void wait_for_engine(sp_job *j, bool want_output) {
 static sprout_stream_status on_piece(const char *piece, size_t len, void *user) {
     sp_job *j = user;
     pthread_mutex_lock(&j->mu);
+    (void)sp_oom_take();
     j->fmt->piece(j, piece, len, &j->out);
+    if (sp_oom_take()) j->output_lost = true;
     pthread_cond_signal(&j->cond);
     pthread_mutex_unlock(&j->mu);
     return SPROUT_STREAM_RUNNING;
@@ -134,12 +136,16 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
         count_assisted(j->srv, r);
         sp_request_stats_observe(j, st == SPROUT_OK ? r : NULL);
         pthread_mutex_lock(&j->mu);
+        (void)sp_oom_take();
         j->fmt->stream_end(j, st, r, &j->out);
+        if (sp_oom_take()) j->output_lost = true;
         j->final_written = true;
         sprout_result_free(r);
     }
     ssize_t n = 0;
-    if (j->out.len > j->out_sent) {
+    if (j->output_lost) { /* what follows a lost chunk would lie: the client sees the stream cut short */
+        n = MHD_CONTENT_READER_END_WITH_ERROR;
+    } else if (j->out.len > j->out_sent) {
         size_t avail = j->out.len - j->out_sent;
         n = (ssize_t)(avail < max ? avail : max);
         memcpy(buf, j->out.data + j->out_sent, (size_t)n);
@@ -159,9 +165,10 @@ static void stream_free(void *cls) { job_free(cls); }
 /* Messages for a generate request that is not raw: its system and prompt. */
 static char *generate_messages(const sp_api_request *r) {
     json_t *msgs = json_array();
-    if (r->system && *r->system) json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "system", "content", r->system));
-    json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "user", "content", r->prompt ? r->prompt : ""));
-    char *text = json_dumps(msgs, JSON_COMPACT);
+    bool ok = msgs != NULL;
+    if (ok && r->system && *r->system) ok = !json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "system", "content", r->system));
+    if (ok) ok = !json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "user", "content", r->prompt ? r->prompt : ""));
+    char *text = ok ? json_dumps(msgs, JSON_COMPACT) : NULL;
     json_decref(msgs);
     return text;
 }
@@ -306,9 +313,14 @@ static enum MHD_Result reply_unknown_model(sp_server *srv, struct MHD_Connection
 
 /* --- the handler ---------------------------------------------------------------------------------------------- */
 
+/* A step that failed for want of memory (whatever its message says) is the
+ * server's error, not the client's. */
+static unsigned failed_status(sprout_status st) { return sp_oom_take() || st == SPROUT_ERR_OUT_OF_MEMORY ? 500 : 400; }
+
 enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, sp_api_kind kind, const char *url, const char *body,
                                      size_t len) {
     const sp_api_style style = sp_style_of(url);
+    (void)sp_oom_take(); /* an earlier request's on this thread */
     sp_job *j = calloc(1, sizeof *j);
     if (!j) return MHD_NO;
     atomic_fetch_add(&srv->active_jobs, 1);
@@ -326,14 +338,17 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
     if (!sp_api_request_parse(kind, body, len, &j->req, error, sizeof error)) {
         char param[64];
         sp_error_param(error, param, sizeof param);
-        res = sp_reply_error(srv, c, style, 400, *param ? param : NULL, "%s", error);
+        const unsigned status = failed_status(SPROUT_OK);
+        res = status == 500 ? sp_reply_error(srv, c, style, 500, NULL, "out of memory")
+                            : sp_reply_error(srv, c, style, 400, *param ? param : NULL, "%s", error);
         job_free(j);
         return res;
     }
     sp_api_request *r = &j->req;
     if (kind == SP_API_OLLAMA_CHAT || kind == SP_API_OLLAMA_GENERATE) {
         if (!sp_keep_alive_parse(body, len, &j->keep_alive_ms, error, sizeof error)) {
-            res = sp_reply_error(srv, c, style, 400, "keep_alive", "%s", error);
+            res = failed_status(SPROUT_OK) == 500 ? sp_reply_error(srv, c, style, 500, NULL, "out of memory")
+                                                  : sp_reply_error(srv, c, style, 400, "keep_alive", "%s", error);
             job_free(j);
             return res;
         }
@@ -358,7 +373,7 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
     if (e->store_model) {
         sp_api_request_free(r);
         if (!sp_api_request_parse_over(kind, body, len, e->store_model, r, error, sizeof error)) {
-            res = sp_reply_error(srv, c, style, 400, NULL, "%s", error);
+            res = sp_reply_error(srv, c, style, failed_status(SPROUT_OK), NULL, "%s", error);
             job_free(j);
             return res;
         }
@@ -383,8 +398,12 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
         return res;
     }
     sprout_status st = build_prompt(j);
+    if (st == SPROUT_OK && sp_oom_take()) { /* a message the prompt lost, or a failure the library absorbed: not the prompt asked for */
+        st = SPROUT_ERR_OUT_OF_MEMORY;
+        snprintf(j->error, sizeof j->error, "out of memory");
+    }
     if (st != SPROUT_OK) {
-        res = sp_reply_error(srv, c, style, st == SPROUT_ERR_OUT_OF_MEMORY ? 500 : 400, NULL, "%s", j->error[0] ? j->error : sprout_last_error());
+        res = sp_reply_error(srv, c, style, failed_status(st), NULL, "%s", j->error[0] ? j->error : sprout_last_error());
         job_free(j);
         return res;
     }
@@ -439,7 +458,7 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
         const bool structured = (st == SPROUT_ERR_FORMAT || st == SPROUT_ERR_UNSUPPORTED) && r->structured_param;
         const char *why = busy && atomic_load(&srv->stopping) ? "the server is shutting down" : sprout_last_error();
         const bool prefix = structured && strncmp(why, r->structured_param, strlen(r->structured_param)); /* "grammar:1:5: ..." names it */
-        res = sp_reply_error(srv, c, style, busy ? 503 : 400, structured ? r->structured_param : NULL, "%s%s%s",
+        res = sp_reply_error(srv, c, style, busy ? 503 : failed_status(st), structured ? r->structured_param : NULL, "%s%s%s",
                              prefix ? r->structured_param : "", prefix ? ": " : "", why);
         job_free(j);
         return res;
@@ -469,7 +488,16 @@ enum MHD_Result sp_handle_generation(sp_server *srv, struct MHD_Connection *c, s
     if (st == SPROUT_ERR_CANCELLED) /* still queued when the server shut down */
         res = sp_reply_error(srv, c, style, 503, NULL, "the server is shutting down");
     else if (st != SPROUT_OK) res = sp_reply_error(srv, c, style, 500, NULL, "generation failed: %s", sprout_last_error());
-    else res = sp_reply_json(srv, c, 200, j->fmt->response(j, result));
+    else {
+        (void)sp_oom_take();
+        json_t *v = j->fmt->response(j, result);
+        if (sp_oom_take()) { /* a part of the answer is missing: not to be sent as if whole */
+            json_decref(v);
+            res = sp_reply_error(srv, c, style, 500, NULL, "out of memory while writing the answer");
+        } else {
+            res = sp_reply_json(srv, c, 200, v);
+        }
+    }
     sprout_result_free(result);
     job_free(j);
     return res;

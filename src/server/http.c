@@ -99,7 +99,14 @@ bool sp_buf_json(sp_buf *b, const char *prefix, json_t *v, const char *suffix) {
     json_decref(v);
     bool ok = text && sp_buf_put(b, prefix, strlen(prefix)) && sp_buf_put(b, text, strlen(text)) && sp_buf_put(b, suffix, strlen(suffix));
     free(text);
+    if (!ok) sp_oom_note();
     return ok;
+}
+
+json_t *sp_json_text(const char *s, size_t n) {
+    json_t *v = json_string_lossy(s, n);
+    if (!v) sp_oom_note();
+    return v;
 }
 
 void sp_error_param(const char *error, char *param, size_t cap) {
@@ -346,6 +353,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
 int sp_server_run(const sp_server_options *options, const sigset_t *signals) {
     sp_server *srv = calloc(1, sizeof *srv);
     if (!srv) return 1;
+    sp_oom_watch_json();
     srv->opt = *options;
     if (!srv->opt.host) srv->opt.host = "127.0.0.1";
     if (!srv->opt.max_body) srv->opt.max_body = 16u << 20;

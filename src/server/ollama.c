@@ -53,7 +53,7 @@ static void add_totals(const sp_job *j, const sprout_result *r, json_t *v) {
 }
 
 json_t *sp_ollama_loaded(const char *model, sp_api_kind kind, const char *reason) {
-    json_t *v = json_pack("{s:o, s:o, s:b, s:s}", "model", json_string_lossy(model ? model : "", model ? strlen(model) : 0), "created_at",
+    json_t *v = json_pack("{s:o, s:o, s:b, s:s}", "model", sp_json_text(model ? model : "", model ? strlen(model) : 0), "created_at",
                           now(), "done", 1, "done_reason", reason);
     if (kind == SP_API_OLLAMA_CHAT) json_object_set_new(v, "message", json_pack("{s:s, s:s}", "role", "assistant", "content", ""));
     else json_object_set_new(v, "response", json_string(""));
@@ -61,12 +61,12 @@ json_t *sp_ollama_loaded(const char *model, sp_api_kind kind, const char *reason
 }
 
 static json_t *message(const char *text, size_t len) {
-    return json_pack("{s:s, s:o}", "role", "assistant", "content", json_string_lossy(text, len));
+    return json_pack("{s:s, s:o}", "role", "assistant", "content", sp_json_text(text, len));
 }
 
 static void set_text(const sp_job *j, json_t *v, const char *text, size_t len) {
     if (j->req.kind == SP_API_OLLAMA_CHAT) json_object_set_new(v, "message", message(text, len));
-    else json_object_set_new(v, "response", json_string_lossy(text, len));
+    else json_object_set_new(v, "response", sp_json_text(text, len));
 }
 
 /* Calls as Ollama words them: {"function": {"name", "arguments": {...}}}. */
@@ -85,7 +85,7 @@ static json_t *ollama_tool_calls(const json_t *calls) {
 static void set_thinking(const sp_job *j, json_t *v, const sp_buf *thinking) {
     if (!thinking->len) return;
     json_t *into = j->req.kind == SP_API_OLLAMA_CHAT ? json_object_get(v, "message") : v;
-    json_object_set_new(into, "thinking", json_string_lossy(thinking->data, thinking->len));
+    json_object_set_new(into, "thinking", sp_json_text(thinking->data, thinking->len));
 }
 
 /* A streamed piece (or, final, the end): one line with its thinking and its text, if either. */

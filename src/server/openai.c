@@ -43,7 +43,7 @@ static void token_fields(const sp_job *j, sprout_token id, json_t *into) {
     const char *piece = "";
     size_t n = 0;
     sprout_token_to_piece(sprout_model_tokenizer(j->model->model), id, false, &piece, &n);
-    json_object_set_new(into, "token", json_string_lossy(piece, n));
+    json_object_set_new(into, "token", sp_json_text(piece, n));
     json_t *bytes = json_array();
     for (size_t i = 0; i < n; i++) json_array_append_new(bytes, json_integer((unsigned char)piece[i]));
     json_object_set_new(into, "bytes", bytes);
@@ -100,14 +100,14 @@ static json_t *completion_logprobs(const sp_job *j, const sp_token_lp *list, siz
         const char *piece = "";
         size_t len = 0;
         sprout_token_to_piece(tok, list[i].id, false, &piece, &len);
-        json_array_append_new(tokens, json_string_lossy(piece, len));
+        json_array_append_new(tokens, sp_json_text(piece, len));
         json_array_append_new(lps, json_float32(list[i].logprob));
         json_array_append_new(offsets, json_integer((json_int_t)*offset));
         *offset += len;
         json_t *alts = json_object();
         for (int t = 0; t < list[i].n_top; t++) {
             sprout_token_to_piece(tok, list[i].top_ids[t], false, &piece, &len);
-            json_t *key = json_string_lossy(piece, len);
+            json_t *key = sp_json_text(piece, len);
             if (key) json_object_set_new(alts, json_string_value(key), json_float32(list[i].top_logprobs[t]));
             json_decref(key);
         }
@@ -153,8 +153,8 @@ static void chat_parts(sp_job *j, const char *text, size_t len, bool final, sp_b
     sp_chat_piece_parts(j, text, len, final, &reasoning, &send, &n);
     open_chat_stream(j, out);
     if (reasoning.len)
-        chat_chunk(j, json_pack("{s:o}", "reasoning_content", json_string_lossy(reasoning.data, reasoning.len)), NULL, NULL, out);
-    if (n) chat_chunk(j, json_pack("{s:o}", "content", json_string_lossy(send, n)), NULL, NULL, out);
+        chat_chunk(j, json_pack("{s:o}", "reasoning_content", sp_json_text(reasoning.data, reasoning.len)), NULL, NULL, out);
+    if (n) chat_chunk(j, json_pack("{s:o}", "content", sp_json_text(send, n)), NULL, NULL, out);
     free(reasoning.data);
 }
 
@@ -211,7 +211,7 @@ static void chat_stream_end(sp_job *j, sprout_status st, const sprout_result *r,
     char *held = NULL;
     size_t held_len = 0;
     json_t *calls = sp_chat_held_calls(j, &held, &held_len);
-    if (held_len) chat_chunk(j, json_pack("{s:o}", "content", json_string_lossy(held, held_len)), NULL, NULL, out);
+    if (held_len) chat_chunk(j, json_pack("{s:o}", "content", sp_json_text(held, held_len)), NULL, NULL, out);
     free(held);
     if (calls) chat_chunk(j, json_pack("{s:o}", "tool_calls", openai_tool_calls(j, calls, true)), NULL, NULL, out);
     chat_chunk(j, json_object(), calls ? "tool_calls" : sp_finish_word(r), r, out);
@@ -229,8 +229,8 @@ static json_t *chat_response(sp_job *j, const sprout_result *r) {
     sp_buf reasoning = {0};
     json_t *calls = sp_chat_reply_parts(j, text, len, &reasoning, &content, &content_len);
     json_t *msg = json_pack("{s:s, s:o}", "role", "assistant", "content",
-                            calls && !content_len ? json_null() : json_string_lossy(content ? content : "", content_len));
-    if (reasoning.len) json_object_set_new(msg, "reasoning_content", json_string_lossy(reasoning.data, reasoning.len));
+                            calls && !content_len ? json_null() : sp_json_text(content ? content : "", content_len));
+    if (reasoning.len) json_object_set_new(msg, "reasoning_content", sp_json_text(reasoning.data, reasoning.len));
     free(reasoning.data);
     if (calls) json_object_set_new(msg, "tool_calls", openai_tool_calls(j, calls, false));
     json_t *v = envelope(j, "chat.completion");
@@ -258,7 +258,7 @@ static void completion_chunk(sp_job *j, json_t *text, const char *finish, const 
 }
 
 static void completion_piece(sp_job *j, const char *text, size_t len, sp_buf *out) {
-    completion_chunk(j, json_string_lossy(text, len), NULL, NULL, out);
+    completion_chunk(j, sp_json_text(text, len), NULL, NULL, out);
 }
 
 static void completion_stream_end(sp_job *j, sprout_status st, const sprout_result *r, sp_buf *out) {
@@ -280,7 +280,7 @@ static json_t *completion_response(sp_job *j, const sprout_result *r) {
     json_t *v = envelope(j, "text_completion");
     size_t n = 0, offset = j->req.echo && j->req.prompt ? strlen(j->req.prompt) : 0;
     sp_token_lp *lps = result_logprobs(j, r, &n);
-    json_object_set_new(v, "choices", json_pack("[{s:o, s:i, s:o, s:s}]", "text", json_string_lossy(all.data ? all.data : "", all.len),
+    json_object_set_new(v, "choices", json_pack("[{s:o, s:i, s:o, s:s}]", "text", sp_json_text(all.data ? all.data : "", all.len),
                                                 "index", 0, "logprobs", completion_logprobs(j, lps, n, &offset), "finish_reason",
                                                 sp_finish_word(r)));
     free(lps);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/text_stream.h"
+#include "server/api_request.h"
 
 enum { BEFORE, INSIDE, AFTER };
 
@@ -32,9 +33,14 @@ static void consume(sp_buf *b, size_t n) {
     b->data[b->len] = 0;
 }
 
+/* Text that cannot be kept is noted (sp_oom_take): the answer is not whole. */
+static void put(sp_buf *b, const char *text, size_t len) {
+    if (!sp_buf_put(b, text, len)) sp_oom_note();
+}
+
 void sp_reasoning_feed(sp_reasoning *r, const char *text, size_t len, bool final, sp_buf *reasoning, sp_buf *content) {
     if (len && !sp_buf_put(&r->held, text, len)) { /* out of memory: the text goes on as the answer */
-        sp_buf_put(content, text, len);
+        put(content, text, len);
         return;
     }
     for (;;) {
@@ -65,18 +71,18 @@ void sp_reasoning_feed(sp_reasoning *r, const char *text, size_t len, bool final
             const char *end = memmem(h->data, h->len, CLOSE, strlen(CLOSE));
             if (end) {
                 const size_t at = (size_t)(end - h->data);
-                sp_buf_put(reasoning, h->data, at);
+                put(reasoning, h->data, at);
                 consume(h, at + strlen(CLOSE));
                 r->phase = AFTER;
                 r->skip_space = true;
                 continue;
             }
             const size_t keep = final ? 0 : sp_marker_tail(h->data, h->len, CLOSE, strlen(CLOSE));
-            sp_buf_put(reasoning, h->data, h->len - keep);
+            put(reasoning, h->data, h->len - keep);
             consume(h, h->len - keep);
             return;
         }
-        sp_buf_put(content, h->data, h->len);
+        put(content, h->data, h->len);
         consume(h, h->len);
         return;
     }

@@ -44,6 +44,7 @@ json_t *sp_chat_held_calls(sp_job *j, char **held, size_t *held_len) {
     if (!calls) {
         *held = strndup(rest, n);
         *held_len = *held ? n : 0;
+        if (!*held) sp_oom_note();
     }
     j->reply_sent = j->reply.len;
     return calls;
@@ -63,6 +64,7 @@ json_t *sp_chat_reply_parts(const sp_job *j, const char *text, size_t len, sp_bu
     if (!calls) {
         *content = strndup(text, len);
         *content_len = *content ? len : 0;
+        if (!*content) sp_oom_note();
     }
     free(answer.data);
     return calls;

@@ -118,6 +118,9 @@ json_t *sp_error_json(sp_api_style style, unsigned status, const char *param, co
 
 /* Appends v (consumed) as compact JSON between prefix and suffix. */
 bool sp_buf_json(sp_buf *b, const char *prefix, json_t *v, const char *suffix);
+/* json_string_lossy for an answer's text: a failure is noted (sp_oom_take),
+ * since jansson's packers take its NULL quietly. */
+json_t *sp_json_text(const char *s, size_t n);
 
 typedef struct sp_job sp_job;
 
@@ -170,6 +173,7 @@ struct sp_job {
     sp_reasoning reasoning;
     sp_buf answer;         /* scratch: a streamed piece's answer part */
     bool engine_done, final_written;
+    bool output_lost;      /* a chunk could not be written (out of memory): the stream is cut there */
     sprout_request *sreq;
     int fd;                /* the client's socket, to notice a hang-up */
     bool client_left;      /* it hung up mid-generation (counted once) */
