@@ -21,6 +21,7 @@ static bool step(interp *in, const node *at) {
     if (++in->steps > in->limits->max_steps)
         return rt_error(in, at, "template evaluation stopped after %llu steps (a loop that does not end?)",
                         (unsigned long long)in->limits->max_steps);
+    if (in->heap->out_of_memory) return rt_oom(in, at);
     if (in->heap->exhausted) return rt_error(in, at, "template needs more than %zu bytes of memory", in->limits->max_heap);
     return true;
 }

@@ -171,7 +171,10 @@ static void lex_string(lexer *lx) {
     size_t n = i - start - 1;
     char *buf = sp_arena_alloc(&lx->prog->arena, n * 2 + 1);
     if (!buf) {
-        lex_fail(lx, start, "out of memory%s", "");
+        int line, column;
+        locate(lx, start, &line, &column);
+        tpl_set_error(lx->err, SPROUT_ERR_OUT_OF_MEMORY, line, column, "out of memory");
+        lx->failed = true;
         return;
     }
     size_t o = 0;

@@ -35,6 +35,11 @@ void parser_fail_at(parser *p, const token *t, const char *fmt, ...) {
     p->failed = true;
 }
 
+void parser_fail_oom(parser *p, const token *t) {
+    if (!p->failed) tpl_set_error(p->err, SPROUT_ERR_OUT_OF_MEMORY, t->line, t->column, "out of memory");
+    p->failed = true;
+}
+
 void parser_fail_unexpected(parser *p, const token *t, const char *expected) {
     char buf[64];
     if (expected) parser_fail_at(p, t, "expected %s, got %s", expected, describe(t, buf, sizeof buf));
@@ -64,7 +69,7 @@ bool parser_expect_kind(parser *p, tok_kind kind, const char *what) {
 node *parser_new_node(parser *p, node_kind kind, const token *at) {
     node *n = sp_arena_alloc(&p->prog->arena, sizeof *n);
     if (!n) {
-        parser_fail_at(p, at, "out of memory");
+        parser_fail_oom(p, at);
         return NULL;
     }
     n->kind = kind;
@@ -335,9 +340,11 @@ static node *parse_primary(parser *p) {
             token *s = advance(p);
             jbuf_put(&b, s->text, s->len);
         }
-        jv v = b.oom ? jv_none() : jv_str(&p->prog->literals, b.data, b.len);
+        const bool oom = b.oom;
+        jv v = oom ? jv_none() : jv_str(&p->prog->literals, b.data, b.len);
         jbuf_free(&b);
-        if (v.type != JV_STR) parser_fail_at(p, t, "out of memory");
+        if (v.type != JV_STR && (oom || p->prog->literals.out_of_memory)) parser_fail_oom(p, t);
+        else if (v.type != JV_STR) parser_fail_at(p, t, "the template's string literals pass %zu bytes", p->prog->literals.limit);
         else n = literal_node(p, t, v);
     } else if (t->kind == T_INT) {
         advance(p);

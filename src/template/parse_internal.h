@@ -67,6 +67,9 @@ static inline bool is_op(const token *t, const char *op) { return t->kind == T_O
 
 /* --- errors and building (parse_expr.c) ------------------------------------------------------ */
 
+/* A failed allocation at token t: SPROUT_ERR_OUT_OF_MEMORY, not a syntax error. */
+void parser_fail_oom(parser *p, const token *t);
+
 /* Records a syntax error at token t (the first error wins); the parse fails. */
 void parser_fail_at(parser *p, const token *t, const char *fmt, ...)
 #if defined(__GNUC__)

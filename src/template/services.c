@@ -28,7 +28,16 @@ bool rt_undefined(interp *in, const node *at, jv u) {
     return rt_error(in, at, "%s", u.u.undefined_hint ? u.u.undefined_hint : "value is undefined");
 }
 
-bool rt_oom(interp *in, const node *at) { return rt_error(in, at, "template needs too much memory"); }
+/* The render's heap at its limit is the template's doing; any other
+ * failed allocation (the heap's own, or a buffer of a filter's) is the
+ * machine's, and says so with its own status. */
+bool rt_oom(interp *in, const node *at) {
+    if (in->heap->exhausted && !in->heap->out_of_memory) return rt_error(in, at, "template needs too much memory");
+    const bool first = !in->failed;
+    rt_error(in, at, "out of memory");
+    if (first) in->err->status = SPROUT_ERR_OUT_OF_MEMORY;
+    return false;
+}
 
 /* --- arguments and results --------------------------------------------------------------- */
 

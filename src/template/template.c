@@ -113,6 +113,23 @@ static bool set_var(jv_heap *h, jv ctx, const char *name, jv v) {
     return k.type == JV_STR && jv_dict_set(h, ctx.u.d, k, v);
 }
 
+/* A JSON argument of the caller's: an object (extra variables) or an
+ * array (messages). jansson says a failed allocation as a parse error, so
+ * its error code tells out of memory apart from a bad text. */
+static sprout_status load_json_arg(const char *text, bool want_array, const char *what, json_t **out) {
+    json_error_t jerr;
+    json_t *j = json_loads(text, 0, &jerr);
+    if (j && (want_array ? json_is_array(j) : json_is_object(j))) {
+        *out = j;
+        return SPROUT_OK;
+    }
+    json_decref(j);
+    *out = NULL;
+    if (!j && json_error_code(&jerr) == json_error_out_of_memory) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "%s must be a JSON %s%s%s", what, want_array ? "array" : "object", j ? "" : ": ",
+                   j ? "" : jerr.text);
+}
+
 static sprout_status parse_now(const char *now, struct tm *tm) {
     memset(tm, 0, sizeof *tm);
     if (!now) {
@@ -150,13 +167,8 @@ static sprout_status render(const sprout_template *t, jv_heap *heap, jv messages
     if (ok && opt && opt->bos_token) ok = set_var(heap, ctx, "bos_token", jv_cstr(heap, opt->bos_token));
     if (ok && opt && opt->eos_token) ok = set_var(heap, ctx, "eos_token", jv_cstr(heap, opt->eos_token));
     if (ok && opt && opt->extra_json) {
-        json_error_t jerr;
-        json_t *extra = json_loads(opt->extra_json, 0, &jerr);
-        if (!extra || !json_is_object(extra)) {
-            json_decref(extra);
-            return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "extra variables must be a JSON object%s%s", extra ? "" : ": ",
-                           extra ? "" : jerr.text);
-        }
+        json_t *extra;
+        if ((st = load_json_arg(opt->extra_json, false, "extra variables", &extra)) != SPROUT_OK) return st;
         const char *key;
         json_t *value;
         json_object_foreach(extra, key, value) {
@@ -194,13 +206,7 @@ static sprout_status render_go(const sprout_template *t, const json_t *messages,
     if (st != SPROUT_OK) return st;
     json_t *extra = NULL;
     if (opt && opt->extra_json) {
-        json_error_t jerr;
-        extra = json_loads(opt->extra_json, 0, &jerr);
-        if (!extra || !json_is_object(extra)) {
-            json_decref(extra);
-            return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "extra variables must be a JSON object%s%s", extra ? "" : ": ",
-                           extra ? "" : jerr.text);
-        }
+        if ((st = load_json_arg(opt->extra_json, false, "extra variables", &extra)) != SPROUT_OK) return st;
     }
     jbuf result = {0};
     gt_error err;
@@ -260,12 +266,8 @@ sprout_status sprout_template_render_json(const sprout_template *t, const char *
                                           const sprout_template_options *opt, char **out, size_t *out_len) {
     sprout_status st = check_call(t, opt, out);
     if (st != SPROUT_OK) return st;
-    json_error_t jerr;
-    json_t *j = json_loads(messages_json ? messages_json : "[]", 0, &jerr);
-    if (!j || !json_is_array(j)) {
-        json_decref(j);
-        return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "messages must be a JSON array%s%s", j ? "" : ": ", j ? "" : jerr.text);
-    }
+    json_t *j;
+    if ((st = load_json_arg(messages_json ? messages_json : "[]", true, "messages", &j)) != SPROUT_OK) return st;
     if (t->is_go) {
         st = render_go(t, j, opt, out, out_len);
         json_decref(j);
@@ -275,7 +277,9 @@ sprout_status sprout_template_render_json(const sprout_template *t, const char *
     jv messages;
     bool ok = from_json(&heap, j, 0, &messages);
     json_decref(j);
-    st = ok ? render(t, &heap, messages, opt, out, out_len) : sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "messages nested too deeply or too large");
+    st = ok                  ? render(t, &heap, messages, opt, out, out_len)
+         : heap.out_of_memory ? sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory")
+                              : sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "messages nested too deeply or too large");
     sp_arena_free(&heap.arena);
     return st;
 }

@@ -15,7 +15,7 @@ void *jv_alloc(jv_heap *h, size_t size) {
         return NULL;
     }
     void *p = sp_arena_alloc(&h->arena, size);
-    if (!p) h->exhausted = true;
+    if (!p) h->exhausted = h->out_of_memory = true;
     else h->used += size;
     return p;
 }

@@ -74,7 +74,8 @@ struct jdict {
 typedef struct jv_heap {
     sp_arena arena;
     size_t used, limit;
-    bool exhausted;
+    bool exhausted;     /* nothing more is given: the limit was reached, or the allocator failed */
+    bool out_of_memory; /* ... the allocator failed (a resource error, not the template's fault) */
 } jv_heap;
 
 void *jv_alloc(jv_heap *h, size_t size);
