@@ -81,8 +81,13 @@ check "show: the quantized type" has "$("$sprout" show small)" "Q8_0"
 check "the quantized model runs" "$sprout" run -m small -p hi > /dev/null
 check "bench by name" "$sprout" bench -m story -p 4 -n 2 -r 1 > /dev/null
 check "embed by name" "$sprout" embed -m story -p hi > /dev/null
-out=$(printf 'Hi\n' | "$sprout" chat -m story 2>&1)
-check "chat by name" test $? -eq 0
+# chat by name = chat by file with the Modelfile's SYSTEM and PARAMETERs
+by_name=$(printf 'Hi\nTell me more\n' | "$sprout" chat -m story 2>/dev/null)
+by_file=$(printf 'Hi\nTell me more\n' | "$sprout" chat -m "$dir/model.gguf" --system "You tell short stories." -n 5 --temp 0 2>/dev/null)
+check "chat by name answers" test -n "$by_name"
+check "chat NAME matches chat -m FILE with its Modelfile's settings" test "$by_name" = "$by_file"
+other=$(printf 'Hi\nTell me more\n' | "$sprout" chat -m "$dir/model.gguf" -n 5 --temp 0 2>/dev/null)
+check "the Modelfile's SYSTEM changes the chat" test "$by_name" != "$other"
 
 # serve -m NAME answers to the name
 "$sprout" serve -m story --port 0 > "$dir/serve.log" 2>&1 &
