@@ -20,14 +20,31 @@ static sprout_status expect_str(const sprout_gguf *g, const char *key, const cha
     return SPROUT_OK;
 }
 
-/* p->b_tiles from p->b (model/lora.h): row o of B holds output o's r
- * elements; tile o / TILE gets them as its column o % TILE. */
+bool sp_lora_f16_tiles(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+#else
+    return false;
+#endif
+}
+
+/* p->b_tiles or p->b_tiles_f16 from p->b (model/lora.h): row o of B holds
+ * output o's r elements; tile o / TILE gets them as its column o % TILE. */
 static sprout_status pack_b(sp_lora_pair *p) {
     const int64_t r = p->b.n_in, tiles = sp_lora_b_tile_count(p);
+    const size_t n = (size_t)(tiles * r * SP_LORA_B_TILE);
+    if (p->b.type == SPROUT_TYPE_F16 && sp_lora_f16_tiles()) {
+        if (!(p->b_tiles_f16 = calloc(n, sizeof *p->b_tiles_f16))) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+        for (int64_t o = 0; o < p->b.n_out; o++) {
+            const uint8_t *row = p->b.data + (size_t)o * p->b.row_bytes;
+            uint16_t *tile = p->b_tiles_f16 + (o / SP_LORA_B_TILE) * r * SP_LORA_B_TILE + o % SP_LORA_B_TILE;
+            for (int64_t k = 0; k < r; k++) memcpy(tile + k * SP_LORA_B_TILE, row + 2 * k, 2);
+        }
+        return SPROUT_OK;
+    }
     const sp_type_traits *traits = sp_type_traits_of(p->b.type);
     if (!traits || !traits->dequantize) return sp_fail(SPROUT_ERR_UNSUPPORTED, "cannot compute with a lora_b of this type");
-    p->b_tiles = calloc((size_t)(tiles * r * SP_LORA_B_TILE), sizeof *p->b_tiles);
-    if (!p->b_tiles) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!(p->b_tiles = calloc(n, sizeof *p->b_tiles))) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     float row[SP_LORA_MAX_RANK];
     for (int64_t o = 0; o < p->b.n_out; o++) {
         traits->dequantize(p->b.data + (size_t)o * p->b.row_bytes, row, r);
@@ -68,7 +85,7 @@ static sprout_status bind_pair(const sprout_gguf *g, const sprout_model *m, int6
 
 static void free_pairs(sprout_lora *l) {
     if (!l || !l->pairs) return;
-    for (int64_t k = 0; k < l->n_weights; k++) free(l->pairs[k].b_tiles);
+    for (int64_t k = 0; k < l->n_weights; k++) free(l->pairs[k].b_tiles), free(l->pairs[k].b_tiles_f16);
     free(l->pairs);
 }
 

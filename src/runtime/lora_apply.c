@@ -2,6 +2,9 @@
 
 #include <sched.h>
 #include <stdatomic.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include "quant/fp16.h"
 #include "runtime/parallel.h"
@@ -10,6 +13,11 @@
  * of rank 16 (a prompt's tokens go through B's tiles together), or 16 of
  * the largest rank. */
 enum { AX_FLOATS = 16384 };
+
+/* Bytes ahead of a tile's row that are fetched while it is summed: the
+ * tiles of a pair lie one after another, and without it each row's line
+ * arrived only when asked for. */
+enum { PREFETCH_AHEAD = 2048 };
 
 /* Rounds a waiting thread spins before it yields its core. */
 enum { SPIN_ROUNDS = 4096 };
@@ -85,9 +93,45 @@ static void compute_ax(const lora_job *j, size_t u, int64_t c0, int64_t stride, 
 /* y[0, width) += s (B ax) over one tile of B's r rows. */
 TILE_CLONES static void tile_term(const float *tile, const float *ax, int64_t r, float s, float *y, int64_t width) {
     float acc[SP_LORA_B_TILE] = {0};
-    for (int64_t k = 0; k < r; k++)
+    for (int64_t k = 0; k < r; k++) {
+#if defined(__GNUC__)
+        __builtin_prefetch((const char *)(tile + k * SP_LORA_B_TILE) + 2 * PREFETCH_AHEAD);
+#endif
         for (int i = 0; i < SP_LORA_B_TILE; i++) acc[i] += ax[k] * tile[k * SP_LORA_B_TILE + i];
+    }
     for (int64_t i = 0; i < width; i++) y[i] += s * acc[i];
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* tile_term over halves (sp_lora_f16_tiles): widened exactly, then the
+ * same products and sums in the same order, so the same bits as floats. */
+__attribute__((target("avx2,f16c"))) static void tile_term_f16(const uint16_t *tile, const float *ax, int64_t r, float s, float *y,
+                                                               int64_t width) {
+    enum { VECTORS = SP_LORA_B_TILE / 8 };
+    __m256 acc[VECTORS];
+    for (int v = 0; v < VECTORS; v++) acc[v] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < r; k++) {
+        _mm_prefetch((const char *)(tile + k * SP_LORA_B_TILE) + PREFETCH_AHEAD, _MM_HINT_T0);
+        const __m256 a = _mm256_set1_ps(ax[k]);
+        for (int v = 0; v < VECTORS; v++)
+            acc[v] = _mm256_add_ps(acc[v], _mm256_mul_ps(a, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(tile + k * SP_LORA_B_TILE + 8 * v)))));
+    }
+    float out[SP_LORA_B_TILE];
+    for (int v = 0; v < VECTORS; v++) _mm256_storeu_ps(out + 8 * v, acc[v]);
+    for (int64_t i = 0; i < width; i++) y[i] += s * out[i];
+}
+#endif
+
+/* One tile of pair p's B, in whichever form model/lora.c keeps it. */
+static void pair_tile_term(const sp_lora_pair *p, int64_t b, const float *ax, float s, float *y, int64_t width) {
+    const int64_t r = p->b.n_in, at = b * r * SP_LORA_B_TILE;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (p->b_tiles_f16) {
+        tile_term_f16(p->b_tiles_f16 + at, ax, r, s, y, width);
+        return;
+    }
+#endif
+    tile_term(p->b_tiles + at, ax, r, s, y, width);
 }
 
 /* y += s B (A x) for the chunk's tokens [c0, c1), B's tiles [b0, b1): a
@@ -98,9 +142,7 @@ static void add_b_terms(const lora_job *j, size_t u, int64_t c0, int64_t c1, int
         for (int64_t t = c0; t < c1; t++) {
             float s;
             const sp_lora_pair *p = slot_pair(j, t, u, &s);
-            if (p)
-                tile_term(p->b_tiles + b * p->b.n_in * SP_LORA_B_TILE, j->ax + (t - c0) * stride, p->b.n_in, s, j->y + t * j->n_out + o0,
-                          width);
+            if (p) pair_tile_term(p, b, j->ax + (t - c0) * stride, s, j->y + t * j->n_out + o0, width);
         }
     }
 }
