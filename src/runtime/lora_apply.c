@@ -53,8 +53,14 @@ static const sp_lora_pair *slot_pair(const lora_job *j, int64_t t, size_t u, flo
 static void barrier(lora_job *j, int nth, int *passed) {
     const int target = ++*passed * nth;
     atomic_fetch_add_explicit(&j->arrived, 1, memory_order_acq_rel);
-    for (int spin = 0; atomic_load_explicit(&j->arrived, memory_order_acquire) < target; spin++)
-        if (spin >= SPIN_ROUNDS) sched_yield();
+    for (int spin = 0; atomic_load_explicit(&j->arrived, memory_order_acquire) < target;) {
+        if (spin < SPIN_ROUNDS) {
+            spin++;
+#if defined(__x86_64__) && defined(__GNUC__)
+            _mm_pause();
+#endif
+        } else sched_yield();
+    }
 }
 
 /* A x for tokens [t0, t1) of the chunk from c0 (ax rows `stride` apart),
