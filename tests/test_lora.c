@@ -208,6 +208,53 @@ static void test_rows(sprout_model *m) {
     sprout_lora_free(b);
 }
 
+/* The last logits of n tokens of one sequence with set `set`: the first
+ * `first` in one batch, the rest in batches of `batch`, on `threads`
+ * threads. */
+static void last_logits(sprout_model *m, const sp_lora_set *set, int32_t n, int32_t first, int32_t batch, int threads, float *out) {
+    sp_context ctx;
+    CHECK(sp_context_init(&ctx, m, n, first > batch ? first : batch, 1, threads, SP_KV_F32) == SPROUT_OK);
+    sp_batch_token bt[512];
+    for (int32_t t0 = 0, k; t0 < n; t0 += k) {
+        k = t0 == 0 ? first : n - t0 < batch ? n - t0 : batch;
+        for (int32_t i = 0; i < k; i++) bt[i] = (sp_batch_token){1 + (t0 + i) * 37 % 500, t0 + i, 0, t0 + i == n - 1, false, false, set};
+        CHECK_MSG(sp_forward(&ctx, bt, k, out) == SPROUT_OK, "%s", sprout_last_error());
+    }
+    sp_context_free(&ctx);
+}
+
+/* A set whose A x outgrows one pass over B (rank 64 at dim 64: 256 tokens
+ * of it at a time), two adapters deep: the same bits in one batch on one
+ * thread, in batches of 41 on two, and with the last tokens one at a time
+ * (B's tiles and A's rows split) on three. */
+static void test_chunks_and_threads(sprout_model *m) {
+    char fa[512], fb[512];
+    snprintf(fa, sizeof fa, "%s/wide-a.gguf", tmp_dir);
+    snprintf(fb, sizeof fb, "%s/wide-b.gguf", tmp_dir);
+    if (!make_lora(fa, NULL, "--rank 64 --type F16 --seed 11 --magnitude 0.05") ||
+        !make_lora(fb, NULL, "--rank 32 --type Q8_0 --targets ffn --seed 12 --alpha 4"))
+        return;
+    sprout_lora *a = NULL, *b = NULL;
+    CHECK(sprout_lora_load(m, fa, &a) == SPROUT_OK && sprout_lora_load(m, fb, &b) == SPROUT_OK);
+    sp_lora_set set = {0};
+    const sprout_lora_use uses[] = {{a, 1.f}, {b, -0.5f}};
+    if (a && b) CHECK(sp_lora_set_copy(m, uses, 2, &set) == SPROUT_OK);
+    if (set.n == 2) {
+        enum { N = 300, V = 512 };
+        static float one_batch[V], by_token[V], by_41[V], base[V];
+        last_logits(m, &set, N, N, N, 1, one_batch);
+        last_logits(m, &set, N, 41, 41, 2, by_41);
+        last_logits(m, &set, N, N - 8, 1, 3, by_token);
+        last_logits(m, NULL, N, N, N, 2, base);
+        CHECK_MSG(!memcmp(one_batch, by_41, sizeof one_batch), "batches of 41 on 2 threads differ from one batch on 1");
+        CHECK_MSG(!memcmp(one_batch, by_token, sizeof one_batch), "the last tokens one at a time on 3 threads differ");
+        CHECK(memcmp(one_batch, base, sizeof base) != 0);
+    }
+    sp_lora_set_free(&set);
+    sprout_lora_free(a);
+    sprout_lora_free(b);
+}
+
 /* --- the scheduler: requests with different adapters in one batch ------------------------ */
 
 typedef struct sched_case {
@@ -393,6 +440,7 @@ int main(void) {
         test_reference(m);
         test_scale_zero(m);
         test_rows(m);
+        test_chunks_and_threads(m);
         test_scheduler_sets(m);
         test_hostile(m);
     }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "quant/quant.h"
 
 /* A metadata string equal to `want` (the key's absence is an error too). */
 static sprout_status expect_str(const sprout_gguf *g, const char *key, const char *want) {
@@ -16,6 +17,40 @@ static sprout_status expect_str(const sprout_gguf *g, const char *key, const cha
     if (len != strlen(want) || memcmp(s, want, len) != 0)
         return sp_fail(SPROUT_ERR_FORMAT, "not a LoRA adapter for this model: %s is '%.*s', expected '%s'", key, (int)(len < 64 ? len : 64),
                        s, want);
+    return SPROUT_OK;
+}
+
+bool sp_lora_f16_tiles(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+#else
+    return false;
+#endif
+}
+
+/* p->b_tiles or p->b_tiles_f16 from p->b (model/lora.h): row o of B holds
+ * output o's r elements; tile o / TILE gets them as its column o % TILE. */
+static sprout_status pack_b(sp_lora_pair *p) {
+    const int64_t r = p->b.n_in, tiles = sp_lora_b_tile_count(p);
+    const size_t n = (size_t)(tiles * r * SP_LORA_B_TILE);
+    if (p->b.type == SPROUT_TYPE_F16 && sp_lora_f16_tiles()) {
+        if (!(p->b_tiles_f16 = calloc(n, sizeof *p->b_tiles_f16))) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+        for (int64_t o = 0; o < p->b.n_out; o++) {
+            const uint8_t *row = p->b.data + (size_t)o * p->b.row_bytes;
+            uint16_t *tile = p->b_tiles_f16 + (o / SP_LORA_B_TILE) * r * SP_LORA_B_TILE + o % SP_LORA_B_TILE;
+            for (int64_t k = 0; k < r; k++) memcpy(tile + k * SP_LORA_B_TILE, row + 2 * k, 2);
+        }
+        return SPROUT_OK;
+    }
+    const sp_type_traits *traits = sp_type_traits_of(p->b.type);
+    if (!traits || !traits->dequantize) return sp_fail(SPROUT_ERR_UNSUPPORTED, "cannot compute with a lora_b of this type");
+    if (!(p->b_tiles = calloc(n, sizeof *p->b_tiles))) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    float row[SP_LORA_MAX_RANK];
+    for (int64_t o = 0; o < p->b.n_out; o++) {
+        traits->dequantize(p->b.data + (size_t)o * p->b.row_bytes, row, r);
+        float *tile = p->b_tiles + (o / SP_LORA_B_TILE) * r * SP_LORA_B_TILE + o % SP_LORA_B_TILE;
+        for (int64_t k = 0; k < r; k++) tile[k * SP_LORA_B_TILE] = row[k];
+    }
     return SPROUT_OK;
 }
 
@@ -42,9 +77,16 @@ static sprout_status bind_pair(const sprout_gguf *g, const sprout_model *m, int6
         return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' has rank %lld (1 to %lld for '%s')", name_a, (long long)r, (long long)most, base);
     sprout_status st = sp_weight_bind(g, ia, w->n_in, r, &p->a);
     if (st == SPROUT_OK) st = sp_weight_bind(g, ib, r, w->n_out, &p->b);
+    if (st == SPROUT_OK) st = pack_b(p);
     if (st != SPROUT_OK) return st;
     p->alpha_over_rank = alpha != 0.f ? alpha / (float)r : 1.f;
     return SPROUT_OK;
+}
+
+static void free_pairs(sprout_lora *l) {
+    if (!l || !l->pairs) return;
+    for (int64_t k = 0; k < l->n_weights; k++) free(l->pairs[k].b_tiles), free(l->pairs[k].b_tiles_f16);
+    free(l->pairs);
 }
 
 sprout_status sp_lora_build(sprout_gguf *g, const sprout_model *m, sprout_lora **out) {
@@ -61,6 +103,7 @@ sprout_status sp_lora_build(sprout_gguf *g, const sprout_model *m, sprout_lora *
     sprout_lora *l = calloc(1, sizeof *l);
     bool *used = calloc((size_t)(n_tensors > 0 ? n_tensors : 1), sizeof *used);
     if (l) l->pairs = calloc((size_t)n_weights, sizeof *l->pairs);
+    if (l && l->pairs) l->n_weights = n_weights;
     if (!l || !used || !l->pairs) {
         st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
         goto fail;
@@ -91,7 +134,7 @@ sprout_status sp_lora_build(sprout_gguf *g, const sprout_model *m, sprout_lora *
     return SPROUT_OK;
 fail:
     free(used);
-    if (l) free(l->pairs);
+    free_pairs(l);
     free(l);
     return st;
 }
@@ -151,6 +194,6 @@ sprout_status sprout_lora_load(const sprout_model *model, const char *path, spro
 void sprout_lora_free(sprout_lora *l) {
     if (!l) return;
     sprout_gguf_close(l->gguf);
-    free(l->pairs);
+    free_pairs(l);
     free(l);
 }

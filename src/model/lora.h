@@ -16,18 +16,38 @@
  * on the stack of whichever thread computes it. Real adapters use 4 to 256. */
 #define SP_LORA_MAX_RANK 1024
 
+/* Outputs per tile of a pair's repacked B (sp_lora_pair.b_tiles). */
+#define SP_LORA_B_TILE 32
+
 /* One target's pair: a.n_in = W's n_in, a.n_out = r; b.n_in = r, b.n_out =
  * W's n_out. a.data NULL: the adapter leaves that weight alone. */
 typedef struct sp_lora_pair {
     sp_weight a, b;
+    /* B again, in tiles of SP_LORA_B_TILE outputs, each tile r rows of its
+     * outputs' k-th elements (the last tile padded with zeros): B (A x) is
+     * then a sum of r scaled rows, with no horizontal sums and no call per
+     * row of r elements. As floats (b_tiles), or an F16 B as its halves
+     * where the CPU widens them in registers (b_tiles_f16, half the bytes
+     * to stream; the same values). Made at load: the adapter's file is
+     * read once; the base's weights are never copied. */
+    float *b_tiles;
+    uint16_t *b_tiles_f16;
     float alpha_over_rank; /* alpha / r, or 1 without alpha (llama.cpp's scale) */
 } sp_lora_pair;
+
+/* Whether an F16 B is kept as halves (b_tiles_f16): x86 with AVX2 and
+ * F16C, where lora_apply.c widens them. */
+bool sp_lora_f16_tiles(void);
+
+/* Tiles of a pair's b_tiles. */
+static inline int64_t sp_lora_b_tile_count(const sp_lora_pair *p) { return (p->b.n_out + SP_LORA_B_TILE - 1) / SP_LORA_B_TILE; }
 
 struct sprout_lora {
     uint64_t id;         /* unique in the process: a set outlives its adapters' addresses (see sp_lora_set) */
     sprout_gguf *gguf;
     const sprout_model *model;
     sp_lora_pair *pairs; /* indexed as sp_model_weight */
+    int64_t n_weights;   /* pairs' count, the model's weights (freed without the model) */
 };
 
 /* What applies to a batch token (sp_batch_token.lora): n adapters, each
