@@ -112,6 +112,20 @@ static inline int64_t sp_decode_row(int64_t o0, int64_t o1, int64_t stretch, int
     return o < o1 ? o : -1;
 }
 
+/* The i-th set of rows side by side (i from 0 to stretch): a row from each
+ * stretch that has one, into rows and their indices into os; returns how
+ * many (the stretches that have one come first, so a short set is the
+ * first ones). */
+static inline int sp_decode_rows(const sp_weight *w, int64_t o0, int64_t o1, int64_t stretch, int64_t i,
+                                 const uint8_t *rows[SP_DECODE_STREAMS], int64_t os[SP_DECODE_STREAMS]) {
+    int n = 0;
+    for (int k = 0; k < SP_DECODE_STREAMS; k++) {
+        const int64_t o = sp_decode_row(o0, o1, stretch, i * SP_DECODE_STREAMS + k);
+        if (o >= 0) os[n] = o, rows[n++] = w->data + (size_t)o * w->row_bytes;
+    }
+    return n;
+}
+
 /* Accumulators of 256 rows (8 tokens' scale and min terms, 8 lanes each)
  * that an int8 matmul keeps between the spans of wide rows. */
 #define SP_ROW_STATE_FLOATS (256 * 2 * 8 * 8)

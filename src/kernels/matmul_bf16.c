@@ -64,6 +64,27 @@ static void bf16_tile_any(const uint16_t *const rows[], int R, const uint16_t *c
 #undef SHAPE
 }
 
+/* One token: SP_DECODE_STREAMS stretches of rows, a row of each side by
+ * side in a 4-row tile (kernels.h), as the float rows take them
+ * (x86_matmul_loops.h's float_rows_one_token): a row's chain is the
+ * tile's for it whatever else the tile holds. */
+static void bf16_rows_one_token(const sp_weight *w, const uint16_t *x, float *y, int64_t o0, int64_t o1) {
+    _Static_assert(SP_DECODE_STREAMS == TILE_ROWS, "a set of rows side by side is a tile");
+    const int64_t stretch = sp_decode_stretch(o0, o1);
+    for (int64_t i = 0; i < stretch; i++) {
+        const uint8_t *rows[SP_DECODE_STREAMS];
+        int64_t os[SP_DECODE_STREAMS];
+        const int n = sp_decode_rows(w, o0, o1, stretch, i, rows, os);
+        const uint16_t *tile[SP_DECODE_STREAMS];
+        for (int k = 0; k < n; k++) tile[k] = (const uint16_t *)rows[k];
+        float dots[SP_DECODE_STREAMS];
+        if (n == SP_DECODE_STREAMS) bf16_tile_any(tile, n, &x, 1, w->n_in, SP_DECODE_AHEAD, true, dots);
+        else
+            for (int k = 0; k < n; k++) bf16_tile_any(tile + k, 1, &x, 1, w->n_in, SP_DECODE_AHEAD, true, dots + k);
+        for (int k = 0; k < n; k++) y[os[k]] = dots[k];
+    }
+}
+
 void sp_matmul_avx512bf16(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                           int64_t y_stride, int64_t o0, int64_t o1, float *scratch) {
     if (w->type != SPROUT_TYPE_BF16) {
@@ -76,6 +97,11 @@ void sp_matmul_avx512bf16(const sp_weight *w, const float *x, int64_t x_stride, 
     int64_t block = (512 << 10) / (n * (int64_t)sizeof(uint16_t)) / TILE_TOKENS * TILE_TOKENS;
     if (block < TILE_TOKENS) block = TILE_TOKENS;
     uint16_t *xb = (uint16_t *)scratch;
+    if (n_tokens == 1) {
+        narrow_to_bf16(x, n, xb);
+        bf16_rows_one_token(w, xb, y, o0, o1);
+        return;
+    }
     for (int64_t tb = 0; tb < n_tokens; tb += block) {
         const int64_t tn = n_tokens - tb < block ? n_tokens - tb : block;
         for (int64_t t = 0; t < tn; t++) narrow_to_bf16(x + (tb + t) * x_stride, n, xb + t * n);

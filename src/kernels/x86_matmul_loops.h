@@ -8,7 +8,9 @@
  *       chunk, a Q4_K or Q5_K super-block, a Q6_K one) or for rows side by
  *       side, each true where it took the work (never, at AVX2);
  *   float_tile, FLOAT_TILE_ROWS, FLOAT_TILE_TOKENS, FLOAT_TILE_SHAPES:
- *       the float rows' register tile and the shapes it is used in. */
+ *       the float rows' register tile and the shapes it is used in
+ *       (among them SP_DECODE_STREAMS rows by one token, and one row by
+ *       each token count, for one token's rows side by side). */
 #ifndef SPROUT_KERNELS_X86_MATMUL_LOOPS_H
 #define SPROUT_KERNELS_X86_MATMUL_LOOPS_H
 
@@ -453,11 +455,7 @@ static inline __attribute__((always_inline)) void group_rows(sprout_type type, c
         for (int64_t i = 0; i < stretch; i++) {
             const uint8_t *rows[SP_DECODE_STREAMS];
             int64_t os[SP_DECODE_STREAMS];
-            int n = 0;
-            for (int k = 0; k < SP_DECODE_STREAMS; k++) {
-                const int64_t o = sp_decode_row(rs->o0, rs->o1, stretch, i * SP_DECODE_STREAMS + k);
-                if (o >= 0) os[n] = o, rows[n++] = w->data + (size_t)o * w->row_bytes;
-            }
+            const int n = sp_decode_rows(w, rs->o0, rs->o1, stretch, i, rows, os);
             float dots[SP_DECODE_STREAMS];
             if (n == SP_DECODE_STREAMS) rows_side_by_side(type, rows, SP_DECODE_STREAMS, at, dots);
             else
@@ -593,12 +591,39 @@ static void float_tile_any(float_format f, const void *const rows[], int R, cons
 #undef SHAPE
 }
 
+/* One token against F16, BF16 or F32 rows [o0, o1) read in place: as
+ * SP_DECODE_STREAMS stretches, a row of each side by side in a tile
+ * (kernels.h), each tile fetching SP_DECODE_AHEAD bytes on into L1. A
+ * row's arithmetic is the tile's for that row whatever else the tile
+ * holds, so only the order of the rows differs from a batch's. Four
+ * consecutive rows, each fetching the next tile's (its row 4 rows on),
+ * stayed short of the pace four stretches keep. */
+static void float_rows_one_token(const sp_weight *w, float_format f, const float *x, float *y, int64_t o0, int64_t o1) {
+    const int64_t stretch = sp_decode_stretch(o0, o1);
+    for (int64_t i = 0; i < stretch; i++) {
+        const uint8_t *rows[SP_DECODE_STREAMS];
+        int64_t os[SP_DECODE_STREAMS];
+        const int n = sp_decode_rows(w, o0, o1, stretch, i, rows, os);
+        const void *tile[SP_DECODE_STREAMS];
+        for (int k = 0; k < n; k++) tile[k] = rows[k];
+        float dots[SP_DECODE_STREAMS];
+        if (n == SP_DECODE_STREAMS) float_tile_any(f, tile, n, &x, 1, w->n_in, SP_DECODE_AHEAD, true, dots);
+        else
+            for (int k = 0; k < n; k++) float_tile_any(f, tile + k, 1, &x, 1, w->n_in, SP_DECODE_AHEAD, true, dots + k);
+        for (int k = 0; k < n; k++) y[os[k]] = dots[k];
+    }
+}
+
 /* Rows [o0, o1) against tokens [0, n_tokens) of x. */
 static void float_rows_block(const sp_weight *w, const float *x, int64_t x_stride, int64_t n_tokens, float *y, int64_t y_stride, int64_t o0,
                              int64_t o1, float *scratch) {
     /* F16 and BF16 widen in registers; other types are decoded to F32 */
     const bool direct = w->type == SPROUT_TYPE_F16 || w->type == SPROUT_TYPE_BF16 || w->type == SPROUT_TYPE_F32;
     const float_format f = w->type == SPROUT_TYPE_F16 ? FLOAT_F16 : w->type == SPROUT_TYPE_BF16 ? FLOAT_BF16 : FLOAT_F32;
+    if (direct && n_tokens == 1) {
+        float_rows_one_token(w, f, x, y, o0, o1);
+        return;
+    }
     for (int64_t o = o0, R; o < o1; o += R) {
         R = o1 - o < FLOAT_TILE_ROWS ? 1 : FLOAT_TILE_ROWS; /* a partial tile of rows goes one row at a time */
         const void *rows[FLOAT_TILE_ROWS];
