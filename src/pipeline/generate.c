@@ -9,6 +9,7 @@
 
 #include "pipeline/assist.h"
 #include "pipeline/pipeline_internal.h"
+#include "pipeline/result.h"
 #include "pipeline/sequence.h"
 
 /* A call's numbers depend on what the cache held: prompt tokens by the
@@ -92,11 +93,17 @@ sprout_status sp_generate(sprout_pipeline *p, const int32_t *prompt, size_t n_pr
     p->n_cached = keep;
     const int32_t cached_before = keep;
     p->last_prefill = (int32_t)n_prompt - keep;
+    const double attention_start = p->ctx.attention_ms;
     sp_seq_prefill_started(&s, p->last_prefill);
     st = sp_pipeline_feed(p, prompt, keep, (int32_t)n_prompt);
     sp_seq_prefill_done(&s);
+    const double attention_prefilled = p->ctx.attention_ms;
     if (st == SPROUT_OK) st = decode(p, &s, cfg);
     st = sp_seq_end(&s, st, out);
+    if (st == SPROUT_OK) {
+        (*out)->metrics.prefill_attention_ms = attention_prefilled - attention_start;
+        (*out)->metrics.decode_attention_ms = p->ctx.attention_ms - attention_prefilled;
+    }
     if (st == SPROUT_OK && (*out)->finish == SPROUT_FINISH_CANCELLED) { /* forget this call's prompt and output */
         sp_kv_truncate(&p->ctx.kv, 0, cached_before);
         p->n_cached = cached_before;
