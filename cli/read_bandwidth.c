@@ -55,7 +55,10 @@ __attribute__((target("avx512f"))) static uint64_t sum_avx512(const uint8_t *p, 
         c = _mm512_add_epi64(c, _mm512_load_si512((const void *)(p + i + 128)));
         d = _mm512_add_epi64(d, _mm512_load_si512((const void *)(p + i + 192)));
     }
-    return (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a, b), _mm512_add_epi64(c, d)));
+    /* lanes summed as unsigned: _mm512_reduce_add_epi64 adds signed, and the sums wrap */
+    uint64_t lane[8];
+    _mm512_storeu_si512((void *)lane, _mm512_add_epi64(_mm512_add_epi64(a, b), _mm512_add_epi64(c, d)));
+    return lane[0] + lane[1] + lane[2] + lane[3] + lane[4] + lane[5] + lane[6] + lane[7];
 }
 #endif
 
