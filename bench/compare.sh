@@ -1,19 +1,26 @@
 #!/bin/sh
 # sprout against llama.cpp on the same files: prefill (pp) and decode (tg)
-# tokens/s, peak RSS of the benchmark run and time to ready (process start
-# to the first generated token of a short prompt, page cache warm, best of
-# three), side by side, as a markdown table of ratios and an SVG chart.
-# The two take turns: REPS rounds of one repetition each (each run loads the
-# model and warms up first), who goes first alternating, and the means of
-# the rounds are compared, so that a host whose speed drifts by tens of
-# percent within minutes (a shared VM) slows both alike. Each round's
-# figures are kept in OUT_DIR/rounds.txt.
+# tokens/s at each depth (tokens already in the KV cache, llama-bench's -d),
+# decode's memory roofline (the weight bytes a token reads times tokens/s,
+# over the read bandwidth sprout bench --roofline measures with the same
+# threads; llama.cpp's decode on the same figures), attention's share of a
+# sprout decode step, peak RSS of the benchmark run and time to ready
+# (process start to the first generated token of a short prompt, page cache
+# warm, best of three), side by side, as a markdown table of ratios and an
+# SVG chart. The two take turns: REPS rounds of one repetition each (each
+# run loads the model and warms up first), who goes first alternating, and
+# the means of the rounds are compared, so that a host whose speed drifts by
+# tens of percent within minutes (a shared VM) slows both alike. Each
+# round's figures are kept in OUT_DIR/rounds.txt.
 #
 # usage: bench/compare.sh [OUT_DIR]
 #   BUILD=build            sprout's build folder (sprout, make_model)
 #   MODELS="Q4_0 Q4_K_M Q8_0 F16"   types of the TinyLlama-1.1B-shaped model
 #   PRESET=tinyllama-1.1b  make_model preset
 #   THREADS=2 PP=512 TG=128 REPS=3 (rounds)
+#   DEPTHS=0               depths, comma-separated ("0,4096"): a row each
+#   KV=f16                 KV cache type of both (-ctk and -ctv)
+#   ROOFLINE_MIB=          the read test's buffer (default: sprout's, 4x the LLC, at least 1 GiB)
 #   LLAMA_BENCH=/path/to/llama-bench   optional: without it only sprout runs
 #   LLAMA_SIMPLE=/path/to/llama-simple for llama.cpp's time to ready
 #                          (default: llama-simple beside LLAMA_BENCH, if there)
@@ -28,6 +35,13 @@ threads=${THREADS:-2}
 pp=${PP:-512}
 tg=${TG:-128}
 reps=${REPS:-3}
+depths=${DEPTHS:-0}
+kv=${KV:-f16}
+roofline="--roofline"
+[ -z "${ROOFLINE_MIB:-}" ] || roofline="--roofline-mib $ROOFLINE_MIB"
+# llama-bench's -d only where a depth is asked for: older builds lack it
+depth_flag=
+[ "$depths" = 0 ] || depth_flag="-d $depths"
 mkdir -p "$out"
 base="$tmp/sprout-$preset-F16.gguf"
 [ -f "$base" ] || "$build/make_model" "$preset" F16 "$base"
@@ -35,10 +49,15 @@ base="$tmp/sprout-$preset-F16.gguf"
 # the number after "key": in a flat JSON object (one occurrence)
 json_num() { tr -d '\n ' | sed -n "s/.*\"$1\":\([-0-9.eE+]*\).*/\1/p"; }
 
-# the mean of rounds ("pp:tg" words): field 1 (pp) or 2 (tg); "-" when any is missing
-mean_of() {
-    printf '%s\n' $1 | awk -F: -v f="$2" 'NF { n++; if ($f == "-" || $f == "") bad = 1; else s += $f }
-        END { if (!n || bad) print "-"; else printf "%.2f\n", s / n }'
+# the objects of a JSON array of flat objects, one a line
+json_objects() { tr -d '\n ' | sed 's/},{/}\n{/g'; }
+
+# the mean over rounds of field f of the "a:b:..." words of rounds.txt's
+# lines "TYPE dDEPTH round N WHO WORD"; "-" when any is missing
+mean_of() { # mean_of TYPE DEPTH WHO FIELD
+    awk -v t="$1" -v d="d$2" -v w="$3" -v f="$4" '$1 == t && $2 == d && $5 == w { n++; split($6, v, ":");
+            if (v[f] == "-" || v[f] == "") bad = 1; else s += v[f] }
+        END { if (!n || bad) print "-"; else printf "%.6f\n", s / n }' "$round_log"
 }
 
 llama_simple=${LLAMA_SIMPLE:-}
@@ -68,68 +87,89 @@ best_of_three() {
 
 table="$out/compare.md"
 rows="$out/rows.txt"
-# every round's figures (type, round, who, pp:tg), for the spread behind the means
+# every round's figures (type, depth, round, who, pp:tg[:roofline:attention:GB/s]), for the spread behind the means
 round_log="$out/rounds.txt"
 : > "$rows"
 : > "$round_log"
 {
-    echo "| model | sprout pp$pp | llama.cpp pp$pp | ratio | sprout tg$tg | llama.cpp tg$tg | ratio | sprout peak RSS MiB | llama.cpp peak RSS MiB | ratio | sprout ready s | llama.cpp ready s | ratio |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| model | KV | depth | sprout pp$pp | llama.cpp pp$pp | ratio | sprout tg$tg | llama.cpp tg$tg | ratio | sprout roofline | llama.cpp roofline | sprout attention | sprout peak RSS MiB | llama.cpp peak RSS MiB | ratio | sprout ready s | llama.cpp ready s | ratio |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 } > "$table"
 for type in ${MODELS:-Q4_0 Q4_K_M Q8_0 F16}; do
     model="$tmp/sprout-$preset-$type.gguf"
     [ -f "$model" ] || "$build/sprout" quantize "$base" "$model" "$type" > /dev/null
-    s_rounds=
-    l_rounds=
     rss=0
     l_rss=-
+    weight_bytes=0
     round=1
     while [ "$round" -le "$reps" ]; do
         for who in $([ $((round % 2)) -eq 1 ] && echo "sprout llama" || echo "llama sprout"); do
             if [ "$who" = sprout ]; then
-                s=$("$build/sprout" bench -m "$model" -p "$pp" -n "$tg" -t "$threads" -r 1 --json)
-                s_rounds="$s_rounds $(printf '%s' "$s" | sed 's/.*"prefill":{\([^}]*\)}.*/\1/' | json_num tokens_per_s)"
-                s_rounds="$s_rounds:$(printf '%s' "$s" | sed 's/.*"decode":{\([^}]*\)}.*/\1/' | json_num tokens_per_s)"
-                echo "$type round $round sprout ${s_rounds##* }" >> "$round_log"
+                # shellcheck disable=SC2086 # $roofline is one or two words
+                s=$("$build/sprout" bench -m "$model" -p "$pp" -n "$tg" -d "$depths" --kv-type "$kv" -t "$threads" -r 1 $roofline --json)
+                gb=$(printf '%s' "$s" | sed 's/.*"read_bandwidth":{\([^}]*\)}.*/\1/' | json_num gb_per_s)
+                weight_bytes=$(printf '%s' "$s" | json_num weight_bytes_per_token)
+                for depth in $(echo "$depths" | tr ',' ' '); do
+                    entry=$(printf '%s' "$s" | sed 's/.*"by_depth":\[\([^]]*\)\].*/\1/' | json_objects | grep "\"depth\":${depth}[,}]" || true)
+                    word=$(printf '%s' "$entry" | json_num pp_tokens_per_s):$(printf '%s' "$entry" | json_num tg_tokens_per_s)
+                    word=$word:$(printf '%s' "$entry" | json_num roofline):$(printf '%s' "$entry" | json_num attention_share):${gb:--}
+                    echo "$type d$depth round $round sprout $word" >> "$round_log"
+                done
                 rss=$(printf '%s' "$s" | json_num peak_rss_bytes | awk -v m="$rss" '{ print ($1 > m ? $1 : m) }')
             elif [ -n "${LLAMA_BENCH:-}" ]; then
                 rss_file=$(mktemp)
+                # shellcheck disable=SC2086 # $depth_flag is none or two words
+                set -- "$LLAMA_BENCH" -m "$model" -p "$pp" -n "$tg" $depth_flag -ctk "$kv" -ctv "$kv" -t "$threads" -r 1 -o json
                 if [ -x /usr/bin/time ]; then
-                    l=$(/usr/bin/time -f %M -o "$rss_file" "$LLAMA_BENCH" -m "$model" -p "$pp" -n "$tg" -t "$threads" -r 1 -o json 2> /dev/null || true)
+                    l=$(/usr/bin/time -f %M -o "$rss_file" "$@" 2> /dev/null || true)
                     l_rss=$(tail -n 1 "$rss_file" | awk -v m="$l_rss" '$1 ~ /^[0-9]+$/ { print (m == "-" || $1 > m ? $1 : m); next } { print m }')
                 else
-                    l=$("$LLAMA_BENCH" -m "$model" -p "$pp" -n "$tg" -t "$threads" -r 1 -o json 2> /dev/null || true)
+                    l=$("$@" 2> /dev/null || true)
                 fi
                 rm -f "$rss_file"
-                # llama-bench prints one object per test: prefill first (n_gen 0), then decode
-                one_pp=$(printf '%s' "$l" | tr -d '\n ' | sed 's/},{/}\n{/g' | grep '"n_gen":0' | json_num avg_ts || true)
-                one_tg=$(printf '%s' "$l" | tr -d '\n ' | sed 's/},{/}\n{/g' | grep '"n_prompt":0' | json_num avg_ts || true)
-                l_rounds="$l_rounds ${one_pp:--}:${one_tg:--}"
-                echo "$type round $round llama.cpp ${one_pp:--}:${one_tg:--}" >> "$round_log"
+                # llama-bench prints one object per test: prefill (n_gen 0) and decode
+                # (n_prompt 0) at each depth (n_depth; builds without -d have no such field)
+                for depth in $(echo "$depths" | tr ',' ' '); do
+                    tests=$(printf '%s' "$l" | json_objects | awk -v d="$depth" 'index($0, "\"n_depth\":" d ",") || index($0, "\"n_depth\":" d "}") ||
+                        (d == 0 && !index($0, "\"n_depth\""))')
+                    one_pp=$(printf '%s\n' "$tests" | grep '"n_gen":0' | json_num avg_ts || true)
+                    one_tg=$(printf '%s\n' "$tests" | grep '"n_prompt":0' | json_num avg_ts || true)
+                    echo "$type d$depth round $round llama.cpp ${one_pp:--}:${one_tg:--}" >> "$round_log"
+                done
             fi
         done
         round=$((round + 1))
     done
-    s_pp=$(mean_of "$s_rounds" 1)
-    s_tg=$(mean_of "$s_rounds" 2)
-    l_pp=-
-    l_tg=-
-    if [ -n "${LLAMA_BENCH:-}" ]; then
-        l_pp=$(mean_of "$l_rounds" 1)
-        l_tg=$(mean_of "$l_rounds" 2)
-    fi
     s_ready=$(best_of_three "$build/sprout" run -m "$model" -p "$prompt" -n 1 -t "$threads")
     l_ready=-
     [ -z "$llama_simple" ] || l_ready=$(best_of_three "$llama_simple" -m "$model" -n 1 "$prompt")
-    awk -v t="$type" -v sp="$s_pp" -v lp="$l_pp" -v st="$s_tg" -v lt="$l_tg" -v rss="$rss" -v lrss="$l_rss" -v sr="$s_ready" \
-        -v lr="$l_ready" 'BEGIN {
-        rp = lp == "-" ? "-" : sprintf("%.2fx", sp / lp); rt = lt == "-" ? "-" : sprintf("%.2fx", st / lt);
-        lps = lp == "-" ? "-" : sprintf("%.1f", lp); lts = lt == "-" ? "-" : sprintf("%.1f", lt);
-        lrs = lrss == "-" ? "-" : sprintf("%.0f", lrss / 1024); rr = lrss == "-" ? "-" : sprintf("%.2fx", rss / 1024 / lrss);
-        rdr = (lr == "-" || sr == "-") ? "-" : sprintf("%.2fx", sr / lr);
-        printf "| %s | %.1f | %s | %s | %.1f | %s | %s | %.0f | %s | %s | %s | %s | %s |\n", t, sp, lps, rp, st, lts, rt, rss / 1048576,
-               lrs, rr, sr, lr, rdr }' >> "$table"
-    echo "$type $s_pp $l_pp $s_tg $l_tg" >> "$rows"
+    for depth in $(echo "$depths" | tr ',' ' '); do
+        s_pp=$(mean_of "$type" "$depth" sprout 1)
+        s_tg=$(mean_of "$type" "$depth" sprout 2)
+        s_roof=$(mean_of "$type" "$depth" sprout 3)
+        s_att=$(mean_of "$type" "$depth" sprout 4)
+        gb=$(mean_of "$type" "$depth" sprout 5)
+        l_pp=-
+        l_tg=-
+        if [ -n "${LLAMA_BENCH:-}" ]; then
+            l_pp=$(mean_of "$type" "$depth" llama.cpp 1)
+            l_tg=$(mean_of "$type" "$depth" llama.cpp 2)
+        fi
+        awk -v t="$type" -v kv="$kv" -v d="$depth" -v sp="$s_pp" -v lp="$l_pp" -v st="$s_tg" -v lt="$l_tg" -v sroof="$s_roof" \
+            -v att="$s_att" -v gb="$gb" -v wb="$weight_bytes" -v rss="$rss" -v lrss="$l_rss" -v sr="$s_ready" -v lr="$l_ready" 'BEGIN {
+            rp = lp == "-" ? "-" : sprintf("%.2fx", sp / lp); rt = lt == "-" ? "-" : sprintf("%.2fx", st / lt);
+            lps = lp == "-" ? "-" : sprintf("%.1f", lp); lts = lt == "-" ? "-" : sprintf("%.1f", lt);
+            sro = sroof == "-" ? "-" : sprintf("%.1f%%", 100 * sroof);
+            lro = (lt == "-" || gb == "-" || gb <= 0) ? "-" : sprintf("%.1f%%", 100 * wb * lt / (gb * 1e9));
+            at = att == "-" ? "-" : sprintf("%.1f%%", 100 * att);
+            lrs = lrss == "-" ? "-" : sprintf("%.0f", lrss / 1024); rr = lrss == "-" ? "-" : sprintf("%.2fx", rss / 1024 / lrss);
+            rdr = (lr == "-" || sr == "-") ? "-" : sprintf("%.2fx", sr / lr);
+            printf "| %s | %s | %s | %.1f | %s | %s | %.1f | %s | %s | %s | %s | %s | %.0f | %s | %s | %s | %s | %s |\n", t, kv, d, sp, lps, rp,
+                   st, lts, rt, sro, lro, at, rss / 1048576, lrs, rr, sr, lr, rdr }' >> "$table"
+        name=$type
+        [ "$depths" = 0 ] || name="$type@d$depth"
+        echo "$name $s_pp $l_pp $s_tg $l_tg" >> "$rows"
+    done
 done
 
 # bars: tokens/s of each test, sprout and llama.cpp side by side

@@ -13,6 +13,7 @@
 #include "json/json_util.h"
 #include "options.h"
 #include "sprout.h"
+#include "weight_reads.h"
 
 enum { ARRAY_PREVIEW = 16 }; /* elements shown of a long metadata array */
 
@@ -71,24 +72,12 @@ static json_t *tokenizer_json(const sprout_gguf *g, const char *arch) {
     return tok;
 }
 
-/* The parameters in the tensors, and those in the experts' 3-D tensors
- * (llama.cpp's names: ffn_{gate,up,down}_exps), of which a token reads
- * expert_used_count of expert_count. */
-typedef struct param_counts {
-    int64_t all, experts;
-    bool shared_expert; /* ffn_*_shexp tensors: an expert every token uses */
-} param_counts;
-
-static json_t *tensors_json(const sprout_gguf *g, bool list, json_t **by_type_out, param_counts *params_out) {
+static json_t *tensors_json(const sprout_gguf *g, bool list, json_t **by_type_out) {
     json_t *by_type = json_object(), *list_json = list ? json_array() : NULL;
-    param_counts params = {0};
     for (int64_t i = 0; i < sprout_gguf_tensor_count(g); i++) {
         const char *type = sprout_type_name(sprout_gguf_tensor_type(g, i));
         json_t *count = json_object_get(by_type, type);
         json_object_set_new(by_type, type, json_integer(count ? json_integer_value(count) + 1 : 1));
-        params.all += sprout_gguf_tensor_elements(g, i);
-        if (strstr(sprout_gguf_tensor_name(g, i), "_exps.")) params.experts += sprout_gguf_tensor_elements(g, i);
-        params.shared_expert |= strstr(sprout_gguf_tensor_name(g, i), "_shexp.") != NULL;
         if (!list) continue;
         json_t *shape = json_array();
         for (int d = 0; d < sprout_gguf_tensor_n_dims(g, i); d++)
@@ -99,7 +88,6 @@ static json_t *tensors_json(const sprout_gguf *g, bool list, json_t **by_type_ou
                                                    (json_int_t)sprout_gguf_tensor_file_offset(g, i)));
     }
     *by_type_out = by_type;
-    *params_out = params;
     return list_json;
 }
 
@@ -124,9 +112,10 @@ static json_t *gather(const char *path, const sprout_gguf *g, bool with_tensors,
     json_object_set_new(info, "file_type", ftype_name ? json_string(ftype_name) : key_json(g, "general.file_type"));
 
     json_t *by_type;
-    param_counts params;
-    json_t *tensor_list = tensors_json(g, with_tensors, &by_type, &params);
-    json_object_set_new(info, "parameters", json_integer((json_int_t)params.all));
+    json_t *tensor_list = tensors_json(g, with_tensors, &by_type);
+    cli_weight_reads reads;
+    cli_weight_reads_of(g, &reads);
+    json_object_set_new(info, "parameters", json_integer((json_int_t)reads.params));
     json_object_set_new(info, "tensor_count", json_integer((json_int_t)sprout_gguf_tensor_count(g)));
     json_object_set_new(info, "tensor_types", by_type);
 
@@ -144,12 +133,9 @@ static json_t *gather(const char *path, const sprout_gguf *g, bool with_tensors,
     for (size_t i = 0; i < sizeof hparams / sizeof hparams[0]; i++)
         json_object_set_new(info, hparams[i][0], arch_key(g, arch, hparams[i][1]));
     /* what one token reads: the experts' share by used / count */
-    const json_int_t n_expert = json_integer_value(json_object_get(info, "expert_count")),
-                     n_used = json_integer_value(json_object_get(info, "expert_used_count"));
-    int64_t active = params.all;
-    if (n_expert > 0 && n_used > 0 && n_used <= n_expert) active -= params.experts - params.experts / n_expert * n_used;
-    json_object_set_new(info, "active_parameters", json_integer((json_int_t)active));
-    json_object_set_new(info, "shared_expert", json_boolean(params.shared_expert));
+    json_object_set_new(info, "active_parameters", json_integer((json_int_t)reads.active_params));
+    json_object_set_new(info, "active_bytes_per_token", json_integer((json_int_t)reads.active_bytes));
+    json_object_set_new(info, "shared_expert", json_boolean(reads.shared_expert));
 
     json_t *rope = json_object();
     json_object_set_new(rope, "dimension_count", arch_key(g, arch, "rope.dimension_count"));
@@ -257,6 +243,9 @@ static void print_text(const json_t *info) {
     if (active != json_integer_value(json_object_get(info, "parameters"))) {
         human_count((int64_t)active, params, sizeof params);
         printf("  %-24s %s (%" JSON_INTEGER_FORMAT ")\n", "active per token", params, active);
+        char read[32];
+        human_bytes((uint64_t)json_integer_value(json_object_get(info, "active_bytes_per_token")), read, sizeof read);
+        printf("  %-24s %s of weights\n", "read per token", read);
     }
     printf("  %-24s %" JSON_INTEGER_FORMAT " (", "tensors", json_integer_value(json_object_get(info, "tensor_count")));
     const char *type;

@@ -879,6 +879,12 @@ typedef struct sprout_perf_metrics {
      * forward passes after the prompt (n_generated_tokens per pass is the
      * gain; plain decoding makes one per token) */
     int32_t n_draft_tokens, n_accepted_tokens, n_decode_passes;
+    /* wall time of the forward passes' attention over the cache (every
+     * layer, all threads together) during the prompt and during decoding;
+     * decode_attention_ms / (tpot_mean_ms * (n_generated_tokens - 1)) is
+     * attention's share of a decode step. A pipeline's generations fill
+     * them; a scheduler's requests, whose passes are shared, leave 0 */
+    double prefill_attention_ms, decode_attention_ms;
 } sprout_perf_metrics;
 
 sprout_status sprout_result_metrics(const sprout_result *r, sprout_perf_metrics *out);

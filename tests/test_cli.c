@@ -754,6 +754,50 @@ static void test_context_shift_flags(void) {
     json_decref(ref);
 }
 
+/* bench -d: pp and tg after N cached tokens, one flat entry per depth,
+ * with attention's share of a decode step and, with --roofline, decode
+ * against the read bandwidth; malformed depths are usage errors. */
+static void test_bench_depth(void) {
+    const char *shared = test_shared_dir();
+    char args[2048], *out;
+    snprintf(args, sizeof args, "bench -m '%s/models/stories260K.gguf' -p 4 -n 4 -r 1 -t 1 -d 0,48 --roofline-mib 8 --json", shared);
+    json_t *j = run_json(args);
+    CHECK_MSG(j != NULL, "bench -d 0,48: no JSON");
+    const json_t *by_depth = json_object_get(j, "by_depth"), *read = json_object_get(j, "read_bandwidth");
+    CHECK(json_array_size(by_depth) == 2);
+    for (size_t i = 0; i < json_array_size(by_depth); i++) {
+        const json_t *d = json_array_get(by_depth, i);
+        const double share = json_real_value(json_object_get(d, "attention_share"));
+        CHECK_MSG(int_at(d, "depth") == (i ? 48 : 0), "entry %zu has depth %lld", i, (long long)int_at(d, "depth"));
+        CHECK(json_real_value(json_object_get(d, "pp_tokens_per_s")) > 0 && json_real_value(json_object_get(d, "tg_tokens_per_s")) > 0);
+        CHECK_MSG(share > 0 && share < 1, "depth %lld: attention share %g", (long long)int_at(d, "depth"), share);
+        CHECK(json_real_value(json_object_get(d, "roofline")) > 0 &&
+              json_real_value(json_object_get(d, "roofline_with_kv")) > json_real_value(json_object_get(d, "roofline")));
+    }
+    CHECK(int_at(json_object_get(j, "decode"), "depth") == 0 && int_at(json_object_get(j, "prefill"), "depth") == 0);
+    CHECK(json_real_value(json_object_get(read, "gb_per_s")) > 0 && int_at(read, "bytes") == 8 << 20 && int_at(read, "threads") == 1);
+    /* the bytes info says a token reads: stories260K has an output head, so all but the embedding table */
+    snprintf(args, sizeof args, "info --json '%s/models/stories260K.gguf'", shared);
+    json_t *info = run_json(args);
+    CHECK(info && int_at(j, "weight_bytes_per_token") == int_at(info, "active_bytes_per_token") && int_at(info, "active_bytes_per_token") > 0 &&
+          int_at(info, "active_bytes_per_token") < int_at(info, "file_size"));
+    json_decref(info);
+    json_decref(j);
+    snprintf(args, sizeof args, "bench -m '%s/models/stories260K.gguf' -p 4 -n 4 -r 1 -t 1 --depth 16", shared);
+    CHECK(run_cli(args, false, &out) == 0);
+    CHECK_MSG(strstr(out, "pp4 @ d16") && strstr(out, "tg4 @ d16") && !strstr(out, "roofline"), "bench --depth 16: got [%s]", out);
+    free(out);
+    static const char *const bad[] = {"-d -1", "-d 1,,2", "-d 4x", "--depth 1000001", "-d ''", "-d 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17",
+                                      "--roofline-mib 0"};
+    static const char *const said[] = {"--depth -1: must be whole numbers", "--depth 1,,2: must be", "--depth 4x: must be",
+                                       "--depth 1000001: must be", "--depth : must be", "at most 16 depths", "--roofline-mib 0"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(args, sizeof args, "bench -m '%s/models/stories260K.gguf' %s", shared, bad[i]);
+        CHECK_MSG(run_cli(args, true, &out) == 2 && strstr(out, said[i]), "%s: got [%s]", args, out);
+        free(out);
+    }
+}
+
 int main(void) {
     test_context_shift_flags();
     test_lora_flags();
@@ -770,6 +814,7 @@ int main(void) {
     test_text_and_errors();
     test_thread_range();
     test_cache_type();
+    test_bench_depth();
     test_help();
     test_log_levels();
     TEST_MAIN_END();

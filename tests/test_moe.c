@@ -444,9 +444,30 @@ static void part_info(void) {
               (long long)json_integer_value(json_object_get(info, "active_parameters")), (long long)all);
     json_decref(info);
     free(out);
+    /* bytes read per token: every tensor but the embedding table (the model has an output head) and 6/8 of the experts */
+    snprintf(cmd, sizeof cmd, "%s info --json --tensors %s", SPROUT_CLI_PATH, path);
+    CHECK(test_run_command(cmd, &out) == 0);
+    info = json_loads(out, 0, NULL);
+    json_int_t dense = 0, expert_bytes = 0;
+    size_t i;
+    json_t *t;
+    bool has_head = false;
+    json_array_foreach(json_object_get(info, "tensors"), i, t) {
+        const char *name = json_string_value(json_object_get(t, "name"));
+        const json_int_t bytes = json_integer_value(json_object_get(t, "bytes"));
+        has_head |= !strcmp(name, "output.weight");
+        if (strstr(name, "_exps.")) expert_bytes += bytes;
+        else if (strcmp(name, "token_embd.weight") != 0) dense += bytes;
+    }
+    CHECK(has_head && expert_bytes > 0);
+    CHECK_MSG(json_integer_value(json_object_get(info, "active_bytes_per_token")) == dense + expert_bytes / 8 * 2, "active bytes %lld, want %lld",
+              (long long)json_integer_value(json_object_get(info, "active_bytes_per_token")), (long long)(dense + expert_bytes / 8 * 2));
+    json_decref(info);
+    free(out);
     snprintf(cmd, sizeof cmd, "%s info %s", SPROUT_CLI_PATH, path);
     CHECK(test_run_command(cmd, &out) == 0);
-    CHECK_MSG(strstr(out, "active per token") && strstr(out, "experts used") && strstr(out, "shared expert"), "%s", out);
+    CHECK_MSG(strstr(out, "active per token") && strstr(out, "read per token") && strstr(out, "experts used") && strstr(out, "shared expert"),
+              "%s", out);
     free(out);
 }
 

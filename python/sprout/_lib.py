@@ -134,6 +134,8 @@ class PerfMetricsStruct(Structure):
         ("n_draft_tokens", c_int32),
         ("n_accepted_tokens", c_int32),
         ("n_decode_passes", c_int32),
+        ("prefill_attention_ms", c_double),
+        ("decode_attention_ms", c_double),
     ]
 
 

@@ -9,6 +9,7 @@
 
 #include "pipeline/assist.h"
 #include "pipeline/pipeline_internal.h"
+#include "pipeline/result.h"
 #include "pipeline/sequence.h"
 
 /* A call's numbers depend on what the cache held: prompt tokens by the
@@ -120,13 +121,19 @@ sprout_status sp_generate(sprout_pipeline *p, const int32_t *prompt, size_t n_pr
     if (keep <= p->shift_keep) p->n_dropped = 0; /* nothing after the dropped run is left */
     const int32_t cached_before = keep, dropped_before = p->n_dropped;
     p->last_prefill = (int32_t)n_prompt - keep;
+    const double attention_start = p->ctx.attention_ms;
     sp_seq_prefill_started(&s, p->last_prefill);
     st = sp_pipeline_feed(p, prompt, keep, (int32_t)n_prompt);
     sp_seq_prefill_done(&s);
     /* a chat that has shifted keeps dropping after the same first tokens */
     const int32_t n_keep = p->n_dropped ? p->shift_keep : sp_seq_n_keep(p->model, cfg, n_prompt);
+    const double attention_prefilled = p->ctx.attention_ms;
     if (st == SPROUT_OK) st = decode(p, &s, cfg, n_keep);
     st = sp_seq_end(&s, st, out);
+    if (st == SPROUT_OK) {
+        (*out)->metrics.prefill_attention_ms = attention_prefilled - attention_start;
+        (*out)->metrics.decode_attention_ms = p->ctx.attention_ms - attention_prefilled;
+    }
     if (st == SPROUT_OK && (*out)->finish == SPROUT_FINISH_CANCELLED) { /* forget this call's prompt and output */
         const int32_t back = p->n_dropped != dropped_before && p->shift_keep < cached_before ? p->shift_keep : cached_before;
         sp_kv_truncate(&p->ctx.kv, 0, back);

@@ -97,6 +97,7 @@ typedef struct sp_context {
     size_t staged_capacity;
     sp_batch_token *kept; /* the last layer's tokens (those whose logits or hidden states are wanted), then the output head's */
     sp_moe_buffers moe;
+    double attention_ms; /* wall time in sp_attention since the context was made (the perf metrics' attention times) */
 } sp_context;
 
 /* A context whose cache holds keys and values of one type. */

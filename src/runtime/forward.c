@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/error.h"
 #include "quant/quant.h"
@@ -17,6 +18,14 @@
 #include "runtime/moe.h"
 #include "runtime/parallel.h"
 #include "runtime/vector_ops.h"
+
+/* For the attention time the perf metrics report: two reads a layer cost
+ * well under a microsecond against a pass of milliseconds. */
+static double monotonic_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
 
 typedef struct layer_step {
     const sp_layer *ly;
@@ -359,7 +368,9 @@ sprout_status sp_forward_out(sp_context *ctx, const sp_batch_token *batch, int32
             step.batch = layer_batch = ctx->kept;
             ctx->rows = layer_batch;
         }
+        const double t_attention = monotonic_ms();
         sp_attention(ctx, il, layer_batch, n);
+        ctx->attention_ms += monotonic_ms() - t_attention;
         sp_matmul(ctx, &step.ly->wo, &ctx->attn, ctx->o, n);
         sp_for_each_token(ctx, n, 4 * e, attn_out_stage, &step);
         /* parallel blocks: x += attn(h) + ffn(h); otherwise x += ffn(norm x) after x += attn */
