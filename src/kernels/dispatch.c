@@ -226,4 +226,12 @@ const sp_kernels *sp_kernels_get(void) {
     return chosen;
 }
 
+bool sp_cpu_has_x86_avx2(void) {
+#ifdef SP_HAVE_X86_KERNELS
+    return cpu_has_avx2();
+#else
+    return false;
+#endif
+}
+
 const char *sprout_kernels_name(void) { return sp_kernels_get()->name; }

@@ -269,6 +269,10 @@ static inline bool sp_prompt_path_differs(const sp_kernels *k, sprout_type type)
 }
 
 const sp_kernels *sp_kernels_get(void);
+/* Whether this x86-64 CPU has AVX2, FMA and F16C (and the OS saves the AVX
+ * state): the avx2 level's test, for code outside the kernels that widens
+ * halves with F16C. False elsewhere. */
+bool sp_cpu_has_x86_avx2(void);
 /* The portable table, for tests that compare against it. */
 const sp_kernels *sp_kernels_portable(void);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "kernels/kernels.h"
 #include "quant/quant.h"
 
 /* A metadata string equal to `want` (the key's absence is an error too). */
@@ -20,13 +21,7 @@ static sprout_status expect_str(const sprout_gguf *g, const char *key, const cha
     return SPROUT_OK;
 }
 
-bool sp_lora_f16_tiles(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-#else
-    return false;
-#endif
-}
+bool sp_lora_f16_tiles(void) { return sp_cpu_has_x86_avx2(); }
 
 /* p->b_tiles or p->b_tiles_f16 from p->b (model/lora.h): row o of B holds
  * output o's r elements; tile o / TILE gets them as its column o % TILE. */
