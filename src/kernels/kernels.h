@@ -126,6 +126,29 @@ static inline int sp_decode_rows(const sp_weight *w, int64_t o0, int64_t o1, int
     return n;
 }
 
+/* Dots one token with n rows side by side (SP_DECODE_STREAMS of them, or
+ * one) into dots; ctx is the caller's (the token, its format). */
+typedef void (*sp_decode_tile_fn)(const uint8_t *const rows[], int n, const void *ctx, float *dots);
+
+/* One token against rows [o0, o1) into y: each set of rows side by side
+ * (sp_decode_rows) in one call of tile, a short set (the last) a row at a
+ * time, so that a row's arithmetic is its tile's whichever rows share it.
+ * The float levels' one-token path; the int8 one keeps its own loop, whose
+ * block type must stay a constant in each inlined copy. */
+static inline void sp_decode_sets(const sp_weight *w, int64_t o0, int64_t o1, float *y, sp_decode_tile_fn tile, const void *ctx) {
+    const int64_t stretch = sp_decode_stretch(o0, o1);
+    for (int64_t i = 0; i < stretch; i++) {
+        const uint8_t *rows[SP_DECODE_STREAMS];
+        int64_t os[SP_DECODE_STREAMS];
+        const int n = sp_decode_rows(w, o0, o1, stretch, i, rows, os);
+        float dots[SP_DECODE_STREAMS];
+        if (n == SP_DECODE_STREAMS) tile(rows, n, ctx, dots);
+        else
+            for (int k = 0; k < n; k++) tile(rows + k, 1, ctx, dots + k);
+        for (int k = 0; k < n; k++) y[os[k]] = dots[k];
+    }
+}
+
 /* Accumulators of 256 rows (8 tokens' scale and min terms, 8 lanes each)
  * that an int8 matmul keeps between the spans of wide rows. */
 #define SP_ROW_STATE_FLOATS (256 * 2 * 8 * 8)

@@ -68,21 +68,22 @@ static void bf16_tile_any(const uint16_t *const rows[], int R, const uint16_t *c
  * side in a 4-row tile (kernels.h), as the float rows take them
  * (x86_matmul_loops.h's float_rows_one_token): a row's chain is the
  * tile's for it whatever else the tile holds. */
-static void bf16_rows_one_token(const sp_weight *w, const uint16_t *x, float *y, int64_t o0, int64_t o1) {
+typedef struct bf16_token {
+    const uint16_t *x;
+    int64_t n_in;
+} bf16_token;
+
+static void bf16_token_tile(const uint8_t *const rows[], int n, const void *ctx, float *dots) {
     _Static_assert(SP_DECODE_STREAMS == TILE_ROWS, "a set of rows side by side is a tile");
-    const int64_t stretch = sp_decode_stretch(o0, o1);
-    for (int64_t i = 0; i < stretch; i++) {
-        const uint8_t *rows[SP_DECODE_STREAMS];
-        int64_t os[SP_DECODE_STREAMS];
-        const int n = sp_decode_rows(w, o0, o1, stretch, i, rows, os);
-        const uint16_t *tile[SP_DECODE_STREAMS];
-        for (int k = 0; k < n; k++) tile[k] = (const uint16_t *)rows[k];
-        float dots[SP_DECODE_STREAMS];
-        if (n == SP_DECODE_STREAMS) bf16_tile_any(tile, n, &x, 1, w->n_in, SP_DECODE_AHEAD, true, dots);
-        else
-            for (int k = 0; k < n; k++) bf16_tile_any(tile + k, 1, &x, 1, w->n_in, SP_DECODE_AHEAD, true, dots + k);
-        for (int k = 0; k < n; k++) y[os[k]] = dots[k];
-    }
+    const bf16_token *t = ctx;
+    const uint16_t *tile[SP_DECODE_STREAMS];
+    for (int k = 0; k < n; k++) tile[k] = (const uint16_t *)rows[k];
+    bf16_tile_any(tile, n, &t->x, 1, t->n_in, SP_DECODE_AHEAD, true, dots);
+}
+
+static void bf16_rows_one_token(const sp_weight *w, const uint16_t *x, float *y, int64_t o0, int64_t o1) {
+    const bf16_token t = {x, w->n_in};
+    sp_decode_sets(w, o0, o1, y, bf16_token_tile, &t);
 }
 
 void sp_matmul_avx512bf16(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,

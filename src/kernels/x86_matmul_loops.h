@@ -598,20 +598,22 @@ static void float_tile_any(float_format f, const void *const rows[], int R, cons
  * holds, so only the order of the rows differs from a batch's. Four
  * consecutive rows, each fetching the next tile's (its row 4 rows on),
  * stayed short of the pace four stretches keep. */
+typedef struct float_token {
+    float_format f;
+    const float *x;
+    int64_t n_in;
+} float_token;
+
+static void float_token_tile(const uint8_t *const rows[], int n, const void *ctx, float *dots) {
+    const float_token *t = ctx;
+    const void *tile[SP_DECODE_STREAMS];
+    for (int k = 0; k < n; k++) tile[k] = rows[k];
+    float_tile_any(t->f, tile, n, &t->x, 1, t->n_in, SP_DECODE_AHEAD, true, dots);
+}
+
 static void float_rows_one_token(const sp_weight *w, float_format f, const float *x, float *y, int64_t o0, int64_t o1) {
-    const int64_t stretch = sp_decode_stretch(o0, o1);
-    for (int64_t i = 0; i < stretch; i++) {
-        const uint8_t *rows[SP_DECODE_STREAMS];
-        int64_t os[SP_DECODE_STREAMS];
-        const int n = sp_decode_rows(w, o0, o1, stretch, i, rows, os);
-        const void *tile[SP_DECODE_STREAMS];
-        for (int k = 0; k < n; k++) tile[k] = rows[k];
-        float dots[SP_DECODE_STREAMS];
-        if (n == SP_DECODE_STREAMS) float_tile_any(f, tile, n, &x, 1, w->n_in, SP_DECODE_AHEAD, true, dots);
-        else
-            for (int k = 0; k < n; k++) float_tile_any(f, tile + k, 1, &x, 1, w->n_in, SP_DECODE_AHEAD, true, dots + k);
-        for (int k = 0; k < n; k++) y[os[k]] = dots[k];
-    }
+    const float_token t = {f, x, w->n_in};
+    sp_decode_sets(w, o0, o1, y, float_token_tile, &t);
 }
 
 /* Rows [o0, o1) against tokens [0, n_tokens) of x. */
