@@ -60,6 +60,16 @@ mean_of() { # mean_of TYPE DEPTH WHO FIELD
         END { if (!n || bad) print "-"; else printf "%.6f\n", s / n }' "$round_log"
 }
 
+# sprout's roofline of a row: the bytes a token reads (each round's roofline
+# times that round's bandwidth over its speed, the same in every round) times
+# the mean speed over the mean bandwidth: the ratio of means llama.cpp's column
+# takes, so one round's slow read test cannot swing one column and not the other
+roofline_of() { # roofline_of TYPE DEPTH MEAN_TG MEAN_GB
+    awk -v t="$1" -v d="d$2" -v st="$3" -v gb="$4" '$1 == t && $2 == d && $5 == "sprout" { n++; split($6, v, ":");
+            if (v[3] == "-" || v[5] == "-" || v[2] + 0 <= 0) bad = 1; else b += v[3] * v[5] / v[2] }
+        END { if (!n || bad || gb == "-" || gb + 0 <= 0) print "-"; else printf "%.6f\n", b / n * st / gb }' "$round_log"
+}
+
 llama_simple=${LLAMA_SIMPLE:-}
 if [ -z "$llama_simple" ] && [ -n "${LLAMA_BENCH:-}" ] && [ -x "$(dirname "$LLAMA_BENCH")/llama-simple" ]; then
     llama_simple="$(dirname "$LLAMA_BENCH")/llama-simple"
@@ -146,9 +156,9 @@ for type in ${MODELS:-Q4_0 Q4_K_M Q8_0 F16}; do
     for depth in $(echo "$depths" | tr ',' ' '); do
         s_pp=$(mean_of "$type" "$depth" sprout 1)
         s_tg=$(mean_of "$type" "$depth" sprout 2)
-        s_roof=$(mean_of "$type" "$depth" sprout 3)
         s_att=$(mean_of "$type" "$depth" sprout 4)
         gb=$(mean_of "$type" "$depth" sprout 5)
+        s_roof=$(roofline_of "$type" "$depth" "$s_tg" "$gb")
         l_pp=-
         l_tg=-
         if [ -n "${LLAMA_BENCH:-}" ]; then

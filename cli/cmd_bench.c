@@ -301,7 +301,7 @@ static void print_json_decode_extra(const depth_result *d, const bench_options *
     const double kv_tokens = d->depth + b->n_gen / 2.0;
     printf(",\"attention_share\":%.4f", d->attention.mean);
     if (rl->read.gb_per_s > 0)
-        printf(",\"roofline\":%.4f,\"roofline_with_kv\":%.4f", roofline_fraction(rl, d->tg.mean, 0),
+        printf(",\"roofline\":%.6f,\"roofline_with_kv\":%.6f", roofline_fraction(rl, d->tg.mean, 0),
                roofline_fraction(rl, d->tg.mean, kv_tokens));
 }
 
