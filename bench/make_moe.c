@@ -7,9 +7,12 @@
  *
  * usage: make_moe ARCH TYPE OUT.gguf [SEED] [--set KEY=N]... [--unset KEY]... [--shape TENSOR=D0,D1[,D2]]... [--drop TENSOR]...
  *   ARCH: mixtral (general.architecture llama with experts), qwen2moe,
- *         qwen3moe, olmoe, granitemoe; dense: granite, olmo2, starcoder2,
- *         command-r, command-r-64 (64 layers, per-head q/k norms), glm4
- *   TYPE: F32, F16 or a block type (Q8_0 ...) for every matrix
+ *         qwen3moe, olmoe, granitemoe, gpt-oss; dense: granite, olmo2,
+ *         starcoder2, command-r, command-r-64 (64 layers, per-head q/k
+ *         norms), glm4
+ *   TYPE: F32, F16 or a block type (Q8_0 ...) for every matrix, or
+ *         MXFP4_MOE (llama-quantize's recipe: the 3-D expert tensors
+ *         MXFP4, every other matrix Q8_0)
  *   --set KEY=N      writes <arch>.KEY = N (uint32) over what the preset says
  *   --unset KEY      leaves <arch>.KEY out
  *   --shape T=...    writes tensor T with that shape (random data)
@@ -21,7 +24,11 @@
  * embeddings and output 0.25, q/k 1.5/sqrt(n_in), v, attn_output and every
  * down projection 1/sqrt(n_in), gate/up 1/sqrt(n_embd), the router
  * 4/sqrt(n_embd) (its logits spread by about 4, so the top-k choice is
- * clear of rounding), norm weights 1 + 0.1 N(0, 1), biases 0.1. */
+ * clear of rounding), norm weights 1 + 0.1 N(0, 1), biases 0.1. gpt-oss:
+ * attention sinks N(0, 1), the router's bias 0.5, and its experts' gate
+ * and up 3/sqrt(n_embd), so that some of their outputs pass the clamps of
+ * its SwiGLU (7); YaRN (factor 4 over 128 positions) and a window of 8
+ * on layer 0. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +58,10 @@ enum {
     FUSED_GATE_UP = 1 << 13, /* ffn_up has rows [gate | up] */
     TIED = 1 << 14,          /* no output.weight */
     QK_NORM_EACH_HEAD = 1 << 15, /* q/k norms [head size, heads]: each head its own weights (command-r) */
+    ATTN_SINKS = 1 << 16,    /* attn_sinks [heads] (gpt-oss) */
+    EXPERT_BIAS = 1 << 17,   /* ffn_gate_inp.bias and each expert's biases ffn_{gate,up,down}_exps.bias */
+    FFN_NORM_POST_ATTN = 1 << 18, /* the FFN's norm is named post_attention_norm (gpt-oss) */
+    YARN_SWA = 1 << 19,      /* YaRN RoPE scaling keys and attention.sliding_window */
 };
 
 typedef struct moe_preset {
@@ -76,6 +87,8 @@ static const moe_preset presets[] = {
     /* llama.cpp reads command-r's per-head q/k norms (each head its own weights) from 64 layers on */
     {"command-r-64", "command-r", 2, 384, 0, 0, 0, 0, 0, 64, LAYER_NORM | PARALLEL | TIED | QK_NORM_EACH_HEAD, 1e-5f, 0, 0, 0.25f, 0},
     {"glm4", "glm4", 2, 384, 0, 0, 0, 0, 32, 0, QKV_BIAS | POST_NORMS | FUSED_GATE_UP, 1e-5f, 0, 0, 0, 0},
+    {"gpt-oss", "gpt-oss", 2, 128, 8, 4, 128, 0, 0, 0,
+     EXP_FF_KEY | QKV_BIAS | OUT_BIAS | ATTN_SINKS | EXPERT_BIAS | FFN_NORM_POST_ATTN | YARN_SWA, 1e-5f, 0, 0, 0, 0},
 };
 
 enum { N_EMBD = 256, N_HEAD = 4, HEAD_DIM = 64, N_LAYER = 2, N_CTX = 512, MAX_TENSORS = 1024 };
@@ -92,6 +105,7 @@ typedef struct gen {
     tensor_spec specs[MAX_TENSORS];
     int n;
     uint64_t seed;
+    bool mxfp4_experts; /* MXFP4_MOE: the 3-D tensors MXFP4 */
     float buf[4096];
 } gen;
 
@@ -118,7 +132,12 @@ static void add(gen *g, sprout_type type, const char *name, int n_dims, int64_t 
     t->ne[2] = d2;
     t->n_dims = n_dims;
     t->std = std;
-    t->type = n_dims == 1 || std < 0 ? SPROUT_TYPE_F32 : type; /* vectors and norms in F32 */
+    t->type = n_dims == 1 || std < 0 ? SPROUT_TYPE_F32 : n_dims == 3 && g->mxfp4_experts ? SPROUT_TYPE_MXFP4 : type; /* vectors and norms in F32 */
+}
+
+/* A bias of each expert: rows of d0, F32 whatever the matrices are. */
+static void add_expert_bias(gen *g, const char *name, int64_t d0, int64_t n_expert) {
+    add(g, SPROUT_TYPE_F32, name, 2, d0, n_expert, 1, 0.1f);
 }
 
 static void add_ffn(gen *g, const moe_preset *p, sprout_type type, int l) {
@@ -134,10 +153,17 @@ static void add_ffn(gen *g, const moe_preset *p, sprout_type type, int l) {
         if (p->flags & FFN_BIAS) add(g, type, L("ffn_down.bias"), 1, e, 1, 1, 0.1f);
         return;
     }
+    const float s_gate_up = p->flags & EXPERT_BIAS ? 3.f * s_e : s_e;
     add(g, type, L("ffn_gate_inp.weight"), 2, e, x, 1, 4.f * s_e);
-    add(g, type, L("ffn_gate_exps.weight"), 3, e, f, x, s_e);
-    add(g, type, L("ffn_up_exps.weight"), 3, e, f, x, s_e);
+    add(g, type, L("ffn_gate_exps.weight"), 3, e, f, x, s_gate_up);
+    add(g, type, L("ffn_up_exps.weight"), 3, e, f, x, s_gate_up);
     add(g, type, L("ffn_down_exps.weight"), 3, f, e, x, 1.f / sqrtf((float)f));
+    if (p->flags & EXPERT_BIAS) {
+        add(g, type, L("ffn_gate_inp.bias"), 1, x, 1, 1, 0.5f);
+        add_expert_bias(g, L("ffn_gate_exps.bias"), f, x);
+        add_expert_bias(g, L("ffn_up_exps.bias"), f, x);
+        add_expert_bias(g, L("ffn_down_exps.bias"), e, x);
+    }
     if (p->flags & SHARED) {
         add(g, type, L("ffn_gate_inp_shexp.weight"), 1, e, 1, 1, s_e);
         add(g, type, L("ffn_gate_shexp.weight"), 2, e, p->n_ff_shexp, 1, s_e);
@@ -178,8 +204,10 @@ static void add_tensors(gen *g, const moe_preset *p, sprout_type type) {
         }
         add(g, type, L("attn_output.weight"), 2, e, e, 1, s_e);
         if (fl & OUT_BIAS) add(g, type, L("attn_output.bias"), 1, e, 1, 1, 0.1f);
+        if (fl & ATTN_SINKS) add(g, type, L("attn_sinks.weight"), 1, N_HEAD, 1, 1, 1.f);
         if (fl & POST_NORMS) add(g, type, L("post_attention_norm.weight"), 1, e, 1, 1, -1.f);
-        if (!(fl & (NO_PRE_NORM | PARALLEL))) add(g, type, L("ffn_norm.weight"), 1, e, 1, 1, -1.f);
+        if (!(fl & (NO_PRE_NORM | PARALLEL)))
+            add(g, type, L(fl & FFN_NORM_POST_ATTN ? "post_attention_norm.weight" : "ffn_norm.weight"), 1, e, 1, 1, -1.f);
         if (fl & NORM_BIAS) add(g, type, L("ffn_norm.bias"), 1, e, 1, 1, 0.1f);
         add_ffn(g, p, type, l);
         if (fl & POST_NORMS) add(g, type, L("post_ffw_norm.weight"), 1, e, 1, 1, -1.f);
@@ -238,6 +266,14 @@ static void write_metadata(sp_gguf_writer *w, const moe_preset *p, sprout_type t
     set_f32(w, a, "residual_scale", p->residual_scale);
     set_f32(w, a, "logit_scale", p->logit_scale);
     set_f32(w, a, "attention.scale", p->attn_scale);
+    if (p->flags & YARN_SWA) {
+        char key[128];
+        snprintf(key, sizeof key, "%s.rope.scaling.type", a);
+        sp_gguf_writer_set_str(w, key, "yarn", 4);
+        set_f32(w, a, "rope.scaling.factor", 4.f);
+        set_u32(w, a, "rope.scaling.original_context_length", 128);
+        set_u32(w, a, "attention.sliding_window", 8);
+    }
     sprout_file_type label;
     if (sprout_file_type_from_name(sprout_type_name(type), &label)) {
         uint32_t u = (uint32_t)label;
@@ -294,18 +330,26 @@ int main(int argc, char **argv) {
     const moe_preset *p = NULL;
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
         if (!strcmp(presets[i].name, argv[1])) p = &presets[i];
+    static gen g;
     sprout_type type;
-    if (!p || !sprout_type_from_name(argv[2], &type) || !sprout_type_can_dequantize(type)) {
+    g.mxfp4_experts = !strcmp(argv[2], "MXFP4_MOE");
+    if (g.mxfp4_experts) type = SPROUT_TYPE_Q8_0;
+    else if (!sprout_type_from_name(argv[2], &type)) p = NULL;
+    if (!p || !sprout_type_can_dequantize(type)) {
         fprintf(stderr, "make_moe: unknown architecture '%s' or type '%s'\n", argv[1], argv[2]);
         return 2;
     }
-    static gen g;
     int first_opt = 4;
     g.seed = 1;
     if (argc > 4 && argv[4][0] != '-') g.seed = strtoull(argv[first_opt++], NULL, 10);
     add_tensors(&g, p, type);
     sp_gguf_writer *w = sp_gguf_writer_new();
     write_metadata(w, p, type);
+    sprout_file_type recipe;
+    if (g.mxfp4_experts && sprout_file_type_from_name("MXFP4_MOE", &recipe)) {
+        uint32_t u = (uint32_t)recipe;
+        sp_gguf_writer_set_scalar(w, "general.file_type", SPROUT_GGUF_UINT32, &u);
+    }
     sprout_status st = copy_tokenizer(w);
     if (!apply_overrides(&g, w, p, argc - first_opt, argv + first_opt)) {
         sp_gguf_writer_free(w);

@@ -189,7 +189,8 @@ static float kv_value(const void *base, int kv, int64_t i) {
     return kv == SP_KV_F32 ? ((const float *)base)[i] : sp_fp16_to_fp32(((const uint16_t *)base)[i]);
 }
 
-/* softmax(q.k * scale (soft-capped)) . v written out plainly, in double. */
+/* softmax(q.k * scale (soft-capped)) . v written out plainly, in double;
+ * with sinks, head h's sink one more logit of the softmax, with no value. */
 static void naive_attention(const sp_attention_args *a, int64_t h, double *out) {
     const int64_t dim = a->head_dim_k, n = a->n_cells;
     double *p = malloc((size_t)(n ? n : 1) * sizeof *p), max = -INFINITY, sum = 0;
@@ -201,7 +202,9 @@ static void naive_attention(const sp_attention_args *a, int64_t h, double *out) 
         p[c] = s;
         max = s > max ? s : max;
     }
+    if (a->sinks) max = a->sinks[h] > max ? a->sinks[h] : max;
     for (int64_t c = 0; c < n; c++) sum += p[c] = exp(p[c] - max);
+    if (a->sinks) sum += exp(a->sinks[h] - max);
     for (int64_t d = 0; d < a->head_dim_v; d++) {
         double o = 0;
         for (int64_t c = 0; c < n; c++) o += p[c] * kv_value(a->values, a->v_type, (int64_t)a->cells[c] * a->stride + d);
@@ -214,8 +217,9 @@ static void naive_attention(const sp_attention_args *a, int64_t h, double *out) 
  * over n cells in a shuffled order, every other cell of a wider cache (as
  * a sliding window or another sequence leaves them), against the naive
  * softmax(QK^T)V: f32 and f16 caches, head sizes with and without a tail of
- * 8, soft-capping on and off. Each head must also come out bit for bit as
- * it does alone. */
+ * 8, soft-capping on and off, attention sinks (gpt-oss; above and below
+ * the scores) on every other case. Each head must also come out bit for
+ * bit as it does alone. */
 /* Heads that reach the kernels' layout edges (256: AVX-512 tiles of 32
  * cells; 40: 16-element key blocks with a tail) but need no long rows:
  * more tiles would add nothing but minutes to the emulated runs, which
@@ -247,6 +251,8 @@ static void check_attention_level(const char *level) {
                     int32_t *cells = malloc((size_t)n * sizeof *cells);
                     float *out = malloc((size_t)(heads * dim) * sizeof(float)), *alone = malloc((size_t)dim * sizeof(float));
                     double *want = malloc((size_t)dim * sizeof(double));
+                    float sinks[11];
+                    for (int64_t h = 0; h < heads; h++) sinks[h] = 8.f * frand();
                     for (int64_t i = 0; i < heads * dim; i++) q[i] = frand();
                     for (int64_t i = 0; i < total * stride; i++) {
                         const float kf = 3.f * frand(), vf = frand();
@@ -262,7 +268,7 @@ static void check_attention_level(const char *level) {
                     sp_attention_args args = {.q = q, .keys = keys, .values = values, .k_type = (sp_kv_type)kv, .v_type = (sp_kv_type)kv, .stride = stride,
                                               .cells = cells, .n_cells = n, .head_dim_k = dim, .head_dim_v = dim,
                                               .scale = 1.f / sqrtf((float)dim), .softcap = capped ? 5.f : 0.f, .out = out,
-                                              .n_q_heads = heads};
+                                              .n_q_heads = heads, .sinks = (di + li + (size_t)kv) % 2 ? sinks : NULL};
                     k->attention(&args);
                     for (int64_t h = 0; h < heads; h++) {
                         naive_attention(&args, h, want);
@@ -273,10 +279,11 @@ static void check_attention_level(const char *level) {
                         }
                         const double rel = sqrt(err / (norm > 0 ? norm : 1));
                         worst = rel > worst ? rel : worst;
-                        CHECK_MSG(rel <= 1e-5, "%s attention dim %lld n %lld kv %d softcap %d heads %lld: head %lld rel %.3g", level,
-                                  (long long)dim, (long long)n, kv, capped, (long long)heads, (long long)h, rel);
+                        CHECK_MSG(rel <= 1e-5, "%s attention dim %lld n %lld kv %d softcap %d sinks %d heads %lld: head %lld rel %.3g", level,
+                                  (long long)dim, (long long)n, kv, capped, args.sinks != NULL, (long long)heads, (long long)h, rel);
                         sp_attention_args one = args;
                         one.q = q + h * dim;
+                        if (args.sinks) one.sinks = sinks + h;
                         one.out = alone;
                         one.n_q_heads = 1;
                         k->attention(&one);
@@ -326,6 +333,8 @@ static void check_attention_tokens_level(const char *level) {
                     int32_t *cells = malloc((size_t)n * sizeof *cells);
                     sp_cell_range *ranges = malloc((size_t)n_tok * sizeof *ranges);
                     double *want = malloc((size_t)dim * sizeof(double));
+                    float sinks[11];
+                    for (int64_t h = 0; h < heads; h++) sinks[h] = 8.f * frand();
                     for (int64_t i = 0; i < n_tok * q_stride; i++) q[i] = frand();
                     for (int64_t i = 0; i < n * stride; i++) {
                         const float kf = 3.f * frand(), vf = frand();
@@ -341,7 +350,8 @@ static void check_attention_tokens_level(const char *level) {
                                                     .cells = cells, .n_cells = n, .head_dim_k = dim, .head_dim_v = dim,
                                                     .scale = 1.f / sqrtf((float)dim), .softcap = windows[wi] == 70 ? 5.f : 0.f, /* as Gemma 2's sliding layers */
                                                     .out = out, .n_q_heads = heads, .n_tokens = n_tok,
-                                                    .q_stride = q_stride, .out_stride = out_stride, .ranges = ranges};
+                                                    .q_stride = q_stride, .out_stride = out_stride, .ranges = ranges,
+                                                    .sinks = (ti + wi) % 2 ? sinks : NULL};
                     k->attention(&args);
                     for (int64_t i = 0; i < n_tok; i++) {
                         sp_attention_args one = args;
@@ -382,7 +392,7 @@ static void check_attention_tokens_level(const char *level) {
                     free(ranges);
                     free(want);
                 }
-    printf("  %-8s attention of several tokens (causal, sliding windows): %d (token, head) pairs, worst rel RMS %.2g\n", level, cases,
+    printf("  %-8s attention of several tokens (causal, sliding windows, sinks): %d (token, head) pairs, worst rel RMS %.2g\n", level, cases,
            worst);
 }
 

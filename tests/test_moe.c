@@ -6,6 +6,9 @@
  *            the same for the dense architectures of that work and
  *            granitemoe (tests/data/arch_more): F32 and Q8_0 files, and
  *            the 64-layer command-r in F16
+ *   gpt_oss  gpt-oss (tests/data/gpt_oss): attention sinks, alternating
+ *            sliding windows, YaRN, biased router and experts, swiglu_oai;
+ *            F32 and MXFP4 experts
  *   experts  the expert matmul against each expert as its own matmul, one
  *            token at a time: odd token counts, experts with no token, every
  *            token on one expert, prompt and generated tokens mixed; bit for
@@ -411,6 +414,15 @@ static void part_hostile(void) {
         {"glm4 F32 1 --set rope.dimension_count=80", "head size 64 / rotary dimensions 80 do not fit"},
         {"glm4 F32 1 --shape blk.0.ffn_up.weight=256,384", "'blk.0.ffn_up.weight' has shape [256, 384], expected [256, 768]"},
         {"glm4 Q8_0 1 --drop blk.0.post_attention_norm.weight", "tensor 'blk.0.post_attention_norm.weight' is missing"},
+        {"gpt-oss F32 1 --drop blk.1.attn_sinks.weight", "tensor 'blk.1.attn_sinks.weight' is missing"},
+        {"gpt-oss F32 1 --shape blk.0.attn_sinks.weight=2", "'blk.0.attn_sinks.weight' has 2 elements, expected 4"},
+        {"gpt-oss F32 1 --drop blk.0.ffn_down_exps.bias", "tensor 'blk.0.ffn_down_exps.bias' is missing"},
+        {"gpt-oss F32 1 --shape blk.1.ffn_up_exps.bias=128,4", "'blk.1.ffn_up_exps.bias' has 512 elements, expected 1024"},
+        {"gpt-oss F32 1 --drop blk.0.ffn_gate_inp.bias", "tensor 'blk.0.ffn_gate_inp.bias' is missing"},
+        {"gpt-oss F32 1 --drop blk.0.post_attention_norm.weight", "tensor 'blk.0.post_attention_norm.weight' is missing"},
+        {"gpt-oss F32 1 --unset attention.sliding_window", "metadata key 'gpt-oss.attention.sliding_window' is missing"},
+        {"gpt-oss F32 1 --unset expert_feed_forward_length", "metadata key 'gpt-oss.expert_feed_forward_length' is missing"},
+        {"gpt-oss MXFP4_MOE 1 --set expert_count=0", "gpt-oss.expert_count is missing or 0"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char name[32];
@@ -477,12 +489,13 @@ int main(int argc, char **argv) {
     else if (!strcmp(part, "arch_more_f32")) part_refs(SPROUT_ARCH_MORE_DATA_DIR, "-F32.json", 7);
     else if (!strcmp(part, "arch_more_q8")) part_refs(SPROUT_ARCH_MORE_DATA_DIR, "-Q8_0.json", 7);
     else if (!strcmp(part, "arch_more_f16")) part_refs(SPROUT_ARCH_MORE_DATA_DIR, "-F16.json", 1);
+    else if (!strcmp(part, "gpt_oss")) part_refs(SPROUT_GPT_OSS_DATA_DIR, ".json", 2);
     else if (!strcmp(part, "experts")) part_experts();
     else if (!strcmp(part, "batch")) part_batch();
     else if (!strcmp(part, "hostile")) part_hostile();
     else if (!strcmp(part, "info")) part_info();
     else {
-        fprintf(stderr, "usage: test_moe refs|arch_more_f32|arch_more_q8|arch_more_f16|experts|batch|hostile|info\n");
+        fprintf(stderr, "usage: test_moe refs|arch_more_f32|arch_more_q8|arch_more_f16|gpt_oss|experts|batch|hostile|info\n");
         return 2;
     }
     char cmd[512];

@@ -5,7 +5,7 @@
 
 #include "kernels/kv_element.h"
 
-static void attend_one(const sp_attention_args *a, sp_cell_range range) {
+static void attend_one(const sp_attention_args *a, sp_cell_range range, int64_t h) {
     float max = -INFINITY, sum = 0.f;
     for (int64_t d = 0; d < a->head_dim_v; d++) a->out[d] = 0.f;
     for (int64_t c = range.begin; c < range.end; c++) {
@@ -27,7 +27,7 @@ static void attend_one(const sp_attention_args *a, sp_cell_range range) {
         sum += w;
         for (int64_t d = 0; d < a->head_dim_v; d++) a->out[d] += w * sp_kv_element(a->values, a->v_type, cell + d);
     }
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    const float inv = sp_attention_finish(a, h, max, sum);
     for (int64_t d = 0; d < a->head_dim_v; d++) a->out[d] *= inv;
 }
 
@@ -38,6 +38,6 @@ void sp_attention_portable(const sp_attention_args *a) {
             sp_attention_args one = *a;
             one.q = a->q + i * a->q_stride + h * a->head_dim_k;
             one.out = a->out + i * a->out_stride + h * a->head_dim_v;
-            attend_one(&one, sp_attention_range(a, i));
+            attend_one(&one, sp_attention_range(a, i), h);
         }
 }

@@ -5,6 +5,7 @@
 #ifndef SPROUT_KERNELS_H
 #define SPROUT_KERNELS_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -70,7 +71,26 @@ typedef struct sp_attention_args {
     int64_t n_tokens;      /* query tokens (0: 1) */
     int64_t q_stride, out_stride; /* floats between tokens' queries, outputs */
     const sp_cell_range *ranges;  /* per token (NULL: [0, n_cells) for all) */
+    const float *sinks;    /* per query head (NULL: none): a logit with no value that joins the softmax's sum (gpt-oss) */
 } sp_attention_args;
+
+/* A row's softmax after its last cell, with head h's sink: the sink's
+ * weight joins the sum (raising the maximum where the sink is above it,
+ * as llama.cpp's flash attention does); returns what the accumulated
+ * values are multiplied by: the rescale to the new maximum over the sum. */
+static inline float sp_attention_finish(const sp_attention_args *a, int64_t h, float max, float sum) {
+    float rescale = 1.f;
+    if (a->sinks) {
+        const float s = a->sinks[h];
+        if (s > max) {
+            rescale = expf(max - s); /* 0 when no cell was seen */
+            sum = sum * rescale + 1.f;
+        } else {
+            sum += expf(s - max);
+        }
+    }
+    return sum > 0.f ? rescale / sum : 0.f;
+}
 
 /* Token i's part of the cell list. */
 static inline sp_cell_range sp_attention_range(const sp_attention_args *a, int64_t i) {

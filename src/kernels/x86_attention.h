@@ -75,6 +75,7 @@ typedef struct query_row {
     int32_t lo, hi;
     float max, sum;
     int64_t a, b;
+    int64_t head; /* its head among the call's (for its sink) */
 } query_row;
 
 /* A row's raw score s: scaled, soft-capped. */

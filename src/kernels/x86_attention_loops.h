@@ -62,7 +62,7 @@ static void attend_rows(const sp_attention_args *a, query_row *rows, int n_rows)
                     rows[r].out[d] += scores[r][c] * vbuf[c * dv + d];
     }
     for (int r = 0; r < n_rows; r++) {
-        const float inv = rows[r].sum > 0.f ? 1.f / rows[r].sum : 0.f;
+        const float inv = sp_attention_finish(a, rows[r].head, rows[r].max, rows[r].sum);
         for (int64_t d = 0; d < dv; d++) rows[r].out[d] *= inv;
     }
 }
@@ -88,7 +88,8 @@ static inline __attribute__((always_inline)) void attention_x86(const sp_attenti
                     rows[n_rows++] = (query_row){.q = a->q + i * a->q_stride + h * a->head_dim_k,
                                                 .out = a->out + i * a->out_stride + h * a->head_dim_v,
                                                 .lo = range.begin,
-                                                .hi = range.end};
+                                                .hi = range.end,
+                                                .head = h};
             }
             attend_rows(a, rows, n_rows);
         }

@@ -46,6 +46,15 @@ typedef struct arch_traits {
     bool qk_norm;         /* attn_q_norm and attn_k_norm are required (olmo2) */
     bool granite_scales;  /* embedding_scale and residual_scale, each optional */
     bool qk_norm_each_head; /* q/k norms: a LayerNorm of each head with its own weights (command-r) */
+    /* gpt-oss: local layers rotate with rope.freq_base_swa where the file
+     * has it (else rope.freq_base), scaled as the others; the FFN's norm is
+     * named post_attention_norm; attention sinks, the router's and the
+     * experts' biases are required; the router's top k logits are then
+     * softmaxed (gating) */
+    bool swa_base_in_file;
+    bool ffn_norm_post_attention;
+    bool sinks_and_biases;
+    sp_moe_gating gating;
     logit_scaling logits; /* what <arch>.logit_scale does to the logits */
 } arch_traits;
 
@@ -89,6 +98,10 @@ static const arch_traits archs[] = {
       .may_be_parallel = true, .always_tied = true, .qk_norm_each_head = true, .logits = LOGITS_TIMES_KEY},
     /* its rows [gate | up] in ffn_up; partial RoPE (rope.dimension_count) */
     {.name = "glm4", .arch = SP_ARCH_GLM4, .rope = SP_ROPE_NORM, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU, .post_norms = true},
+    /* every other layer local (il % 2 == 0), YaRN on all of them */
+    {.name = "gpt-oss", .arch = SP_ARCH_GPT_OSS, .rope = SP_ROPE_NEOX, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU_OAI,
+      .experts_required = true, .swa_pattern = 2, .swa_pattern_in_file = true, .swa_base_in_file = true,
+      .ffn_norm_post_attention = true, .sinks_and_biases = true, .gating = SP_GATING_SOFTMAX_TOP_K},
 };
 
 /* --- metadata ------------------------------------------------------------------------ */
@@ -243,6 +256,12 @@ static sprout_status bind_moe(loader *L, int il, sp_layer *ly) {
         (st = bind_experts(L, NAME("ffn_up_exps.weight"), e, f, &ly->up_exps)) != SPROUT_OK ||
         (st = bind_experts(L, NAME("ffn_down_exps.weight"), f, e, &ly->down_exps)) != SPROUT_OK)
         return st;
+    if (L->at->sinks_and_biases &&
+        ((st = bind_vec(L, NAME("ffn_gate_inp.bias"), hp->n_expert, true, &ly->router_b)) != SPROUT_OK ||
+         (st = bind_vec(L, NAME("ffn_gate_exps.bias"), f * hp->n_expert, true, &ly->gate_exps_b)) != SPROUT_OK ||
+         (st = bind_vec(L, NAME("ffn_up_exps.bias"), f * hp->n_expert, true, &ly->up_exps_b)) != SPROUT_OK ||
+         (st = bind_vec(L, NAME("ffn_down_exps.bias"), e * hp->n_expert, true, &ly->down_exps_b)) != SPROUT_OK))
+        return st;
     if (find_tensor(L, NAME("ffn_up_shexp.weight")) < 0) return SPROUT_OK;
     if ((st = bind_weight(L, NAME("ffn_gate_shexp.weight"), e, fs, true, &ly->gate_shexp)) != SPROUT_OK ||
         (st = bind_weight(L, NAME("ffn_up_shexp.weight"), e, fs, true, &ly->up_shexp)) != SPROUT_OK ||
@@ -283,10 +302,13 @@ static sprout_status bind_layer(loader *L, int il, sp_layer *ly) {
     TRY(bind_vec(L, NAME("attn_q_norm.weight"), qk_norm_spans_all ? q_dim : hp->head_dim_k, L->at->qk_norm, &ly->q_norm));
     TRY(bind_vec(L, NAME("attn_k_norm.weight"), qk_norm_spans_all ? kv_k : hp->head_dim_k, L->at->qk_norm, &ly->k_norm));
     TRY(bind_weight(L, NAME("attn_output.weight"), (int64_t)hp->n_head * hp->head_dim_v, e, true, &ly->wo));
-    TRY(bind_vec(L, NAME("attn_output.bias"), e, false, &ly->bo));
-    TRY(bind_vec(L, NAME("post_attention_norm.weight"), e, L->at->post_norms, &ly->post_attn_norm));
+    TRY(bind_vec(L, NAME("attn_output.bias"), e, L->at->sinks_and_biases, &ly->bo));
+    if (L->at->sinks_and_biases) TRY(bind_vec(L, NAME("attn_sinks.weight"), hp->n_head, true, &ly->attn_sinks));
+    const bool ffn_norm_renamed = L->at->ffn_norm_post_attention; /* gpt-oss: the norm before the FFN */
+    if (!ffn_norm_renamed) TRY(bind_vec(L, NAME("post_attention_norm.weight"), e, L->at->post_norms, &ly->post_attn_norm));
     if (!hp->no_pre_norm) {
-        TRY(bind_vec(L, NAME("ffn_norm.weight"), e, !hp->parallel_block && !hp->post_norm, &ly->ffn_norm));
+        TRY(bind_vec(L, NAME(ffn_norm_renamed ? "post_attention_norm.weight" : "ffn_norm.weight"), e, !hp->parallel_block && !hp->post_norm,
+                     &ly->ffn_norm));
         TRY(bind_vec(L, NAME("ffn_norm.bias"), e, false, &ly->ffn_norm_b));
     }
     if (hp->n_expert > 0) TRY(bind_moe(L, il, ly));
@@ -419,10 +441,17 @@ static sprout_status load_hparams(loader *L, const arch_traits *at) {
     hp->expert_weights_norm = at->moe_norm_w;
     hp->qk_norm_whole = at->qk_norm_whole;
     hp->qk_norm_each_head = at->qk_norm_each_head;
+    hp->moe_gating = at->gating;
+    if (at->sinks_and_biases) { /* keys llama.cpp requires of gpt-oss */
+        INT(n_ff_exp, "expert_feed_forward_length", true, 0);
+        INT(sliding_window, "attention.sliding_window", true, 0);
+        if (hp->sliding_window <= 0) return sp_fail(SPROUT_ERR_FORMAT, "%s.attention.sliding_window must be positive", L->arch);
+    }
 #undef INT
     hp->rope_kind = at->rope;
     if ((st = get_float(L, "rope.freq_base", 10000.f, POSITIVE, &hp->rope_base)) != SPROUT_OK) return st;
-    if ((st = get_float(L, "rope.freq_base_swa", 10000.f, POSITIVE, &hp->rope_base_swa)) != SPROUT_OK) return st;
+    if ((st = get_float(L, "rope.freq_base_swa", at->swa_base_in_file ? hp->rope_base : 10000.f, POSITIVE, &hp->rope_base_swa)) != SPROUT_OK)
+        return st;
     hp->rope_freq_scale = 1.f;
     if ((st = get_float(L, "rope.scaling.attn_factor", 1.f, ANY_FINITE, &hp->rope_attn_factor)) != SPROUT_OK) return st;
     if ((st = get_float(L, "rope.scaling.yarn_beta_fast", 32.f, ANY_FINITE, &hp->yarn_beta_fast)) != SPROUT_OK) return st;
@@ -491,7 +520,7 @@ sprout_status sp_model_build(sprout_gguf *g, const sprout_model_params *params, 
     if (!at)
         return sp_fail(SPROUT_ERR_UNSUPPORTED, "architecture '%.*s' is not supported (sprout runs llama (and Mixtral), qwen2, qwen3, phi3, "
                                                "gemma, gemma2, gemma3, phi2, stablelm, falcon, qwen2moe, qwen3moe, olmoe, granite, "
-                                               "granitemoe, olmo2, starcoder2, command-r, glm4, and bert and "
+                                               "granitemoe, olmo2, starcoder2, command-r, glm4, gpt-oss, and bert and "
                                                "nomic-bert for embeddings)",
                        (int)(arch_len > 64 ? 64 : arch_len), arch_name);
     sprout_model *m = calloc(1, sizeof *m);
@@ -501,7 +530,8 @@ sprout_status sp_model_build(sprout_gguf *g, const sprout_model_params *params, 
     sp_hparams *hp = &m->hp;
 
     /* room for the small vectors that must be decoded (norms, biases) */
-    size_t room = (size_t)hp->n_layer * (size_t)(16 * hp->n_embd + 4 * (hp->n_head + hp->n_head_kv) * hp->head_dim_k + 4 * hp->n_ff) +
+    size_t room = (size_t)hp->n_layer * (size_t)(16 * hp->n_embd + 4 * (hp->n_head + hp->n_head_kv) * hp->head_dim_k + 4 * hp->n_ff +
+                                                 (int64_t)hp->n_expert * (2 * hp->n_ff_exp + hp->n_embd + 1)) +
                   (size_t)(8 * hp->n_embd) + 4096;
     m->decoded = malloc(room * sizeof(float));
     m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
@@ -563,7 +593,7 @@ sprout_status sp_model_build(sprout_gguf *g, const sprout_model_params *params, 
         /* a pattern of 0 in the file: every layer local, as llama.cpp reads it */
         ly->sliding = hp->sliding_window > 0 && (at->swa_all_layers || (swa_pattern > 0 && il % swa_pattern < swa_pattern - 1) ||
                                                  (at->swa_pattern_in_file && swa_pattern == 0));
-        const bool own_rope = at->swa_own_rope && ly->sliding, unscaled = (at->swa_own_rope || at->swa_unscaled_rope) && ly->sliding;
+        const bool own_rope = (at->swa_own_rope || at->swa_base_in_file) && ly->sliding, unscaled = (at->swa_own_rope || at->swa_unscaled_rope) && ly->sliding;
         ly->rope_base = own_rope ? hp->rope_base_swa : hp->rope_base;
         ly->rope_freq_scale = unscaled ? 1.f : hp->rope_freq_scale;
     }

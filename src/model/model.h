@@ -37,11 +37,18 @@ typedef enum sp_arch {
     SP_ARCH_STARCODER2,
     SP_ARCH_COMMAND_R,
     SP_ARCH_GLM4,
+    SP_ARCH_GPT_OSS,
 } sp_arch;
 
 typedef enum sp_rope_kind { SP_ROPE_NORM, SP_ROPE_NEOX, SP_ROPE_NONE /* learned absolute positions (BERT) */ } sp_rope_kind;
 typedef enum sp_norm_kind { SP_NORM_RMS, SP_NORM_LAYER } sp_norm_kind;
-typedef enum sp_ffn_kind { SP_FFN_SWIGLU, SP_FFN_GEGLU, SP_FFN_GELU } sp_ffn_kind;
+/* SWIGLU_OAI: gpt-oss's experts, llama.cpp's swiglu_oai (gate clamped above,
+ * up clamped both ways, silu with alpha, times up + 1) */
+typedef enum sp_ffn_kind { SP_FFN_SWIGLU, SP_FFN_GEGLU, SP_FFN_GELU, SP_FFN_SWIGLU_OAI } sp_ffn_kind;
+/* How a router's logits become the chosen experts' weights: a softmax over
+ * all experts, then the top k; or the top k logits, then a softmax over
+ * those k alone (gpt-oss; llama.cpp's SOFTMAX_WEIGHT). */
+typedef enum sp_moe_gating { SP_GATING_SOFTMAX, SP_GATING_SOFTMAX_TOP_K } sp_moe_gating;
 typedef enum sp_rope_scaling { SP_ROPE_SCALING_NONE, SP_ROPE_SCALING_LINEAR, SP_ROPE_SCALING_YARN } sp_rope_scaling;
 
 /* A vector (norm weight, bias) as floats: F32 views of the file when the file
@@ -83,6 +90,10 @@ typedef struct sp_layer {
     sp_weight router;
     sp_experts gate_exps, up_exps, down_exps;
     sp_weight gate_shexp, up_shexp, down_shexp, gate_inp_shexp;
+    /* gpt-oss: the router's bias (n_expert) and each expert's biases, rows
+     * of n_ff_exp (gate, up) and n_embd (down) one expert after another */
+    sp_vec router_b, gate_exps_b, up_exps_b, down_exps_b;
+    sp_vec attn_sinks;          /* one logit per query head joining each softmax's denominator (gpt-oss) */
     /* post-norm blocks (BERT): x = norm(x + attention), then x = norm(x + FFN) */
     sp_vec attn_out_norm, attn_out_norm_b, out_norm, out_norm_b;
     bool sliding;               /* sliding-window attention on this layer */
@@ -120,6 +131,7 @@ typedef struct sp_hparams {
      * token uses, each expert's FFN width and the shared expert's */
     int32_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
     bool expert_weights_norm;   /* the chosen experts' softmax weights renormalized to sum 1 */
+    sp_moe_gating moe_gating;
 } sp_hparams;
 
 struct sprout_model {

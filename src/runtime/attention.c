@@ -102,6 +102,7 @@ static void attention_worker(void *p, int ith, int nth) {
                 .q_stride = q_row,
                 .out_stride = out_row,
                 .ranges = ranges,
+                .sinks = ly->attn_sinks ? ly->attn_sinks + head : NULL,
             };
             ctx->kernels->attention(&a);
             for (int32_t t = t0; t < t1; t++) /* back from the rotated values' basis */

@@ -3,8 +3,10 @@
  * logits, the n_used most probable experts, their probabilities as weights
  * (renormalized to sum 1 where the architecture says), each chosen
  * expert's SwiGLU FFN, the outputs summed with those weights; then
- * qwen2moe's shared expert, gated by a sigmoid. docs/INTERNALS.md has the
- * math per architecture.
+ * qwen2moe's shared expert, gated by a sigmoid. gpt-oss: the router's
+ * logits biased, the n_used largest, a softmax over those alone; biases on
+ * each expert's projections and its clamped SwiGLU (swiglu_oai).
+ * docs/INTERNALS.md has the math per architecture.
  *
  * Batch invariance: a token's experts depend on its own logits only; its
  * rows go through sp_matmul with its own batch entry (so the same kernel
@@ -18,6 +20,7 @@
 
 #include "runtime/matmul.h"
 #include "runtime/parallel.h"
+#include "runtime/vector_ops.h"
 
 /* llama.cpp clamps the sum of the chosen weights to the smallest normal
  * F16 before dividing by it. */
@@ -28,26 +31,35 @@ typedef struct expert_step {
     const sp_batch_token *layer_rows; /* the layer's batch entries */
     sp_rows act;                      /* the down projection's input, rows of `width` */
     int64_t width;
+    const float *gate_b, *up_b, *down_b; /* the expert's biases (gpt-oss); NULL: none */
 } expert_step;
 
 /* --- routing ------------------------------------------------------------------------------- */
 
-/* Tokens [t0, t1): softmax (ggml_soft_max: the sum in double, then its
- * inverse as a float scale), the n_used largest (ties to the lower index),
- * their probabilities as weights, renormalized where the model says. */
+/* p[0..n) = its softmax as ggml_soft_max computes it: the sum in double,
+ * then its inverse as a float scale. */
+static void softmax(float *p, int32_t n) {
+    float max = p[0];
+    for (int32_t i = 1; i < n; i++) max = p[i] > max ? p[i] : max;
+    double sum = 0;
+    for (int32_t i = 0; i < n; i++) sum += (double)(p[i] = expf(p[i] - max));
+    const float inv = (float)(1.0 / sum);
+    for (int32_t i = 0; i < n; i++) p[i] *= inv;
+}
+
+/* Tokens [t0, t1) of layer `arg`: the logits (plus the router's bias),
+ * softmaxed where the gating says; the n_used largest (ties to the lower
+ * index) as weights, softmaxed among themselves (gpt-oss) or renormalized
+ * where the model says. */
 static void route_tokens(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
-    (void)arg;
+    const sp_layer *ly = arg;
     const sp_hparams *hp = &ctx->model->hp;
     const int32_t n_expert = hp->n_expert, k = hp->n_expert_used;
     sp_moe_buffers *b = &ctx->moe;
     for (int32_t t = t0; t < t1; t++) {
         float *p = b->logits + (size_t)t * (size_t)n_expert;
-        float max = p[0];
-        for (int32_t i = 1; i < n_expert; i++) max = p[i] > max ? p[i] : max;
-        double sum = 0;
-        for (int32_t i = 0; i < n_expert; i++) sum += (double)(p[i] = expf(p[i] - max));
-        const float inv = (float)(1.0 / sum);
-        for (int32_t i = 0; i < n_expert; i++) p[i] *= inv;
+        sp_add_bias(p, ly->router_b, 1, n_expert, n_expert);
+        if (hp->moe_gating == SP_GATING_SOFTMAX) softmax(p, n_expert);
         int32_t *ids = b->ids + (size_t)t * (size_t)k;
         float *w = b->weights + (size_t)t * (size_t)k;
         for (int32_t j = 0; j < k; j++) {
@@ -55,8 +67,9 @@ static void route_tokens(sp_context *ctx, const void *arg, int32_t t0, int32_t t
             for (int32_t i = 1; i < n_expert; i++) best = p[i] > p[best] ? i : best;
             ids[j] = best;
             w[j] = p[best];
-            p[best] = -1.f; /* taken (probabilities are >= 0) */
+            p[best] = -INFINITY; /* taken */
         }
+        if (hp->moe_gating == SP_GATING_SOFTMAX_TOP_K) softmax(w, k);
         if (!hp->expert_weights_norm) continue;
         double chosen = 0;
         for (int32_t j = 0; j < k; j++) chosen += (double)w[j];
@@ -67,7 +80,7 @@ static void route_tokens(sp_context *ctx, const void *arg, int32_t t0, int32_t t
 
 void sp_moe_route(sp_context *ctx, const sp_layer *ly, int32_t n) {
     sp_matmul(ctx, &ly->router, &ctx->h, ctx->moe.logits, n);
-    sp_for_each_token(ctx, n, 4 * (int64_t)ctx->model->hp.n_expert, route_tokens, NULL);
+    sp_for_each_token(ctx, n, 4 * (int64_t)ctx->model->hp.n_expert, route_tokens, ly);
 }
 
 /* --- the experts --------------------------------------------------------------------------- */
@@ -101,12 +114,28 @@ static void gather_rows(sp_context *ctx, const void *arg, int32_t i0, int32_t i1
     }
 }
 
-/* Rows [i0, i1): silu(gate) * up into act, quantized while in cache. */
+/* llama.cpp's swiglu_oai (alpha 1.702, limit 7): out = x sigmoid(alpha x)
+ * (y + 1), x the gate clamped above at the limit, y the up projection
+ * clamped to [-limit, limit]; out may be gate. */
+static void swiglu_oai(const float *gate, const float *up, float *out, int64_t n) {
+    const float alpha = 1.702f, limit = 7.f;
+    for (int64_t j = 0; j < n; j++) {
+        const float x = gate[j] < limit ? gate[j] : limit, y = up[j] < -limit ? -limit : up[j] > limit ? limit : up[j];
+        out[j] = x / (1.f + expf(-alpha * x)) * (y + 1.f);
+    }
+}
+
+/* Rows [i0, i1): the gate's and up's biases where the expert has them,
+ * act(gate) * up into act (silu, or gpt-oss's swiglu_oai), quantized while
+ * in cache. */
 static void swiglu_rows(sp_context *ctx, const void *arg, int32_t i0, int32_t i1) {
     const expert_step *s = arg;
     for (int32_t i = i0; i < i1; i++) {
-        float *g = s->act.f32 + i * s->width;
-        ctx->kernels->activation(SP_ACT_SILU, g, ctx->moe.up + i * s->width, g, s->width);
+        float *g = s->act.f32 + i * s->width, *u = ctx->moe.up + i * s->width;
+        sp_add_bias(g, s->gate_b, 1, s->width, s->width);
+        sp_add_bias(u, s->up_b, 1, s->width, s->width);
+        if (ctx->model->hp.ffn_kind == SP_FFN_SWIGLU_OAI) swiglu_oai(g, u, g, s->width);
+        else ctx->kernels->activation(SP_ACT_SILU, g, u, g, s->width);
         sp_rows_quantize(ctx, &s->act, s->width, i);
     }
 }
@@ -122,7 +151,10 @@ static void scatter_rows(sp_context *ctx, const void *arg, int32_t i0, int32_t i
         const int32_t pair = b->order[s->first + i];
         const float w = b->weights[pair], *y = b->y + i * e;
         float *out = ctx->ff_out + (int64_t)(pair / hp->n_expert_used) * e;
-        for (int64_t j = 0; j < e; j++) out[j] += w * y[j];
+        if (s->down_b) /* (the expert's output plus its bias) times its weight, as llama.cpp */
+            for (int64_t j = 0; j < e; j++) out[j] += w * (y[j] + s->down_b[j]);
+        else
+            for (int64_t j = 0; j < e; j++) out[j] += w * y[j];
     }
 }
 
@@ -139,7 +171,13 @@ void sp_moe_experts(sp_context *ctx, const sp_layer *ly, int32_t n) {
     for (int32_t x = 0; x < hp->n_expert; x++) {
         const int32_t count = b->first[x + 1] - b->first[x];
         if (count == 0) continue; /* never read */
-        const expert_step s = {.first = b->first[x], .layer_rows = layer_rows, .act = act_rows(ctx, f), .width = f};
+        const expert_step s = {.first = b->first[x],
+                               .layer_rows = layer_rows,
+                               .act = act_rows(ctx, f),
+                               .width = f,
+                               .gate_b = ly->gate_exps_b ? ly->gate_exps_b + x * f : NULL,
+                               .up_b = ly->up_exps_b ? ly->up_exps_b + x * f : NULL,
+                               .down_b = ly->down_exps_b ? ly->down_exps_b + x * e : NULL};
         sp_for_each_token(ctx, count, 2 * e, gather_rows, &s);
         const sp_weight gate = sp_expert(&ly->gate_exps, x), up = sp_expert(&ly->up_exps, x), down = sp_expert(&ly->down_exps, x);
         ctx->rows = b->rows;
