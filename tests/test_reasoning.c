@@ -1,6 +1,7 @@
 /* Reasoning apart from the answer: <think> blocks written by the model or
- * opened by the prompt, replies without one, replies cut inside one; and
- * streamed in any pieces, the same split as whole. */
+ * opened by the prompt, replies without one, replies cut inside one;
+ * gpt-oss's harmony messages (as its special tokens render); and streamed
+ * in any pieces, the same split as whole. */
 #include "server/reasoning.h"
 #include "test_util.h"
 
@@ -21,6 +22,17 @@ static const split_case cases[] = {
     {"no tags at all", false, "", "no tags at all"},
     {"<think></think>", false, "", ""},
     {"a </thinking> b </think> c", true, "a </thinking> b ", "c"},
+    /* harmony: analysis, then the final answer after <|start|>assistant */
+    {"<|channel|>analysis<|message|>User asks 2+2. Answer 4.<|end|><|start|>assistant<|channel|>final<|message|>2 + 2 = 4.", false,
+     "User asks 2+2. Answer 4.", "2 + 2 = 4."},
+    {"<|channel|>final<|message|>Just the answer.", false, "", "Just the answer."},
+    {"<|channel|>analysis<|message|>cut <|en", false, "cut <|en", ""},
+    {"<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>analysis<|message|>b<|end|><|start|>assistant<|channel|>final<|message|>c",
+     false, "ab", "c"},
+    {"<|channel|>analysisx<|message|>not analysis", false, "", "not analysis"},
+    {"<|channel|>analysis", false, "", ""},
+    {"<|chan", false, "", "<|chan"},
+    {"Hi <|channel|>analysis<|message|>x", false, "", "Hi <|channel|>analysis<|message|>x"},
 };
 
 static void run(const split_case *c, size_t piece, sp_buf *reasoning, sp_buf *content) {

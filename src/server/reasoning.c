@@ -6,9 +6,11 @@
 #include "core/text_stream.h"
 #include "server/api_request.h"
 
-enum { BEFORE, INSIDE, AFTER };
+/* HEADER and BODY: harmony's parts of a message */
+enum { BEFORE, INSIDE, AFTER, HEADER, BODY };
 
 static const char OPEN[] = "<think>", CLOSE[] = "</think>";
+static const char CHANNEL[] = "<|channel|>", MESSAGE[] = "<|message|>", END[] = "<|end|>";
 
 void sp_reasoning_init(sp_reasoning *r, bool opened_by_prompt) {
     memset(r, 0, sizeof *r);
@@ -38,6 +40,47 @@ static void put(sp_buf *b, const char *text, size_t len) {
     if (!sp_buf_put(b, text, len)) sp_oom_note();
 }
 
+/* Whether the n bytes at s begin marker m, or (not final) may yet. */
+static bool begins(const char *s, size_t n, const char *m, bool final) {
+    const size_t k = strlen(m);
+    return n >= k ? !memcmp(s, m, k) : !final && !memcmp(s, m, n);
+}
+
+/* Harmony, from the held bytes: a header up to <|message|> names the
+ * message's channel; its body runs to <|end|> (or the reply's end). Returns
+ * whether to go on (false: wait for more text). */
+static bool feed_harmony(sp_reasoning *r, bool final, sp_buf *reasoning, sp_buf *content) {
+    sp_buf *h = &r->held;
+    if (r->phase == HEADER) {
+        const char *msg = memmem(h->data, h->len, MESSAGE, strlen(MESSAGE));
+        if (!msg) {
+            if (final) consume(h, h->len); /* a header cut short says nothing */
+            return false;
+        }
+        const size_t at = (size_t)(msg - h->data);
+        const char *ch = memmem(h->data, at, CHANNEL, strlen(CHANNEL));
+        const char *name = ch ? ch + strlen(CHANNEL) : NULL;
+        const size_t name_room = name ? at - (size_t)(name - h->data) : 0;
+        r->analysis = name_room >= 8 && !memcmp(name, "analysis", 8) && (name_room == 8 || name[8] == ' ' || name[8] == '<');
+        consume(h, at + strlen(MESSAGE));
+        r->phase = BODY;
+        return true;
+    }
+    sp_buf *to = r->analysis ? reasoning : content;
+    const char *end = memmem(h->data, h->len, END, strlen(END));
+    if (end) {
+        const size_t at = (size_t)(end - h->data);
+        put(to, h->data, at);
+        consume(h, at + strlen(END));
+        r->phase = HEADER;
+        return true;
+    }
+    const size_t keep = final ? 0 : sp_marker_tail(h->data, h->len, END, strlen(END));
+    put(to, h->data, h->len - keep);
+    consume(h, h->len - keep);
+    return false;
+}
+
 void sp_reasoning_feed(sp_reasoning *r, const char *text, size_t len, bool final, sp_buf *reasoning, sp_buf *content) {
     if (len && !sp_buf_put(&r->held, text, len)) { /* out of memory: the text goes on as the answer */
         put(content, text, len);
@@ -53,6 +96,15 @@ void sp_reasoning_feed(sp_reasoning *r, const char *text, size_t len, bool final
             r->skip_space = false;
         }
         if (!h->len) return;
+        if (r->phase == HEADER || r->phase == BODY) {
+            if (!feed_harmony(r, final, reasoning, content)) return;
+            continue;
+        }
+        if (r->phase == BEFORE && begins(h->data, h->len, CHANNEL, final)) {
+            if (h->len < strlen(CHANNEL)) return; /* may be harmony's first header */
+            r->phase = HEADER;
+            continue;
+        }
         if (r->phase == BEFORE) {
             size_t k = 0;
             while (k < h->len && sp_json_space(h->data[k])) k++;

@@ -3,6 +3,11 @@
  * opening often written by the chat template at the end of the prompt
  * rather than by the model. The APIs return it apart from the answer
  * (OpenAI-compatible servers as reasoning_content, Ollama as thinking).
+ * gpt-oss writes OpenAI's harmony format instead: messages
+ * <|channel|>NAME<|message|>TEXT<|end|>, each later one after
+ * <|start|>assistant; the analysis channel is its reasoning, the others
+ * (final) its answer, their headers dropped. A reply that begins with
+ * <|channel|> is read so.
  * Text is placed as it streams: a marker that may be starting waits. */
 #ifndef SPROUT_SERVER_REASONING_H
 #define SPROUT_SERVER_REASONING_H
@@ -15,6 +20,7 @@
 typedef struct sp_reasoning {
     int phase;          /* before any reasoning, in it, or past it (reasoning.c) */
     bool skip_space;    /* drop the whitespace that follows a marker */
+    bool analysis;      /* harmony: the current message is on the analysis channel */
     sp_buf held;        /* bytes not yet placed */
 } sp_reasoning;
 
