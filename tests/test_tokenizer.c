@@ -3,6 +3,7 @@
  * tokenizer/NAME.gguf or models/NAME.gguf), round trips, every token id, and
  * the streaming detokenizer. */
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gguf/gguf_writer.h"
@@ -488,6 +489,77 @@ static void test_unknown_pre_warning(void) {
     rmdir(test_temp_dir());
 }
 
+/* gpt-2's vocabulary plus harmony's markers as control tokens, written to
+ * path; with_call adds <|call|> (o200k_harmony has it). */
+static bool write_harmony_vocab(const vocab_file *src, const char *path, bool with_call) {
+    static const char *const added[] = {"<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>", "<|call|>"};
+    const uint64_t n_added = with_call ? 6 : 5;
+    const sprout_gguf_value *tokens = NULL, *types = NULL;
+    uint64_t n = 0, n_types = 0;
+    CHECK(sprout_gguf_get_array(src->gguf, "tokenizer.ggml.tokens", &tokens, NULL, &n) == SPROUT_OK);
+    CHECK(sprout_gguf_get_array(src->gguf, "tokenizer.ggml.token_type", &types, NULL, &n_types) == SPROUT_OK && n_types == n);
+    const char **strs = malloc((n + n_added) * sizeof *strs);
+    size_t *lens = malloc((n + n_added) * sizeof *lens);
+    int32_t *kinds = malloc((n + n_added) * sizeof *kinds);
+    for (uint64_t i = 0; i < n + n_added; i++) {
+        int64_t kind = 3; /* control */
+        if (i < n) {
+            sprout_gguf_array_str(tokens, i, &strs[i], &lens[i]);
+            sprout_gguf_array_i64(types, i, &kind);
+        } else {
+            strs[i] = added[i - n];
+            lens[i] = strlen(added[i - n]);
+        }
+        kinds[i] = (int32_t)kind;
+    }
+    sp_gguf_writer *w = sp_gguf_writer_new();
+    const bool ok = w && sp_gguf_writer_copy_metadata(w, src->gguf) == SPROUT_OK &&
+                    sp_gguf_writer_set_str_array(w, "tokenizer.ggml.tokens", strs, lens, n + n_added) == SPROUT_OK &&
+                    sp_gguf_writer_set_array(w, "tokenizer.ggml.token_type", SPROUT_GGUF_INT32, kinds, n + n_added) == SPROUT_OK &&
+                    sp_gguf_writer_write(w, path, NULL, NULL) == SPROUT_OK;
+    CHECK_MSG(ok, "harmony vocabulary: %s", sprout_last_error());
+    sp_gguf_writer_free(w);
+    free(strs);
+    free(lens);
+    free(kinds);
+    return ok;
+}
+
+/* OpenAI's harmony as llama.cpp reads it: with <|return|> and <|call|>,
+ * <|end|> ends a message, not generation, and shows in the text with the
+ * headers' markers (the server splits the channels by them); both end
+ * generation. Without <|call|> (not harmony), <|end|> ends it as before. */
+static void test_harmony_tokens(void) {
+    vocab_file vf;
+    if (!open_named("tokenizer/ggml-vocab-gpt-2.gguf", &vf)) return;
+    const sprout_token n = (sprout_token)sprout_tokenizer_vocab_size(vf.tok);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/harmony.gguf", test_temp_dir());
+    mkdir(test_temp_dir(), 0700); /* an earlier part removed it */
+    for (int with_call = 0; with_call < 2; with_call++) {
+        vocab_file h;
+        if (!write_harmony_vocab(&vf, path, with_call) || !open_vocab(path, &h)) break;
+        const sprout_token start = n, channel = n + 1, message = n + 2, end = n + 3, ret = n + 4;
+        CHECK(sprout_tokenizer_is_eog(h.tok, ret));
+        CHECK_MSG(sprout_tokenizer_is_eog(h.tok, end) == !with_call, "<|end|> with <|call|> %d", with_call);
+        if (with_call) CHECK(sprout_tokenizer_is_eog(h.tok, n + 5));
+        sprout_token *hi = NULL;
+        const size_t n_hi = tokenize(h.tok, "hi", 2, 0, &hi);
+        sprout_token reply[8] = {channel, hi[0], message, hi[0], end, start};
+        size_t len = 0;
+        char *text = detokenize(h.tok, reply, 6, 0, &len);
+        const char *want = with_call ? "<|channel|>hi<|message|>hi<|end|><|start|>" : "hihi";
+        CHECK_MSG(n_hi == 1 && text && len == strlen(want) && !memcmp(text, want, len), "with <|call|> %d: [%.*s]", with_call, (int)len,
+                  text ? text : "");
+        free(text);
+        free(hi);
+        close_vocab(&h);
+    }
+    close_vocab(&vf);
+    unlink(path);
+    rmdir(test_temp_dir());
+}
+
 int main(void) {
     test_all_vectors();
     test_special_tokens();
@@ -495,5 +567,6 @@ int main(void) {
     test_streaming();
     test_every_vocab();
     test_unknown_pre_warning();
+    test_harmony_tokens();
     TEST_MAIN_END();
 }

@@ -175,7 +175,26 @@ static bool push_eog(sp_vocab *v, int32_t id) {
 static const char *const eot_texts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>",
                                         "<｜end▁of▁sentence｜>"};
 static const char *const eog_texts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
-                                        "<EOT>"};
+                                        "<EOT>", "<|return|>", "<|call|>"};
+
+/* OpenAI's harmony (gpt-oss's o200k_harmony vocabulary, known by its
+ * <|return|> and <|call|>), as llama.cpp reads it: <|end|> closes a
+ * message, not the reply, so it neither ends generation nor hides; the
+ * headers' markers show too, so that the reply's channels can be told
+ * apart (server/reasoning.c). */
+static void harmony_tokens(sp_vocab *v) {
+    if (sp_vocab_find(v, "<|return|>", 10) < 0 || sp_vocab_find(v, "<|call|>", 8) < 0) return;
+    static const char *const shown[] = {"<|end|>", "<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"};
+    for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {
+        const int32_t id = sp_vocab_find(v, shown[i], strlen(shown[i]));
+        if (id >= 0) v->attr[id] = (v->attr[id] & ~(uint32_t)SPROUT_TOKEN_ATTR_CONTROL) | SPROUT_TOKEN_ATTR_USER_DEFINED;
+    }
+    const int32_t end = sp_vocab_find(v, "<|end|>", 7);
+    int32_t kept = 0;
+    for (int32_t i = 0; i < v->n_eog; i++)
+        if (v->eog[i] != end) v->eog[kept++] = v->eog[i];
+    v->n_eog = kept;
+}
 
 /* Fill-in-the-middle tokens: the keys, the older prefix/suffix/middle
  * keys, else the texts code models use (Qwen, StarCoder, DeepSeek-Coder,
@@ -210,6 +229,7 @@ static sprout_status find_turn_tokens(sp_vocab *v) {
     }
     ok = ok && push_eog(v, v->special[SPROUT_SPECIAL_EOS]) && push_eog(v, v->special[SPROUT_SPECIAL_EOT]) &&
          push_eog(v, v->special[SPROUT_SPECIAL_EOM]);
+    harmony_tokens(v);
     return ok ? SPROUT_OK : sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
 }
 
