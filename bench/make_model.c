@@ -7,11 +7,19 @@
  * usage: make_model PRESET TYPE OUT.gguf [SEED]
  *   PRESET: tinyllama-1.1b, qwen2.5-0.5b, llama-3.2-1b, small-100m, qwen2-tiny (Qwen2's vocabulary, a toy body),
  *           olmoe-1b-7b (64 experts, 8 used: 6.9 B parameters, 1.3 B read per token; GPT-NeoX's
- *           50432-token vocabulary, where OLMoE pads its own to 50304)
+ *           50432-token vocabulary, where OLMoE pads its own to 50304),
+ *           qwen3-30b-a3b (Qwen3-30B-A3B's shapes, 128 experts of 768, 8 used, heads of 128, Qwen2's
+ *           vocabulary, which Qwen3 shares; 12 of its 48 layers: 7.9 B parameters, 8.6 GB in Q8_0),
+ *           gpt-oss-20b (gpt-oss-20b's shapes: 32 experts of 2880, 4 used, 64 heads of 64, 8 KV heads,
+ *           attention sinks, biases, every other layer a window of 128, YaRN 32 over 4096; 12 of its
+ *           24 layers so that MXFP4_MOE fits 7 GB; Llama 3's vocabulary in its 201088-row embedding,
+ *           as o200k_harmony is not in the shared folder)
  *   TYPE:   a tensor type (F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K
  *           Q4_K Q5_K Q6_K: every matrix in it) or a file type (Q4_K_M,
  *           Q3_K_S ...: the model is written in F16, then quantized with
- *           sprout_quantize_model's mix)
+ *           sprout_quantize_model's mix), or MXFP4_MOE (llama-quantize's
+ *           recipe for gpt-oss: the 3-D expert tensors MXFP4, every other
+ *           matrix Q8_0)
  *
  * The tokenizer (every tokenizer.* key) comes from the vocabulary GGUF of
  * the real model in $SPROUT_SHARED_DIR/tokenizer (default: the shared folder
@@ -39,17 +47,20 @@ typedef struct preset {
     int n_vocab, n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx;
     float rope_base, eps;
     bool tied, qkv_bias;
-    int n_expert, n_expert_used; /* a mixture of experts of n_ff each (olmoe: q/k norms of n_embd) */
+    int n_expert, n_expert_used; /* a mixture of experts (olmoe: q/k norms of n_embd; qwen3moe: of each head) */
+    int head_dim, n_ff_exp;      /* 0: n_embd / n_head, n_ff */
 } preset;
 
 static const preset presets[] = {
-    {"tinyllama-1.1b", "llama", "llama-spm", 32000, 2048, 22, 32, 4, 5632, 2048, 10000.f, 1e-5f, false, false, 0, 0},
-    {"qwen2.5-0.5b", "qwen2", "qwen2", 151936, 896, 24, 14, 2, 4864, 32768, 1000000.f, 1e-6f, true, true, 0, 0},
-    {"llama-3.2-1b", "llama", "llama-bpe", 128256, 2048, 16, 32, 8, 8192, 131072, 500000.f, 1e-5f, true, false, 0, 0},
-    {"small-100m", "llama", "llama-spm", 32000, 1024, 4, 16, 4, 2816, 2048, 10000.f, 1e-5f, false, false, 0, 0},
+    {"tinyllama-1.1b", "llama", "llama-spm", 32000, 2048, 22, 32, 4, 5632, 2048, 10000.f, 1e-5f, false, false, 0, 0, 0, 0},
+    {"qwen2.5-0.5b", "qwen2", "qwen2", 151936, 896, 24, 14, 2, 4864, 32768, 1000000.f, 1e-6f, true, true, 0, 0, 0, 0},
+    {"llama-3.2-1b", "llama", "llama-bpe", 128256, 2048, 16, 32, 8, 8192, 131072, 500000.f, 1e-5f, true, false, 0, 0, 0, 0},
+    {"small-100m", "llama", "llama-spm", 32000, 1024, 4, 16, 4, 2816, 2048, 10000.f, 1e-5f, false, false, 0, 0, 0, 0},
     /* Qwen2's real vocabulary on a toy body: for tests of what the vocabulary decides (FIM tokens) */
-    {"qwen2-tiny", "qwen2", "qwen2", 151936, 64, 1, 4, 2, 128, 512, 1000000.f, 1e-6f, true, true, 0, 0},
-    {"olmoe-1b-7b", "olmoe", "gpt-neox", 50432, 2048, 16, 16, 16, 1024, 4096, 10000.f, 1e-5f, false, false, 64, 8},
+    {"qwen2-tiny", "qwen2", "qwen2", 151936, 64, 1, 4, 2, 128, 512, 1000000.f, 1e-6f, true, true, 0, 0, 0, 0},
+    {"olmoe-1b-7b", "olmoe", "gpt-neox", 50432, 2048, 16, 16, 16, 1024, 4096, 10000.f, 1e-5f, false, false, 64, 8, 0, 0},
+    {"qwen3-30b-a3b", "qwen3moe", "qwen2", 151936, 2048, 12, 32, 4, 6144, 40960, 1000000.f, 1e-6f, false, false, 128, 8, 128, 768},
+    {"gpt-oss-20b", "gpt-oss", "llama-bpe", 201088, 2880, 12, 64, 8, 2880, 131072, 150000.f, 1e-5f, false, true, 32, 4, 64, 2880},
 };
 
 typedef struct tensor_spec {
@@ -109,17 +120,21 @@ int main(int argc, char **argv) {
         if (!strcmp(presets[i].name, argv[1])) p = &presets[i];
     sprout_type type;
     sprout_file_type mix;
-    const bool is_mix = !sprout_type_from_name(argv[2], &type) && sprout_file_type_from_name(argv[2], &mix);
+    const bool mxfp4_experts = !strcmp(argv[2], "MXFP4_MOE");
+    const bool is_mix = !mxfp4_experts && !sprout_type_from_name(argv[2], &type) && sprout_file_type_from_name(argv[2], &mix);
     if (is_mix) type = SPROUT_TYPE_F16;
-    if (!p || !sprout_type_can_dequantize(type) || (!is_mix && !sprout_type_from_name(argv[2], &type))) {
+    if (mxfp4_experts) type = SPROUT_TYPE_Q8_0;
+    if (!p || !sprout_type_can_dequantize(type) || (!is_mix && !mxfp4_experts && !sprout_type_from_name(argv[2], &type))) {
         fprintf(stderr, "make_model: unknown preset '%s' or type '%s'\n", argv[1], argv[2]);
         return 2;
     }
     char out[2048];
     snprintf(out, sizeof out, is_mix ? "%s.f16-tmp" : "%s", argv[3]);
     gen g = {.seed = argc > 4 ? strtoull(argv[4], NULL, 10) : 1};
-    const int head = p->n_embd / p->n_head, kv = head * p->n_head_kv;
-    const int max_tensors = 4 + 16 * p->n_layer;
+    const int head = p->head_dim ? p->head_dim : p->n_embd / p->n_head, kv = head * p->n_head_kv, q_dim = head * p->n_head;
+    const int ff_exp = p->n_ff_exp ? p->n_ff_exp : p->n_ff;
+    const bool gpt_oss = !strcmp(p->arch, "gpt-oss");
+    const int max_tensors = 4 + 24 * p->n_layer;
     g.specs = calloc((size_t)max_tensors, sizeof *g.specs);
     int n = 0;
     /* 1-D tensors stay F32; matrices whose rows do not fit the type's blocks fall back to F16 */
@@ -134,6 +149,13 @@ int main(int argc, char **argv) {
         t->n_dims = (dims);                                                                           \
         t->std = (std_);                                                                              \
         t->type = (dims) == 1 ? SPROUT_TYPE_F32 : ((d0) % sprout_type_block_size(type) ? SPROUT_TYPE_F16 : type); \
+        if ((dims) == 3 && mxfp4_experts) t->type = SPROUT_TYPE_MXFP4;                                \
+    } while (0)
+    /* a bias of each expert: F32 whatever the matrices are */
+#define ADD_EXPERT_BIAS(nm, d0)                                                                       \
+    do {                                                                                              \
+        ADD(nm, d0, p->n_expert, 2, 0.02f);                                                           \
+        g.specs[n - 1].type = SPROUT_TYPE_F32;                                                        \
     } while (0)
     ADD("token_embd.weight", p->n_embd, p->n_vocab, 2, 0.02f);
     ADD("output_norm.weight", p->n_embd, 1, 1, -1.f);
@@ -143,23 +165,36 @@ int main(int argc, char **argv) {
     for (int l = 0; l < p->n_layer; l++) {
 #define L(s) (snprintf(name, sizeof name, "blk.%d.%s", l, s), name)
         ADD(L("attn_norm.weight"), p->n_embd, 1, 1, -1.f);
-        ADD(L("attn_q.weight"), p->n_embd, p->n_embd, 2, s_in);
+        ADD(L("attn_q.weight"), p->n_embd, q_dim, 2, s_in);
         ADD(L("attn_k.weight"), p->n_embd, kv, 2, s_in);
         ADD(L("attn_v.weight"), p->n_embd, kv, 2, s_in);
         if (p->qkv_bias) {
-            ADD(L("attn_q.bias"), p->n_embd, 1, 1, 0.02f);
+            ADD(L("attn_q.bias"), q_dim, 1, 1, 0.02f);
             ADD(L("attn_k.bias"), kv, 1, 1, 0.02f);
             ADD(L("attn_v.bias"), kv, 1, 1, 0.02f);
         }
-        ADD(L("attn_output.weight"), p->n_embd, p->n_embd, 2, s_in);
-        ADD(L("ffn_norm.weight"), p->n_embd, 1, 1, -1.f);
+        ADD(L("attn_output.weight"), q_dim, p->n_embd, 2, 1.f / sqrtf((float)q_dim));
+        if (gpt_oss) {
+            ADD(L("attn_output.bias"), p->n_embd, 1, 1, 0.02f);
+            ADD(L("attn_sinks.weight"), p->n_head, 1, 1, 1.f);
+        }
+        ADD(L(gpt_oss ? "post_attention_norm.weight" : "ffn_norm.weight"), p->n_embd, 1, 1, -1.f);
         if (p->n_expert) {
-            ADD(L("attn_q_norm.weight"), p->n_embd, 1, 1, -1.f);
-            ADD(L("attn_k_norm.weight"), kv, 1, 1, -1.f);
+            if (!gpt_oss) { /* olmoe's norms span every head, qwen3moe's one head */
+                const bool whole = !strcmp(p->arch, "olmoe");
+                ADD(L("attn_q_norm.weight"), whole ? q_dim : head, 1, 1, -1.f);
+                ADD(L("attn_k_norm.weight"), whole ? kv : head, 1, 1, -1.f);
+            }
             ADD(L("ffn_gate_inp.weight"), p->n_embd, p->n_expert, 2, s_in);
-            ADD3(L("ffn_gate_exps.weight"), p->n_embd, p->n_ff, p->n_expert, 3, s_in);
-            ADD3(L("ffn_up_exps.weight"), p->n_embd, p->n_ff, p->n_expert, 3, s_in);
-            ADD3(L("ffn_down_exps.weight"), p->n_ff, p->n_embd, p->n_expert, 3, s_ff);
+            ADD3(L("ffn_gate_exps.weight"), p->n_embd, ff_exp, p->n_expert, 3, s_in);
+            ADD3(L("ffn_up_exps.weight"), p->n_embd, ff_exp, p->n_expert, 3, s_in);
+            ADD3(L("ffn_down_exps.weight"), ff_exp, p->n_embd, p->n_expert, 3, 1.f / sqrtf((float)ff_exp));
+            if (gpt_oss) {
+                ADD(L("ffn_gate_inp.bias"), p->n_expert, 1, 1, 0.02f);
+                ADD_EXPERT_BIAS(L("ffn_gate_exps.bias"), ff_exp);
+                ADD_EXPERT_BIAS(L("ffn_up_exps.bias"), ff_exp);
+                ADD_EXPERT_BIAS(L("ffn_down_exps.bias"), p->n_embd);
+            }
             continue;
         }
         ADD(L("ffn_gate.weight"), p->n_embd, p->n_ff, 2, s_in);
@@ -169,6 +204,7 @@ int main(int argc, char **argv) {
     }
 #undef ADD
 #undef ADD3
+#undef ADD_EXPERT_BIAS
     sp_gguf_writer *w = sp_gguf_writer_new();
     char key[96];
     const char *a = p->arch;
@@ -201,10 +237,26 @@ int main(int argc, char **argv) {
         sp_gguf_writer_set_scalar(w, KEY("expert_count"), SPROUT_GGUF_UINT32, &u);
         u = (uint32_t)p->n_expert_used;
         sp_gguf_writer_set_scalar(w, KEY("expert_used_count"), SPROUT_GGUF_UINT32, &u);
+        u = (uint32_t)ff_exp;
+        if (p->n_ff_exp) sp_gguf_writer_set_scalar(w, KEY("expert_feed_forward_length"), SPROUT_GGUF_UINT32, &u);
+    }
+    if (p->head_dim) {
+        u = (uint32_t)head;
+        sp_gguf_writer_set_scalar(w, KEY("attention.key_length"), SPROUT_GGUF_UINT32, &u);
+        sp_gguf_writer_set_scalar(w, KEY("attention.value_length"), SPROUT_GGUF_UINT32, &u);
+    }
+    if (gpt_oss) { /* as gpt-oss-20b's config.json: a window of 128, YaRN 32 over 4096 positions */
+        u = 128;
+        sp_gguf_writer_set_scalar(w, KEY("attention.sliding_window"), SPROUT_GGUF_UINT32, &u);
+        sp_gguf_writer_set_str(w, KEY("rope.scaling.type"), "yarn", 4);
+        f = 32.f;
+        sp_gguf_writer_set_scalar(w, KEY("rope.scaling.factor"), SPROUT_GGUF_FLOAT32, &f);
+        u = 4096;
+        sp_gguf_writer_set_scalar(w, KEY("rope.scaling.original_context_length"), SPROUT_GGUF_UINT32, &u);
     }
 #undef KEY
     sprout_file_type label;
-    if (!is_mix && sprout_file_type_from_name(sprout_type_name(type), &label)) {
+    if (!is_mix && sprout_file_type_from_name(mxfp4_experts ? "MXFP4_MOE" : sprout_type_name(type), &label)) {
         u = (uint32_t)label;
         sp_gguf_writer_set_scalar(w, "general.file_type", SPROUT_GGUF_UINT32, &u);
     }
@@ -216,7 +268,10 @@ int main(int argc, char **argv) {
         const int64_t ne[3] = {g.specs[i].ne[0], g.specs[i].ne[1], g.specs[i].ne[2]};
         sp_gguf_writer_add_tensor(w, g.specs[i].name, g.specs[i].type, g.specs[i].n_dims, ne, NULL);
     }
-    g.buf = malloc((size_t)(p->n_ff > p->n_embd ? p->n_ff : p->n_embd) * sizeof(float) * 2);
+    int widest = p->n_embd; /* the longest row of any tensor */
+    const int rows[] = {p->n_ff, ff_exp, q_dim};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) widest = rows[i] > widest ? rows[i] : widest;
+    g.buf = malloc((size_t)widest * sizeof(float) * 2);
     sp_gguf_write_options opt = {.fill = fill, .fill_user = &g};
     sprout_status st = sp_gguf_writer_write(w, out, &opt, NULL);
     if (st == SPROUT_OK && is_mix) {
