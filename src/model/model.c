@@ -530,8 +530,9 @@ sprout_status sp_model_build(sprout_gguf *g, const sprout_model_params *params, 
     sp_hparams *hp = &m->hp;
 
     /* room for the small vectors that must be decoded (norms, biases) */
+    const int64_t expert_biases = at->sinks_and_biases ? (int64_t)hp->n_expert * (2 * hp->n_ff_exp + hp->n_embd + 1) : 0;
     size_t room = (size_t)hp->n_layer * (size_t)(16 * hp->n_embd + 4 * (hp->n_head + hp->n_head_kv) * hp->head_dim_k + 4 * hp->n_ff +
-                                                 (int64_t)hp->n_expert * (2 * hp->n_ff_exp + hp->n_embd + 1)) +
+                                                 expert_biases) +
                   (size_t)(8 * hp->n_embd) + 4096;
     m->decoded = malloc(room * sizeof(float));
     m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
@@ -593,7 +594,8 @@ sprout_status sp_model_build(sprout_gguf *g, const sprout_model_params *params, 
         /* a pattern of 0 in the file: every layer local, as llama.cpp reads it */
         ly->sliding = hp->sliding_window > 0 && (at->swa_all_layers || (swa_pattern > 0 && il % swa_pattern < swa_pattern - 1) ||
                                                  (at->swa_pattern_in_file && swa_pattern == 0));
-        const bool own_rope = (at->swa_own_rope || at->swa_base_in_file) && ly->sliding, unscaled = (at->swa_own_rope || at->swa_unscaled_rope) && ly->sliding;
+        const bool own_rope = (at->swa_own_rope || at->swa_base_in_file) && ly->sliding,
+                   unscaled = (at->swa_own_rope || at->swa_unscaled_rope) && ly->sliding;
         ly->rope_base = own_rope ? hp->rope_base_swa : hp->rope_base;
         ly->rope_freq_scale = unscaled ? 1.f : hp->rope_freq_scale;
     }
