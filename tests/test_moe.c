@@ -481,6 +481,19 @@ static void part_info(void) {
     CHECK_MSG(strstr(out, "active per token") && strstr(out, "read per token") && strstr(out, "experts used") && strstr(out, "shared expert"),
               "%s", out);
     free(out);
+    /* gpt-oss with MXFP4 experts: 4 of 8 used; the experts' biases (rows of 128, 128 and 256) count as theirs */
+    const char *oss = make_moe("info_oss", "gpt-oss MXFP4_MOE 1");
+    if (!oss) return;
+    snprintf(cmd, sizeof cmd, "%s info --json %s", SPROUT_CLI_PATH, oss);
+    CHECK(test_run_command(cmd, &out) == 0);
+    info = json_loads(out, 0, NULL);
+    const json_int_t oss_all = json_integer_value(json_object_get(info, "parameters")),
+                     oss_experts = 2 * 8 * (3 * 256 * 128 + 128 + 128 + 256);
+    CHECK(json_integer_value(json_object_get(info, "expert_count")) == 8 && json_integer_value(json_object_get(info, "expert_used_count")) == 4);
+    CHECK_MSG(json_integer_value(json_object_get(info, "active_parameters")) == oss_all - oss_experts / 2, "gpt-oss: active %lld of %lld",
+              (long long)json_integer_value(json_object_get(info, "active_parameters")), (long long)oss_all);
+    json_decref(info);
+    free(out);
 }
 
 int main(int argc, char **argv) {
