@@ -58,5 +58,9 @@ int main(void) {
     CHECK(sp_reasoning_opened_by("<|Assistant|><think>\n", 21));
     CHECK(!sp_reasoning_opened_by("<think>\n\n</think>\n\n", 19));
     CHECK(!sp_reasoning_opened_by("", 0));
+    static const char harmony[] = "<|start|>user<|message|>Hello<|end|><|start|>assistant";
+    CHECK(sp_reasoning_harmony_prompt(harmony, strlen(harmony)));
+    CHECK(!sp_reasoning_harmony_prompt(harmony, strlen(harmony) - 1));
+    CHECK(!sp_reasoning_harmony_prompt("assistant", 9));
     TEST_MAIN_END();
 }

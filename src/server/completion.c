@@ -268,7 +268,9 @@ static sprout_status chat_prompt(sp_job *j, const char *request_messages) {
     sprout_status st = sprout_model_chat_prompt_vars(j->model->model, j->model->chat_template, messages_json, j->req.vars_json, true,
                                                      &text, &text_len, &j->prompt, &j->n_prompt);
     free(messages_json);
-    j->split_reasoning = j->req.kind == SP_API_OPENAI_CHAT || j->req.think == 1;
+    /* a harmony reply's headers are never the answer, think or not */
+    j->split_reasoning = j->req.kind == SP_API_OPENAI_CHAT || j->req.think == 1 ||
+                         (st == SPROUT_OK && sp_reasoning_harmony_prompt(text, text_len));
     j->reasoning_opened = st == SPROUT_OK && sp_reasoning_opened_by(text, text_len);
     sp_reasoning_init(&j->reasoning, j->reasoning_opened);
     if (st == SPROUT_OK) st = forced_call_grammar(j, text, text_len);

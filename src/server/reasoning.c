@@ -28,6 +28,12 @@ bool sp_reasoning_opened_by(const char *prompt, size_t len) {
     return len >= strlen(OPEN) && !memcmp(prompt + len - strlen(OPEN), OPEN, strlen(OPEN));
 }
 
+bool sp_reasoning_harmony_prompt(const char *prompt, size_t len) {
+    static const char opening[] = "<|start|>assistant";
+    while (len && sp_json_space(prompt[len - 1])) len--;
+    return len >= strlen(opening) && !memcmp(prompt + len - strlen(opening), opening, strlen(opening));
+}
+
 /* Drops the held bytes [0, n). */
 static void consume(sp_buf *b, size_t n) {
     memmove(b->data, b->data + n, b->len - n);

@@ -33,5 +33,8 @@ void sp_reasoning_free(sp_reasoning *r);
 
 /* Whether a rendered prompt leaves the reply inside a <think> block. */
 bool sp_reasoning_opened_by(const char *prompt, size_t len);
+/* Whether a rendered prompt asks for a harmony reply (it ends with
+ * <|start|>assistant: gpt-oss), whose channels are always told apart. */
+bool sp_reasoning_harmony_prompt(const char *prompt, size_t len);
 
 #endif
