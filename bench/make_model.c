@@ -12,7 +12,7 @@
  *           vocabulary, which Qwen3 shares; 12 of its 48 layers: 7.9 B parameters, 8.6 GB in Q8_0),
  *           gpt-oss-20b (gpt-oss-20b's shapes: 32 experts of 2880, 4 used, 64 heads of 64, 8 KV heads,
  *           attention sinks, biases, every other layer a window of 128, YaRN 32 over 4096; 12 of its
- *           24 layers so that MXFP4_MOE fits 7 GB; Llama 3's vocabulary in its 201088-row embedding,
+ *           24 layers so that MXFP4_MOE fits 7 GB; Llama 3's vocabulary padded to its 201088 rows,
  *           as o200k_harmony is not in the shared folder)
  *   TYPE:   a tensor type (F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K
  *           Q4_K Q5_K Q6_K: every matrix in it) or a file type (Q4_K_M,
@@ -92,6 +92,42 @@ static sprout_status fill(void *user, int64_t index, void *dst, uint64_t bytes) 
     return SPROUT_OK;
 }
 
+/* A vocabulary shorter than the embedding gets unused tokens ("<|pad_N|>",
+ * type 5) up to its rows, as converters pad one (llama.cpp wants one token
+ * per row). Only tokens and their types: the presets' vocabularies have no
+ * scores. */
+static sprout_status pad_vocabulary(sp_gguf_writer *w, const sprout_gguf *vocab, const sprout_gguf_value *tokens, int n_vocab) {
+    const uint64_t n = sprout_gguf_array_len(tokens);
+    const sprout_gguf_value *types = sprout_gguf_find(vocab, "tokenizer.ggml.token_type");
+    if (n >= (uint64_t)n_vocab) return SPROUT_OK;
+    if (!types || sprout_gguf_array_len(types) != n || sprout_gguf_find(vocab, "tokenizer.ggml.scores"))
+        return sp_fail(SPROUT_ERR_UNSUPPORTED, "cannot pad a vocabulary with scores or without token types");
+    const char **strs = malloc((size_t)n_vocab * sizeof *strs);
+    size_t *lens = malloc((size_t)n_vocab * sizeof *lens);
+    int32_t *kinds = malloc((size_t)n_vocab * sizeof *kinds);
+    char *pads = malloc((size_t)(n_vocab - (int)n) * 24);
+    sprout_status st = strs && lens && kinds && pads ? SPROUT_OK : sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (uint64_t i = 0; st == SPROUT_OK && i < (uint64_t)n_vocab; i++) {
+        int64_t kind = 5; /* unused */
+        if (i < n) {
+            st = sprout_gguf_array_str(tokens, i, &strs[i], &lens[i]);
+            if (st == SPROUT_OK) st = sprout_gguf_array_i64(types, i, &kind);
+        } else {
+            char *pad = pads + (i - n) * 24;
+            lens[i] = (size_t)snprintf(pad, 24, "<|pad_%llu|>", (unsigned long long)(i - n));
+            strs[i] = pad;
+        }
+        kinds[i] = (int32_t)kind;
+    }
+    if (st == SPROUT_OK) st = sp_gguf_writer_set_str_array(w, "tokenizer.ggml.tokens", strs, lens, (uint64_t)n_vocab);
+    if (st == SPROUT_OK) st = sp_gguf_writer_set_array(w, "tokenizer.ggml.token_type", SPROUT_GGUF_INT32, kinds, (uint64_t)n_vocab);
+    free(strs);
+    free(lens);
+    free(kinds);
+    free(pads);
+    return st;
+}
+
 static sprout_status copy_tokenizer(sp_gguf_writer *w, const preset *p) {
     const char *shared = getenv("SPROUT_SHARED_DIR");
     char path[2048];
@@ -106,6 +142,7 @@ static sprout_status copy_tokenizer(sp_gguf_writer *w, const preset *p) {
     const sprout_gguf_value *tokens = vocab ? sprout_gguf_find(vocab, "tokenizer.ggml.tokens") : NULL;
     if (st == SPROUT_OK && (!tokens || sprout_gguf_array_len(tokens) > (uint64_t)p->n_vocab))
         st = sp_fail(SPROUT_ERR_FORMAT, "%s: no vocabulary of at most %d tokens", path, p->n_vocab);
+    if (st == SPROUT_OK) st = pad_vocabulary(w, vocab, tokens, p->n_vocab);
     sprout_gguf_close(vocab);
     return st;
 }
