@@ -330,9 +330,11 @@ static void scheduler_requests(sprout_model *m) {
  * batched with sequences 1 and 2 (a prompt each, then their own steps):
  * sequence 0's logits must keep every bit. */
 static void part_batch(void) {
-    static const char *const archs[] = {"qwen2moe Q8_0 3", "olmoe F32 3"};
+    static const char *const archs[] = {"qwen2moe Q8_0 3", "olmoe F32 3", "gpt-oss MXFP4_MOE 3"}; /* gpt-oss: sinks, windows */
     for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++) {
-        sprout_model *m = load(make_moe(a ? "batch1" : "batch0", archs[a]));
+        char name[16];
+        snprintf(name, sizeof name, "batch%zu", a);
+        sprout_model *m = load(make_moe(name, archs[a]));
         if (!m) continue;
         const int32_t n_vocab = sprout_model_n_vocab(m), n_prompt = 40, n_steps = 4;
         float *alone = malloc((size_t)(n_steps + 1) * (size_t)n_vocab * sizeof(float));
