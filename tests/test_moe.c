@@ -6,6 +6,8 @@
  *            the same for the dense architectures of that work and
  *            granitemoe (tests/data/arch_more): F32 and Q8_0 files, and
  *            the 64-layer command-r in F16
+ *   deepseek2 the same for deepseek2's latent attention and routing
+ *            (tests/data/deepseek2): V2-Lite's shape and V3's
  *   experts  the expert matmul against each expert as its own matmul, one
  *            token at a time: odd token counts, experts with no token, every
  *            token on one expert, prompt and generated tokens mixed; bit for
@@ -477,12 +479,13 @@ int main(int argc, char **argv) {
     else if (!strcmp(part, "arch_more_f32")) part_refs(SPROUT_ARCH_MORE_DATA_DIR, "-F32.json", 7);
     else if (!strcmp(part, "arch_more_q8")) part_refs(SPROUT_ARCH_MORE_DATA_DIR, "-Q8_0.json", 7);
     else if (!strcmp(part, "arch_more_f16")) part_refs(SPROUT_ARCH_MORE_DATA_DIR, "-F16.json", 1);
+    else if (!strcmp(part, "deepseek2")) part_refs(SPROUT_DEEPSEEK2_DATA_DIR, ".json", 4);
     else if (!strcmp(part, "experts")) part_experts();
     else if (!strcmp(part, "batch")) part_batch();
     else if (!strcmp(part, "hostile")) part_hostile();
     else if (!strcmp(part, "info")) part_info();
     else {
-        fprintf(stderr, "usage: test_moe refs|arch_more_f32|arch_more_q8|arch_more_f16|experts|batch|hostile|info\n");
+        fprintf(stderr, "usage: test_moe refs|arch_more_f32|arch_more_q8|arch_more_f16|deepseek2|experts|batch|hostile|info\n");
         return 2;
     }
     char cmd[512];
