@@ -11,7 +11,8 @@
  *         command-r, command-r-64 (64 layers, per-head q/k norms), glm4;
  *         deepseek2 (latent attention, V2-Lite's plain attn_q, softmax
  *         routing), deepseek3 (deepseek2 with q_lora_rank, sigmoid routing
- *         with a selection bias and expert groups, YaRN)
+ *         with a selection bias and expert groups, YaRN), deepseek2-kvb
+ *         (deepseek2 as older conversions wrote it: attn_kv_b)
  *   TYPE: F32, F16 or a block type (Q8_0 ...) for every matrix
  *   --set KEY=N      writes <arch>.KEY = N (uint32) over what the preset says
  *   --unset KEY      leaves <arch>.KEY out
@@ -66,6 +67,7 @@ typedef struct mla_preset {
     float weights_scale;
     int weights_norm;
     float yarn_factor, yarn_log_mul; /* yarn_factor 0: no RoPE scaling */
+    int fused_kv_b;          /* an older conversion: attn_kv_b, the full heads' key and value lengths, no _mla keys */
 } mla_preset;
 
 typedef struct moe_preset {
@@ -93,6 +95,7 @@ static const moe_preset presets[] = {
     {"glm4", "glm4", 2, 384, 0, 0, 0, 0, 32, 0, QKV_BIAS | POST_NORMS | FUSED_GATE_UP, 1e-5f, 0, 0, 0, 0},
     {"deepseek2", "deepseek2", 1, 384, 8, 2, 128, 0, 32, 0, MLA, 1e-6f, 0, 0, 0, 0},
     {"deepseek3", "deepseek2", 1, 384, 16, 4, 64, 0, 32, 0, MLA, 1e-6f, 0, 0, 0, 0},
+    {"deepseek2-kvb", "deepseek2", 4, 384, 8, 2, 128, 0, 32, 0, MLA, 1e-6f, 0, 0, 0, 0}, /* head_count_kv: the heads, as then */
 };
 
 /* latent 128, heads of 64 + 32 (RoPE) for q/k and 64 for v; layer 0 dense */
@@ -100,6 +103,7 @@ static const mla_preset mla_presets[] = {
     {.name = "deepseek2", .kv_lora = 128, .nope = 64, .rope = 32, .v_dim = 64, .n_shared = 2, .dense_lead = 1, .gating = 1},
     {.name = "deepseek3", .q_lora = 128, .kv_lora = 128, .nope = 64, .rope = 32, .v_dim = 64, .n_shared = 1, .dense_lead = 1,
      .groups = 4, .groups_used = 2, .gating = 2, .weights_scale = 2.5f, .weights_norm = 1, .yarn_factor = 4.f, .yarn_log_mul = 0.1f},
+    {.name = "deepseek2-kvb", .kv_lora = 128, .nope = 64, .rope = 32, .v_dim = 64, .n_shared = 2, .dense_lead = 1, .gating = 1, .fused_kv_b = 1},
 };
 
 static const mla_preset *mla_of(const moe_preset *p) {
@@ -192,8 +196,12 @@ static void add_mla(gen *g, const mla_preset *a, sprout_type type, int l) {
     }
     add(g, type, L("attn_kv_a_mqa.weight"), 2, e, a->kv_lora + a->rope, 1, 1.5f * s_e);
     add(g, type, L("attn_kv_a_norm.weight"), 1, a->kv_lora, 1, 1, -1.f);
-    add(g, type, L("attn_k_b.weight"), 3, a->nope, a->kv_lora, N_HEAD, 1.f / sqrtf((float)a->nope));
-    add(g, type, L("attn_v_b.weight"), 3, a->kv_lora, a->v_dim, N_HEAD, 1.f / sqrtf((float)a->kv_lora));
+    if (a->fused_kv_b) {
+        add(g, type, L("attn_kv_b.weight"), 2, a->kv_lora, N_HEAD * (a->nope + a->v_dim), 1, 1.f / sqrtf((float)a->kv_lora));
+    } else {
+        add(g, type, L("attn_k_b.weight"), 3, a->nope, a->kv_lora, N_HEAD, 1.f / sqrtf((float)a->nope));
+        add(g, type, L("attn_v_b.weight"), 3, a->kv_lora, a->v_dim, N_HEAD, 1.f / sqrtf((float)a->kv_lora));
+    }
     add(g, type, L("attn_output.weight"), 2, N_HEAD * a->v_dim, e, 1, 1.f / sqrtf((float)(N_HEAD * a->v_dim)));
 #undef L
 }
@@ -302,10 +310,15 @@ static void write_mla_metadata(sp_gguf_writer *w, const moe_preset *p) {
     const mla_preset *m = mla_of(p);
     set_u32(w, a, "attention.q_lora_rank", (uint32_t)m->q_lora); /* llama.cpp needs it, 0 too, but for V2-Lite's layer counts */
     set_u32(w, a, "attention.kv_lora_rank", (uint32_t)m->kv_lora);
-    set_u32(w, a, "attention.key_length", (uint32_t)(m->kv_lora + m->rope));
-    set_u32(w, a, "attention.value_length", (uint32_t)m->kv_lora);
-    set_u32(w, a, "attention.key_length_mla", (uint32_t)(m->nope + m->rope));
-    set_u32(w, a, "attention.value_length_mla", (uint32_t)m->v_dim);
+    if (m->fused_kv_b) {
+        set_u32(w, a, "attention.key_length", (uint32_t)(m->nope + m->rope));
+        set_u32(w, a, "attention.value_length", (uint32_t)m->v_dim);
+    } else {
+        set_u32(w, a, "attention.key_length", (uint32_t)(m->kv_lora + m->rope));
+        set_u32(w, a, "attention.value_length", (uint32_t)m->kv_lora);
+        set_u32(w, a, "attention.key_length_mla", (uint32_t)(m->nope + m->rope));
+        set_u32(w, a, "attention.value_length_mla", (uint32_t)m->v_dim);
+    }
     set_u32(w, a, "rope.dimension_count", (uint32_t)m->rope);
     set_u32(w, a, "leading_dense_block_count", (uint32_t)m->dense_lead);
     set_u32(w, a, "expert_feed_forward_length", (uint32_t)p->n_ff_exp);

@@ -7,7 +7,8 @@
  *            granitemoe (tests/data/arch_more): F32 and Q8_0 files, and
  *            the 64-layer command-r in F16
  *   deepseek2 the same for deepseek2's latent attention and routing
- *            (tests/data/deepseek2): V2-Lite's shape and V3's
+ *            (tests/data/deepseek2): V2-Lite's shape, V3's, and an older
+ *            conversion's fused attn_kv_b
  *   experts  the expert matmul against each expert as its own matmul, one
  *            token at a time: odd token counts, experts with no token, every
  *            token on one expert, prompt and generated tokens mixed; bit for
@@ -490,7 +491,9 @@ static void part_hostile(void) {
         {"deepseek2 F32 1 --set attention.kv_lora_rank=0", "deepseek2.attention.kv_lora_rank is missing or 0"},
         {"deepseek2 F32 1 --set attention.key_length_mla=32", "rope.dimension_count 32 must leave part of the 32-wide query heads"},
         {"deepseek2 F32 1 --set rope.dimension_count=64", "key_length 160, value_length 128; latent attention needs 1, kv_lora_rank"},
-        {"deepseek2 F32 1 --unset attention.value_length_mla", "an older conversion"},
+        {"deepseek2 F32 1 --unset attention.value_length_mla", "attention.key_length_mla and value_length_mla come together"},
+        {"deepseek2 F32 1 --unset attention.value_length_mla --unset attention.key_length_mla", "no attention.key_length_mla and no attn_kv_b"},
+        {"deepseek2-kvb F32 1 --shape blk.1.attn_kv_b.weight=128,384", "'blk.1.attn_kv_b.weight' has shape [128, 384], expected [128, 512]"},
         {"deepseek2 F32 1 --drop blk.1.attn_k_b.weight", "tensor 'blk.1.attn_k_b.weight' is missing (deepseek2.attention.head_count = 4)"},
         {"deepseek2 Q8_0 1 --shape blk.0.attn_v_b.weight=128,64,2",
          "'blk.0.attn_v_b.weight' has shape [128, 64, 2], expected [128, 64, 4] (deepseek2.attention.head_count = 4)"},
@@ -567,7 +570,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(part, "arch_more_f32")) part_refs(SPROUT_ARCH_MORE_DATA_DIR, "-F32.json", 7);
     else if (!strcmp(part, "arch_more_q8")) part_refs(SPROUT_ARCH_MORE_DATA_DIR, "-Q8_0.json", 7);
     else if (!strcmp(part, "arch_more_f16")) part_refs(SPROUT_ARCH_MORE_DATA_DIR, "-F16.json", 1);
-    else if (!strcmp(part, "deepseek2")) part_refs(SPROUT_DEEPSEEK2_DATA_DIR, ".json", 4);
+    else if (!strcmp(part, "deepseek2")) part_refs(SPROUT_DEEPSEEK2_DATA_DIR, ".json", 6);
     else if (!strcmp(part, "experts")) part_experts();
     else if (!strcmp(part, "batch")) part_batch();
     else if (!strcmp(part, "hostile")) part_hostile();

@@ -276,12 +276,19 @@ static sprout_status bind_mla(loader *L, int il, sp_layer *ly) {
             return st;
     } else if ((st = bind_weight(L, NAME("attn_q.weight"), e, heads * hk, true, &ly->wq)) != SPROUT_OK)
         return st;
-    if (find_tensor(L, NAME("attn_k_b.weight")) < 0 && find_tensor(L, NAME("attn_kv_b.weight")) >= 0)
-        return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s: the fused '%s' of older conversions is not supported: convert the model again for "
-                                               "attn_k_b and attn_v_b", L->arch, name);
     if ((st = bind_weight(L, NAME("attn_kv_a_mqa.weight"), e, r + hp->n_rot, true, &ly->wkv_a)) != SPROUT_OK ||
-        (st = bind_vec(L, NAME("attn_kv_a_norm.weight"), r, true, &ly->kv_a_norm)) != SPROUT_OK ||
-        (st = bind_slices(L, NAME("attn_k_b.weight"), nope, r, heads, "attention.head_count", &ly->k_b)) != SPROUT_OK ||
+        (st = bind_vec(L, NAME("attn_kv_a_norm.weight"), r, true, &ly->kv_a_norm)) != SPROUT_OK)
+        return st;
+    if (hp->mla_fused_kv_b) { /* each head's rows [k_nope | v]: v_b a view of the v rows, k_b read transposed */
+        const int64_t hv = hp->head_dim_v_mla;
+        if ((st = bind_weight(L, NAME("attn_kv_b.weight"), r, heads * (nope + hv), true, &ly->wkv_b)) != SPROUT_OK) return st;
+        ly->v_b.first = ly->wkv_b;
+        ly->v_b.first.data += (size_t)nope * ly->wkv_b.row_bytes;
+        ly->v_b.first.n_out = hv;
+        ly->v_b.stride = (size_t)(nope + hv) * ly->wkv_b.row_bytes;
+        return SPROUT_OK;
+    }
+    if ((st = bind_slices(L, NAME("attn_k_b.weight"), nope, r, heads, "attention.head_count", &ly->k_b)) != SPROUT_OK ||
         (st = bind_slices(L, NAME("attn_v_b.weight"), r, hp->head_dim_v_mla, heads, "attention.head_count", &ly->v_b)) != SPROUT_OK)
         return st;
 #undef NAME
@@ -479,9 +486,20 @@ static sprout_status load_deepseek2(loader *L) {
         return st;
     if (hp->n_lora_kv == 0)
         return sp_fail(SPROUT_ERR_FORMAT, "%s.attention.kv_lora_rank is missing or 0: a %s model has a latent KV projection", L->arch, L->arch);
-    if (hp->head_dim_k_mla == 0 || hp->head_dim_v_mla == 0)
-        return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s without attention.key_length_mla/value_length_mla (an older conversion, full-head "
-                                               "attention) is not supported: convert the model again", L->arch);
+    if ((hp->head_dim_k_mla == 0) != (hp->head_dim_v_mla == 0))
+        return sp_fail(SPROUT_ERR_FORMAT, "%s: attention.key_length_mla and value_length_mla come together", L->arch);
+    if (hp->head_dim_k_mla == 0) {
+        /* an older conversion: the keys say the full heads, attn_kv_b holds
+         * k_b and v_b fused; the cache is the latent all the same */
+        if (sprout_gguf_find_tensor(L->g, "blk.0.attn_kv_b.weight") < 0)
+            return sp_fail(SPROUT_ERR_FORMAT, "%s: no attention.key_length_mla and no attn_kv_b: neither latent attention's layout", L->arch);
+        hp->mla_fused_kv_b = true;
+        hp->head_dim_k_mla = hp->head_dim_k;
+        hp->head_dim_v_mla = hp->head_dim_v;
+        hp->head_dim_k = hp->n_lora_kv + hp->n_rot;
+        hp->head_dim_v = hp->n_lora_kv;
+        hp->n_head_kv = 1;
+    }
     if (hp->n_head_kv != 1 || hp->head_dim_k != hp->n_lora_kv + hp->n_rot || hp->head_dim_v != hp->n_lora_kv)
         return sp_fail(SPROUT_ERR_FORMAT, "%s: head_count_kv %d, key_length %d, value_length %d; latent attention needs 1, "
                                           "kv_lora_rank + rope.dimension_count = %d, kv_lora_rank = %d", L->arch, hp->n_head_kv,

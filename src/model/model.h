@@ -96,6 +96,10 @@ typedef struct sp_layer {
     sp_weight wq_a, wq_b, wkv_a;
     sp_vec q_a_norm, kv_a_norm;
     sp_experts k_b, v_b;
+    /* older conversions: k_b and v_b fused per head in rows [k_nope | v] of
+     * wkv_b (n_lora_kv wide); v_b is then a view of its v rows, and the
+     * queries are absorbed through the k rows transposed (k_b.first empty) */
+    sp_weight wkv_b;
     /* post-norm blocks (BERT): x = norm(x + attention), then x = norm(x + FFN) */
     sp_vec attn_out_norm, attn_out_norm_b, out_norm, out_norm_b;
     bool sliding;               /* sliding-window attention on this layer */
@@ -143,6 +147,7 @@ typedef struct sp_hparams {
      * absorption is head_dim_k_mla wide (nope + rope), its value
      * head_dim_v_mla; n_lora_q 0: q from attn_q directly */
     int32_t n_lora_q, n_lora_kv, head_dim_k_mla, head_dim_v_mla;
+    bool mla_fused_kv_b;        /* an older conversion: attn_kv_b, no _mla keys (its key_length/value_length the full heads') */
 } sp_hparams;
 
 struct sprout_model {

@@ -18,6 +18,7 @@
 
 #include <string.h>
 
+#include "quant/quant.h"
 #include "runtime/attention.h"
 #include "runtime/matmul.h"
 #include "runtime/parallel.h"
@@ -100,6 +101,39 @@ static void per_head_matmul(sp_context *ctx, const sp_experts *w, head_layout fr
     }
 }
 
+typedef struct absorb_job {
+    sp_context *ctx;
+    const sp_layer *ly;
+    int32_t n;
+} absorb_job;
+
+/* An older conversion's absorption, heads split among the threads: head
+ * h's absorbed query is its q_nope times the head's k rows of wkv_b (nope
+ * rows of r), a sum of those rows scaled by q_nope's elements, each row
+ * decoded once for all n tokens. A token's sum runs over the rows in
+ * order, whatever the batch. */
+static void absorb_transposed(void *arg, int ith, int nth) {
+    const absorb_job *j = arg;
+    sp_context *ctx = j->ctx;
+    const sp_hparams *hp = &ctx->model->hp;
+    const sp_weight *w = &j->ly->wkv_b;
+    const int64_t r = hp->n_lora_kv, hk = hp->head_dim_k_mla, nope = hk - hp->n_rot, nq = (int64_t)hp->n_head * hp->head_dim_k;
+    const int64_t rows_per_head = nope + hp->head_dim_v_mla;
+    float *row = ctx->scratch + (int64_t)ith * ctx->scratch_stride;
+    const sp_type_traits *tt = sp_type_traits_of(w->type);
+    for (int64_t h = ith; h < hp->n_head; h += nth) {
+        for (int32_t t = 0; t < j->n; t++) memset(ctx->q + t * nq + h * hp->head_dim_k, 0, (size_t)r * sizeof(float));
+        for (int64_t i = 0; i < nope; i++) {
+            tt->dequantize(w->data + (size_t)(h * rows_per_head + i) * w->row_bytes, row, r);
+            for (int32_t t = 0; t < j->n; t++) {
+                const float x = ctx->mla.q_full[t * hp->n_head * hk + h * hk + i];
+                float *out = ctx->q + t * nq + h * hp->head_dim_k;
+                for (int64_t c = 0; c < r; c++) out[c] += x * row[c];
+            }
+        }
+    }
+}
+
 /* Tokens [t0, t1): the cache rows written (and the queries rotated with the keys where the cache rotates). */
 static void store_rows(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
     const mla_step *st = arg;
@@ -121,7 +155,8 @@ void sp_mla_inputs(sp_context *ctx, const sp_layer *ly, const sp_batch_token *ba
     sp_matmul(ctx, &ly->wkv_a, &ctx->h, ctx->k, n); /* rows [latent | k_pe]: the cache row's layout */
     sp_for_each_token(ctx, n, 4 * hp->n_head * hk, latent_and_rope, &st);
     const head_layout q_full = {b->q_full, hp->n_head * hk, hk}, q = {ctx->q, nq, hp->head_dim_k};
-    per_head_matmul(ctx, &ly->k_b, q_full, hk - hp->n_rot, q, r, n);
+    if (ly->k_b.first.data) per_head_matmul(ctx, &ly->k_b, q_full, hk - hp->n_rot, q, r, n);
+    else sp_threadpool_run(ctx->pool, absorb_transposed, &(absorb_job){ctx, ly, n});
     sp_for_each_token(ctx, n, 2 * nq, store_rows, &st);
 }
 
