@@ -217,19 +217,19 @@ static sprout_status bind_vec(loader *L, const char *name, int64_t n, bool requi
  * MLA's heads), the count read from key `count_key`: its shape checked
  * against the metadata (an error names the tensor and what the key says),
  * then slice 0's matrix and the bytes between slices. Nothing is read. */
-static sprout_status bind_slices(loader *L, const char *name, int64_t n_in, int64_t n_out, int64_t n_expert, const char *count_key,
+static sprout_status bind_slices(loader *L, const char *name, int64_t n_in, int64_t n_out, int64_t n_slices, const char *count_key,
                                  sp_experts *x) {
     memset(x, 0, sizeof *x);
     const int64_t i = find_tensor(L, name);
-    if (i < 0) return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' is missing (%s.%s = %lld)", name, L->arch, count_key, (long long)n_expert);
+    if (i < 0) return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' is missing (%s.%s = %lld)", name, L->arch, count_key, (long long)n_slices);
     sprout_status st = check_computable(L->g, i);
     if (st != SPROUT_OK) return st;
     const int64_t ne0 = sprout_gguf_tensor_dim(L->g, i, 0), ne1 = sprout_gguf_tensor_dim(L->g, i, 1), ne2 = sprout_gguf_tensor_dim(L->g, i, 2);
-    if (ne0 != n_in || ne1 != n_out || ne2 != n_expert || sprout_gguf_tensor_elements(L->g, i) != n_in * n_out * n_expert)
+    if (ne0 != n_in || ne1 != n_out || ne2 != n_slices || sprout_gguf_tensor_elements(L->g, i) != n_in * n_out * n_slices)
         return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' has shape [%lld, %lld, %lld], expected [%lld, %lld, %lld] (%s.%s = %lld)",
-                       name, (long long)ne0, (long long)ne1, (long long)ne2, (long long)n_in, (long long)n_out, (long long)n_expert,
-                       L->arch, count_key, (long long)n_expert);
-    x->stride = (size_t)(sprout_gguf_tensor_bytes(L->g, i) / (uint64_t)n_expert);
+                       name, (long long)ne0, (long long)ne1, (long long)ne2, (long long)n_in, (long long)n_out, (long long)n_slices,
+                       L->arch, count_key, (long long)n_slices);
+    x->stride = (size_t)(sprout_gguf_tensor_bytes(L->g, i) / (uint64_t)n_slices);
     x->first = (sp_weight){.data = sprout_gguf_tensor_data(L->g, i), .type = sprout_gguf_tensor_type(L->g, i), .n_in = n_in,
                            .n_out = n_out, .row_bytes = x->stride / (size_t)n_out};
     return SPROUT_OK;
