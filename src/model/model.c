@@ -440,7 +440,7 @@ static sprout_status get_count(const loader *L, const char *suffix, int64_t fall
  * expert groups, shared experts and the leading dense layers. */
 static sprout_status load_deepseek_moe(loader *L) {
     sp_hparams *hp = &L->m->hp;
-    int32_t gating, n_shared;
+    int32_t gating = 0, n_shared = 0;
     sprout_status st;
     if ((st = get_count(L, "leading_dense_block_count", 0, &hp->n_layer_dense_lead)) != SPROUT_OK ||
         (st = get_count(L, "expert_gating_func", 0, &gating)) != SPROUT_OK ||
@@ -479,6 +479,18 @@ static sprout_status load_deepseek_moe(loader *L) {
 static sprout_status load_deepseek2(loader *L) {
     sp_hparams *hp = &L->m->hp;
     sprout_status st;
+    /* the trailing multi-token-prediction blocks are not part of the
+     * forward pass (llama.cpp's n_layer() leaves them out too) */
+    int32_t n_nextn = 0;
+    float temperature = 0.f;
+    if ((st = get_count(L, "nextn_predict_layers", 0, &n_nextn)) != SPROUT_OK ||
+        (st = get_float(L, "attention.temperature_scale", 0.f, ANY_FINITE, &temperature)) != SPROUT_OK)
+        return st;
+    if (n_nextn >= hp->n_layer)
+        return sp_fail(SPROUT_ERR_FORMAT, "%s.nextn_predict_layers = %d leaves none of the %d blocks", L->arch, n_nextn, hp->n_layer);
+    hp->n_layer -= n_nextn;
+    if (temperature != 0.f)
+        return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s with attention.temperature_scale (position-dependent query scaling) is not supported", L->arch);
     if ((st = get_count(L, "attention.q_lora_rank", 0, &hp->n_lora_q)) != SPROUT_OK ||
         (st = get_count(L, "attention.kv_lora_rank", 0, &hp->n_lora_kv)) != SPROUT_OK ||
         (st = get_count(L, "attention.key_length_mla", 0, &hp->head_dim_k_mla)) != SPROUT_OK ||
