@@ -14,6 +14,7 @@ sp_tensor_role sp_tensor_role_of(const char *name) {
         sp_tensor_role role;
     } parts[] = {
         {"attn_qkv.weight", SP_ROLE_ATTN_QKV},     {"attn_v.weight", SP_ROLE_ATTN_V},
+        {"attn_kv_b.weight", SP_ROLE_ATTN_V}, /* llama-quantize: deepseek2's fused k_b/v_b count as attn_v */
         {"attn_k.weight", SP_ROLE_ATTN_K},       {"attn_q.weight", SP_ROLE_ATTN_Q},
         {"attn_output.weight", SP_ROLE_ATTN_OUTPUT}, {"ffn_up", SP_ROLE_FFN_UP},
         {"ffn_gate", SP_ROLE_FFN_GATE},          {"ffn_down", SP_ROLE_FFN_DOWN},
