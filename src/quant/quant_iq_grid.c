@@ -306,7 +306,7 @@ static void quantize_grid(const grid_codec *c, const float *x, void *dst, int64_
         float scales[SP_QK_K / 16], max_scale = 0;
         for (int ib = 0; ib < subs; ib++) {
             const float *xb = x + f->sub * ib;
-            float weight[MAX_SUB], waux[MAX_SUB], mag[MAX_SUB];
+            float weight[MAX_SUB], waux[MAX_SUB], mag[MAX_SUB] = {0};
             for (int i = 0; i < f->sub; i++)
                 weight[i] = qw_block ? qw_block[f->sub * ib + i] * sqrtf(sigma2 + xb[i] * xb[i])
                             : f->plain_sigma > 0 ? f->plain_sigma * sigma2 + xb[i] * xb[i]
