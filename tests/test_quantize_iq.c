@@ -8,6 +8,7 @@
  * file type, write one mix whole. */
 #include <stdint.h>
 
+#include "quantize/recipe.h"
 #include "test_util.h"
 
 #define MAX_TENSORS 64
@@ -131,6 +132,45 @@ static void test_model_refusals(void) {
     if (f) fclose(f);
 }
 
+/* Branches llama-F32 (2 layers, 2 query heads per KV head, no experts)
+ * does not reach, as llama_tensor_get_type (3f545be) takes them. */
+static void test_recipe_branches(void) {
+    sp_recipe r = {.file_type = SPROUT_FTYPE_IQ2_XXS, .n_gqa = 4, .n_layer = 16, .has_output = true};
+    CHECK(sp_recipe_choose(&r, SP_ROLE_ATTN_V, 4096) == SPROUT_TYPE_Q4_K);
+    CHECK(sp_recipe_choose(&r, SP_ROLE_OUTPUT, 4096) == SPROUT_TYPE_Q5_K);
+    CHECK(sp_recipe_choose(&r, SP_ROLE_TOKEN_EMBD, 4096) == SPROUT_TYPE_Q2_K);
+    CHECK(sp_recipe_choose(&r, SP_ROLE_FFN_DOWN, 4096) == SPROUT_TYPE_Q2_K);
+    CHECK(sp_recipe_choose(&r, SP_ROLE_FFN_DOWN, 4096) == SPROUT_TYPE_Q2_K);
+    CHECK(sp_recipe_choose(&r, SP_ROLE_FFN_DOWN, 4096) == SPROUT_TYPE_IQ2_XXS); /* the third of 16 */
+    CHECK(sp_recipe_choose(&r, SP_ROLE_ATTN_OUTPUT, 4096) == SPROUT_TYPE_IQ2_XXS);
+    sp_recipe m = {.file_type = SPROUT_FTYPE_IQ2_M, .n_gqa = 1, .n_layer = 16, .has_output = false};
+    CHECK(sp_recipe_choose(&m, SP_ROLE_TOKEN_EMBD, 4096) == SPROUT_TYPE_Q5_K); /* tied: the output's type */
+    CHECK(sp_recipe_choose(&m, SP_ROLE_ATTN_V, 4096) == SPROUT_TYPE_IQ3_S);
+    CHECK(sp_recipe_choose(&m, SP_ROLE_ATTN_Q, 4096) == SPROUT_TYPE_IQ2_S);
+    sp_recipe x = {.file_type = SPROUT_FTYPE_IQ3_XXS, .n_gqa = 1, .n_layer = 16, .has_output = true};
+    CHECK(sp_recipe_choose(&x, SP_ROLE_ATTN_V, 4096) == SPROUT_TYPE_IQ3_S);
+    CHECK(sp_recipe_choose(&x, SP_ROLE_FFN_DOWN, 4096) == SPROUT_TYPE_Q4_K);
+    CHECK(sp_recipe_choose(&x, SP_ROLE_FFN_DOWN, 4096) == SPROUT_TYPE_Q4_K);
+    CHECK(sp_recipe_choose(&x, SP_ROLE_FFN_DOWN, 4096) == SPROUT_TYPE_Q3_K);
+    x.has_imatrix = true;
+    CHECK(sp_recipe_choose(&x, SP_ROLE_ATTN_V, 4096) == SPROUT_TYPE_IQ3_XXS);
+    CHECK(sp_recipe_choose(&x, SP_ROLE_FFN_DOWN, 4096) == SPROUT_TYPE_IQ3_XXS);
+    sp_recipe e = {.file_type = SPROUT_FTYPE_IQ3_S, .n_gqa = 8, .n_layer = 16, .n_expert = 8, .has_output = true};
+    CHECK(sp_recipe_choose(&e, SP_ROLE_ATTN_V, 4096) == SPROUT_TYPE_Q8_0);
+    CHECK(sp_recipe_choose(&e, SP_ROLE_ATTN_K, 4096) == SPROUT_TYPE_Q8_0);
+    CHECK(sp_recipe_choose(&e, SP_ROLE_ATTN_OUTPUT, 4096) == SPROUT_TYPE_Q5_K);
+    CHECK(sp_recipe_choose(&e, SP_ROLE_OUTPUT, 4096) == SPROUT_TYPE_Q6_K);
+    sp_recipe g = {.file_type = SPROUT_FTYPE_IQ3_XS, .n_gqa = 1, .n_layer = 16, .has_output = true};
+    CHECK(sp_recipe_choose(&g, SP_ROLE_FFN_GATE, 4096) == SPROUT_TYPE_IQ3_S);
+    CHECK(sp_recipe_choose(&g, SP_ROLE_FFN_GATE, 4096) == SPROUT_TYPE_IQ3_S);
+    CHECK(sp_recipe_choose(&g, SP_ROLE_FFN_GATE, 4096) == SPROUT_TYPE_IQ3_XXS);
+    CHECK(sp_recipe_needs_imatrix(SP_ROLE_ATTN_Q, SPROUT_TYPE_IQ2_S) && !sp_recipe_needs_imatrix(SP_ROLE_ATTN_Q, SPROUT_TYPE_IQ3_S));
+    CHECK(!sp_recipe_needs_imatrix(SP_ROLE_TOKEN_EMBD, SPROUT_TYPE_IQ2_XXS));
+    /* rows that fit no 256-element block fall back as llama-quantize's do */
+    CHECK(sp_type_fitting_rows(SPROUT_TYPE_IQ2_XXS, 64) == SPROUT_TYPE_IQ4_NL);
+    CHECK(sp_type_fitting_rows(SPROUT_TYPE_IQ1_M, 172) == SPROUT_TYPE_F16);
+}
+
 int main(int argc, char **argv) {
     static const char *const mixes[] = {"IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ3_XXS",
                                         "IQ3_XS",  "IQ3_S",  "IQ3_M", "IQ1_S", "IQ1_M"};
@@ -138,6 +178,7 @@ int main(int argc, char **argv) {
     if (!strcmp(part, "plans")) {
         for (size_t i = 0; i < sizeof mixes / sizeof mixes[0]; i++) check_mix(mixes[i], false);
         test_model_refusals();
+        test_recipe_branches();
     } else {
         check_mix(part, true);
     }

@@ -122,6 +122,8 @@ static sprout_status parse_gguf(const sp_gguf_part *part, const char *file, sp_i
     for (int64_t i = 0; i < part->n_tensors; i++) {
         const sp_gguf_tensor *sums = &part->tensors[i];
         size_t stem;
+        if (has_suffix(sums->name, ".counts", &stem) && !find_tensor(part, sums->name, stem, ".in_sum2"))
+            return sp_fail(SPROUT_ERR_FORMAT, "%s: '%s' has no .in_sum2 beside it", file, sums->name);
         if (!has_suffix(sums->name, ".in_sum2", &stem)) continue;
         const sp_gguf_tensor *counts = find_tensor(part, sums->name, stem, ".counts");
         if (!counts) return sp_fail(SPROUT_ERR_FORMAT, "%s: '%s' has no .counts beside it", file, sums->name);
