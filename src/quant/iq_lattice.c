@@ -13,7 +13,6 @@
 
 #include "quant/iq_grids.h"
 
-#define MAX_COMBINATIONS (1 << 16)
 /* The largest squared index distance: 8 elements 2 apart (2-bit), 4 elements 7 apart (3-bit). */
 #define MAX_DISTANCE 196
 
