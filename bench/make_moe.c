@@ -9,7 +9,10 @@
  *   ARCH: mixtral (general.architecture llama with experts), qwen2moe,
  *         qwen3moe, olmoe, granitemoe, gpt-oss; dense: granite, olmo2,
  *         starcoder2, command-r, command-r-64 (64 layers, per-head q/k
- *         norms), glm4
+ *         norms), glm4; deepseek2 (latent attention, V2-Lite's plain
+ *         attn_q, softmax routing), deepseek3 (deepseek2 with q_lora_rank,
+ *         sigmoid routing with a selection bias and expert groups, YaRN),
+ *         deepseek2-kvb (deepseek2 as older conversions wrote it: attn_kv_b)
  *   TYPE: F32, F16 or a block type (Q8_0 ...) for every matrix, or
  *         MXFP4_MOE (llama-quantize's recipe: the 3-D expert tensors
  *         MXFP4, every other matrix Q8_0)
@@ -62,7 +65,20 @@ enum {
     EXPERT_BIAS = 1 << 17,   /* ffn_gate_inp.bias and each expert's biases ffn_{gate,up,down}_exps.bias */
     FFN_NORM_POST_ATTN = 1 << 18, /* the FFN's norm is named post_attention_norm (gpt-oss) */
     YARN_SWA = 1 << 19,      /* YaRN RoPE scaling keys and attention.sliding_window */
+    MLA = 1 << 20,           /* deepseek2's latent attention, leading dense layer, ungated shared experts (moe_preset.mla) */
 };
+
+/* deepseek2's latent attention and routing (written where not 0), for the
+ * preset of the same name. */
+typedef struct mla_preset {
+    const char *name;
+    int q_lora, kv_lora, nope, rope, v_dim; /* q_lora 0: attn_q (V2-Lite) */
+    int n_shared, dense_lead, groups, groups_used, gating; /* gating 2: sigmoid, with exp_probs_b */
+    float weights_scale;
+    int weights_norm;
+    float yarn_factor, yarn_log_mul; /* yarn_factor 0: no RoPE scaling */
+    int fused_kv_b;          /* an older conversion: attn_kv_b, the full heads' key and value lengths, no _mla keys */
+} mla_preset;
 
 typedef struct moe_preset {
     const char *name, *arch; /* the name on the command line; general.architecture */
@@ -89,7 +105,24 @@ static const moe_preset presets[] = {
     {"glm4", "glm4", 2, 384, 0, 0, 0, 0, 32, 0, QKV_BIAS | POST_NORMS | FUSED_GATE_UP, 1e-5f, 0, 0, 0, 0},
     {"gpt-oss", "gpt-oss", 2, 128, 8, 4, 128, 0, 0, 0,
      EXP_FF_KEY | QKV_BIAS | OUT_BIAS | ATTN_SINKS | EXPERT_BIAS | FFN_NORM_POST_ATTN | YARN_SWA, 1e-5f, 0, 0, 0, 0},
+    {"deepseek2", "deepseek2", 1, 384, 8, 2, 128, 0, 32, 0, MLA, 1e-6f, 0, 0, 0, 0},
+    {"deepseek3", "deepseek2", 1, 384, 16, 4, 64, 0, 32, 0, MLA, 1e-6f, 0, 0, 0, 0},
+    {"deepseek2-kvb", "deepseek2", 4, 384, 8, 2, 128, 0, 32, 0, MLA, 1e-6f, 0, 0, 0, 0}, /* head_count_kv: the heads, as then */
 };
+
+/* latent 128, heads of 64 + 32 (RoPE) for q/k and 64 for v; layer 0 dense */
+static const mla_preset mla_presets[] = {
+    {.name = "deepseek2", .kv_lora = 128, .nope = 64, .rope = 32, .v_dim = 64, .n_shared = 2, .dense_lead = 1, .gating = 1},
+    {.name = "deepseek3", .q_lora = 128, .kv_lora = 128, .nope = 64, .rope = 32, .v_dim = 64, .n_shared = 1, .dense_lead = 1,
+     .groups = 4, .groups_used = 2, .gating = 2, .weights_scale = 2.5f, .weights_norm = 1, .yarn_factor = 4.f, .yarn_log_mul = 0.1f},
+    {.name = "deepseek2-kvb", .kv_lora = 128, .nope = 64, .rope = 32, .v_dim = 64, .n_shared = 2, .dense_lead = 1, .gating = 1, .fused_kv_b = 1},
+};
+
+static const mla_preset *mla_of(const moe_preset *p) {
+    for (size_t i = 0; i < sizeof mla_presets / sizeof mla_presets[0]; i++)
+        if (!strcmp(mla_presets[i].name, p->name)) return &mla_presets[i];
+    return NULL;
+}
 
 enum { N_EMBD = 256, N_HEAD = 4, HEAD_DIM = 64, N_LAYER = 2, N_CTX = 512, MAX_TENSORS = 1024 };
 
@@ -173,6 +206,56 @@ static void add_ffn(gen *g, const moe_preset *p, sprout_type type, int l) {
 #undef L
 }
 
+/* deepseek2's attention: q (plain or low-rank), the latent and k_pe, each head's k_b and v_b. */
+static void add_mla(gen *g, const mla_preset *a, sprout_type type, int l) {
+    const int64_t e = N_EMBD, hk = a->nope + a->rope;
+    const float s_e = 1.f / sqrtf((float)e);
+    char name[64];
+#define L(s) (snprintf(name, sizeof name, "blk.%d.%s", l, s), name)
+    if (a->q_lora > 0) {
+        add(g, type, L("attn_q_a.weight"), 2, e, a->q_lora, 1, s_e);
+        add(g, type, L("attn_q_a_norm.weight"), 1, a->q_lora, 1, 1, -1.f);
+        add(g, type, L("attn_q_b.weight"), 2, a->q_lora, N_HEAD * hk, 1, 1.5f / sqrtf((float)a->q_lora));
+    } else {
+        add(g, type, L("attn_q.weight"), 2, e, N_HEAD * hk, 1, 1.5f * s_e);
+    }
+    add(g, type, L("attn_kv_a_mqa.weight"), 2, e, a->kv_lora + a->rope, 1, 1.5f * s_e);
+    add(g, type, L("attn_kv_a_norm.weight"), 1, a->kv_lora, 1, 1, -1.f);
+    if (a->fused_kv_b) {
+        add(g, type, L("attn_kv_b.weight"), 2, a->kv_lora, N_HEAD * (a->nope + a->v_dim), 1, 1.f / sqrtf((float)a->kv_lora));
+    } else {
+        add(g, type, L("attn_k_b.weight"), 3, a->nope, a->kv_lora, N_HEAD, 1.f / sqrtf((float)a->nope));
+        add(g, type, L("attn_v_b.weight"), 3, a->kv_lora, a->v_dim, N_HEAD, 1.f / sqrtf((float)a->kv_lora));
+    }
+    add(g, type, L("attn_output.weight"), 2, N_HEAD * a->v_dim, e, 1, 1.f / sqrtf((float)(N_HEAD * a->v_dim)));
+#undef L
+}
+
+/* deepseek2's FFN: dense in the leading layers, else the experts (with the
+ * selection bias under sigmoid gating) and the ungated shared experts. */
+static void add_deepseek_ffn(gen *g, const moe_preset *p, sprout_type type, int l) {
+    const int64_t e = N_EMBD, f = p->n_ff_exp, x = p->n_expert, fs = (int64_t)p->n_ff_exp * mla_of(p)->n_shared;
+    const float s_e = 1.f / sqrtf((float)e);
+    char name[64];
+#define L(s) (snprintf(name, sizeof name, "blk.%d.%s", l, s), name)
+    if (l < mla_of(p)->dense_lead) {
+        add(g, type, L("ffn_gate.weight"), 2, e, p->n_ff, 1, s_e);
+        add(g, type, L("ffn_up.weight"), 2, e, p->n_ff, 1, s_e);
+        add(g, type, L("ffn_down.weight"), 2, p->n_ff, e, 1, 1.f / sqrtf((float)p->n_ff));
+        return;
+    }
+    /* sigmoid gating: logits spread by about 1, where the sigmoid still separates them */
+    add(g, type, L("ffn_gate_inp.weight"), 2, e, x, 1, mla_of(p)->gating == 2 ? s_e : 4.f * s_e);
+    if (mla_of(p)->gating == 2) add(g, type, L("exp_probs_b.bias"), 1, x, 1, 1, 0.1f);
+    add(g, type, L("ffn_gate_exps.weight"), 3, e, f, x, s_e);
+    add(g, type, L("ffn_up_exps.weight"), 3, e, f, x, s_e);
+    add(g, type, L("ffn_down_exps.weight"), 3, f, e, x, 1.f / sqrtf((float)f));
+    add(g, type, L("ffn_gate_shexp.weight"), 2, e, fs, 1, s_e);
+    add(g, type, L("ffn_up_shexp.weight"), 2, e, fs, 1, s_e);
+    add(g, type, L("ffn_down_shexp.weight"), 2, fs, e, 1, 1.f / sqrtf((float)fs));
+#undef L
+}
+
 static void add_tensors(gen *g, const moe_preset *p, sprout_type type) {
     const int64_t e = N_EMBD, kv = (int64_t)HEAD_DIM * p->n_head_kv;
     const unsigned fl = p->flags;
@@ -184,6 +267,13 @@ static void add_tensors(gen *g, const moe_preset *p, sprout_type type) {
     char name[64];
     for (int l = 0; l < (p->n_layer ? p->n_layer : N_LAYER); l++) {
 #define L(s) (snprintf(name, sizeof name, "blk.%d.%s", l, s), name)
+        if (fl & MLA) {
+            add(g, type, L("attn_norm.weight"), 1, e, 1, 1, -1.f);
+            add_mla(g, mla_of(p), type, l);
+            add(g, type, L("ffn_norm.weight"), 1, e, 1, 1, -1.f);
+            add_deepseek_ffn(g, p, type, l);
+            continue;
+        }
         if (!(fl & NO_PRE_NORM)) add(g, type, L("attn_norm.weight"), 1, e, 1, 1, -1.f);
         if (fl & NORM_BIAS) add(g, type, L("attn_norm.bias"), 1, e, 1, 1, 0.1f);
         add(g, type, L("attn_q.weight"), 2, e, e, 1, 1.5f * s_e);
@@ -241,6 +331,46 @@ static void set_f32(sp_gguf_writer *w, const char *arch, const char *suffix, flo
     if (v != 0.f) sp_gguf_writer_set_scalar(w, key, SPROUT_GGUF_FLOAT32, &v);
 }
 
+/* deepseek2's keys as llama.cpp's converter writes them for latent attention. */
+static void write_mla_metadata(sp_gguf_writer *w, const moe_preset *p) {
+    const char *a = p->arch;
+    const mla_preset *m = mla_of(p);
+    set_u32(w, a, "attention.q_lora_rank", (uint32_t)m->q_lora); /* llama.cpp needs it, 0 too, but for V2-Lite's layer counts */
+    set_u32(w, a, "attention.kv_lora_rank", (uint32_t)m->kv_lora);
+    if (m->fused_kv_b) {
+        set_u32(w, a, "attention.key_length", (uint32_t)(m->nope + m->rope));
+        set_u32(w, a, "attention.value_length", (uint32_t)m->v_dim);
+    } else {
+        set_u32(w, a, "attention.key_length", (uint32_t)(m->kv_lora + m->rope));
+        set_u32(w, a, "attention.value_length", (uint32_t)m->kv_lora);
+        set_u32(w, a, "attention.key_length_mla", (uint32_t)(m->nope + m->rope));
+        set_u32(w, a, "attention.value_length_mla", (uint32_t)m->v_dim);
+    }
+    set_u32(w, a, "rope.dimension_count", (uint32_t)m->rope);
+    set_u32(w, a, "leading_dense_block_count", (uint32_t)m->dense_lead);
+    set_u32(w, a, "expert_feed_forward_length", (uint32_t)p->n_ff_exp);
+    set_u32(w, a, "expert_shared_count", (uint32_t)m->n_shared);
+    set_u32(w, a, "expert_gating_func", (uint32_t)m->gating);
+    if (m->groups > 0) {
+        set_u32(w, a, "expert_group_count", (uint32_t)m->groups);
+        set_u32(w, a, "expert_group_used_count", (uint32_t)m->groups_used);
+    }
+    set_f32(w, a, "expert_weights_scale", m->weights_scale);
+    char key[128];
+    if (m->weights_norm) {
+        const bool yes = true;
+        snprintf(key, sizeof key, "%s.expert_weights_norm", a);
+        sp_gguf_writer_set_scalar(w, key, SPROUT_GGUF_BOOL, &yes);
+    }
+    if (m->yarn_factor > 0.f) {
+        snprintf(key, sizeof key, "%s.rope.scaling.type", a);
+        sp_gguf_writer_set_str(w, key, "yarn", 4);
+        set_f32(w, a, "rope.scaling.factor", m->yarn_factor);
+        set_u32(w, a, "rope.scaling.original_context_length", N_CTX / 4);
+        set_f32(w, a, "rope.scaling.yarn_log_multiplier", m->yarn_log_mul);
+    }
+}
+
 static void write_metadata(sp_gguf_writer *w, const moe_preset *p, sprout_type type) {
     const char *a = p->arch;
     sp_gguf_writer_set_str(w, "general.architecture", a, strlen(a));
@@ -274,6 +404,7 @@ static void write_metadata(sp_gguf_writer *w, const moe_preset *p, sprout_type t
         set_u32(w, a, "rope.scaling.original_context_length", 128);
         set_u32(w, a, "attention.sliding_window", 8);
     }
+    if (p->flags & MLA) write_mla_metadata(w, p);
     sprout_file_type label;
     if (sprout_file_type_from_name(sprout_type_name(type), &label)) {
         uint32_t u = (uint32_t)label;

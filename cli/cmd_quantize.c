@@ -44,14 +44,6 @@ static bool parse_size(const char *s, void *dst, char *why, size_t why_size) {
     return *out > 0;
 }
 
-static bool refuse_imatrix(const char *s, void *dst, char *why, size_t why_size) {
-    (void)s;
-    (void)dst;
-    snprintf(why, why_size, "an importance matrix is not supported yet; quantize without it "
-                            "(sprout then chooses the same weights as llama-quantize does without an imatrix)");
-    return false;
-}
-
 #define PARAM(field) offsetof(sprout_quantize_params, field)
 static const cli_option quantize_table[] = {
     CLI_OPT_FLAG("--pure", PARAM(pure), "use TYPE for every matrix: no mix"),
@@ -59,7 +51,8 @@ static const cli_option quantize_table[] = {
     CLI_OPT_CUSTOM("--token-embedding-type", "T", PARAM(token_embedding_type), cli_parse_tensor_type, "tensor type for token_embd.weight"),
     CLI_OPT_FLAG("--leave-output-tensor", PARAM(leave_output_tensor), "copy output.weight unchanged"),
     CLI_OPT_CUSTOM("--split-max-size", "SIZE", PARAM(split_max_bytes), parse_size, "write parts of at most SIZE bytes (K, M, G suffixes)"),
-    CLI_OPT_CUSTOM("--imatrix", "FILE", 0, refuse_imatrix, "importance matrix (not supported yet)"),
+    CLI_OPT_STRING("--imatrix", "FILE", PARAM(imatrix_path),
+                   "importance matrix (llama-imatrix's GGUF or .dat) for the IQ1/IQ2/IQ3 types"),
 };
 
 static const cli_command quantize_command = {
@@ -67,6 +60,8 @@ static const cli_command quantize_command = {
     .usage = "quantize IN.gguf OUT.gguf TYPE [options]",
     .about = "  TYPE: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K_S Q3_K_M Q3_K_L\n"
              "        Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K IQ4_NL IQ4_XS TQ1_0 TQ2_0 MXFP4_MOE\n"
+             "        IQ3_S IQ3_M IQ3_XS, and with --imatrix FILE also IQ3_XXS IQ2_M IQ2_S\n"
+             "        IQ2_XS IQ2_XXS IQ1_M IQ1_S\n"
              "        (the _S/_M/_L mixes give the output, attention V and some FFN-down\n"
              "        layers more bits, as llama-quantize does), or its general.file_type\n"
              "        number (15 = Q4_K_M). -v also lists every tensor's type.\n",

@@ -184,8 +184,18 @@ typedef enum sprout_file_type {
     SPROUT_FTYPE_Q5_K_S = 16,
     SPROUT_FTYPE_Q5_K_M = 17,
     SPROUT_FTYPE_Q6_K = 18,
+    SPROUT_FTYPE_IQ2_XXS = 19, /* this and the next four, IQ2_S, IQ2_M and IQ1_M: need an importance matrix */
+    SPROUT_FTYPE_IQ2_XS = 20,
+    SPROUT_FTYPE_IQ3_XS = 22,
+    SPROUT_FTYPE_IQ3_XXS = 23,
+    SPROUT_FTYPE_IQ1_S = 24,
     SPROUT_FTYPE_IQ4_NL = 25,
+    SPROUT_FTYPE_IQ3_S = 26,
+    SPROUT_FTYPE_IQ3_M = 27,
+    SPROUT_FTYPE_IQ2_S = 28,
+    SPROUT_FTYPE_IQ2_M = 29,
     SPROUT_FTYPE_IQ4_XS = 30,
+    SPROUT_FTYPE_IQ1_M = 31,
     SPROUT_FTYPE_BF16 = 32,
     SPROUT_FTYPE_TQ1_0 = 36,
     SPROUT_FTYPE_TQ2_0 = 37,
@@ -231,6 +241,11 @@ typedef struct sprout_quantize_params {
     sprout_quantize_progress_fn progress;
     sprout_quantize_plan_fn plan;
     void *user;
+    /* an importance matrix (llama-imatrix's GGUF or legacy .dat), or NULL;
+     * the IQ1, IQ2 and IQ3 types use it, and IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS,
+     * IQ2_S and IQ3_XXS matrices (not output or token_embd) need it, as in
+     * llama-quantize: SPROUT_ERR_INVALID_ARGUMENT without it */
+    const char *imatrix_path;
 } sprout_quantize_params;
 
 /* Defaults: Q4_K_M, all cores, recipe types, one file. */

@@ -9,6 +9,9 @@
  *   gpt_oss  gpt-oss (tests/data/gpt_oss): attention sinks, alternating
  *            sliding windows, YaRN, biased router and experts, swiglu_oai;
  *            F32 and MXFP4 experts
+ *   deepseek2 the same for deepseek2's latent attention and routing
+ *            (tests/data/deepseek2): V2-Lite's shape, V3's, and an older
+ *            conversion's fused attn_kv_b
  *   experts  the expert matmul against each expert as its own matmul, one
  *            token at a time: odd token counts, experts with no token, every
  *            token on one expert, prompt and generated tokens mixed; bit for
@@ -16,7 +19,10 @@
  *   batch    a token's logits alone and in a batch with other sequences;
  *            requests alone and batched by the scheduler (tokens and
  *            log-probabilities, bit for bit)
- *   hostile  broken expert counts and shapes: clear errors
+ *   latent   deepseek2's latent KV cache: its size, a Q8_0 cache, the
+ *            context shift
+ *   hostile  broken expert counts and shapes (and deepseek2's latent
+ *            attention keys and tensors): clear errors
  *   info     `sprout info` shows the experts and the active parameters */
 #include <jansson.h>
 #include <math.h>
@@ -330,9 +336,10 @@ static void scheduler_requests(sprout_model *m) {
  * batched with sequences 1 and 2 (a prompt each, then their own steps):
  * sequence 0's logits must keep every bit. */
 static void part_batch(void) {
-    static const char *const archs[] = {"qwen2moe Q8_0 3", "olmoe F32 3", "gpt-oss MXFP4_MOE 3"}; /* gpt-oss: sinks, windows */
+    static const char *const archs[] = {"qwen2moe Q8_0 3", "olmoe F32 3", "deepseek3 Q8_0 3",
+                                         "gpt-oss MXFP4_MOE 3"}; /* gpt-oss: sinks, windows */
     for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "batch%zu", a);
         sprout_model *m = load(make_moe(name, archs[a]));
         if (!m) continue;
@@ -383,6 +390,79 @@ static void part_batch(void) {
     }
 }
 
+/* --- latent ------------------------------------------------------------------------------ */
+
+/* The last logits of tokens[0..n) at positions 0..n-1 (sequence 0) into out. */
+static void last_logits(sp_context *ctx, const int32_t *tokens, int32_t n, int32_t first_pos, float *all, float *out) {
+    sp_batch_token batch[64];
+    for (int32_t i = 0; i < n; i++) batch[i] = (sp_batch_token){tokens[i], first_pos + i, 0, i == n - 1, false, true, NULL};
+    CHECK_MSG(sp_forward(ctx, batch, n, all) == SPROUT_OK, "%s", sprout_last_error());
+    memcpy(out, all, (size_t)sprout_model_n_vocab(ctx->model) * sizeof(float));
+}
+
+static double max_diff(const float *a, const float *b, int32_t n) {
+    double worst = 0;
+    for (int32_t i = 0; i < n; i++) worst = fabs((double)a[i] - b[i]) > worst ? fabs((double)a[i] - b[i]) : worst;
+    return worst;
+}
+
+/* deepseek2's latent cache: one row of kv_lora_rank + n_rot per token and
+ * layer; a Q8_0 cache (rotated in runs that keep the latent apart) close
+ * to F32, its value type bound to the key type; a context shift that
+ * turns only k_pe back: layer 0's moved rows (which depend on their token
+ * and position alone) as the shortened text computes them afresh. */
+static void part_latent(void) {
+    sprout_model *m = load(make_moe("latent", "deepseek3 F32 1"));
+    if (!m) return;
+    const sp_hparams *hp = &m->hp;
+    const int32_t n_vocab = sprout_model_n_vocab(m), n = 24, keep = 4, discard = 8;
+    int32_t tokens[24], shortened[16];
+    for (int32_t i = 0; i < n; i++) tokens[i] = (i * 11 + 3) % n_vocab;
+    float *all = malloc((size_t)n * (size_t)n_vocab * sizeof(float)), *f32 = malloc((size_t)n_vocab * sizeof(float)),
+          *q8 = malloc((size_t)n_vocab * sizeof(float)), *shifted = malloc((size_t)n_vocab * sizeof(float));
+    sp_context ctx, qctx, bad;
+    CHECK(sp_context_init(&ctx, m, 256, 64, 1, 2, SP_KV_F32) == SPROUT_OK);
+    CHECK(sp_context_init(&qctx, m, 256, 64, 1, 2, SP_KV_Q8_0) == SPROUT_OK);
+    CHECK_MSG(sp_kv_bytes_per_token(&ctx.kv) == (size_t)hp->n_layer * (size_t)(hp->n_lora_kv + hp->n_rot) * sizeof(float), "%zu bytes a token",
+              sp_kv_bytes_per_token(&ctx.kv));
+    CHECK(sp_context_init_kv(&bad, m, 256, 64, 1, 2, (sp_kv_types){SP_KV_Q8_0, SP_KV_F16}) != SPROUT_OK &&
+          strstr(sprout_last_error(), "must be the same"));
+    last_logits(&ctx, tokens, n, 0, all, f32);
+    last_logits(&qctx, tokens, n, 0, all, q8);
+    const double q8_off = max_diff(f32, q8, n_vocab);
+    /* the shift: positions keep..keep+discard-1 dropped, the rest turned back; then one more token */
+    CHECK_MSG(sp_kv_shift(&ctx.kv, m, 0, keep, discard) == SPROUT_OK, "%s", sprout_last_error());
+    sp_context fresh;
+    CHECK(sp_context_init(&fresh, m, 256, 64, 1, 2, SP_KV_F32) == SPROUT_OK);
+    for (int32_t i = 0; i < n - discard; i++) shortened[i] = i < keep ? tokens[i] : tokens[i + discard];
+    last_logits(&fresh, shortened, n - discard, 0, all, f32);
+    double shift_off = 0;
+    const int64_t row = ctx.kv.k_row;
+    for (int32_t i = keep; i < n - discard; i++) {
+        const float *moved = (const float *)ctx.kv.k[0] + ctx.kv.seqs[0].cells[i] * row, *want = (const float *)fresh.kv.k[0] + fresh.kv.seqs[0].cells[i] * row;
+        const double d = max_diff(moved, want, (int32_t)row);
+        shift_off = d > shift_off ? d : shift_off;
+    }
+    const int32_t next = tokens[5];
+    last_logits(&ctx, &next, 1, n - discard, all, shifted);
+    sp_context_free(&fresh);
+    printf("  latent cache: %zu bytes a token; q8_0 cache off by %.3g; shifted off by %.3g\n", sp_kv_bytes_per_token(&qctx.kv), q8_off,
+           shift_off);
+    CHECK_MSG(q8_off < 1.0, "a Q8_0 latent cache is off by %.4g (the Q8_0 models' tolerance: 1)", q8_off);
+    CHECK_MSG(shift_off < 1e-4, "the shifted cache's rows are off by %.4g", shift_off);
+    sp_context_free(&ctx);
+    sp_context_free(&qctx);
+    free(all);
+    free(f32);
+    free(q8);
+    free(shifted);
+    sprout_model_free(m);
+    /* a multi-token-prediction block after the others: left out of the pass */
+    m = load(make_moe("nextn", "deepseek2 F32 1 --set nextn_predict_layers=1"));
+    CHECK_MSG(m && m->hp.n_layer == 1, "%d layers with one of 2 for prediction", m ? m->hp.n_layer : -1);
+    sprout_model_free(m);
+}
+
 /* --- hostile ----------------------------------------------------------------------------- */
 
 static void part_hostile(void) {
@@ -425,6 +505,24 @@ static void part_hostile(void) {
         {"gpt-oss F32 1 --unset attention.sliding_window", "metadata key 'gpt-oss.attention.sliding_window' is missing"},
         {"gpt-oss F32 1 --unset expert_feed_forward_length", "metadata key 'gpt-oss.expert_feed_forward_length' is missing"},
         {"gpt-oss MXFP4_MOE 1 --set expert_count=0", "gpt-oss.expert_count is missing or 0"},
+        {"deepseek2 F32 1 --set attention.kv_lora_rank=0", "deepseek2.attention.kv_lora_rank is missing or 0"},
+        {"deepseek2 F32 1 --set attention.key_length_mla=32", "rope.dimension_count 32 must leave part of the 32-wide query heads"},
+        {"deepseek2 F32 1 --set rope.dimension_count=64", "key_length 160, value_length 128; latent attention needs 1, kv_lora_rank"},
+        {"deepseek2 F32 1 --unset attention.value_length_mla", "attention.key_length_mla and value_length_mla come together"},
+        {"deepseek2 F32 1 --unset attention.value_length_mla --unset attention.key_length_mla", "no attention.key_length_mla and no attn_kv_b"},
+        {"deepseek2-kvb F32 1 --shape blk.1.attn_kv_b.weight=128,384", "'blk.1.attn_kv_b.weight' has shape [128, 384], expected [128, 512]"},
+        {"deepseek2 F32 1 --drop blk.1.attn_k_b.weight", "tensor 'blk.1.attn_k_b.weight' is missing (deepseek2.attention.head_count = 4)"},
+        {"deepseek2 Q8_0 1 --shape blk.0.attn_v_b.weight=128,64,2",
+         "'blk.0.attn_v_b.weight' has shape [128, 64, 2], expected [128, 64, 4] (deepseek2.attention.head_count = 4)"},
+        {"deepseek2 F32 1 --shape blk.0.attn_kv_a_mqa.weight=256,128", "'blk.0.attn_kv_a_mqa.weight' has shape [256, 128], expected [256, 160]"},
+        {"deepseek3 F32 1 --drop blk.0.attn_q_a_norm.weight", "tensor 'blk.0.attn_q_a_norm.weight' is missing"},
+        {"deepseek3 F32 1 --set expert_group_used_count=4", "16 experts in 4 groups, 4 groups used"},
+        {"deepseek3 F32 1 --set expert_group_count=5", "16 experts in 5 groups"},
+        {"deepseek2 F32 1 --set expert_gating_func=3", "deepseek2.expert_gating_func = 3 is not supported"},
+        {"deepseek2 F32 1 --set leading_dense_block_count=3", "leading_dense_block_count = 3 is more than the 2 layers"},
+        {"deepseek2 F32 1 --set nextn_predict_layers=2", "deepseek2.nextn_predict_layers = 2 leaves none of the 2 blocks"},
+        {"deepseek2 F32 1 --set attention.temperature_scale=1", "deepseek2 with attention.temperature_scale"},
+        {"deepseek2 F32 1 --set expert_count=0 --set expert_used_count=0", "deepseek2.expert_count is missing or 0 but layers 1 on"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char name[32];
@@ -504,13 +602,15 @@ int main(int argc, char **argv) {
     else if (!strcmp(part, "arch_more_f32")) part_refs(SPROUT_ARCH_MORE_DATA_DIR, "-F32.json", 7);
     else if (!strcmp(part, "arch_more_q8")) part_refs(SPROUT_ARCH_MORE_DATA_DIR, "-Q8_0.json", 7);
     else if (!strcmp(part, "arch_more_f16")) part_refs(SPROUT_ARCH_MORE_DATA_DIR, "-F16.json", 1);
+    else if (!strcmp(part, "deepseek2")) part_refs(SPROUT_DEEPSEEK2_DATA_DIR, ".json", 6);
     else if (!strcmp(part, "gpt_oss")) part_refs(SPROUT_GPT_OSS_DATA_DIR, ".json", 2);
     else if (!strcmp(part, "experts")) part_experts();
     else if (!strcmp(part, "batch")) part_batch();
     else if (!strcmp(part, "hostile")) part_hostile();
+    else if (!strcmp(part, "latent")) part_latent();
     else if (!strcmp(part, "info")) part_info();
     else {
-        fprintf(stderr, "usage: test_moe refs|arch_more_f32|arch_more_q8|arch_more_f16|gpt_oss|experts|batch|hostile|info\n");
+        fprintf(stderr, "usage: test_moe refs|arch_more_f32|arch_more_q8|arch_more_f16|deepseek2|latent|gpt_oss|experts|batch|hostile|info\n");
         return 2;
     }
     char cmd[512];

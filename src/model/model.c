@@ -56,6 +56,7 @@ typedef struct arch_traits {
     bool sinks_and_biases;
     sp_moe_gating gating;
     logit_scaling logits; /* what <arch>.logit_scale does to the logits */
+    bool mla;             /* deepseek2: multi-head latent attention and DeepSeek's MoE keys (load_deepseek2) */
 } arch_traits;
 
 static const arch_traits archs[] = {
@@ -102,6 +103,8 @@ static const arch_traits archs[] = {
     {.name = "gpt-oss", .arch = SP_ARCH_GPT_OSS, .rope = SP_ROPE_NEOX, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU_OAI,
       .experts_required = true, .swa_pattern = 2, .swa_pattern_in_file = true, .swa_base_in_file = true,
       .ffn_norm_post_attention = true, .sinks_and_biases = true, .gating = SP_GATING_SOFTMAX_TOP_K},
+    /* V2, V2-Lite, V3: the latent KV cache of runtime/mla.c, leading dense layers, ungated shared experts */
+    {.name = "deepseek2", .arch = SP_ARCH_DEEPSEEK2, .rope = SP_ROPE_NORM, .norm = SP_NORM_RMS, .ffn = SP_FFN_SWIGLU, .mla = true},
 };
 
 /* --- metadata ------------------------------------------------------------------------ */
@@ -223,25 +226,30 @@ static sprout_status bind_vec(loader *L, const char *name, int64_t n, bool requi
     return SPROUT_OK;
 }
 
-/* A 3-D expert tensor [n_in, n_out, n_expert]: its shape checked against
- * the metadata (an error names the tensor and what the keys say), then
- * expert 0's matrix and the bytes between experts. Nothing is read. */
-static sprout_status bind_experts(loader *L, const char *name, int64_t n_in, int64_t n_out, sp_experts *x) {
-    const int64_t n_expert = L->m->hp.n_expert;
+/* A 3-D tensor [n_in, n_out, n_slices] of n_slices matrices (experts, or
+ * MLA's heads), the count read from key `count_key`: its shape checked
+ * against the metadata (an error names the tensor and what the key says),
+ * then slice 0's matrix and the bytes between slices. Nothing is read. */
+static sprout_status bind_slices(loader *L, const char *name, int64_t n_in, int64_t n_out, int64_t n_slices, const char *count_key,
+                                 sp_experts *x) {
     memset(x, 0, sizeof *x);
     const int64_t i = find_tensor(L, name);
-    if (i < 0) return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' is missing (%s.expert_count = %lld)", name, L->arch, (long long)n_expert);
+    if (i < 0) return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' is missing (%s.%s = %lld)", name, L->arch, count_key, (long long)n_slices);
     sprout_status st = check_computable(L->g, i);
     if (st != SPROUT_OK) return st;
     const int64_t ne0 = sprout_gguf_tensor_dim(L->g, i, 0), ne1 = sprout_gguf_tensor_dim(L->g, i, 1), ne2 = sprout_gguf_tensor_dim(L->g, i, 2);
-    if (ne0 != n_in || ne1 != n_out || ne2 != n_expert || sprout_gguf_tensor_elements(L->g, i) != n_in * n_out * n_expert)
-        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' has shape [%lld, %lld, %lld], expected [%lld, %lld, %lld] (%s.expert_count = %lld)",
-                       name, (long long)ne0, (long long)ne1, (long long)ne2, (long long)n_in, (long long)n_out, (long long)n_expert,
-                       L->arch, (long long)n_expert);
-    x->stride = (size_t)(sprout_gguf_tensor_bytes(L->g, i) / (uint64_t)n_expert);
+    if (ne0 != n_in || ne1 != n_out || ne2 != n_slices || sprout_gguf_tensor_elements(L->g, i) != n_in * n_out * n_slices)
+        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' has shape [%lld, %lld, %lld], expected [%lld, %lld, %lld] (%s.%s = %lld)",
+                       name, (long long)ne0, (long long)ne1, (long long)ne2, (long long)n_in, (long long)n_out, (long long)n_slices,
+                       L->arch, count_key, (long long)n_slices);
+    x->stride = (size_t)(sprout_gguf_tensor_bytes(L->g, i) / (uint64_t)n_slices);
     x->first = (sp_weight){.data = sprout_gguf_tensor_data(L->g, i), .type = sprout_gguf_tensor_type(L->g, i), .n_in = n_in,
                            .n_out = n_out, .row_bytes = x->stride / (size_t)n_out};
     return SPROUT_OK;
+}
+
+static sprout_status bind_experts(loader *L, const char *name, int64_t n_in, int64_t n_out, sp_experts *x) {
+    return bind_slices(L, name, n_in, n_out, L->m->hp.n_expert, "expert_count", x);
 }
 
 /* The layer's router, experts and shared expert (where its tensors are). */
@@ -254,7 +262,8 @@ static sprout_status bind_moe(loader *L, int il, sp_layer *ly) {
     if ((st = bind_weight(L, NAME("ffn_gate_inp.weight"), e, hp->n_expert, true, &ly->router)) != SPROUT_OK ||
         (st = bind_experts(L, NAME("ffn_gate_exps.weight"), e, f, &ly->gate_exps)) != SPROUT_OK ||
         (st = bind_experts(L, NAME("ffn_up_exps.weight"), e, f, &ly->up_exps)) != SPROUT_OK ||
-        (st = bind_experts(L, NAME("ffn_down_exps.weight"), f, e, &ly->down_exps)) != SPROUT_OK)
+        (st = bind_experts(L, NAME("ffn_down_exps.weight"), f, e, &ly->down_exps)) != SPROUT_OK ||
+        (st = bind_vec(L, NAME("exp_probs_b.bias"), hp->n_expert, false, &ly->exp_probs_b)) != SPROUT_OK)
         return st;
     if (L->at->sinks_and_biases &&
         ((st = bind_vec(L, NAME("ffn_gate_inp.bias"), hp->n_expert, true, &ly->router_b)) != SPROUT_OK ||
@@ -266,7 +275,40 @@ static sprout_status bind_moe(loader *L, int il, sp_layer *ly) {
     if ((st = bind_weight(L, NAME("ffn_gate_shexp.weight"), e, fs, true, &ly->gate_shexp)) != SPROUT_OK ||
         (st = bind_weight(L, NAME("ffn_up_shexp.weight"), e, fs, true, &ly->up_shexp)) != SPROUT_OK ||
         (st = bind_weight(L, NAME("ffn_down_shexp.weight"), fs, e, true, &ly->down_shexp)) != SPROUT_OK ||
-        (st = bind_weight(L, NAME("ffn_gate_inp_shexp.weight"), e, 1, true, &ly->gate_inp_shexp)) != SPROUT_OK)
+        (st = bind_weight(L, NAME("ffn_gate_inp_shexp.weight"), e, 1, !L->at->mla, &ly->gate_inp_shexp)) != SPROUT_OK)
+        return st;
+#undef NAME
+    return SPROUT_OK;
+}
+
+/* Multi-head latent attention's weights (llama.cpp's names and shapes). */
+static sprout_status bind_mla(loader *L, int il, sp_layer *ly) {
+    const sp_hparams *hp = &L->m->hp;
+    const int64_t e = hp->n_embd, r = hp->n_lora_kv, heads = hp->n_head, hk = hp->head_dim_k_mla, nope = hk - hp->n_rot;
+    char name[128];
+    sprout_status st;
+#define NAME(s) (snprintf(name, sizeof name, "blk.%d.%s", il, s), name)
+    if (hp->n_lora_q > 0) {
+        if ((st = bind_weight(L, NAME("attn_q_a.weight"), e, hp->n_lora_q, true, &ly->wq_a)) != SPROUT_OK ||
+            (st = bind_vec(L, NAME("attn_q_a_norm.weight"), hp->n_lora_q, true, &ly->q_a_norm)) != SPROUT_OK ||
+            (st = bind_weight(L, NAME("attn_q_b.weight"), hp->n_lora_q, heads * hk, true, &ly->wq_b)) != SPROUT_OK)
+            return st;
+    } else if ((st = bind_weight(L, NAME("attn_q.weight"), e, heads * hk, true, &ly->wq)) != SPROUT_OK)
+        return st;
+    if ((st = bind_weight(L, NAME("attn_kv_a_mqa.weight"), e, r + hp->n_rot, true, &ly->wkv_a)) != SPROUT_OK ||
+        (st = bind_vec(L, NAME("attn_kv_a_norm.weight"), r, true, &ly->kv_a_norm)) != SPROUT_OK)
+        return st;
+    if (hp->mla_fused_kv_b) { /* each head's rows [k_nope | v]: v_b a view of the v rows, k_b read transposed */
+        const int64_t hv = hp->head_dim_v_mla;
+        if ((st = bind_weight(L, NAME("attn_kv_b.weight"), r, heads * (nope + hv), true, &ly->wkv_b)) != SPROUT_OK) return st;
+        ly->v_b.first = ly->wkv_b;
+        ly->v_b.first.data += (size_t)nope * ly->wkv_b.row_bytes;
+        ly->v_b.first.n_out = hv;
+        ly->v_b.stride = (size_t)(nope + hv) * ly->wkv_b.row_bytes;
+        return SPROUT_OK;
+    }
+    if ((st = bind_slices(L, NAME("attn_k_b.weight"), nope, r, heads, "attention.head_count", &ly->k_b)) != SPROUT_OK ||
+        (st = bind_slices(L, NAME("attn_v_b.weight"), r, hp->head_dim_v_mla, heads, "attention.head_count", &ly->v_b)) != SPROUT_OK)
         return st;
 #undef NAME
     return SPROUT_OK;
@@ -287,7 +329,9 @@ static sprout_status bind_layer(loader *L, int il, sp_layer *ly) {
         TRY(bind_vec(L, NAME("attn_norm.weight"), e, !hp->post_norm, &ly->attn_norm));
         TRY(bind_vec(L, NAME("attn_norm.bias"), e, false, &ly->attn_norm_b));
     }
-    if (find_tensor(L, NAME("attn_qkv.weight")) >= 0) {
+    if (hp->n_lora_kv > 0) {
+        TRY(bind_mla(L, il, ly));
+    } else if (find_tensor(L, NAME("attn_qkv.weight")) >= 0) {
         TRY(bind_weight(L, NAME("attn_qkv.weight"), e, q_dim + kv_k + kv_v, true, &ly->wqkv));
         TRY(bind_vec(L, NAME("attn_qkv.bias"), q_dim + kv_k + kv_v, false, &ly->bqkv));
     } else {
@@ -301,7 +345,8 @@ static sprout_status bind_layer(loader *L, int il, sp_layer *ly) {
     const bool qk_norm_spans_all = hp->qk_norm_whole || hp->qk_norm_each_head;
     TRY(bind_vec(L, NAME("attn_q_norm.weight"), qk_norm_spans_all ? q_dim : hp->head_dim_k, L->at->qk_norm, &ly->q_norm));
     TRY(bind_vec(L, NAME("attn_k_norm.weight"), qk_norm_spans_all ? kv_k : hp->head_dim_k, L->at->qk_norm, &ly->k_norm));
-    TRY(bind_weight(L, NAME("attn_output.weight"), (int64_t)hp->n_head * hp->head_dim_v, e, true, &ly->wo));
+    TRY(bind_weight(L, NAME("attn_output.weight"), (int64_t)hp->n_head * (hp->n_lora_kv > 0 ? hp->head_dim_v_mla : hp->head_dim_v), e,
+                    true, &ly->wo));
     TRY(bind_vec(L, NAME("attn_output.bias"), e, L->at->sinks_and_biases, &ly->bo));
     if (L->at->sinks_and_biases) TRY(bind_vec(L, NAME("attn_sinks.weight"), hp->n_head, true, &ly->attn_sinks));
     const bool ffn_norm_renamed = L->at->ffn_norm_post_attention; /* gpt-oss: the norm before the FFN */
@@ -311,7 +356,7 @@ static sprout_status bind_layer(loader *L, int il, sp_layer *ly) {
                      &ly->ffn_norm));
         TRY(bind_vec(L, NAME("ffn_norm.bias"), e, false, &ly->ffn_norm_b));
     }
-    if (hp->n_expert > 0) TRY(bind_moe(L, il, ly));
+    if (hp->n_expert > 0 && il >= hp->n_layer_dense_lead) TRY(bind_moe(L, il, ly));
     else {
         if (hp->ffn_kind != SP_FFN_GELU && !hp->fused_gate_up) TRY(bind_weight(L, NAME("ffn_gate.weight"), e, ff, true, &ly->w_gate));
         TRY(bind_weight(L, NAME("ffn_up.weight"), e, hp->fused_gate_up ? 2 * ff : ff, true, &ly->w_up));
@@ -402,6 +447,113 @@ static sprout_status check_unsupported(const loader *L, const arch_traits *at) {
     return SPROUT_OK;
 }
 
+/* An integer key of 0 to 2^24 (fallback where absent). */
+static sprout_status get_count(const loader *L, const char *suffix, int64_t fallback, int32_t *out) {
+    int64_t v;
+    sprout_status st = get_int(L, suffix, false, fallback, &v);
+    if (st != SPROUT_OK) return st;
+    if (v < 0 || v > (1 << 24)) return sp_fail(SPROUT_ERR_FORMAT, "%s.%s = %lld is out of range", L->arch, suffix, (long long)v);
+    *out = (int32_t)v;
+    return SPROUT_OK;
+}
+
+/* DeepSeek's routing keys as llama.cpp reads them for deepseek2: the
+ * gating function, a factor on the chosen weights, their renormalization,
+ * expert groups, shared experts and the leading dense layers. */
+static sprout_status load_deepseek_moe(loader *L) {
+    sp_hparams *hp = &L->m->hp;
+    int32_t gating = 0, n_shared = 0;
+    sprout_status st;
+    if ((st = get_count(L, "leading_dense_block_count", 0, &hp->n_layer_dense_lead)) != SPROUT_OK ||
+        (st = get_count(L, "expert_gating_func", 0, &gating)) != SPROUT_OK ||
+        (st = get_count(L, "expert_shared_count", 0, &n_shared)) != SPROUT_OK ||
+        (st = get_count(L, "expert_group_count", 0, &hp->n_expert_groups)) != SPROUT_OK ||
+        (st = get_count(L, "expert_group_used_count", 0, &hp->n_group_used)) != SPROUT_OK ||
+        (st = get_float(L, "expert_weights_scale", 0.f, NON_NEGATIVE, &hp->expert_weights_scale)) != SPROUT_OK)
+        return st;
+    if (hp->expert_weights_scale == 0.f) hp->expert_weights_scale = 1.f;
+    char key[160];
+    arch_key(L, "expert_weights_norm", key, sizeof key);
+    if (sprout_gguf_find(L->g, key) && sprout_gguf_get_bool(L->g, key, &hp->expert_weights_norm) != SPROUT_OK)
+        return sp_fail(SPROUT_ERR_FORMAT, "key '%s' must be a boolean", key);
+    if (gating > 2) return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s.expert_gating_func = %d is not supported (1 softmax, 2 sigmoid)", L->arch, gating);
+    hp->expert_gating = gating == 2 ? SP_GATING_SIGMOID : SP_GATING_SOFTMAX;
+    if (hp->n_layer_dense_lead > hp->n_layer)
+        return sp_fail(SPROUT_ERR_FORMAT, "%s.leading_dense_block_count = %d is more than the %d layers", L->arch, hp->n_layer_dense_lead, hp->n_layer);
+    if (hp->n_layer_dense_lead < hp->n_layer && hp->n_expert == 0)
+        return sp_fail(SPROUT_ERR_FORMAT, "%s.expert_count is missing or 0 but layers %d on are mixtures of experts", L->arch, hp->n_layer_dense_lead);
+    if ((int64_t)hp->n_ff_exp * n_shared > (1 << 24))
+        return sp_fail(SPROUT_ERR_FORMAT, "%s.expert_shared_count = %d is out of range", L->arch, n_shared);
+    hp->n_ff_shexp = hp->n_ff_exp * n_shared;
+    if (hp->n_expert_groups <= 1) return SPROUT_OK;
+    /* llama.cpp's checks, and room for the top two of each group and the n_used chosen */
+    const int32_t per_group = hp->n_expert_groups > 0 && hp->n_expert % hp->n_expert_groups == 0 ? hp->n_expert / hp->n_expert_groups : 0;
+    if (per_group < 2 || hp->n_group_used <= 0 || hp->n_group_used >= hp->n_expert_groups ||
+        hp->n_expert_used > per_group * hp->n_group_used)
+        return sp_fail(SPROUT_ERR_FORMAT, "%s: %d experts in %d groups, %d groups used, do not fit %d experts a token", L->arch,
+                       hp->n_expert, hp->n_expert_groups, hp->n_group_used, hp->n_expert_used);
+    return SPROUT_OK;
+}
+
+/* Multi-head latent attention's sizes (the cache's head is [latent | k_pe],
+ * its value the latent), checked against each other, and the attention
+ * scale and RoPE factor llama.cpp's deepseek2 graph computes from YaRN's. */
+static sprout_status load_deepseek2(loader *L) {
+    sp_hparams *hp = &L->m->hp;
+    sprout_status st;
+    /* the trailing multi-token-prediction blocks are not part of the
+     * forward pass (llama.cpp's n_layer() leaves them out too) */
+    int32_t n_nextn = 0;
+    float temperature = 0.f;
+    if ((st = get_count(L, "nextn_predict_layers", 0, &n_nextn)) != SPROUT_OK ||
+        (st = get_float(L, "attention.temperature_scale", 0.f, ANY_FINITE, &temperature)) != SPROUT_OK)
+        return st;
+    if (n_nextn >= hp->n_layer)
+        return sp_fail(SPROUT_ERR_FORMAT, "%s.nextn_predict_layers = %d leaves none of the %d blocks", L->arch, n_nextn, hp->n_layer);
+    hp->n_layer -= n_nextn;
+    if (temperature != 0.f)
+        return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s with attention.temperature_scale (position-dependent query scaling) is not supported", L->arch);
+    if ((st = get_count(L, "attention.q_lora_rank", 0, &hp->n_lora_q)) != SPROUT_OK ||
+        (st = get_count(L, "attention.kv_lora_rank", 0, &hp->n_lora_kv)) != SPROUT_OK ||
+        (st = get_count(L, "attention.key_length_mla", 0, &hp->head_dim_k_mla)) != SPROUT_OK ||
+        (st = get_count(L, "attention.value_length_mla", 0, &hp->head_dim_v_mla)) != SPROUT_OK)
+        return st;
+    if (hp->n_lora_kv == 0)
+        return sp_fail(SPROUT_ERR_FORMAT, "%s.attention.kv_lora_rank is missing or 0: a %s model has a latent KV projection", L->arch, L->arch);
+    if ((hp->head_dim_k_mla == 0) != (hp->head_dim_v_mla == 0))
+        return sp_fail(SPROUT_ERR_FORMAT, "%s: attention.key_length_mla and value_length_mla come together", L->arch);
+    if (hp->head_dim_k_mla == 0) {
+        /* an older conversion: the keys say the full heads, attn_kv_b holds
+         * k_b and v_b fused; the cache is the latent all the same */
+        if (sprout_gguf_find_tensor(L->g, "blk.0.attn_kv_b.weight") < 0)
+            return sp_fail(SPROUT_ERR_FORMAT, "%s: no attention.key_length_mla and no attn_kv_b: neither latent attention's layout", L->arch);
+        hp->mla_fused_kv_b = true;
+        hp->head_dim_k_mla = hp->head_dim_k;
+        hp->head_dim_v_mla = hp->head_dim_v;
+        hp->head_dim_k = hp->n_lora_kv + hp->n_rot;
+        hp->head_dim_v = hp->n_lora_kv;
+        hp->n_head_kv = 1;
+    }
+    if (hp->n_head_kv != 1 || hp->head_dim_k != hp->n_lora_kv + hp->n_rot || hp->head_dim_v != hp->n_lora_kv)
+        return sp_fail(SPROUT_ERR_FORMAT, "%s: head_count_kv %d, key_length %d, value_length %d; latent attention needs 1, "
+                                          "kv_lora_rank + rope.dimension_count = %d, kv_lora_rank = %d", L->arch, hp->n_head_kv,
+                       hp->head_dim_k, hp->head_dim_v, hp->n_lora_kv + hp->n_rot, hp->n_lora_kv);
+    if (hp->n_rot <= 0 || hp->n_rot >= hp->head_dim_k_mla)
+        return sp_fail(SPROUT_ERR_FORMAT, "%s: rope.dimension_count %d must leave part of the %d-wide query heads (key_length_mla) unrotated",
+                       L->arch, hp->n_rot, hp->head_dim_k_mla);
+    float log_mul = 0.f;
+    if ((st = get_float(L, "rope.scaling.yarn_log_multiplier", 0.f, ANY_FINITE, &log_mul)) != SPROUT_OK) return st;
+    /* llama.cpp: with a multiplier, YaRN's factor on the rotated parts is
+     * cancelled (its attn_factor / (1 + 0.1 ln s)); the scores' scale is
+     * then mscale^2 / sqrt(key_length_mla), mscale = attn_factor (1 + 0.1 ln s)
+     * (1 + multiplier ln s) (the file's multiplier is 0.1 times the model's) */
+    const float ln_s = logf(1.f / hp->rope_freq_scale);
+    if (hp->yarn_ext_factor != 0.f && log_mul != 0.f) hp->rope_attn_factor /= 1.f + 0.1f * ln_s;
+    const float mscale = hp->rope_attn_factor * (1.f + 0.1f * ln_s) * (1.f + log_mul * ln_s);
+    hp->attn_scale = mscale * mscale / sqrtf((float)hp->head_dim_k_mla);
+    return load_deepseek_moe(L);
+}
+
 static sprout_status load_hparams(loader *L, const arch_traits *at) {
     sp_hparams *hp = &L->m->hp;
     const sprout_gguf *g = L->g;
@@ -439,9 +591,10 @@ static sprout_status load_hparams(loader *L, const arch_traits *at) {
     if (hp->n_expert > 0 && (hp->n_ff_exp <= 0 || hp->n_ff_shexp <= 0))
         return sp_fail(SPROUT_ERR_FORMAT, "%s: the experts' FFN widths must be positive (%s.expert_feed_forward_length)", L->arch, L->arch);
     hp->expert_weights_norm = at->moe_norm_w;
+    hp->expert_weights_scale = 1.f;
     hp->qk_norm_whole = at->qk_norm_whole;
     hp->qk_norm_each_head = at->qk_norm_each_head;
-    hp->moe_gating = at->gating;
+    hp->expert_gating = at->gating;
     if (at->sinks_and_biases) { /* keys llama.cpp requires of gpt-oss */
         INT(n_ff_exp, "expert_feed_forward_length", true, 0);
         INT(sliding_window, "attention.sliding_window", true, 0);
@@ -501,6 +654,7 @@ static sprout_status load_hparams(loader *L, const arch_traits *at) {
         return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s with %s attention is not supported", L->arch, causal ? "causal" : "bidirectional");
     hp->parallel_block = at->may_be_parallel && find_tensor(L, "blk.0.ffn_norm.weight") < 0;
     hp->fused_gate_up = find_tensor(L, "blk.0.ffn_gate.weight") < 0 && at->ffn != SP_FFN_GELU && hp->n_expert == 0;
+    if (at->mla && (st = load_deepseek2(L)) != SPROUT_OK) return st;
     return check_unsupported(L, at);
 }
 
@@ -520,7 +674,7 @@ sprout_status sp_model_build(sprout_gguf *g, const sprout_model_params *params, 
     if (!at)
         return sp_fail(SPROUT_ERR_UNSUPPORTED, "architecture '%.*s' is not supported (sprout runs llama (and Mixtral), qwen2, qwen3, phi3, "
                                                "gemma, gemma2, gemma3, phi2, stablelm, falcon, qwen2moe, qwen3moe, olmoe, granite, "
-                                               "granitemoe, olmo2, starcoder2, command-r, glm4, gpt-oss, and bert and "
+                                               "granitemoe, olmo2, starcoder2, command-r, glm4, deepseek2, gpt-oss, and bert and "
                                                "nomic-bert for embeddings)",
                        (int)(arch_len > 64 ? 64 : arch_len), arch_name);
     sprout_model *m = calloc(1, sizeof *m);

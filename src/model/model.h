@@ -38,6 +38,7 @@ typedef enum sp_arch {
     SP_ARCH_COMMAND_R,
     SP_ARCH_GLM4,
     SP_ARCH_GPT_OSS,
+    SP_ARCH_DEEPSEEK2,
 } sp_arch;
 
 typedef enum sp_rope_kind { SP_ROPE_NORM, SP_ROPE_NEOX, SP_ROPE_NONE /* learned absolute positions (BERT) */ } sp_rope_kind;
@@ -45,10 +46,11 @@ typedef enum sp_norm_kind { SP_NORM_RMS, SP_NORM_LAYER } sp_norm_kind;
 /* SWIGLU_OAI: gpt-oss's experts, llama.cpp's swiglu_oai (gate clamped above,
  * up clamped both ways, silu with alpha, times up + 1) */
 typedef enum sp_ffn_kind { SP_FFN_SWIGLU, SP_FFN_GEGLU, SP_FFN_GELU, SP_FFN_SWIGLU_OAI } sp_ffn_kind;
-/* How a router's logits become the chosen experts' weights: a softmax over
- * all experts, then the top k; or the top k logits, then a softmax over
- * those k alone (gpt-oss; llama.cpp's SOFTMAX_WEIGHT). */
-typedef enum sp_moe_gating { SP_GATING_SOFTMAX, SP_GATING_SOFTMAX_TOP_K } sp_moe_gating;
+/* How a router's logits become the chosen experts' weights: a softmax or a
+ * sigmoid over all experts (llama.cpp's expert_gating_func: 1 softmax, 2
+ * sigmoid), then the top k; or the top k logits, then a softmax over those
+ * k alone (gpt-oss; llama.cpp's SOFTMAX_WEIGHT). */
+typedef enum sp_moe_gating { SP_GATING_SOFTMAX, SP_GATING_SIGMOID, SP_GATING_SOFTMAX_TOP_K } sp_moe_gating;
 typedef enum sp_rope_scaling { SP_ROPE_SCALING_NONE, SP_ROPE_SCALING_LINEAR, SP_ROPE_SCALING_YARN } sp_rope_scaling;
 
 /* A vector (norm weight, bias) as floats: F32 views of the file when the file
@@ -89,11 +91,24 @@ typedef struct sp_layer {
      * with its sigmoid gate (one row of e; qwen2moe) where present */
     sp_weight router;
     sp_experts gate_exps, up_exps, down_exps;
-    sp_weight gate_shexp, up_shexp, down_shexp, gate_inp_shexp;
+    sp_weight gate_shexp, up_shexp, down_shexp, gate_inp_shexp; /* gate_inp_shexp absent: ungated (deepseek2) */
+    sp_vec exp_probs_b;         /* a bias on the probabilities that choose experts, not on their weights (DeepSeek-V3) */
     /* gpt-oss: the router's bias (n_expert) and each expert's biases, rows
      * of n_ff_exp (gate, up) and n_embd (down) one expert after another */
     sp_vec router_b, gate_exps_b, up_exps_b, down_exps_b;
     sp_vec attn_sinks;          /* one logit per query head joining each softmax's denominator (gpt-oss) */
+    /* multi-head latent attention (deepseek2; hp.n_lora_kv > 0) in place of
+     * wq/wk/wv: q through a low-rank pair and its norm (wq_a.data set) or
+     * wq; the latent and the shared RoPE key from wkv_a ([latent | k_pe]);
+     * per head, k_b (n_lora_kv rows of the head's nope part) and v_b
+     * (head_dim_v_mla rows of the latent), heads as the 3-D tensors' slices */
+    sp_weight wq_a, wq_b, wkv_a;
+    sp_vec q_a_norm, kv_a_norm;
+    sp_experts k_b, v_b;
+    /* older conversions: k_b and v_b fused per head in rows [k_nope | v] of
+     * wkv_b (n_lora_kv wide); v_b is then a view of its v rows, and the
+     * queries are absorbed through the k rows transposed (k_b.first empty) */
+    sp_weight wkv_b;
     /* post-norm blocks (BERT): x = norm(x + attention), then x = norm(x + FFN) */
     sp_vec attn_out_norm, attn_out_norm_b, out_norm, out_norm_b;
     bool sliding;               /* sliding-window attention on this layer */
@@ -131,7 +146,17 @@ typedef struct sp_hparams {
      * token uses, each expert's FFN width and the shared expert's */
     int32_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
     bool expert_weights_norm;   /* the chosen experts' softmax weights renormalized to sum 1 */
-    sp_moe_gating moe_gating;
+    sp_moe_gating expert_gating;
+    float expert_weights_scale; /* the chosen weights' factor (deepseek2); 1: none */
+    int32_t n_expert_groups, n_group_used; /* group-limited routing (DeepSeek-V3); groups <= 1: none */
+    int32_t n_layer_dense_lead; /* the first layers have a dense FFN (deepseek2) */
+    /* multi-head latent attention (deepseek2): n_lora_kv > 0. The cache's
+     * one KV head is then [latent (n_lora_kv) | k_pe (n_rot)] (head_dim_k),
+     * its values the latent (head_dim_v = n_lora_kv); a query head before
+     * absorption is head_dim_k_mla wide (nope + rope), its value
+     * head_dim_v_mla; n_lora_q 0: q from attn_q directly */
+    int32_t n_lora_q, n_lora_kv, head_dim_k_mla, head_dim_v_mla;
+    bool mla_fused_kv_b;        /* an older conversion: attn_kv_b, no _mla keys (its key_length/value_length the full heads') */
 } sp_hparams;
 
 struct sprout_model {

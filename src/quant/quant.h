@@ -15,6 +15,9 @@
 /* n is always a multiple of the type's block size. */
 typedef void (*sp_dequantize_fn)(const void *src, float *dst, int64_t n);
 typedef void (*sp_quantize_fn)(const float *src, void *dst, int64_t n);
+/* importance: one non-negative weight per element of src (an importance
+ * matrix's row, llama.cpp's quant_weights), or NULL where the type allows. */
+typedef void (*sp_quantize_weighted_fn)(const float *src, void *dst, int64_t n, const float *importance);
 
 typedef struct sp_type_traits {
     const char *name;     /* as llama.cpp prints it: "Q4_K" */
@@ -22,7 +25,8 @@ typedef struct sp_type_traits {
     size_t block_bytes;   /* bytes per block */
     bool is_quantized;
     sp_dequantize_fn dequantize;   /* NULL: sprout cannot compute with it */
-    sp_quantize_fn quantize_ref;   /* NULL: sprout cannot write it */
+    sp_quantize_fn quantize_ref;   /* NULL: sprout cannot write it (without importance) */
+    sp_quantize_weighted_fn quantize_weighted; /* NULL: the type has no use for importance */
 } sp_type_traits;
 
 /* The row for `type`, or NULL for an id that names no known type. */
@@ -80,7 +84,8 @@ void sp_dequantize_tq2_0(const void *src, float *dst, int64_t n);
 void sp_quantize_tq1_0(const float *src, void *dst, int64_t n);
 void sp_quantize_tq2_0(const float *src, void *dst, int64_t n);
 
-/* quant_iq.c: decoders only */
+/* quant_iq.c: decoders; quant_iq_grid.c, quant_iq1.c: quantizers (the
+ * _weighted ones take importance; IQ2_XXS, IQ2_XS and IQ1_S need it). */
 void sp_dequantize_iq2_xxs(const void *src, float *dst, int64_t n);
 void sp_dequantize_iq2_xs(const void *src, float *dst, int64_t n);
 void sp_dequantize_iq2_s(const void *src, float *dst, int64_t n);
@@ -88,6 +93,17 @@ void sp_dequantize_iq3_xxs(const void *src, float *dst, int64_t n);
 void sp_dequantize_iq3_s(const void *src, float *dst, int64_t n);
 void sp_dequantize_iq1_s(const void *src, float *dst, int64_t n);
 void sp_dequantize_iq1_m(const void *src, float *dst, int64_t n);
+void sp_quantize_iq2_xxs_weighted(const float *src, void *dst, int64_t n, const float *importance);
+void sp_quantize_iq2_xs_weighted(const float *src, void *dst, int64_t n, const float *importance);
+void sp_quantize_iq2_s_weighted(const float *src, void *dst, int64_t n, const float *importance);
+void sp_quantize_iq3_xxs_weighted(const float *src, void *dst, int64_t n, const float *importance);
+void sp_quantize_iq3_s_weighted(const float *src, void *dst, int64_t n, const float *importance);
+void sp_quantize_iq1_s_weighted(const float *src, void *dst, int64_t n, const float *importance);
+void sp_quantize_iq1_m_weighted(const float *src, void *dst, int64_t n, const float *importance);
+void sp_quantize_iq2_s(const float *src, void *dst, int64_t n);
+void sp_quantize_iq3_xxs(const float *src, void *dst, int64_t n);
+void sp_quantize_iq3_s(const float *src, void *dst, int64_t n);
+void sp_quantize_iq1_m(const float *src, void *dst, int64_t n);
 
 /* A (sub-)block whose largest magnitude is below this is all zero to the
  * K-quant and IQ4 searches, as to llama.cpp's. */

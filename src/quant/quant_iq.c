@@ -5,9 +5,7 @@
  * (scale first, then the grid value, then the sign), so that the floats
  * are the same bits as its decoder's.
  *
- * No quantizers: llama-quantize makes IQ2_XXS, IQ2_XS and IQ1_S only with
- * an importance matrix, and the rest by a search over the grid's
- * neighbourhoods that sprout does not have yet. */
+ * The quantizers are in quant_iq_grid.c and quant_iq1.c. */
 #include "quant/blocks.h"
 #include "quant/fp16.h"
 #include "quant/iq_grids.h"

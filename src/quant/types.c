@@ -24,20 +24,20 @@ static const sp_type_traits type_traits[SPROUT_TYPE_COUNT] = {
     [SPROUT_TYPE_Q5_K] = {"Q5_K", SP_QK_K, sizeof(sp_block_q5_K), true, sp_dequantize_q5_K, sp_quantize_q5_K},
     [SPROUT_TYPE_Q6_K] = {"Q6_K", SP_QK_K, sizeof(sp_block_q6_K), true, sp_dequantize_q6_K, sp_quantize_q6_K},
     [SPROUT_TYPE_Q8_K] = {"Q8_K", SP_QK_K, sizeof(sp_block_q8_K), true, sp_dequantize_q8_K, sp_quantize_q8_K},
-    [SPROUT_TYPE_IQ2_XXS] = {"IQ2_XXS", SP_QK_K, sizeof(sp_block_iq2_xxs), true, sp_dequantize_iq2_xxs, NULL},
-    [SPROUT_TYPE_IQ2_XS] = {"IQ2_XS", SP_QK_K, sizeof(sp_block_iq2_xs), true, sp_dequantize_iq2_xs, NULL},
-    [SPROUT_TYPE_IQ3_XXS] = {"IQ3_XXS", SP_QK_K, sizeof(sp_block_iq3_xxs), true, sp_dequantize_iq3_xxs, NULL},
-    [SPROUT_TYPE_IQ1_S] = {"IQ1_S", SP_QK_K, sizeof(sp_block_iq1_s), true, sp_dequantize_iq1_s, NULL},
+    [SPROUT_TYPE_IQ2_XXS] = {"IQ2_XXS", SP_QK_K, sizeof(sp_block_iq2_xxs), true, sp_dequantize_iq2_xxs, NULL, sp_quantize_iq2_xxs_weighted},
+    [SPROUT_TYPE_IQ2_XS] = {"IQ2_XS", SP_QK_K, sizeof(sp_block_iq2_xs), true, sp_dequantize_iq2_xs, NULL, sp_quantize_iq2_xs_weighted},
+    [SPROUT_TYPE_IQ3_XXS] = {"IQ3_XXS", SP_QK_K, sizeof(sp_block_iq3_xxs), true, sp_dequantize_iq3_xxs, sp_quantize_iq3_xxs, sp_quantize_iq3_xxs_weighted},
+    [SPROUT_TYPE_IQ1_S] = {"IQ1_S", SP_QK_K, sizeof(sp_block_iq1_s), true, sp_dequantize_iq1_s, NULL, sp_quantize_iq1_s_weighted},
     [SPROUT_TYPE_IQ4_NL] = {"IQ4_NL", SP_QK32, sizeof(sp_block_iq4_nl), true, sp_dequantize_iq4_nl, sp_quantize_iq4_nl},
-    [SPROUT_TYPE_IQ3_S] = {"IQ3_S", SP_QK_K, sizeof(sp_block_iq3_s), true, sp_dequantize_iq3_s, NULL},
-    [SPROUT_TYPE_IQ2_S] = {"IQ2_S", SP_QK_K, sizeof(sp_block_iq2_s), true, sp_dequantize_iq2_s, NULL},
+    [SPROUT_TYPE_IQ3_S] = {"IQ3_S", SP_QK_K, sizeof(sp_block_iq3_s), true, sp_dequantize_iq3_s, sp_quantize_iq3_s, sp_quantize_iq3_s_weighted},
+    [SPROUT_TYPE_IQ2_S] = {"IQ2_S", SP_QK_K, sizeof(sp_block_iq2_s), true, sp_dequantize_iq2_s, sp_quantize_iq2_s, sp_quantize_iq2_s_weighted},
     [SPROUT_TYPE_IQ4_XS] = {"IQ4_XS", SP_QK_K, sizeof(sp_block_iq4_xs), true, sp_dequantize_iq4_xs, sp_quantize_iq4_xs},
     [SPROUT_TYPE_I8] = {"I8", 1, 1, false, NULL, NULL},
     [SPROUT_TYPE_I16] = {"I16", 1, 2, false, NULL, NULL},
     [SPROUT_TYPE_I32] = {"I32", 1, 4, false, NULL, NULL},
     [SPROUT_TYPE_I64] = {"I64", 1, 8, false, NULL, NULL},
     [SPROUT_TYPE_F64] = {"F64", 1, 8, false, NULL, NULL},
-    [SPROUT_TYPE_IQ1_M] = {"IQ1_M", SP_QK_K, sizeof(sp_block_iq1_m), true, sp_dequantize_iq1_m, NULL},
+    [SPROUT_TYPE_IQ1_M] = {"IQ1_M", SP_QK_K, sizeof(sp_block_iq1_m), true, sp_dequantize_iq1_m, sp_quantize_iq1_m, sp_quantize_iq1_m_weighted},
     [SPROUT_TYPE_TQ1_0] = {"TQ1_0", SP_QK_K, sizeof(sp_block_tq1_0), true, sp_dequantize_tq1_0, sp_quantize_tq1_0},
     [SPROUT_TYPE_TQ2_0] = {"TQ2_0", SP_QK_K, sizeof(sp_block_tq2_0), true, sp_dequantize_tq2_0, sp_quantize_tq2_0},
     [SPROUT_TYPE_MXFP4] = {"MXFP4", SP_QK32, sizeof(sp_block_mxfp4), true, sp_dequantize_mxfp4, sp_quantize_mxfp4},
@@ -100,6 +100,8 @@ static sprout_status check_conversion(int type, const void *a, const void *b, in
                                       const sp_type_traits **out) {
     const sp_type_traits *t = sp_type_traits_of(type);
     if (!t) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "unknown tensor type id %d", type);
+    if (quantize && !t->quantize_ref && t->quantize_weighted)
+        return sp_fail(SPROUT_ERR_UNSUPPORTED, "type %s is quantized only with an importance matrix (--imatrix)", t->name);
     if ((quantize ? (void *)t->quantize_ref : (void *)t->dequantize) == NULL)
         return sp_fail(SPROUT_ERR_UNSUPPORTED, "type %s cannot be %s by sprout", t->name,
                        quantize ? "quantized" : "dequantized");

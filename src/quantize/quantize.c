@@ -13,6 +13,7 @@
 #include "core/mapped_file.h"
 #include "gguf/gguf_writer.h"
 #include "quant/quant.h"
+#include "quantize/imatrix.h"
 #include "quantize/recipe.h"
 #include "runtime/threadpool.h"
 #include "sprout.h"
@@ -27,12 +28,15 @@ typedef struct tensor_plan {
     sprout_type from, to;
     bool convert;
     int64_t ne0, n_rows;
+    int64_t rows_per_matrix; /* ne1: rows before the next expert's matrix */
     uint64_t in_bytes, out_bytes;
+    const float *importance; /* ne0 per matrix, or NULL */
 } tensor_plan;
 
 typedef struct quantize_job {
     const sprout_gguf *in;
     const sprout_quantize_params *params;
+    sp_imatrix *imatrix;
     tensor_plan *plan;
     int64_t n_tensors;
     sp_threadpool *pool;
@@ -77,7 +81,13 @@ static void convert_rows(void *ctx, int ith, int nth) {
             from->dequantize(src, job->scratch[ith], n);
             values = job->scratch[ith];
         }
-        to->quantize_ref(values, job->dst + (uint64_t)r0 * out_row, n);
+        if (!tp->importance) {
+            to->quantize_ref(values, job->dst + (uint64_t)r0 * out_row, n);
+            continue;
+        }
+        for (int64_t r = r0; r < r0 + rows; r++) /* each row with its matrix's importance */
+            to->quantize_weighted(values + (r - r0) * tp->ne0, job->dst + (uint64_t)r * out_row, tp->ne0,
+                                  tp->importance + r / tp->rows_per_matrix * tp->ne0);
     }
 }
 
@@ -140,16 +150,55 @@ static sprout_status check_params(const char *in_path, const char *out_path, con
         return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "quantize: file type %d is not one sprout can produce", (int)p->file_type);
     const int32_t overrides[2] = {p->output_type, p->token_embedding_type};
     for (int i = 0; i < 2; i++)
-        if (overrides[i] != -1 && (!sprout_type_is_known(overrides[i]) || !sp_type_traits_of(overrides[i])->quantize_ref))
+        if (overrides[i] != -1 &&
+            (!sprout_type_is_known(overrides[i]) ||
+             !(sp_type_traits_of(overrides[i])->quantize_ref || (p->imatrix_path && sp_type_traits_of(overrides[i])->quantize_weighted))))
             return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "quantize: cannot write tensor type %d", (int)overrides[i]);
     if (sp_same_file(in_path, out_path))
         return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "quantize: input and output are the same file (%s)", out_path);
     return SPROUT_OK;
 }
 
+/* Finds a tensor's importance, where its type uses one, and refuses what
+ * llama-quantize refuses: a type that needs importance without it, and an
+ * entry whose size is not the tensor's ne0 per matrix. */
+static sprout_status plan_importance(const sprout_gguf *in, int64_t i, const sp_imatrix *imatrix, const char *imatrix_path,
+                                     sp_tensor_role role, tensor_plan *tp) {
+    const char *name = sprout_gguf_tensor_name(in, i);
+    const sp_type_traits *to = sp_type_traits_of(tp->to);
+    const bool needs = tp->convert && (sp_recipe_needs_imatrix(role, tp->to) || !to->quantize_ref);
+    int64_t n = 0;
+    const float *importance = imatrix && tp->convert && to->quantize_weighted ? sp_imatrix_find(imatrix, name, &n) : NULL;
+    const int64_t matrices = tp->n_rows / tp->rows_per_matrix;
+    if (importance && n != tp->ne0 * matrices) {
+        if (role == SP_ROLE_TOKEN_EMBD) importance = NULL; /* llama-quantize ignores it there too */
+        else
+            return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "%s: '%s' has %lld values, the tensor needs %lld (%lld x %lld)",
+                           imatrix_path, name, (long long)n, (long long)(tp->ne0 * matrices), (long long)tp->ne0,
+                           (long long)matrices);
+    }
+    if (needs && !importance) {
+        if (!imatrix)
+            return sp_fail(SPROUT_ERR_INVALID_ARGUMENT,
+                           "tensor '%s': %s needs an importance matrix: pass --imatrix FILE (made by llama-imatrix)", name,
+                           sprout_type_name(tp->to));
+        return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "tensor '%s': %s needs importance, and %s has none for it", name,
+                       sprout_type_name(tp->to), imatrix_path);
+    }
+    tp->importance = importance;
+    return SPROUT_OK;
+}
+
+static int metadata_experts(const sprout_gguf *in, const char *arch, size_t arch_len) {
+    char key[160];
+    snprintf(key, sizeof key, "%.*s.expert_count", (int)(arch_len < 64 ? arch_len : 64), arch);
+    uint32_t v;
+    return sprout_gguf_get_u32(in, key, &v) == SPROUT_OK && v < (1u << 20) ? (int)v : 0;
+}
+
 /* Decides every tensor's output type and tells the caller. */
-static sprout_status plan_tensors(const sprout_gguf *in, const sprout_quantize_params *p, tensor_plan *plan,
-                                  sprout_quantize_report *report) {
+static sprout_status plan_tensors(const sprout_gguf *in, const sprout_quantize_params *p, const sp_imatrix *imatrix,
+                                  tensor_plan *plan, sprout_quantize_report *report) {
     /* metadata strings are not NUL-terminated */
     const char *arch = "";
     size_t arch_len = 0;
@@ -162,6 +211,8 @@ static sprout_status plan_tensors(const sprout_gguf *in, const sprout_quantize_p
         .n_gqa = n_head / metadata_int(in, arch, arch_len, "attention.head_count_kv", n_head),
         .n_layer = metadata_int(in, arch, arch_len, "block_count", 0),
         .has_output = sprout_gguf_find_tensor(in, "output.weight") >= 0,
+        .has_imatrix = imatrix != NULL,
+        .n_expert = metadata_experts(in, arch, arch_len),
     };
     for (int64_t i = 0; i < n; i++) {
         const sp_tensor_role role = sp_tensor_role_of(sprout_gguf_tensor_name(in, i));
@@ -173,6 +224,8 @@ static sprout_status plan_tensors(const sprout_gguf *in, const sprout_quantize_p
         tensor_plan *tp = &plan[i];
         tp->from = sprout_gguf_tensor_type(in, i);
         tp->ne0 = sprout_gguf_tensor_dim(in, i, 0);
+        tp->rows_per_matrix = sprout_gguf_tensor_dim(in, i, 1);
+        if (tp->rows_per_matrix < 1) tp->rows_per_matrix = 1;
         const int64_t elements = sprout_gguf_tensor_elements(in, i);
         tp->n_rows = tp->ne0 > 0 ? elements / tp->ne0 : 0;
         tp->in_bytes = sprout_gguf_tensor_bytes(in, i);
@@ -189,6 +242,10 @@ static sprout_status plan_tensors(const sprout_gguf *in, const sprout_quantize_p
         tp->convert = tp->to != tp->from;
         if (tp->convert && !sp_type_traits_of(tp->from)->dequantize)
             return sp_fail(SPROUT_ERR_UNSUPPORTED, "tensor '%s': cannot convert from %s", name, sprout_type_name(tp->from));
+        if (tp->convert) {
+            const sprout_status st = plan_importance(in, i, imatrix, p->imatrix_path, role, tp);
+            if (st != SPROUT_OK) return st;
+        }
         if (!sp_type_row_bytes(tp->to, tp->ne0, &tp->out_bytes)) tp->out_bytes = 0;
         tp->out_bytes *= (uint64_t)tp->n_rows;
         report->bytes_in += tp->in_bytes;
@@ -237,7 +294,8 @@ sprout_status sprout_quantize_model(const char *in_path, const char *out_path, c
     job.plan = calloc(n > 0 ? (size_t)n : 1, sizeof *job.plan);
     const int n_threads = params->n_threads > 0 ? params->n_threads : sp_cpu_count();
     if (!w || !job.plan) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "quantize: out of memory");
-    if (st == SPROUT_OK) st = plan_tensors(in, params, job.plan, report);
+    if (st == SPROUT_OK && params->imatrix_path) st = sp_imatrix_load(params->imatrix_path, &job.imatrix);
+    if (st == SPROUT_OK) st = plan_tensors(in, params, job.imatrix, job.plan, report);
     if (st == SPROUT_OK) st = build_writer(in, params, job.plan, w);
     if (st == SPROUT_OK) st = sp_threadpool_create(n_threads, &job.pool);
     int64_t scratch_elements = CHUNK_ELEMENTS;
@@ -258,6 +316,7 @@ sprout_status sprout_quantize_model(const char *in_path, const char *out_path, c
     free(job.scratch);
     if (job.pool) sp_threadpool_free(job.pool);
     free(job.plan);
+    sp_imatrix_free(job.imatrix);
     sp_gguf_writer_free(w);
     sprout_gguf_close(in);
     report->seconds = now_seconds() - t0;

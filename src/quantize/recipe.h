@@ -44,12 +44,19 @@ typedef struct sp_recipe {
     int n_layer;
     int n_attn_v;      /* attn_v and attn_qkv tensors in the file */
     bool has_output;   /* false: the token embedding doubles as the output */
-    int i_attn_v, i_ffn_down; /* running counters, in file order, as llama.cpp counts */
+    bool has_imatrix;  /* an importance matrix was given: the IQ3 mixes then differ */
+    int n_expert;      /* experts per MoE layer, 0 for a dense model */
+    int i_attn_v, i_ffn_down, i_ffn_gate, i_ffn_up; /* running counters, in file order, as llama.cpp counts */
 } sp_recipe;
 
 /* The mix's type for a quantizable tensor with rows of ne0 elements; call
  * once per tensor in file order (the layer counters advance). */
 sprout_type sp_recipe_choose(sp_recipe *recipe, sp_tensor_role role, int64_t ne0);
+
+/* Whether llama-quantize refuses to make a tensor of this role and type
+ * without an importance matrix (the lowest-bit IQ types; never the output
+ * or the token embedding). */
+bool sp_recipe_needs_imatrix(sp_tensor_role role, sprout_type type);
 
 /* `wanted` if rows of ne0 elements fit its blocks, else the nearest type
  * that fits (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0 ..., F16 at worst). */

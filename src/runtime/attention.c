@@ -33,7 +33,8 @@ void sp_attention_store_kv(sp_context *ctx, int il, int32_t t) {
     sp_kv_rotate(k, kv->k_row, kv->rotate_k);
     sp_kv_rotate(v, kv->v_row, kv->rotate_v);
     sp_kv_store_row(k, (char *)kv->k[il] + (size_t)cell * sp_kv_bytes(kv->type.k, kv->k_row), kv->type.k, kv->k_row);
-    sp_kv_store_row(v, (char *)kv->v[il] + (size_t)cell * sp_kv_bytes(kv->type.v, kv->v_row), kv->type.v, kv->v_row);
+    if (kv->v_row > 0) /* none: latent attention's values are in the keys' rows */
+        sp_kv_store_row(v, (char *)kv->v[il] + (size_t)cell * sp_kv_bytes(kv->type.v, kv->v_row), kv->type.v, kv->v_row);
 }
 
 typedef struct attention_job {
@@ -65,6 +66,15 @@ static void attention_worker(void *p, int ith, int nth) {
     if (runs > group) runs = group;
     const int64_t per_run = (group + runs - 1) / runs, n_jobs = pairs * runs;
     const int64_t q_row = (int64_t)hp->n_head * hp->head_dim_k, out_row = (int64_t)hp->n_head * hp->head_dim_v;
+    /* latent attention (MLA): the values are each key row's first head_dim_v
+     * elements (the latent), in the keys' type and rotation; the output,
+     * still in the latent space, goes to ctx->mla.latent for runtime/mla.c */
+    const bool mla = hp->n_lora_kv > 0;
+    const void *values = mla ? kv->k[j->il] : kv->v[j->il];
+    const sp_kv_type v_type = mla ? kv->type.k : kv->type.v;
+    const int32_t rotate_v = mla ? kv->rotate_k : kv->rotate_v;
+    float *out = mla ? ctx->mla.latent : ctx->attn.f32;
+    void *out_blocks = mla ? NULL : ctx->attn.blocks;
     /* dealt out in turn: a prompt's later tokens see more cells, so halves
      * of the job list would leave the first thread idle half the time */
     for (int64_t ji = ith; ji < n_jobs; ji += nth) {
@@ -87,16 +97,16 @@ static void attention_worker(void *p, int ith, int nth) {
             sp_attention_args a = {
                 .q = ctx->q + t0 * q_row + head * hp->head_dim_k,
                 .keys = (const char *)kv->k[j->il] + sp_kv_bytes(kv->type.k, kvh * hp->head_dim_k),
-                .values = (const char *)kv->v[j->il] + sp_kv_bytes(kv->type.v, kvh * hp->head_dim_v),
+                .values = (const char *)values + sp_kv_bytes(v_type, kvh * hp->head_dim_v),
                 .k_type = kv->type.k,
-                .v_type = kv->type.v,
+                .v_type = v_type,
                 .stride = kv->k_row,
                 .cells = kv->seqs[seq].cells,
                 .head_dim_k = hp->head_dim_k,
                 .head_dim_v = hp->head_dim_v,
                 .scale = hp->attn_scale,
                 .softcap = hp->attn_softcap,
-                .out = ctx->attn.f32 + t0 * out_row + head * hp->head_dim_v,
+                .out = out + t0 * out_row + head * hp->head_dim_v,
                 .n_q_heads = n_heads,
                 .n_tokens = t1 - t0,
                 .q_stride = q_row,
@@ -106,11 +116,11 @@ static void attention_worker(void *p, int ith, int nth) {
             };
             ctx->kernels->attention(&a);
             for (int32_t t = t0; t < t1; t++) /* back from the rotated values' basis */
-                sp_kv_rotate(ctx->attn.f32 + t * out_row + head * hp->head_dim_v, n_heads * hp->head_dim_v, kv->rotate_v);
-            if (ctx->attn.blocks) /* heads of whole blocks (checked at setup): this run's are its own blocks */
+                sp_kv_rotate(out + t * out_row + head * hp->head_dim_v, n_heads * hp->head_dim_v, rotate_v);
+            if (out_blocks) /* heads of whole blocks (checked at setup): this run's are its own blocks */
                 for (int32_t t = t0; t < t1; t++)
-                    ctx->kernels->quantize(ctx->attn.f32 + t * out_row + head * hp->head_dim_v, n_heads * hp->head_dim_v,
-                                           sp_rows_block_at(ctx->attn.blocks, out_row, t, head * hp->head_dim_v));
+                    ctx->kernels->quantize(out + t * out_row + head * hp->head_dim_v, n_heads * hp->head_dim_v,
+                                           sp_rows_block_at(out_blocks, out_row, t, head * hp->head_dim_v));
         }
     }
 }

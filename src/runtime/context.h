@@ -67,6 +67,16 @@ typedef struct sp_moe_buffers {
     float *shared_gate;   /* [n] the shared expert's gate logit */
 } sp_moe_buffers;
 
+/* Multi-head latent attention's work (runtime/mla.c), n_batch tokens'
+ * worth; all NULL for other attention. r = n_lora_kv, hk = head_dim_k_mla. */
+typedef struct sp_mla_buffers {
+    sp_rows q_a;      /* [n][n_lora_q] q's low-rank projection, normed */
+    float *q_full;    /* [n][n_head * hk] the query heads before absorption ([nope | rope] each) */
+    sp_rows head_in;  /* [n][max(nope, r)] one head's rows, gathered for its matrix */
+    float *head_out;  /* [n][max(r, head_dim_v_mla)] */
+    float *latent;    /* [n][n_head * r] attention's output, in the latent space */
+} sp_mla_buffers;
+
 typedef struct sp_context {
     const sprout_model *model;
     const sp_kernels *kernels;
@@ -97,6 +107,7 @@ typedef struct sp_context {
     size_t staged_capacity;
     sp_batch_token *kept; /* the last layer's tokens (those whose logits or hidden states are wanted), then the output head's */
     sp_moe_buffers moe;
+    sp_mla_buffers mla;
     double attention_ms; /* wall time in sp_attention since the context was made (the perf metrics' attention times) */
 } sp_context;
 

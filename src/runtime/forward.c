@@ -15,6 +15,7 @@
 #include "quant/quant.h"
 #include "runtime/attention.h"
 #include "runtime/matmul.h"
+#include "runtime/mla.h"
 #include "runtime/moe.h"
 #include "runtime/parallel.h"
 #include "runtime/vector_ops.h"
@@ -140,10 +141,15 @@ static void finish_qkv(sp_context *ctx, const void *arg, int32_t t0, int32_t t1)
     }
 }
 
-/* q[n][nq], k[n][nk], v[n][nv] = the projections of h, then finish_qkv. */
+/* q[n][nq], k[n][nk], v[n][nv] = the projections of h, then finish_qkv
+ * (latent attention: runtime/mla.c). */
 static void attention_inputs(sp_context *ctx, const layer_step *st, int32_t n) {
     const sp_layer *ly = st->ly;
     const sp_hparams *hp = &ctx->model->hp;
+    if (hp->n_lora_kv > 0) {
+        sp_mla_inputs(ctx, ly, st->batch, st->il, n);
+        return;
+    }
     const int64_t nq = (int64_t)hp->n_head * hp->head_dim_k, nk = (int64_t)hp->n_head_kv * hp->head_dim_k;
     if (ly->wqkv.data) sp_matmul(ctx, &ly->wqkv, &ctx->h, ctx->qkv, n);
     else {
@@ -371,6 +377,7 @@ sprout_status sp_forward_out(sp_context *ctx, const sp_batch_token *batch, int32
         const double t_attention = monotonic_ms();
         sp_attention(ctx, il, layer_batch, n);
         ctx->attention_ms += monotonic_ms() - t_attention;
+        if (hp->n_lora_kv > 0) sp_mla_values(ctx, step.ly, n); /* out of the latent space */
         sp_matmul(ctx, &step.ly->wo, &ctx->attn, ctx->o, n);
         sp_for_each_token(ctx, n, 4 * e, attn_out_stage, &step);
         /* parallel blocks: x += attn(h) + ffn(h); otherwise x += ffn(norm x) after x += attn */

@@ -51,8 +51,8 @@ sprout_status sp_kv_init(sp_kv_cache *kv, sp_kv_types type, int64_t head_dim, in
     for (int32_t l = 0; ok && l < n_layer; l++) {
         /* calloc: untouched pages stay unmapped until used */
         kv->k[l] = calloc((size_t)n_cells, sp_kv_bytes(type.k, k_row));
-        kv->v[l] = calloc((size_t)n_cells, sp_kv_bytes(type.v, v_row));
-        ok = kv->k[l] && kv->v[l];
+        kv->v[l] = v_row > 0 ? calloc((size_t)n_cells, sp_kv_bytes(type.v, v_row)) : NULL; /* none: values in the keys' rows (MLA) */
+        ok = kv->k[l] && (v_row == 0 || kv->v[l]);
     }
     for (int32_t s = 0; ok && s < n_seq; s++) ok = (kv->seqs[s].cells = malloc((size_t)n_cells * sizeof(int32_t))) != NULL;
     if (!ok) {
@@ -196,6 +196,9 @@ sprout_status sp_kv_shift(sp_kv_cache *kv, const sprout_model *model, int32_t se
     }
     const sp_hparams *hp = &model->hp;
     const size_t row_bytes = sp_kv_bytes(kv->type.k, kv->k_row);
+    /* a latent cache's row is [latent | k_pe]: only k_pe was rotated */
+    const int64_t rope_at = hp->n_lora_kv;
+    const int rope_heads = hp->n_lora_kv > 0 ? 1 : hp->n_head_kv, rope_head_dim = hp->n_lora_kv > 0 ? hp->n_rot : hp->head_dim_k;
     for (int32_t i = end; i < s->n; i++) {
         const int32_t cell = s->cells[i];
         kv->cell_pos[cell] -= discard;
@@ -205,7 +208,7 @@ sprout_status sp_kv_shift(sp_kv_cache *kv, const sprout_model *model, int32_t se
             void *k = (char *)kv->k[l] + (size_t)cell * row_bytes;
             sp_kv_load_row(k, row, kv->type.k, kv->k_row);
             sp_kv_rotate(row, kv->k_row, kv->rotate_k); /* out of the rotated basis (its own inverse) */
-            sp_rope_shift(hp, model->rope_factors, row, hp->n_head_kv, hp->head_dim_k, -discard, ly->rope_base, ly->rope_freq_scale);
+            sp_rope_shift(hp, model->rope_factors, row + rope_at, rope_heads, rope_head_dim, -discard, ly->rope_base, ly->rope_freq_scale);
             sp_kv_rotate(row, kv->k_row, kv->rotate_k);
             sp_kv_store_row(row, k, kv->type.k, kv->k_row);
         }

@@ -1,11 +1,13 @@
 /* Mixture of experts as llama.cpp's build_moe_ffn computes it for mixtral
- * (llama), qwen2moe, qwen3moe and olmoe: a softmax over the router's
- * logits, the n_used most probable experts, their probabilities as weights
- * (renormalized to sum 1 where the architecture says), each chosen
- * expert's SwiGLU FFN, the outputs summed with those weights; then
- * qwen2moe's shared expert, gated by a sigmoid. gpt-oss: the router's
- * logits biased, the n_used largest, a softmax over those alone; biases on
- * each expert's projections and its clamped SwiGLU (swiglu_oai).
+ * (llama), qwen2moe, qwen3moe, olmoe and deepseek2: a softmax (deepseek2:
+ * or a sigmoid) over the router's logits, the n_used most probable experts
+ * (deepseek2: by probability plus a selection bias, among the best groups
+ * of experts), their probabilities as weights (renormalized to sum 1 and
+ * scaled where the architecture says), each chosen expert's SwiGLU FFN,
+ * the outputs summed with those weights; then the shared expert, gated by
+ * a sigmoid (qwen2moe) or not (deepseek2). gpt-oss: the router's logits
+ * biased, the n_used largest, a softmax over those alone; biases on each
+ * expert's projections and its clamped SwiGLU (swiglu_oai).
  * docs/INTERNALS.md has the math per architecture.
  *
  * Batch invariance: a token's experts depend on its own logits only; its
@@ -47,34 +49,81 @@ static void softmax(float *p, int32_t n) {
     for (int32_t i = 0; i < n; i++) p[i] *= inv;
 }
 
-/* Tokens [t0, t1) of layer `arg`: the logits (plus the router's bias),
- * softmaxed where the gating says; the n_used largest (ties to the lower
- * index) as weights, softmaxed among themselves (gpt-oss) or renormalized
+/* The index of the largest of x[0..n) (ties to the lower index). */
+static int32_t arg_max(const float *x, int32_t n) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++) best = x[i] > x[best] ? i : best;
+    return best;
+}
+
+/* Group-limited routing (DeepSeek-V3, llama.cpp's build_moe_ffn): each
+ * group of sel scored by the sum of its two best, and every group but the
+ * n_group_used best masked out of sel. */
+static void keep_best_groups(const sp_hparams *hp, float *sel) {
+    const int32_t n_groups = hp->n_expert_groups, per = hp->n_expert / n_groups;
+    float score[SP_MAX_EXPERTS];
+    for (int32_t g = 0; g < n_groups; g++) {
+        const float *x = sel + g * per;
+        const int32_t first = arg_max(x, per);
+        int32_t second = first == 0 ? 1 : 0;
+        for (int32_t i = 0; i < per; i++) second = i != first && x[i] > x[second] ? i : second;
+        score[g] = x[first] + x[second];
+    }
+    bool kept[SP_MAX_EXPERTS] = {false};
+    for (int32_t j = 0; j < hp->n_group_used; j++) {
+        const int32_t g = arg_max(score, n_groups);
+        kept[g] = true;
+        score[g] = -INFINITY;
+    }
+    for (int32_t g = 0; g < n_groups; g++)
+        if (!kept[g])
+            for (int32_t i = 0; i < per; i++) sel[g * per + i] = -INFINITY;
+}
+
+/* p[0..n) = the gate's probabilities from the logits in p: softmax or
+ * sigmoid; gpt-oss's gating keeps the logits (its weights are softmaxed
+ * after the choice). */
+static void gate_probabilities(sp_moe_gating gating, float *p, int32_t n) {
+    if (gating == SP_GATING_SOFTMAX) softmax(p, n);
+    else if (gating == SP_GATING_SIGMOID)
+        for (int32_t i = 0; i < n; i++) p[i] = 1.f / (1.f + expf(-p[i]));
+}
+
+/* Tokens [t0, t1): the gate's probabilities from the logits (plus the
+ * router's bias where the layer has one); the n_used experts with the
+ * largest of them (plus the selection bias where the layer has one, in
+ * the best groups where experts are grouped); their probabilities as
+ * weights, softmaxed among themselves (gpt-oss), renormalized and scaled
  * where the model says. */
 static void route_tokens(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
     const sp_layer *ly = arg;
     const sp_hparams *hp = &ctx->model->hp;
     const int32_t n_expert = hp->n_expert, k = hp->n_expert_used;
     sp_moe_buffers *b = &ctx->moe;
+    float sel[SP_MAX_EXPERTS];
     for (int32_t t = t0; t < t1; t++) {
         float *p = b->logits + (size_t)t * (size_t)n_expert;
         sp_add_bias(p, ly->router_b, 1, n_expert, n_expert);
-        if (hp->moe_gating == SP_GATING_SOFTMAX) softmax(p, n_expert);
+        gate_probabilities(hp->expert_gating, p, n_expert);
+        for (int32_t i = 0; i < n_expert; i++) sel[i] = p[i] + (ly->exp_probs_b ? ly->exp_probs_b[i] : 0.f);
+        if (hp->n_expert_groups > 1) keep_best_groups(hp, sel);
         int32_t *ids = b->ids + (size_t)t * (size_t)k;
         float *w = b->weights + (size_t)t * (size_t)k;
         for (int32_t j = 0; j < k; j++) {
-            int32_t best = 0;
-            for (int32_t i = 1; i < n_expert; i++) best = p[i] > p[best] ? i : best;
+            const int32_t best = arg_max(sel, n_expert);
             ids[j] = best;
             w[j] = p[best];
-            p[best] = -INFINITY; /* taken */
+            sel[best] = -INFINITY; /* taken */
         }
-        if (hp->moe_gating == SP_GATING_SOFTMAX_TOP_K) softmax(w, k);
-        if (!hp->expert_weights_norm) continue;
-        double chosen = 0;
-        for (int32_t j = 0; j < k; j++) chosen += (double)w[j];
-        const float total = (float)chosen > MOE_MIN_WEIGHT_SUM ? (float)chosen : MOE_MIN_WEIGHT_SUM;
-        for (int32_t j = 0; j < k; j++) w[j] /= total;
+        if (hp->expert_gating == SP_GATING_SOFTMAX_TOP_K) softmax(w, k);
+        if (hp->expert_weights_norm) {
+            double chosen = 0;
+            for (int32_t j = 0; j < k; j++) chosen += (double)w[j];
+            const float total = (float)chosen > MOE_MIN_WEIGHT_SUM ? (float)chosen : MOE_MIN_WEIGHT_SUM;
+            for (int32_t j = 0; j < k; j++) w[j] /= total;
+        }
+        if (hp->expert_weights_scale != 1.f)
+            for (int32_t j = 0; j < k; j++) w[j] *= hp->expert_weights_scale;
     }
 }
 
@@ -192,13 +241,14 @@ void sp_moe_experts(sp_context *ctx, const sp_layer *ly, int32_t n) {
 
 /* --- the shared expert (qwen2moe) ------------------------------------------------------------ */
 
-/* Tokens [t0, t1): ff_out += sigmoid(gate logit) * the shared expert's output. */
+/* Tokens [t0, t1): ff_out += sigmoid(gate logit) * the shared expert's
+ * output (ungated, deepseek2: without a gate). */
 static void add_shared(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
-    (void)arg;
+    const sp_layer *ly = arg;
     const int64_t e = ctx->model->hp.n_embd;
     const sp_moe_buffers *b = &ctx->moe;
     for (int32_t t = t0; t < t1; t++) {
-        const float g = 1.f / (1.f + expf(-b->shared_gate[t])), *y = b->y + t * e;
+        const float g = ly->gate_inp_shexp.data ? 1.f / (1.f + expf(-b->shared_gate[t])) : 1.f, *y = b->y + t * e;
         float *out = ctx->ff_out + t * e;
         for (int64_t j = 0; j < e; j++) out[j] += y[j] * g;
     }
@@ -213,8 +263,8 @@ static void shared_expert(sp_context *ctx, const sp_layer *ly, int32_t n) {
     sp_matmul(ctx, &ly->up_shexp, &ctx->h, b->up, n);
     sp_for_each_token(ctx, n, 16 * f, swiglu_rows, &s);
     sp_matmul(ctx, &ly->down_shexp, &s.act, b->y, n);
-    sp_matmul(ctx, &ly->gate_inp_shexp, &ctx->h, b->shared_gate, n);
-    sp_for_each_token(ctx, n, 2 * hp->n_embd, add_shared, NULL);
+    if (ly->gate_inp_shexp.data) sp_matmul(ctx, &ly->gate_inp_shexp, &ctx->h, b->shared_gate, n);
+    sp_for_each_token(ctx, n, 2 * hp->n_embd, add_shared, ly);
 }
 
 void sp_moe_ffn(sp_context *ctx, const sp_layer *ly, int32_t n) {
