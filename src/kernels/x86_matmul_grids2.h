@@ -51,10 +51,11 @@ static inline size_t grid2_block_bytes(sprout_type type) {
  * a byte shuffle and one mask free it without per-byte shifts (fields 2
  * and 3 come from a copy of the codes a nibble down). */
 static inline __m256i grid2_fields(uint64_t codes) {
-    const __m128i both = _mm_set_epi64x((long long)(codes >> 4), (long long)codes);
+    const __m256i all = _mm256_set1_epi64x((long long)codes);
+    const __m256i both = _mm256_blend_epi32(all, _mm256_srli_epi64(all, 4), 0xCC); /* per 128-bit lane: codes, then a nibble down */
     const __m256i pick = _mm256_setr_epi8(0, 0, 8, 8, 1, 1, 9, 9, 2, 2, 10, 10, 3, 3, 11, 11, 4, 4, 12, 12, 5, 5, 13, 13, 6, 6, 14, 14, 7, 7,
                                           15, 15);
-    const __m256i spread = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(both), pick);
+    const __m256i spread = _mm256_shuffle_epi8(both, pick);
     return _mm256_and_si256(spread, _mm256_set1_epi16(0x0C03));
 }
 
@@ -129,17 +130,34 @@ static inline __attribute__((always_inline)) __m256i iq2_block_signs(sprout_type
     return iq2_signs(_mm256_shuffle_epi8(fields, to_points));
 }
 
-/* IQ1 levels 8 g + 1 from the fields; minus where the groups of 8 whose
- * bits of `word` (bits: group l in 64-bit lane l) are set take the shift
- * the other way (8 g - 1). */
-static inline __m256i iq1_levels(__m256i fields, uint32_t word, __m256i bits) {
+/* IQ1 levels 8 g + 1 from the fields; where bit i of `minus` is set,
+ * element i takes the shift the other way (8 g - 1). */
+static inline __m256i iq1_levels(__m256i fields, uint32_t minus) {
     const __m256i plus = _mm256_shuffle_epi8(grid2_table(8 * sp_iq1_levels[0] + 1, 8 * sp_iq1_levels[1] + 1, 8 * sp_iq1_levels[2] + 1,
                                                          8 * sp_iq1_levels[3] + 1),
                                              fields);
-    const __m256i minus = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(word), bits), bits);
-    const __m256i levels = _mm256_add_epi8(plus, _mm256_add_epi8(minus, minus));
+#ifdef __AVX512BW__
+    const __m256i levels = _mm256_mask_sub_epi8(plus, (__mmask32)minus, plus, _mm256_set1_epi8(2));
+#else
+    const __m256i m = bytes_where(minus);
+    const __m256i levels = _mm256_add_epi8(plus, _mm256_add_epi8(m, m));
+#endif
     return Q8_0_UNSIGNED ? _mm256_xor_si256(levels, _mm256_set1_epi8((char)0x80)) : levels;
 }
+
+/* The minus shifts of an IQ1_M super-block's 32 groups: bit 4 s + l for
+ * group l of sub-block s (bit 3 of nibble l of qh[2 s], qh[2 s + 1]), each
+ * nibble's bit 3 moved to its byte's top and taken by a byte movemask. */
+static inline uint32_t iq1_m_minus_bits(const sp_block_iq1_m *x) {
+    const __m128i qh = _mm_loadu_si128((const __m128i *)x->qh), low_nibble_top = _mm_slli_epi16(qh, 4);
+    const uint32_t lo = (uint32_t)_mm_movemask_epi8(_mm_unpacklo_epi8(low_nibble_top, qh));
+    const uint32_t hi = (uint32_t)_mm_movemask_epi8(_mm_unpackhi_epi8(low_nibble_top, qh));
+    return lo | hi << 16;
+}
+
+/* Four groups' bits (bit l: group l) to their bytes' bits (group l: bits
+ * 8 l..8 l + 7), by a multiply whose partial products never meet. */
+static inline uint32_t group_bits_to_bytes(uint32_t four) { return ((four * 0x00204081u) & 0x01010101u) * 0xFFu; }
 
 /* Odd integer scales 2 s + 1 from eight 3- or 4-bit fields. */
 static inline __m256i odd_scales(__m256i fields) { return _mm256_add_epi32(_mm256_add_epi32(fields, fields), _mm256_set1_epi32(1)); }
@@ -155,15 +173,13 @@ static inline __attribute__((always_inline)) void grid2_unpack(sprout_type type,
         if (type == SPROUT_TYPE_IQ1_S) {
             const sp_block_iq1_s *x = (const sp_block_iq1_s *)blk;
             d16 = x->d;
-            for (int s = 0; s < 8; s++) k->lv[s] = iq1_levels(grid2_fields(grid2_codes(type, blk, s)), x->qh[s], _mm256_set1_epi64x(0x8000));
+            for (int s = 0; s < 8; s++) k->lv[s] = iq1_levels(grid2_fields(grid2_codes(type, blk, s)), x->qh[s] & 0x8000 ? ~0u : 0u);
             const __m256i qh = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)x->qh));
             k->sc_lo = k->sc_hi = odd_scales(_mm256_and_si256(_mm256_srli_epi32(qh, 12), _mm256_set1_epi32(7)));
         } else {
-            /* the shift's sign of group l: bit 3 of nibble l of qh[2 s], qh[2 s + 1] */
             const sp_block_iq1_m *x = (const sp_block_iq1_m *)blk;
-            const __m256i bits = _mm256_setr_epi64x(0x8, 0x80, 0x800, 0x8000);
-            for (int s = 0; s < 8; s++)
-                k->lv[s] = iq1_levels(grid2_fields(grid2_codes(type, blk, s)), x->qh[2 * s] | (uint32_t)x->qh[2 * s + 1] << 8, bits);
+            const uint32_t minus = iq1_m_minus_bits(x);
+            for (int s = 0; s < 8; s++) k->lv[s] = iq1_levels(grid2_fields(grid2_codes(type, blk, s)), group_bits_to_bytes(minus >> (4 * s) & 15));
             uint16_t words[4];
             memcpy(words, x->scales, sizeof words);
             d16 = (uint16_t)(words[0] >> 12 | (words[1] >> 8 & 0x00F0) | (words[2] >> 4 & 0x0F00) | (words[3] & 0xF000));
