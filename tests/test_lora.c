@@ -210,10 +210,12 @@ static void test_rows(sprout_model *m) {
 
 /* The last logits of n tokens of one sequence with set `set`: the first
  * `first` in one batch, the rest in batches of `batch`, on `threads`
- * threads. */
-static void last_logits(sprout_model *m, const sp_lora_set *set, int32_t n, int32_t first, int32_t batch, int threads, float *out) {
+ * threads (split: every adapter step among them, however small). */
+static void last_logits(sprout_model *m, const sp_lora_set *set, int32_t n, int32_t first, int32_t batch, int threads, bool split,
+                        float *out) {
     sp_context ctx;
     CHECK(sp_context_init(&ctx, m, n, first > batch ? first : batch, 1, threads, SP_KV_F32) == SPROUT_OK);
+    if (split) ctx.lora_parallel_min_work = 0;
     sp_batch_token bt[512];
     for (int32_t t0 = 0, k; t0 < n; t0 += k) {
         k = t0 == 0 ? first : n - t0 < batch ? n - t0 : batch;
@@ -226,7 +228,8 @@ static void last_logits(sprout_model *m, const sp_lora_set *set, int32_t n, int3
 /* A set whose A x outgrows one pass over B (rank 64 at dim 64: 256 tokens
  * of it at a time), two adapters deep: the same bits in one batch on one
  * thread, in batches of 41 on two, and with the last tokens one at a time
- * (B's tiles and A's rows split) on three. */
+ * on three (B's tiles and A's rows split, and each step on the calling
+ * thread, as a step this small runs unless split). */
 static void test_chunks_and_threads(sprout_model *m) {
     char fa[512], fb[512];
     snprintf(fa, sizeof fa, "%s/wide-a.gguf", tmp_dir);
@@ -241,13 +244,15 @@ static void test_chunks_and_threads(sprout_model *m) {
     if (a && b) CHECK(sp_lora_set_copy(m, uses, 2, &set) == SPROUT_OK);
     if (set.n == 2) {
         enum { N = 300, V = 512 };
-        static float one_batch[V], by_token[V], by_41[V], base[V];
-        last_logits(m, &set, N, N, N, 1, one_batch);
-        last_logits(m, &set, N, 41, 41, 2, by_41);
-        last_logits(m, &set, N, N - 8, 1, 3, by_token);
-        last_logits(m, NULL, N, N, N, 2, base);
+        static float one_batch[V], by_token[V], by_token_caller[V], by_41[V], base[V];
+        last_logits(m, &set, N, N, N, 1, false, one_batch);
+        last_logits(m, &set, N, 41, 41, 2, true, by_41);
+        last_logits(m, &set, N, N - 8, 1, 3, true, by_token);
+        last_logits(m, &set, N, N - 8, 1, 3, false, by_token_caller);
+        last_logits(m, NULL, N, N, N, 2, false, base);
         CHECK_MSG(!memcmp(one_batch, by_41, sizeof one_batch), "batches of 41 on 2 threads differ from one batch on 1");
         CHECK_MSG(!memcmp(one_batch, by_token, sizeof one_batch), "the last tokens one at a time on 3 threads differ");
+        CHECK_MSG(!memcmp(one_batch, by_token_caller, sizeof one_batch), "the last tokens one at a time on the caller differ");
         CHECK(memcmp(one_batch, base, sizeof base) != 0);
     }
     sp_lora_set_free(&set);

@@ -102,6 +102,7 @@ sprout_status sp_context_init_kv(sp_context *ctx, const sprout_model *model, int
     ctx->model = model;
     ctx->kernels = sp_kernels_get();
     ctx->n_batch = n_batch;
+    ctx->lora_parallel_min_work = SP_LORA_PARALLEL_MIN_WORK;
     sprout_status st = sp_threadpool_create(n_threads, &ctx->pool);
     if (st != SPROUT_OK) return st;
     const int64_t kv_k = (int64_t)hp->n_head_kv * hp->head_dim_k, kv_v = (int64_t)hp->n_head_kv * hp->head_dim_v;
