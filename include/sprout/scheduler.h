@@ -67,6 +67,11 @@ sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_sc
  * yet freed stay valid for wait and free. */
 void sprout_scheduler_free(sprout_scheduler *s);
 int32_t sprout_scheduler_n_slots(const sprout_scheduler *s);
+/* The slots a scheduler gets when its params ask for 0: two per core (a
+ * batched step costs far less than one step per request), 2 to 8, then
+ * fewer while their KV cache (n_ctx tokens each, kv_bytes_per_token apiece)
+ * would pass 2 GiB. For sizing a model before it is loaded. */
+int32_t sprout_scheduler_default_slots(int32_t n_ctx, size_t kv_bytes_per_token);
 int32_t sprout_scheduler_n_ctx(const sprout_scheduler *s);
 /* Bytes one token takes in the slots' KV cache (0 for NULL). */
 size_t sprout_scheduler_kv_bytes_per_token(const sprout_scheduler *s);
