@@ -1,5 +1,5 @@
 # `cmake --install BUILD --prefix P`: libsprout.so (versioned) and
-# libsprout.a, sprout.h, sprout.pc and the CMake package `sprout`
+# libsprout.a, sprout.h and its parts (sprout/*.h), sprout.pc and the CMake package `sprout`
 # (find_package(sprout) gives sprout::sprout, the shared library, and
 # sprout::sprout_static). Every file is relocatable: the prefix given at
 # install time, not the configured one, is where they look.
@@ -11,6 +11,7 @@ install(TARGETS sprout_shared sprout EXPORT sproutTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${CMAKE_SOURCE_DIR}/include/sprout.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/sprout DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
 
 set(SPROUT_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/sprout)
 install(EXPORT sproutTargets NAMESPACE sprout:: DESTINATION ${SPROUT_CMAKE_DIR})

@@ -1,13 +1,14 @@
 #!/bin/sh
-# Every function that include/sprout.h declares must be called by a C or C++
-# test under tests/ (the server's JavaScript tests do not count: they drive
-# the HTTP API, not the library's functions). Prints each function without a
-# call and fails if there is one.
+# Every function that the public headers (include/sprout.h and its parts,
+# include/sprout/*.h) declare must be called by a C or C++ test under tests/
+# (the server's JavaScript tests do not count: they drive the HTTP API, not
+# the library's functions). Prints each function without a call, with the
+# header that declares it, and fails if there is one.
 #
 # usage: scripts/check_api_tested.sh [SOURCE_ROOT]
 root=${1:-.}
-header=$root/include/sprout.h
-[ -f "$header" ] || { echo "check_api_tested: no $header" >&2; exit 2; }
+[ -f "$root/include/sprout.h" ] || { echo "check_api_tested: no $root/include/sprout.h" >&2; exit 2; }
+headers=$(cd "$root" && ls include/sprout.h include/sprout/*.h 2>/dev/null)
 
 # C or C++ source without comments and without string and character
 # literals, as one line: a name in either is not a call.
@@ -35,25 +36,31 @@ code_only() {
     }' "$@"
 }
 
-# The header's code; function-pointer typedefs ("ret (*name)(...)")
+# A header's code; function-pointer typedefs ("ret (*name)(...)")
 # removed; then every "sprout_name(" left is a function.
-names=$(code_only "$header" |
-    sed -e 's/[A-Za-z_][A-Za-z0-9_]*[[:space:]]*([[:space:]]*\*[[:space:]]*[A-Za-z_][A-Za-z0-9_]*[[:space:]]*)//g' |
-    grep -oE '(^|[^A-Za-z0-9_])sprout_[a-z0-9_]+[[:space:]]*\(' | grep -oE 'sprout_[a-z0-9_]+' | sort -u)
-[ -n "$names" ] || { echo "check_api_tested: found no function in $header" >&2; exit 2; }
+functions_of() {
+    code_only "$root/$1" |
+        sed -e 's/[A-Za-z_][A-Za-z0-9_]*[[:space:]]*([[:space:]]*\*[[:space:]]*[A-Za-z_][A-Za-z0-9_]*[[:space:]]*)//g' |
+        grep -oE '(^|[^A-Za-z0-9_])sprout_[a-z0-9_]+[[:space:]]*\(' | grep -oE 'sprout_[a-z0-9_]+' | sort -u
+}
+# "header name" pairs
+declared=$(for header in $headers; do functions_of "$header" | sed "s|^|$header |"; done)
+[ -n "$declared" ] || { echo "check_api_tested: found no function in $headers" >&2; exit 2; }
 
 tests=$(ls "$root"/tests/*.c "$root"/tests/*.cpp "$root"/tests/*.h 2>/dev/null)
 [ -n "$tests" ] || { echo "check_api_tested: no C or C++ tests in $root/tests" >&2; exit 2; }
 # shellcheck disable=SC2086 # one word per test file
 calls=$(code_only $tests)
 missing=0
-for name in $names; do
+while read -r header name; do
     if ! printf '%s\n' "$calls" | grep -qE "(^|[^A-Za-z0-9_])$name[[:space:]]*\("; then
-        echo "include/sprout.h: $name is called by no test in tests/"
+        echo "$header: $name is called by no test in tests/"
         missing=$((missing + 1))
     fi
-done
-count=$(echo "$names" | wc -l | tr -d ' ')
+done <<EOF
+$declared
+EOF
+count=$(echo "$declared" | wc -l | tr -d ' ')
 if [ "$missing" -gt 0 ]; then
     echo "check_api_tested: $missing of $count public functions untested"
     exit 1

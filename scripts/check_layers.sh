@@ -3,7 +3,8 @@
 #   - a folder includes its own headers and those of the folders below it,
 #     never one above it or beside it (on the same line of LAYERS);
 #   - never another folder's *_internal.h;
-#   - include/sprout.h, the public header, anywhere;
+#   - include/sprout.h and its parts include/sprout/*.h, the public headers,
+#     anywhere;
 #   - inside a folder, no two files include each other's headers in a loop
 #     (a.c or a.h includes b.h, b.c or b.h includes a.h; x_internal.h counts
 #     as x's header).

@@ -2,7 +2,8 @@
 # scripts/check_api_tested.sh on a tiny tree: it fails naming the declared
 # function that no test calls (function-pointer typedefs and comments are
 # not functions, and a name in a test's comment or string is no call),
-# fails with no tests at all, and passes once a test calls it.
+# fails with no tests at all, passes once a test calls it, and reads the
+# parts under include/sprout/ too.
 # usage: tests/test_check_api_tested.sh SOURCE_ROOT
 script=$1/scripts/check_api_tested.sh
 tmp=$(mktemp -d) || exit 1
@@ -35,5 +36,12 @@ sh "$script" "$tmp/empty" </dev/null >/dev/null 2>&1
 [ $? -eq 2 ] || { echo "FAIL: no tests"; failed=1; }
 printf 'void f(void) { sprout_run (1, 2); }\n' >"$tmp/tests/test_b.c"
 out=$(sh "$script" "$tmp" 2>&1) || { echo "FAIL: every function tested"; printf '%s\n' "$out"; failed=1; }
-[ $failed -eq 0 ] && echo "4 passed, 0 failed" || echo "failed"
+# the parts sprout.h includes count as much as sprout.h itself
+mkdir "$tmp/include/sprout"
+printf 'void sprout_part(void);\n' >"$tmp/include/sprout/part.h"
+out=$(sh "$script" "$tmp" 2>&1)
+if [ $? -ne 1 ] || ! printf '%s\n' "$out" | grep -q '^include/sprout/part.h: sprout_part is called by no test in tests/$'; then
+    echo "FAIL: an untested function of a part"; printf '%s\n' "$out"; failed=1
+fi
+[ $failed -eq 0 ] && echo "5 passed, 0 failed" || echo "failed"
 exit $failed

@@ -25,19 +25,6 @@ static const sprout_type all_types[] = {SPROUT_TYPE_F32,  SPROUT_TYPE_F16,  SPRO
                                         SPROUT_TYPE_IQ2_S, SPROUT_TYPE_IQ2_XS, SPROUT_TYPE_IQ2_XXS, SPROUT_TYPE_IQ1_M, SPROUT_TYPE_IQ1_S};
 #define N_TYPES (sizeof all_types / sizeof all_types[0])
 
-/* The IQ2 and IQ1 formats take one path at every level (a row decoded,
- * then the float tiles): quick runs (test_quick_run) check one of them,
- * each decoder being checked exactly by test_quant_types. */
-static bool skipped_when_quick(sprout_type type) {
-    switch (type) {
-    case SPROUT_TYPE_IQ2_S:
-    case SPROUT_TYPE_IQ2_XS:
-    case SPROUT_TYPE_IQ2_XXS:
-    case SPROUT_TYPE_IQ1_S: return true;
-    default: return false;
-    }
-}
-
 /* The table a check names: a level's, or "amx-prompt", the amx level with
  * its matmul for prompt tokens (kernels.h) in the matmul's place, checked
  * for the types it computes apart (the rest are the amx matmul's). */
@@ -84,6 +71,15 @@ static double bound_for(sprout_type type) {
     return sp_x86_int8_type(type) ? 2.5e-2 : 1e-5;
 }
 
+/* An IQ1_M block's half-float d, which lies in its four scale words' top
+ * nibbles (byte 2k + 1 of the scales holds nibble k of d on top). */
+static void set_iq1_m_d(uint8_t *blk, uint16_t d) {
+    for (int k = 0; k < 4; k++) {
+        uint8_t *top = blk + offsetof(sp_block_iq1_m, scales) + 2 * k + 1;
+        *top = (uint8_t)((*top & 0x0F) | ((d >> (4 * k)) & 0x0F) << 4);
+    }
+}
+
 /* A row of a type sprout decodes but does not write (the grid IQ formats):
  * random bytes, every super-block's half-float scale made 1/16 (IQ1_M's
  * lies in its four scale words' top nibbles). */
@@ -97,10 +93,7 @@ static void random_blocks(sprout_type type, uint8_t *row, int64_t n) {
             memcpy(blk, &scale, sizeof scale);
             continue;
         }
-        for (int k = 0; k < 4; k++) { /* byte 2k + 1 of the scales (at 48) holds nibble k of d on top */
-            uint8_t *top = blk + 48 + 2 * k + 1;
-            *top = (uint8_t)((*top & 0x0F) | ((scale >> (4 * k)) & 0x0F) << 4);
-        }
+        set_iq1_m_d(blk, scale);
     }
 }
 
@@ -121,7 +114,7 @@ static void check_level(const char *level) {
     int cases = 0;
     for (size_t ti = 0; ti < N_TYPES; ti++) {
         const sprout_type type = all_types[ti];
-        if (!level_covers(level, type) || (test_quick_run() && skipped_when_quick(type))) continue;
+        if (!level_covers(level, type)) continue;
         for (size_t li = 0; li < n_lengths; li++) {
             /* only the x86 int8 path has blocks of rows; the others (and qemu's time) are spared */
             const bool amx = !strncmp(level, "amx", 3);
@@ -464,7 +457,7 @@ static void check_batch_invariance(const char *level) {
     int cases = 0, differing = 0;
     for (size_t ti = 0; ti < N_TYPES; ti++) {
         const sprout_type type = all_types[ti];
-        if (!level_covers(level, type) || (test_quick_run() && skipped_when_quick(type))) continue;
+        if (!level_covers(level, type)) continue;
         for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
             /* amx: a tile of 32 rows, one of 16 and rows left over */
             const int64_t n_in = lengths[li], n_out = amx ? 55 : 19;
@@ -558,6 +551,11 @@ static void fill_extreme_row(sprout_type type, uint8_t *row, int64_t n_in, bool 
         case SPROUT_TYPE_TQ1_0: ((sp_block_tq1_0 *)row)[b].d = one; break; /* bytes 255 (every trit 2) or 0 (every trit 0) */
         case SPROUT_TYPE_IQ3_XXS: ((sp_block_iq3_xxs *)row)[b].d = one; break; /* the last grid point, all signs minus, scale 15 */
         case SPROUT_TYPE_IQ3_S: ((sp_block_iq3_s *)row)[b].d = one; break;
+        case SPROUT_TYPE_IQ2_XXS: ((sp_block_iq2_xxs *)row)[b].d = one; break; /* grid point 255, all signs minus, scale 15 */
+        case SPROUT_TYPE_IQ2_XS: ((sp_block_iq2_xs *)row)[b].d = one; break;
+        case SPROUT_TYPE_IQ2_S: ((sp_block_iq2_s *)row)[b].d = one; break;
+        case SPROUT_TYPE_IQ1_S: ((sp_block_iq1_s *)row)[b].d = one; break; /* the last point, the shift minus, scale 7 */
+        case SPROUT_TYPE_IQ1_M: set_iq1_m_d(row + (size_t)b * sizeof(sp_block_iq1_m), one); break;
         case SPROUT_TYPE_Q4_1: ((sp_block_q4_1 *)row)[b].d = one, ((sp_block_q4_1 *)row)[b].m = 0; break;
         case SPROUT_TYPE_Q5_0: ((sp_block_q5_0 *)row)[b].d = one; break;
         case SPROUT_TYPE_Q5_1: ((sp_block_q5_1 *)row)[b].d = one, ((sp_block_q5_1 *)row)[b].m = 0; break;

@@ -31,6 +31,22 @@ static bool make_lora(const char *out, const json_t *args, const char *extra) {
     return rc == 0;
 }
 
+/* Writes tmp_dir/NAME-a.gguf and NAME-b.gguf with make_lora's args_a and
+ * args_b and loads them against m; false (both NULL) if a step fails. */
+static bool two_adapters(sprout_model *m, const char *name, const char *args_a, const char *args_b, sprout_lora **a, sprout_lora **b) {
+    char fa[512], fb[512];
+    snprintf(fa, sizeof fa, "%s/%s-a.gguf", tmp_dir, name);
+    snprintf(fb, sizeof fb, "%s/%s-b.gguf", tmp_dir, name);
+    *a = *b = NULL;
+    if (!make_lora(fa, NULL, args_a) || !make_lora(fb, NULL, args_b)) return false;
+    CHECK_MSG(sprout_lora_load(m, fa, a) == SPROUT_OK && sprout_lora_load(m, fb, b) == SPROUT_OK, "%s", sprout_last_error());
+    if (*a && *b) return true;
+    sprout_lora_free(*a);
+    sprout_lora_free(*b);
+    *a = *b = NULL;
+    return false;
+}
+
 static sprout_generation_config greedy(int n) {
     sprout_generation_config c;
     sprout_generation_config_init(&c);
@@ -165,13 +181,8 @@ static void test_scale_zero(sprout_model *m) {
 /* Three sequences of one prompt, with adapters A, none and A+B, in one batch
  * and each alone: the last logits of each are the same bits. */
 static void test_rows(sprout_model *m) {
-    char fa[512], fb[512];
-    snprintf(fa, sizeof fa, "%s/rows-a.gguf", tmp_dir);
-    snprintf(fb, sizeof fb, "%s/rows-b.gguf", tmp_dir);
-    if (!make_lora(fa, NULL, "--rank 4 --targets attn --seed 7") || !make_lora(fb, NULL, "--rank 16 --type Q8_0 --seed 8 --alpha 8")) return;
-    sprout_lora *a = NULL, *b = NULL;
-    CHECK(sprout_lora_load(m, fa, &a) == SPROUT_OK && sprout_lora_load(m, fb, &b) == SPROUT_OK);
-    if (!a || !b) return;
+    sprout_lora *a, *b;
+    if (!two_adapters(m, "rows", "--rank 4 --targets attn --seed 7", "--rank 16 --type Q8_0 --seed 8 --alpha 8", &a, &b)) return;
     const sprout_lora_use ua[] = {{a, 1.f}}, uab[] = {{a, 0.5f}, {b, 1.5f}};
     sp_lora_set sa, sab, sb;
     CHECK(sp_lora_set_copy(m, ua, 1, &sa) == SPROUT_OK && sp_lora_set_copy(m, uab, 2, &sab) == SPROUT_OK);
@@ -210,10 +221,12 @@ static void test_rows(sprout_model *m) {
 
 /* The last logits of n tokens of one sequence with set `set`: the first
  * `first` in one batch, the rest in batches of `batch`, on `threads`
- * threads. */
-static void last_logits(sprout_model *m, const sp_lora_set *set, int32_t n, int32_t first, int32_t batch, int threads, float *out) {
+ * threads (split: every adapter step among them, however small). */
+static void last_logits(sprout_model *m, const sp_lora_set *set, int32_t n, int32_t first, int32_t batch, int threads, bool split,
+                        float *out) {
     sp_context ctx;
     CHECK(sp_context_init(&ctx, m, n, first > batch ? first : batch, 1, threads, SP_KV_F32) == SPROUT_OK);
+    if (split) ctx.lora_parallel_min_work = 0;
     sp_batch_token bt[512];
     for (int32_t t0 = 0, k; t0 < n; t0 += k) {
         k = t0 == 0 ? first : n - t0 < batch ? n - t0 : batch;
@@ -226,28 +239,27 @@ static void last_logits(sprout_model *m, const sp_lora_set *set, int32_t n, int3
 /* A set whose A x outgrows one pass over B (rank 64 at dim 64: 256 tokens
  * of it at a time), two adapters deep: the same bits in one batch on one
  * thread, in batches of 41 on two, and with the last tokens one at a time
- * (B's tiles and A's rows split) on three. */
+ * on three (B's tiles and A's rows split, and each step on the calling
+ * thread, as a step this small runs unless split). */
 static void test_chunks_and_threads(sprout_model *m) {
-    char fa[512], fb[512];
-    snprintf(fa, sizeof fa, "%s/wide-a.gguf", tmp_dir);
-    snprintf(fb, sizeof fb, "%s/wide-b.gguf", tmp_dir);
-    if (!make_lora(fa, NULL, "--rank 64 --type F16 --seed 11 --magnitude 0.05") ||
-        !make_lora(fb, NULL, "--rank 32 --type Q8_0 --targets ffn --seed 12 --alpha 4"))
+    sprout_lora *a, *b;
+    if (!two_adapters(m, "wide", "--rank 64 --type F16 --seed 11 --magnitude 0.05", "--rank 32 --type Q8_0 --targets ffn --seed 12 --alpha 4",
+                      &a, &b))
         return;
-    sprout_lora *a = NULL, *b = NULL;
-    CHECK(sprout_lora_load(m, fa, &a) == SPROUT_OK && sprout_lora_load(m, fb, &b) == SPROUT_OK);
     sp_lora_set set = {0};
     const sprout_lora_use uses[] = {{a, 1.f}, {b, -0.5f}};
-    if (a && b) CHECK(sp_lora_set_copy(m, uses, 2, &set) == SPROUT_OK);
+    CHECK(sp_lora_set_copy(m, uses, 2, &set) == SPROUT_OK);
     if (set.n == 2) {
         enum { N = 300, V = 512 };
-        static float one_batch[V], by_token[V], by_41[V], base[V];
-        last_logits(m, &set, N, N, N, 1, one_batch);
-        last_logits(m, &set, N, 41, 41, 2, by_41);
-        last_logits(m, &set, N, N - 8, 1, 3, by_token);
-        last_logits(m, NULL, N, N, N, 2, base);
+        static float one_batch[V], by_token[V], by_token_caller[V], by_41[V], base[V];
+        last_logits(m, &set, N, N, N, 1, false, one_batch);
+        last_logits(m, &set, N, 41, 41, 2, true, by_41);
+        last_logits(m, &set, N, N - 8, 1, 3, true, by_token);
+        last_logits(m, &set, N, N - 8, 1, 3, false, by_token_caller);
+        last_logits(m, NULL, N, N, N, 2, false, base);
         CHECK_MSG(!memcmp(one_batch, by_41, sizeof one_batch), "batches of 41 on 2 threads differ from one batch on 1");
         CHECK_MSG(!memcmp(one_batch, by_token, sizeof one_batch), "the last tokens one at a time on 3 threads differ");
+        CHECK_MSG(!memcmp(one_batch, by_token_caller, sizeof one_batch), "the last tokens one at a time on the caller differ");
         CHECK(memcmp(one_batch, base, sizeof base) != 0);
     }
     sp_lora_set_free(&set);
@@ -297,15 +309,10 @@ static sprout_scheduler_stats stats_of(const sprout_scheduler *s) {
  * together: each gives what it gives alone, bit for bit; and a slot's
  * cached prompt is reused only under the same set. */
 static void test_scheduler_sets(sprout_model *m) {
-    char fa[512], fb[512];
-    snprintf(fa, sizeof fa, "%s/sched-a.gguf", tmp_dir);
-    snprintf(fb, sizeof fb, "%s/sched-b.gguf", tmp_dir);
-    if (!make_lora(fa, NULL, "--rank 8 --type F16 --targets all --alpha 16 --seed 11 --magnitude 0.3") ||
-        !make_lora(fb, NULL, "--rank 4 --type F32 --targets attn --seed 12 --magnitude 0.3"))
+    sprout_lora *a, *b;
+    if (!two_adapters(m, "sched", "--rank 8 --type F16 --targets all --alpha 16 --seed 11 --magnitude 0.3",
+                      "--rank 4 --type F32 --targets attn --seed 12 --magnitude 0.3", &a, &b))
         return;
-    sprout_lora *a = NULL, *b = NULL;
-    CHECK(sprout_lora_load(m, fa, &a) == SPROUT_OK && sprout_lora_load(m, fb, &b) == SPROUT_OK);
-    if (!a || !b) return;
     const sched_case cases[] = {
         {"Once upon a time", {{a, 1.f}}, 1, 0.f},
         {"Once upon a time", {{b, 1.f}}, 1, 0.f},

@@ -208,6 +208,15 @@ static void test_limits_and_reuse(sprout_model *m) {
     CHECK(sprout_scheduler_create(m, &sp, &s) == SPROUT_OK);
     if (!s) return;
     CHECK(sprout_scheduler_n_slots(s) == 1 && sprout_scheduler_n_ctx(s) == 128);
+    /* the default the server sizes models with is the one a scheduler takes */
+    const size_t per_token = sprout_scheduler_kv_bytes_per_token(s);
+    sprout_scheduler_params dp = {.struct_size = sizeof dp, .n_ctx = 128};
+    sprout_scheduler *d = NULL;
+    CHECK(sprout_scheduler_create(m, &dp, &d) == SPROUT_OK);
+    const int32_t slots = sprout_scheduler_default_slots(128, per_token);
+    CHECK(slots >= 2 && slots <= 8 && sprout_scheduler_n_slots(d) == slots);
+    sprout_scheduler_free(d);
+    CHECK(sprout_scheduler_default_slots(1 << 20, 4096) == 1); /* 4 GiB a slot */
     sprout_token *ids = NULL, *longer = NULL;
     size_t n = 0, n_longer = 0;
     CHECK(tokenize(m, prompts[6], &ids, &n) == SPROUT_OK);

@@ -17,6 +17,7 @@ check() { # check WHAT COMMAND...: the command succeeds
     if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $what" >&2; fi
 }
 has() { printf '%s' "$1" | grep -qF -- "$2"; }
+. "$(dirname "$0")/serve_start.sh"
 
 cp "$shared/models/stories260K.gguf" "$dir/model.gguf"
 "$make_lora" "$dir/model.gguf" "$dir/adapter.gguf" --rank 4 --targets attn --alpha 8 --magnitude 0.15 2>/dev/null
@@ -90,18 +91,11 @@ other=$(printf 'Hi\nTell me more\n' | "$sprout" chat -m "$dir/model.gguf" -n 5 -
 check "the Modelfile's SYSTEM changes the chat" test "$by_name" != "$other"
 
 # serve -m NAME answers to the name
-"$sprout" serve -m story --port 0 > "$dir/serve.log" 2>&1 &
-server=$!
-port=
-for _ in $(seq 1 100); do
-    port=$(sed -n 's/.*listening on http:[^:]*:\([0-9]*\).*/\1/p' "$dir/serve.log" | head -1)
-    [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/health" > /dev/null 2>&1 && break
-    sleep 0.1
-done
-check "serve -m NAME starts" test -n "$port"
-check "serve -m NAME lists the name" has "$(curl -s "http://127.0.0.1:$port/api/tags")" '"story:latest"'
-kill "$server" 2>/dev/null
-wait "$server" 2>/dev/null
+serve_start "$dir/serve.log" -m story
+check "serve -m NAME starts" test -n "$serve_url"
+check "serve -m NAME lists the name" has "$(curl -s "$serve_url/api/tags")" '"story:latest"'
+kill "$serve_pid" 2>/dev/null
+wait "$serve_pid" 2>/dev/null
 
 # a name no store has: an error with the close names
 out=$("$sprout" run -m stroy -p hi 2>&1)

@@ -232,15 +232,20 @@ static inline bool sp_int8_type(sprout_type type) {
 }
 
 /* ... and with them the types only the x86 levels dot in int8 so far
- * (MXFP4, TQ1_0, TQ2_0, IQ3_XXS, IQ3_S); the NEON levels decode those to
- * float rows. */
+ * (MXFP4, TQ1_0, TQ2_0 and the grid IQ formats); the NEON levels decode
+ * those to float rows. */
 static inline bool sp_x86_int8_type(sprout_type type) {
     switch (type) {
     case SPROUT_TYPE_MXFP4:
     case SPROUT_TYPE_TQ1_0:
     case SPROUT_TYPE_TQ2_0:
     case SPROUT_TYPE_IQ3_XXS:
-    case SPROUT_TYPE_IQ3_S: return true;
+    case SPROUT_TYPE_IQ3_S:
+    case SPROUT_TYPE_IQ2_XXS:
+    case SPROUT_TYPE_IQ2_XS:
+    case SPROUT_TYPE_IQ2_S:
+    case SPROUT_TYPE_IQ1_S:
+    case SPROUT_TYPE_IQ1_M: return true;
     default: return sp_int8_type(type);
     }
 }

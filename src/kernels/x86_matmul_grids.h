@@ -21,14 +21,26 @@ static inline __m256i grid_magnitudes(__m256i codes, const uint8_t levels[8]) {
     return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(table), bytes);
 }
 
-/* Levels of 32 elements with signs: bit i of `signs` set makes element i
- * negative; made unsigned (plus 128) where the level's dots take them so. */
-static inline __m256i signed_levels(__m256i magnitudes, uint32_t signs) {
-    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)signs),
+/* All ones in byte i where bit i of `bits` is set (AVX2: no mask
+ * registers). */
+static inline __m256i bytes_where(uint32_t bits) {
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits),
                                                _mm256_setr_epi64x(0, 0x0101010101010101ll, 0x0202020202020202ll, 0x0303030303030303ll));
     const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-    const __m256i negative = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+}
+
+/* Levels of 32 elements with signs: bit i of `signs` set makes element i
+ * negative; made unsigned (plus 128) where the level's dots take them so.
+ * With AVX-512 the bits are a mask register: one masked subtraction, where
+ * spreading them to bytes took two shuffles (the scarce port). */
+static inline __m256i signed_levels(__m256i magnitudes, uint32_t signs) {
+#ifdef __AVX512BW__
+    const __m256i levels = _mm256_mask_sub_epi8(magnitudes, (__mmask32)signs, _mm256_setzero_si256(), magnitudes);
+#else
+    const __m256i negative = bytes_where(signs);
     const __m256i levels = _mm256_sub_epi8(_mm256_xor_si256(magnitudes, negative), negative);
+#endif
     return Q8_0_UNSIGNED ? _mm256_xor_si256(levels, _mm256_set1_epi8((char)0x80)) : levels;
 }
 

@@ -245,6 +245,7 @@ static inline __attribute__((always_inline)) void iq4_xs_chunk(const uint8_t *ro
 }
 
 #include "kernels/x86_matmul_grids.h"
+#include "kernels/x86_matmul_grids2.h"
 
 /* The trits (0..2) of 32 TQ1_0 bytes b: the top byte of 3 b (blocks.h),
  * 1 from b = 86 on and 2 from 171 on. */
@@ -332,17 +333,22 @@ static inline __attribute__((always_inline)) void ternary_chunk(sprout_type type
  * 0..15 of every block, 4-7 elements 16..31), scaled in integer, with the
  * offset (Q6_K -32, Q3_K -4) taken off through the activations' half sums:
  * sum(x*a) = d*ad*sum(sc*(q-offset)*qa); Q2_K's mins meet those half sums
- * in integer too: - dmin*ad*sum(m*sum(qa)). */
+ * in integer too: - dmin*ad*sum(m*sum(qa)). The grid formats with a scale
+ * per 16 (IQ2_XS, IQ2_S, IQ1_M; x86_matmul_grids2.h) take the same halves
+ * with 8-bit levels (byte_level_dot_acc; with VNNI plus 128, the offset
+ * taken off alike). */
 static inline __attribute__((always_inline)) void split_k_chunk(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
                                                                 const int G, int64_t b, __m256 acc[], __m256 macc[]) {
-    const bool with_mins = type == SPROUT_TYPE_Q2_K;
+    const bool with_mins = type == SPROUT_TYPE_Q2_K, byte_levels = grid2_type(type);
     const size_t block_bytes = type == SPROUT_TYPE_Q6_K   ? sizeof(sp_block_q6_K)
                                : type == SPROUT_TYPE_Q3_K ? sizeof(sp_block_q3_K)
+                               : byte_levels              ? grid2_block_bytes(type)
                                                           : sizeof(sp_block_q2_K);
     if (G == 1) decode_prefetch(row + (size_t)b * block_bytes, block_bytes);
     if (G == 1 && type == SPROUT_TYPE_Q6_K && one_token_q6_K((const sp_block_q6_K *)row + b, act_chunk_of(at, t0, 8 * b), acc)) return;
     split_k_block k;
-    split_k_unpack(type, row, b, &k);
+    if (byte_levels) grid2_unpack(type, row, b, &k);
+    else split_k_unpack(type, row, b, &k);
     __m256i v[8];
     const bool transposed = G > 1; /* one token: horizontal sums instead, as in affine_k_chunk */
     if (transposed) transpose8x8_epi32(k.lv, v);
@@ -355,17 +361,22 @@ static inline __attribute__((always_inline)) void split_k_chunk(sprout_type type
         __m256i lo = with_mins ? _mm256_setzero_si256() : half_sum, hi = with_mins ? _mm256_setzero_si256() : half_sum_hi;
         if (transposed) {
             for (int m = 0; m < 4; m++) {
-                lo = dot_u8_i8_acc(lo, v[m], _mm256_loadu_si256(y + m));
-                hi = dot_u8_i8_acc(hi, v[m + 4], _mm256_loadu_si256(y + m + 4));
+                const __m256i ylo = _mm256_loadu_si256(y + m), yhi = _mm256_loadu_si256(y + m + 4);
+                lo = byte_levels ? byte_level_dot_acc(lo, v[m], ylo) : dot_u8_i8_acc(lo, v[m], ylo);
+                hi = byte_levels ? byte_level_dot_acc(hi, v[m + 4], yhi) : dot_u8_i8_acc(hi, v[m + 4], yhi);
             }
         } else {
             /* lanes 0-3 of block j's dot hold its first 16 elements, 4-7 its last:
              * two levels of pairwise adds leave [first halves | last halves] of
              * four blocks per vector */
             __m256i p[8];
-            super_block_dots(type, k.lv, at, t0 + t, b, p);
-            const __m256i h0 = _mm256_hadd_epi32(pair_sums(p[0], p[1], true), pair_sums(p[2], p[3], true));
-            const __m256i h1 = _mm256_hadd_epi32(pair_sums(p[4], p[5], true), pair_sums(p[6], p[7], true));
+            if (byte_levels)
+                for (int j = 0; j < 8; j++) p[j] = byte_level_dot_acc(_mm256_setzero_si256(), k.lv[j], block_levels(type, 1, at, t0 + t, 8 * b, j));
+            else super_block_dots(type, k.lv, at, t0 + t, b, p);
+            /* unsigned 8-bit levels' fours do not fit 16 bits */
+            const bool in_int16 = !(byte_levels && Q8_0_UNSIGNED);
+            const __m256i h0 = _mm256_hadd_epi32(pair_sums(p[0], p[1], in_int16), pair_sums(p[2], p[3], in_int16));
+            const __m256i h1 = _mm256_hadd_epi32(pair_sums(p[4], p[5], in_int16), pair_sums(p[6], p[7], in_int16));
             lo = _mm256_add_epi32(lo, _mm256_permute2x128_si256(h0, h1, 0x20));
             hi = _mm256_add_epi32(hi, _mm256_permute2x128_si256(h0, h1, 0x31));
         }
@@ -391,6 +402,11 @@ static inline __attribute__((always_inline)) void type_chunk(sprout_type type, c
     case SPROUT_TYPE_IQ3_S: iq3_chunk(type, row, at, t0, G, c, acc); break;
     case SPROUT_TYPE_TQ1_0:
     case SPROUT_TYPE_TQ2_0: ternary_chunk(type, row, at, t0, G, c, acc); break;
+    case SPROUT_TYPE_IQ2_XXS:
+    case SPROUT_TYPE_IQ1_S: grid2_lanes_chunk(type, row, at, t0, G, c, acc); break;
+    case SPROUT_TYPE_IQ2_XS:
+    case SPROUT_TYPE_IQ2_S:
+    case SPROUT_TYPE_IQ1_M:
     case SPROUT_TYPE_Q6_K:
     case SPROUT_TYPE_Q3_K:
     case SPROUT_TYPE_Q2_K: split_k_chunk(type, row, at, t0, G, c, acc, macc); break;
@@ -505,6 +521,11 @@ static void span_rows(sprout_type type, const act_tile *at, int G, const row_spa
     case SPROUT_TYPE_TQ1_0: type_rows(SPROUT_TYPE_TQ1_0, at, G, rs); break;
     case SPROUT_TYPE_IQ3_XXS: type_rows(SPROUT_TYPE_IQ3_XXS, at, G, rs); break;
     case SPROUT_TYPE_IQ3_S: type_rows(SPROUT_TYPE_IQ3_S, at, G, rs); break;
+    case SPROUT_TYPE_IQ2_XXS: type_rows(SPROUT_TYPE_IQ2_XXS, at, G, rs); break;
+    case SPROUT_TYPE_IQ2_XS: type_rows(SPROUT_TYPE_IQ2_XS, at, G, rs); break;
+    case SPROUT_TYPE_IQ2_S: type_rows(SPROUT_TYPE_IQ2_S, at, G, rs); break;
+    case SPROUT_TYPE_IQ1_S: type_rows(SPROUT_TYPE_IQ1_S, at, G, rs); break;
+    case SPROUT_TYPE_IQ1_M: type_rows(SPROUT_TYPE_IQ1_M, at, G, rs); break;
     case SPROUT_TYPE_IQ4_XS: type_rows(SPROUT_TYPE_IQ4_XS, at, G, rs); break;
     case SPROUT_TYPE_Q4_1: type_rows(SPROUT_TYPE_Q4_1, at, G, rs); break;
     case SPROUT_TYPE_Q5_0: type_rows(SPROUT_TYPE_Q5_0, at, G, rs); break;
@@ -545,7 +566,7 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, co
         for (int64_t t = 0; t < tn; t++) {
             if (!xq) quantize_activations(x + (t0 + t) * x_stride, w->n_in, own_blocks + t * nb);
             /* a scale per 16 elements wants the sums of each half */
-            prepare_act_tile(&at, order, t, sum_factor, sp_scale_per_16(type), order == ACT_IN_ORDER && wants_run_sums(type));
+            prepare_act_tile(&at, order, t, sum_factor, sp_scale_per_16(type) || grid2_scale_per_16(type), order == ACT_IN_ORDER && wants_run_sums(type));
         }
         /* rows go in blocks whose weights serve several token groups or
          * spans from cache; one group in one span takes them all at once */

@@ -13,7 +13,7 @@
  * rows and tokens, which call them).
  *
  * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS,
- * MXFP4, TQ1_0, TQ2_0, IQ3_XXS and IQ3_S weights are dotted in int8 against the activations quantized to 8-bit blocks of 32, as
+ * MXFP4, TQ1_0, TQ2_0 and the grid IQ formats' weights are dotted in int8 against the activations quantized to 8-bit blocks of 32, as
  * llama.cpp does, so weights are never widened to float; the forward pass
  * quantizes each activation once where it is made (sp_kernels.quantize),
  * other callers leave it to the call. Eight blocks
@@ -517,7 +517,12 @@ static int type_sum_factor(sprout_type type) {
     case SPROUT_TYPE_MXFP4:
     case SPROUT_TYPE_IQ3_XXS:
     case SPROUT_TYPE_IQ3_S:
-    case SPROUT_TYPE_IQ4_XS: return Q8_0_UNSIGNED ? -128 : 0;
+    case SPROUT_TYPE_IQ2_XXS:
+    case SPROUT_TYPE_IQ2_XS:
+    case SPROUT_TYPE_IQ2_S:
+    case SPROUT_TYPE_IQ1_S:
+    case SPROUT_TYPE_IQ1_M:
+    case SPROUT_TYPE_IQ4_XS: return Q8_0_UNSIGNED ? -128 : 0; /* the grid formats with a scale per 16: per half */
     case SPROUT_TYPE_TQ1_0:
     case SPROUT_TYPE_TQ2_0: return -1; /* trits 0..2 stand for -1..1 */
     case SPROUT_TYPE_Q6_K: return -32; /* per 16-element half */

@@ -663,17 +663,17 @@ static void *engine_main(void *arg) {
 
 /* --- setup and submission ------------------------------------------------------------------------------ */
 
-/* From the cores and the context: two slots per core (a batched step
- * costs far less than one step per request, up to what the cores can
- * compute), 2 to 8, then fewer while their KV cache would pass ~2 GiB. */
-static int32_t default_slots(const sprout_model *m, int32_t n_ctx, sp_kv_types kv) {
+int32_t sprout_scheduler_default_slots(int32_t n_ctx, size_t kv_bytes_per_token) {
     int32_t n = 2 * sp_cpu_count();
     if (n < 2) n = 2;
     if (n > 8) n = 8;
-    const int64_t row = (int64_t)m->hp.n_head_kv * m->hp.head_dim_k;
-    const double cell_bytes = (double)m->hp.n_layer * (double)(sp_kv_bytes(kv.k, row) + sp_kv_bytes(kv.v, row));
-    while (n > 1 && cell_bytes * n_ctx * n > 2.0 * 1024 * 1024 * 1024) n--;
+    while (n > 1 && (double)kv_bytes_per_token * n_ctx * n > 2.0 * 1024 * 1024 * 1024) n--;
     return n;
+}
+
+static int32_t default_slots(const sprout_model *m, int32_t n_ctx, sp_kv_types kv) {
+    const int64_t row = (int64_t)m->hp.n_head_kv * m->hp.head_dim_k;
+    return sprout_scheduler_default_slots(n_ctx, (size_t)m->hp.n_layer * (sp_kv_bytes(kv.k, row) + sp_kv_bytes(kv.v, row)));
 }
 
 sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_scheduler_params *params, sprout_scheduler **out) {

@@ -135,6 +135,7 @@ sprout_status sp_context_init_kv(sp_context *ctx, const sprout_model *model, int
     ctx->model = model;
     ctx->kernels = sp_kernels_get();
     ctx->n_batch = n_batch;
+    ctx->lora_parallel_min_work = SP_LORA_PARALLEL_MIN_WORK;
     sprout_status st = sp_threadpool_create(n_threads, &ctx->pool);
     if (st != SPROUT_OK) return st;
     /* latent attention (MLA): its values are the first elements of the keys' rows, no cache of their own */

@@ -77,6 +77,13 @@ typedef struct sp_mla_buffers {
     float *latent;    /* [n][n_head * r] attention's output, in the latent space */
 } sp_mla_buffers;
 
+/* A LoRA step of fewer multiply-adds (A x and B for its tokens) runs on
+ * the calling thread: two hand-offs to the pool cost more than it saves. A
+ * lone token's step at rank 16 is 0.06M (a 100M model) to 0.24M (a 7B's
+ * widest weight); on a loaded 2-core host the hand-offs halved decode with
+ * an adapter. */
+enum { SP_LORA_PARALLEL_MIN_WORK = 1 << 18 };
+
 typedef struct sp_context {
     const sprout_model *model;
     const sp_kernels *kernels;
@@ -109,6 +116,7 @@ typedef struct sp_context {
     sp_moe_buffers moe;
     sp_mla_buffers mla;
     double attention_ms; /* wall time in sp_attention since the context was made (the perf metrics' attention times) */
+    int64_t lora_parallel_min_work; /* SP_LORA_PARALLEL_MIN_WORK; tests lower it to split a tiny model's steps */
 } sp_context;
 
 /* A context whose cache holds keys and values of one type. */

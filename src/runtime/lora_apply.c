@@ -1,7 +1,5 @@
 #include "runtime/lora_apply.h"
 
-#include <sched.h>
-#include <stdatomic.h>
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #endif
@@ -19,9 +17,6 @@ enum { AX_FLOATS = 16384 };
  * arrived only when asked for. */
 enum { PREFETCH_AHEAD = 2048 };
 
-/* Rounds a waiting thread spins before it yields its core. */
-enum { SPIN_ROUNDS = 4096 };
-
 /* The terms go by use slot: for slot u, every token whose set has a u-th
  * adapter with a pair for w gets y += s B (A x). A token's terms still add
  * in its set's order, each computed the same way whatever the batch and
@@ -33,9 +28,11 @@ typedef struct lora_job {
     float *y;
     int64_t n_in, n_out;
     int32_t n;
-    size_t n_slots;     /* the most adapters a token carries */
-    float *ax;          /* AX_FLOATS */
-    atomic_int arrived; /* threads past a barrier, counted over the job */
+    float *ax; /* AX_FLOATS */
+    /* The step the threads are on: slot u's tokens [c0, c1), their A x in
+     * ax rows `stride` (the slot's largest rank) apart. */
+    size_t u;
+    int64_t c0, c1, stride;
 } lora_job;
 
 /* Token t's pair in slot u, or NULL. */
@@ -48,34 +45,30 @@ static const sp_lora_pair *slot_pair(const lora_job *j, int64_t t, size_t u, flo
     return p;
 }
 
-/* No thread goes on before all nth are there (passed: the job's barriers
- * this thread has passed). */
-static void barrier(lora_job *j, int nth, int *passed) {
-    const int target = ++*passed * nth;
-    atomic_fetch_add_explicit(&j->arrived, 1, memory_order_acq_rel);
-    for (int spin = 0; atomic_load_explicit(&j->arrived, memory_order_acquire) < target;) {
-        if (spin < SPIN_ROUNDS) {
-            spin++;
-#if defined(__x86_64__) && defined(__GNUC__)
-            _mm_pause();
-#endif
-        } else sched_yield();
+/* The slot's largest rank; 0 when no token has a pair for w there. */
+static int64_t slot_rank(const lora_job *j, size_t u) {
+    int64_t rank = 0;
+    for (int64_t t = 0; t < j->n; t++) {
+        const sp_lora_pair *p = slot_pair(j, t, u, NULL);
+        if (p && p->a.n_out > rank) rank = p->a.n_out;
     }
+    return rank;
 }
 
-/* A x for tokens [t0, t1) of the chunk from c0 (ax rows `stride` apart),
- * rows [r0, r1) of each A: runs of tokens with the same pair in one
- * matmul, whose bits per token do not depend on the run (kernels.h). */
-static void compute_ax(const lora_job *j, size_t u, int64_t c0, int64_t stride, int64_t t0, int64_t t1, int64_t r0, int64_t r1,
-                       float *scratch) {
+/* A x for the step's tokens [t0, t1), rows [r0, r1) of each A: runs of
+ * tokens with the same pair in one matmul, whose bits per token do not
+ * depend on the run (kernels.h). */
+static void compute_ax(const lora_job *j, int64_t t0, int64_t t1, int64_t r0, int64_t r1, float *scratch) {
     const sp_kernels *k = j->ctx->kernels;
+    const size_t u = j->u;
+    const int64_t stride = j->stride;
     for (int64_t t = t0, end; t < t1; t = end) {
         const sp_lora_pair *p = slot_pair(j, t, u, NULL);
         for (end = t + 1; end < t1 && slot_pair(j, end, u, NULL) == p;) end++;
         if (!p) continue;
         const int64_t rows_end = r1 < p->a.n_out ? r1 : p->a.n_out;
         if (r0 >= rows_end) continue;
-        float *ax = j->ax + (t - c0) * stride;
+        float *ax = j->ax + (t - j->c0) * stride;
         k->matmul(&p->a, j->x + t * j->n_in, j->n_in, NULL, end - t, ax, stride, r0, rows_end, scratch);
         /* as the kernels round a token for F16 and BF16 rows (llama.cpp's
          * products); other types' B takes A x as it is */
@@ -140,51 +133,45 @@ static void pair_tile_term(const sp_lora_pair *p, int64_t b, const float *ax, fl
     tile_term(p->b_tiles + at, ax, r, s, y, width);
 }
 
-/* y += s B (A x) for the chunk's tokens [c0, c1), B's tiles [b0, b1): a
+/* y += s B (A x) for the step's tokens [t0, t1), B's tiles [b0, b1): a
  * tile's r rows stay in cache while every token passes over them. */
-static void add_b_terms(const lora_job *j, size_t u, int64_t c0, int64_t c1, int64_t stride, int64_t b0, int64_t b1) {
+static void add_b_terms(const lora_job *j, int64_t t0, int64_t t1, int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; b++) {
         const int64_t o0 = b * SP_LORA_B_TILE, width = j->n_out - o0 < SP_LORA_B_TILE ? j->n_out - o0 : SP_LORA_B_TILE;
-        for (int64_t t = c0; t < c1; t++) {
+        for (int64_t t = t0; t < t1; t++) {
             float s;
-            const sp_lora_pair *p = slot_pair(j, t, u, &s);
-            if (p) pair_tile_term(p, b, j->ax + (t - c0) * stride, s, j->y + t * j->n_out + o0, width);
+            const sp_lora_pair *p = slot_pair(j, t, j->u, &s);
+            if (p) pair_tile_term(p, b, j->ax + (t - j->c0) * j->stride, s, j->y + t * j->n_out + o0, width);
         }
     }
 }
 
-/* Every thread walks the same slots and chunks: A x split among them (by
- * token, or by A's rows for a lone token), a barrier, then B's tiles split
- * among them, and a barrier before the next chunk reuses ax. */
-static void lora_worker(void *user, int ith, int nth) {
-    lora_job *j = user;
-    float *scratch = j->ctx->scratch + (int64_t)ith * j->ctx->scratch_stride;
-    int passed = 0;
+static int64_t b_tiles(const lora_job *j) { return (j->n_out + SP_LORA_B_TILE - 1) / SP_LORA_B_TILE; }
+
+/* The step's tokens split among the threads, each token's A x and then its
+ * B terms on one thread: no thread waits for another's A x. */
+static void tokens_worker(void *user, int ith, int nth) {
+    const lora_job *j = user;
+    int64_t s0, s1;
+    sp_split_range(j->c1 - j->c0, ith, nth, &s0, &s1);
+    compute_ax(j, j->c0 + s0, j->c0 + s1, 0, j->stride, j->ctx->scratch + (int64_t)ith * j->ctx->scratch_stride);
+    add_b_terms(j, j->c0 + s0, j->c0 + s1, 0, b_tiles(j));
+}
+
+/* A lone token's A x, its rows split among the threads. */
+static void ax_rows_worker(void *user, int ith, int nth) {
+    const lora_job *j = user;
+    int64_t r0, r1;
+    sp_split_range(j->stride, ith, nth, &r0, &r1);
+    compute_ax(j, j->c0, j->c1, r0, r1, j->ctx->scratch + (int64_t)ith * j->ctx->scratch_stride);
+}
+
+/* Then its B terms, B's tiles split among the threads. */
+static void b_tiles_worker(void *user, int ith, int nth) {
+    const lora_job *j = user;
     int64_t b0, b1;
-    sp_split_range((j->n_out + SP_LORA_B_TILE - 1) / SP_LORA_B_TILE, ith, nth, &b0, &b1);
-    for (size_t u = 0; u < j->n_slots; u++) {
-        int64_t stride = 0; /* the slot's largest rank */
-        for (int64_t t = 0; t < j->n; t++) {
-            const sp_lora_pair *p = slot_pair(j, t, u, NULL);
-            if (p && p->a.n_out > stride) stride = p->a.n_out;
-        }
-        if (!stride) continue;
-        const int64_t chunk = AX_FLOATS / stride;
-        for (int64_t c0 = 0; c0 < j->n; c0 += chunk) {
-            const int64_t c1 = c0 + chunk < j->n ? c0 + chunk : j->n;
-            if (passed) barrier(j, nth, &passed);
-            int64_t s0, s1;
-            if (c1 - c0 == 1) {
-                sp_split_range(stride, ith, nth, &s0, &s1);
-                compute_ax(j, u, c0, stride, c0, c1, s0, s1, scratch);
-            } else {
-                sp_split_range(c1 - c0, ith, nth, &s0, &s1);
-                compute_ax(j, u, c0, stride, c0 + s0, c0 + s1, 0, stride, scratch);
-            }
-            barrier(j, nth, &passed);
-            add_b_terms(j, u, c0, c1, stride, b0, b1);
-        }
-    }
+    sp_split_range(b_tiles(j), ith, nth, &b0, &b1);
+    add_b_terms(j, j->c0, j->c1, b0, b1);
 }
 
 void sp_lora_apply(const sp_context *ctx, const sp_weight *w, const float *x, float *y, int32_t n) {
@@ -195,7 +182,22 @@ void sp_lora_apply(const sp_context *ctx, const sp_weight *w, const float *x, fl
     const int64_t index = sp_model_weight_index(ctx->model, w);
     if (index < 0) return;
     float ax[AX_FLOATS];
-    lora_job j = {.ctx = ctx, .index = index, .x = x, .y = y, .n_in = w->n_in, .n_out = w->n_out, .n = n, .n_slots = n_slots, .ax = ax};
-    atomic_init(&j.arrived, 0);
-    sp_threadpool_run(ctx->pool, lora_worker, &j);
+    lora_job j = {.ctx = ctx, .index = index, .x = x, .y = y, .n_in = w->n_in, .n_out = w->n_out, .n = n, .ax = ax};
+    /* One run of the pool per chunk (the next chunk overwrites ax), or two
+     * for a lone token, as matmul.c stages its prompt runs: its B terms
+     * read the A x rows of every thread. */
+    for (j.u = 0; j.u < n_slots; j.u++) {
+        j.stride = slot_rank(&j, j.u);
+        if (!j.stride) continue;
+        const int64_t chunk = AX_FLOATS / j.stride;
+        for (j.c0 = 0; j.c0 < n; j.c0 += chunk) {
+            j.c1 = j.c0 + chunk < n ? j.c0 + chunk : n;
+            if ((j.c1 - j.c0) * j.stride * (j.n_in + j.n_out) < ctx->lora_parallel_min_work) tokens_worker(&j, 0, 1);
+            else if (j.c1 - j.c0 > 1) sp_threadpool_run(ctx->pool, tokens_worker, &j);
+            else {
+                sp_threadpool_run(ctx->pool, ax_rows_worker, &j);
+                sp_threadpool_run(ctx->pool, b_tiles_worker, &j);
+            }
+        }
+    }
 }

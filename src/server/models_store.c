@@ -17,6 +17,20 @@ static bool store_needed(sp_server *srv, struct MHD_Connection *c, enum MHD_Resu
     return false;
 }
 
+/* The body of a store call, once the server is known to have a store: the
+ * parsed object, or NULL after the reply (*res). */
+static json_t *store_request(sp_server *srv, struct MHD_Connection *c, const char *body, size_t len, enum MHD_Result *res) {
+    *res = MHD_NO;
+    if (!store_needed(srv, c, res)) return NULL;
+    return sp_parse_object(srv, c, SP_STYLE_OLLAMA, body, len, res);
+}
+
+/* Ollama's `model`, or the older `name` its clients still send. */
+static const json_t *model_field(const json_t *req) {
+    const json_t *name = json_object_get(req, "model");
+    return name && !json_is_null(name) ? name : json_object_get(req, "name");
+}
+
 /* The reply to a store call that failed: 404 for a name not there, 403 for
  * Ollama's read-only models, 400 for what the request got wrong. */
 static enum MHD_Result reply_store_error(sp_server *srv, struct MHD_Connection *c, sprout_status st) {
@@ -284,12 +298,10 @@ static enum MHD_Result stream_create(sp_server *srv, struct MHD_Connection *c, c
 
 enum MHD_Result sp_handle_ollama_create(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
     (void)url;
-    enum MHD_Result res = MHD_NO;
-    if (!store_needed(srv, c, &res)) return res;
-    json_t *req = sp_parse_object(srv, c, SP_STYLE_OLLAMA, body, len, &res);
+    enum MHD_Result res;
+    json_t *req = store_request(srv, c, body, len, &res);
     if (!req) return res;
-    const json_t *name = json_object_get(req, "model");
-    if (!name || json_is_null(name)) name = json_object_get(req, "name");
+    const json_t *name = model_field(req);
     const char *quantize = json_string_value(json_object_get(req, "quantize"));
     char error[512] = "";
     sp_buf modelfile = {0};
@@ -313,9 +325,8 @@ enum MHD_Result sp_handle_ollama_create(sp_server *srv, struct MHD_Connection *c
 
 enum MHD_Result sp_handle_ollama_copy(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
     (void)url;
-    enum MHD_Result res = MHD_NO;
-    if (!store_needed(srv, c, &res)) return res;
-    json_t *req = sp_parse_object(srv, c, SP_STYLE_OLLAMA, body, len, &res);
+    enum MHD_Result res;
+    json_t *req = store_request(srv, c, body, len, &res);
     if (!req) return res;
     const char *src = json_string_value(json_object_get(req, "source")), *dst = json_string_value(json_object_get(req, "destination"));
     if (!src || !dst) res = sp_reply_error(srv, c, SP_STYLE_OLLAMA, 400, NULL, "%s: required, a string", src ? "destination" : "source");
@@ -333,12 +344,10 @@ enum MHD_Result sp_handle_ollama_copy(sp_server *srv, struct MHD_Connection *c, 
  * that name stays loaded until its requests end and its keep_alive passes. */
 enum MHD_Result sp_handle_ollama_delete(sp_server *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
     (void)url;
-    enum MHD_Result res = MHD_NO;
-    if (!store_needed(srv, c, &res)) return res;
-    json_t *req = sp_parse_object(srv, c, SP_STYLE_OLLAMA, body, len, &res);
+    enum MHD_Result res;
+    json_t *req = store_request(srv, c, body, len, &res);
     if (!req) return res;
-    const json_t *name = json_object_get(req, "model");
-    if (!name || json_is_null(name)) name = json_object_get(req, "name");
+    const json_t *name = model_field(req);
     if (!json_is_string(name)) res = sp_reply_error(srv, c, SP_STYLE_OLLAMA, 400, "model", "model: required, a string");
     else {
         pthread_mutex_lock(&srv->store_lock);

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "json/json_util.h"
 #include "server/server_internal.h"
@@ -214,8 +213,7 @@ static double kv_element_bytes(const sp_server_options *o, bool key) {
 /* Bytes the model will take: its file (mapped) and its slots' KV cache
  * (keys and values of every layer, F16 unless --kv-type f32), from the
  * GGUF's hyperparameters. n_ctx and n_slots 0 are the scheduler's defaults:
- * the model's context up to 4096, and 2 slots a core from 2 to 8, fewer
- * while their cache would pass 2 GiB. */
+ * the model's context up to 4096, and sprout_scheduler_default_slots. */
 static uint64_t estimate_bytes(const sp_server *srv, const char *path, int32_t n_ctx, int32_t n_slots) {
     sprout_gguf *g = NULL;
     if (sprout_gguf_open(path, &g) != SPROUT_OK) return 0;
@@ -235,11 +233,7 @@ static uint64_t estimate_bytes(const sp_server *srv, const char *path, int32_t n
 #undef HYPER
         if (n_ctx <= 0) n_ctx = ctx_train && ctx_train < 4096 ? (int32_t)ctx_train : 4096;
         const double cell = (double)layers * kv_heads * key_length * (kv_element_bytes(&srv->opt, true) + kv_element_bytes(&srv->opt, false));
-        if (n_slots <= 0) {
-            const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-            n_slots = cores > 4 ? 8 : cores > 1 ? 2 * (int32_t)cores : 2;
-            while (n_slots > 1 && cell * n_ctx * n_slots > 2.0 * 1024 * 1024 * 1024) n_slots--;
-        }
+        if (n_slots <= 0) n_slots = sprout_scheduler_default_slots(n_ctx, (size_t)cell);
         bytes += (uint64_t)(cell * n_ctx * n_slots);
     }
     sprout_gguf_close(g);

@@ -31,6 +31,10 @@ for f in include/sprout.h lib/libsprout.a lib/libsprout.so lib/libsprout.so.0 li
          lib/cmake/sprout/sproutTargets.cmake; do
     [ -e "$prefix/$f" ] || { echo "FAIL not installed: $f"; failed=$((failed + 1)); }
 done
+for part in "$src"/include/sprout/*.h; do # sprout.h includes every one of them
+    f=include/sprout/${part##*/}
+    cmp -s "$part" "$prefix/$f" || { echo "FAIL not installed: $f"; failed=$((failed + 1)); }
+done
 soname=$(readelf -d "$prefix/lib/libsprout.so.0.1.0" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
 [ "$soname" = libsprout.so.0 ] || { echo "FAIL soname '$soname', not libsprout.so.0"; failed=$((failed + 1)); }
 

@@ -13,25 +13,9 @@ fi
 # The clients, and for test_structured the validator and the AI SDK
 # (pinned: ai 5 is the last major that runs on node 18 and 20).
 packages=(openai ollama ajv@8.20.0 ajv-formats@3.0.1 ai@5.0.277 @ai-sdk/openai-compatible@1.0.61 zod@3.25.76)
-mkdir -p "$(dirname "$clients")"
-(
-  flock 9
-  missing=0
-  for p in "${packages[@]}"; do
-    name=${p%@*}; [ -z "$name" ] && name=$p # a scoped name without a version
-    [ -d "$clients/node_modules/$name" ] || missing=1
-  done
-  if [ "$missing" = 1 ]; then
-    tmp=$(mktemp -d)
-    echo '{"name":"sprout-server-clients","private":true}' >"$tmp/package.json"
-    if ! npm install --prefix "$tmp" --no-audit --no-fund --loglevel=error "${packages[@]}"; then
-      rm -rf "$tmp"
-      exit 1
-    fi
-    rm -rf "$clients"
-    mv "$tmp" "$clients"
-  fi
-) 9>"$clients.lock" || { echo "SKIP: npm could not install the client packages (${packages[*]})"; exit 77; }
+. "$(dirname "$0")/../npm_install.sh"
+npm_install_once "$clients" sprout-server-clients "${packages[@]}" ||
+  { echo "SKIP: npm could not install the client packages (${packages[*]})"; exit 77; }
 version() { sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$clients/node_modules/$1/package.json" | head -1; }
 echo "clients: openai $(version openai), ollama $(version ollama)"
 SPROUT_NODE_CLIENTS=$clients exec node "$test_script"

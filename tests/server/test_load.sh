@@ -9,16 +9,11 @@ model=${SPROUT_SHARED_DIR:-../shared}/models/stories260K.gguf
 seconds=${LOAD_SECONDS:-30}
 if ! command -v wrk >/dev/null; then echo "SKIP: wrk not installed (scripts/deps.sh --test installs it)"; exit 77; fi
 work=$(mktemp -d)
-trap 'kill $pid 2>/dev/null; rm -rf "$work"' EXIT
-"$sprout" serve -m "$model" --port 0 -c 256 --parallel 4 2>"$work/log" &
-pid=$!
-port=
-for _ in $(seq 200); do
-  port=$(sed -n 's/.*listening on http:\/\/[^ ]*:\([0-9]*\).*/\1/p' "$work/log")
-  grep -q 'ready' "$work/log" && [ -n "$port" ] && break
-  sleep 0.05
-done
-[ -n "$port" ] || { echo "FAIL: the server did not start"; cat "$work/log"; exit 1; }
+serve_pid=
+trap 'kill $serve_pid 2>/dev/null; rm -rf "$work"' EXIT
+. "$(dirname "$0")/../serve_start.sh"
+serve_start "$work/log" -m "$model" -c 256 --parallel 4 || exit 1
+port=$serve_port pid=$serve_pid
 cat >"$work/post.lua" <<'LUA'
 local prompts = {"Once upon a time", "The little dog", "Mom said", "The sun was", "Bob and Sue"}
 local n = 0

@@ -7,16 +7,11 @@ set -uo pipefail
 sprout=$1
 model=${SPROUT_SHARED_DIR:-../shared}/models/stories260K.gguf
 work=$(mktemp -d)
-trap 'kill $pid 2>/dev/null; rm -rf "$work"' EXIT
-"$sprout" serve -m "$model" --port 0 -c 256 --parallel 1 2>"$work/log" &
-pid=$!
-port=
-for _ in $(seq 200); do
-  port=$(sed -n 's/.*listening on http:\/\/[^ ]*:\([0-9]*\).*/\1/p' "$work/log")
-  grep -q 'ready' "$work/log" && [ -n "$port" ] && break
-  sleep 0.05
-done
-[ -n "$port" ] || { echo "FAIL: the server did not start"; cat "$work/log"; exit 1; }
+serve_pid=
+trap 'kill $serve_pid 2>/dev/null; rm -rf "$work"' EXIT
+. "$(dirname "$0")/../serve_start.sh"
+serve_start "$work/log" -m "$model" -c 256 --parallel 1 || exit 1
+port=$serve_port pid=$serve_pid
 fail=0
 out=$(SPROUT_HOST=127.0.0.1:$port "$sprout" ps) || { echo "FAIL: ps exited $?"; fail=1; }
 echo "$out"

@@ -17,18 +17,6 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   exit 77
 fi
 package=puppeteer-core@24.43.1 # the last major that runs on node 18 (Debian 12)
-mkdir -p "$(dirname "$modules")"
-(
-  flock 9
-  if [ ! -d "$modules/node_modules/puppeteer-core" ]; then
-    tmp=$(mktemp -d)
-    echo '{"name":"sprout-webui-test","private":true}' >"$tmp/package.json"
-    if ! npm install --prefix "$tmp" --no-audit --no-fund --loglevel=error "$package"; then
-      rm -rf "$tmp"
-      exit 1
-    fi
-    rm -rf "$modules"
-    mv "$tmp" "$modules"
-  fi
-) 9>"$modules.lock" || { echo "SKIP: npm could not install $package"; exit 77; }
+. "$(dirname "$0")/../npm_install.sh"
+npm_install_once "$modules" sprout-webui-test "$package" || { echo "SKIP: npm could not install $package"; exit 77; }
 SPROUT_CHROMIUM=$chromium SPROUT_NODE_MODULES=$modules exec node "$test_script"

@@ -19,17 +19,12 @@ expect() { # what, then a command that must succeed
   if "$@"; then :; else echo "FAIL: $what"; fail=1; fi
 }
 
+. "$(dirname "$0")/../serve_start.sh"
 # starts a server with the given options; sets $url
 start() {
-  "$sprout" serve -m "$model" --port 0 --parallel 1 "$@" 2>"$work/log" &
-  pids+=($!)
-  url=
-  for _ in $(seq 200); do
-    url=$(sed -n 's/.*listening on \(http:\/\/[^ ]*\).*/\1/p' "$work/log")
-    [ -n "$url" ] && break
-    sleep 0.05
-  done
-  [ -n "$url" ] || { echo "FAIL: the server did not start"; cat "$work/log"; exit 1; }
+  serve_start "$work/log" -m "$model" --parallel 1 "$@" || exit 1
+  pids+=("$serve_pid")
+  url=$serve_url
 }
 header() { grep -i "^$1:" "$2" | head -1 | cut -d' ' -f2- | tr -d '\r'; }
 html=(-H 'Accept: text/html,application/xhtml+xml')
