@@ -264,30 +264,32 @@ static void test_types_without_files(const char *arch_dir) {
  * catch a broken type, and the comparisons above with llama.cpp's own
  * quantized files are the precise check. */
 static void test_every_type_runs(const char *arch_dir) {
+    /* quick (under the sanitizers): one type of each family from F32 and
+     * two from F16; each type's quantizer and kernels run there in
+     * test_quant and test_kernels, and here whole in the plain build */
     static const struct {
         sprout_file_type ft;
         double max_rel_rms;
+        bool quick;
     } types[] = {
-        {SPROUT_FTYPE_F32, 3e-3},    {SPROUT_FTYPE_F16, 3e-3},    {SPROUT_FTYPE_BF16, 0.015},
-        {SPROUT_FTYPE_Q8_0, 0.07},   {SPROUT_FTYPE_Q6_K, 0.2},    {SPROUT_FTYPE_Q5_1, 0.45},
-        {SPROUT_FTYPE_Q5_0, 0.4},    {SPROUT_FTYPE_Q5_K_M, 0.4},  {SPROUT_FTYPE_Q5_K_S, 0.4},
-        {SPROUT_FTYPE_Q4_1, 1.0},    {SPROUT_FTYPE_Q4_0, 0.8},    {SPROUT_FTYPE_Q4_K_M, 0.6},
-        {SPROUT_FTYPE_Q4_K_S, 0.5},  {SPROUT_FTYPE_Q3_K_L, 1.4},  {SPROUT_FTYPE_Q3_K_M, 1.4},
-        {SPROUT_FTYPE_Q3_K_S, 1.45}, {SPROUT_FTYPE_Q2_K, 1.8},   {SPROUT_FTYPE_IQ4_NL, 0.9},
-        {SPROUT_FTYPE_IQ4_XS, 0.85},
+        {SPROUT_FTYPE_F32, 3e-3, false},    {SPROUT_FTYPE_F16, 3e-3, true},     {SPROUT_FTYPE_BF16, 0.015, false},
+        {SPROUT_FTYPE_Q8_0, 0.07, true},    {SPROUT_FTYPE_Q6_K, 0.2, false},    {SPROUT_FTYPE_Q5_1, 0.45, true},
+        {SPROUT_FTYPE_Q5_0, 0.4, false},    {SPROUT_FTYPE_Q5_K_M, 0.4, true},   {SPROUT_FTYPE_Q5_K_S, 0.4, false},
+        {SPROUT_FTYPE_Q4_1, 1.0, false},    {SPROUT_FTYPE_Q4_0, 0.8, false},    {SPROUT_FTYPE_Q4_K_M, 0.6, true},
+        {SPROUT_FTYPE_Q4_K_S, 0.5, false},  {SPROUT_FTYPE_Q3_K_L, 1.4, false},  {SPROUT_FTYPE_Q3_K_M, 1.4, true},
+        {SPROUT_FTYPE_Q3_K_S, 1.45, false}, {SPROUT_FTYPE_Q2_K, 1.8, true},     {SPROUT_FTYPE_IQ4_NL, 0.9, false},
+        {SPROUT_FTYPE_IQ4_XS, 0.85, true},
     };
     char in[2048], out[2048];
     float *logits = malloc((size_t)ref_vocab * sizeof(float));
     const char *sources[] = {"llama-F32.gguf", "llama-F16.gguf"};
-    /* under the sanitizers (SPROUT_TEST_QUICK) the F16 source only for a few
-     * types: reading it is one path whatever the target */
-    const bool few_from_f16 = test_quick_run();
+    /* from the F16 source, quick, two types: reading it is one path whatever the target */
+    const bool quick = test_quick_run();
     for (size_t s = 0; s < 2; s++) {
         snprintf(in, sizeof in, "%s/%s", arch_dir, sources[s]);
         printf("every type from %s (rel RMS of last logits vs llama.cpp F32):\n", sources[s]);
         for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
-            if (s == 1 && few_from_f16 && types[k].ft != SPROUT_FTYPE_F16 && types[k].ft != SPROUT_FTYPE_Q8_0 &&
-                types[k].ft != SPROUT_FTYPE_Q4_K_M && types[k].ft != SPROUT_FTYPE_IQ4_XS)
+            if (quick && (!types[k].quick || (s == 1 && types[k].ft != SPROUT_FTYPE_F16 && types[k].ft != SPROUT_FTYPE_Q4_K_M)))
                 continue;
             const char *name = sprout_file_type_name(types[k].ft);
             snprintf(out, sizeof out, "%s/%s.gguf", tmp_dir, name);
