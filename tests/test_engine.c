@@ -605,6 +605,51 @@ static void test_hostile_numbers(void) {
 
 /* --- what a model and a pipeline say about themselves, their configs ----------------------------------- */
 
+/* The greedy text of a model file (NULL when it does not load). */
+static char *greedy_text(const char *path, int n) {
+    sprout_model *m = NULL;
+    sprout_pipeline *p = NULL;
+    sprout_result *r = NULL;
+    char *text = NULL;
+    sprout_generation_config c = greedy(n);
+    if (sprout_model_load(path, NULL, &m) == SPROUT_OK && sprout_pipeline_create(m, NULL, &p) == SPROUT_OK &&
+        sprout_generate(p, "Once upon a time", &c, NULL, NULL, &r) == SPROUT_OK) {
+        size_t len;
+        const char *t = sprout_result_text(r, &len);
+        text = strndup(t, len);
+    }
+    sprout_result_free(r);
+    sprout_pipeline_free(p);
+    sprout_model_free(m);
+    return text;
+}
+
+/* RoPE scaling keys as llama.cpp reads them: rope.scaling.factor without
+ * rope.scaling.type is linear scaling, the same as the older
+ * rope.scale_linear (llama-completion --temp 0 on stories260K with either
+ * key set to 4 writes ", there was a little girloate old man
+ * whmastraite car named Ben"; sprout ignored the first before); a type
+ * sprout cannot compute is refused by name. */
+static void test_rope_scaling_keys(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/rope.gguf", test_temp_dir());
+    char *plain = greedy_text(model_path, 24), *factor = NULL, *legacy = NULL;
+    CHECK(write_variant(path, "llama.rope.scaling.factor", 4.f, NULL, NULL, 0.f));
+    factor = greedy_text(path, 24);
+    CHECK(write_variant(path, "llama.rope.scale_linear", 4.f, NULL, NULL, 0.f));
+    legacy = greedy_text(path, 24);
+    CHECK_MSG(plain && factor && legacy && !strcmp(factor, legacy) && strcmp(factor, plain) && strstr(factor, "girloate old man"),
+              "plain [%s], rope.scaling.factor 4 [%s], rope.scale_linear 4 [%s]", plain, factor, legacy);
+    CHECK(write_variant(path, "llama.rope.scaling.type", 0.f, "longrope-2", NULL, 0.f));
+    sprout_model *m = NULL;
+    CHECK_MSG(sprout_model_load(path, NULL, &m) == SPROUT_ERR_UNSUPPORTED && strstr(sprout_last_error(), "longrope-2"), "%s",
+              sprout_last_error());
+    sprout_model_free(m);
+    free(plain);
+    free(factor);
+    free(legacy);
+}
+
 static void test_accessors_and_config(void) {
     sprout_model *m = load(SPROUT_KV_F32, 2);
     if (!m) return;
@@ -800,6 +845,7 @@ int main(void) {
     }
     test_reference(SPROUT_KV_F32, 2);
     test_reference(SPROUT_KV_F16, 2);
+    test_rope_scaling_keys();
     test_batching();
     test_token_kinds();
     test_chat();

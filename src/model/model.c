@@ -611,26 +611,24 @@ static sprout_status load_hparams(loader *L, const arch_traits *at) {
     if ((st = get_float(L, "rope.scaling.yarn_beta_slow", 1.f, ANY_FINITE, &hp->yarn_beta_slow)) != SPROUT_OK) return st;
     if ((st = get_int(L, "rope.scaling.original_context_length", false, hp->n_ctx_train, &v)) != SPROUT_OK) return st;
     hp->rope_ctx_orig = (int32_t)v;
+    /* as llama.cpp reads them: the factor (rope.scaling.factor, else the
+     * older rope.scale_linear; absent or 0: none) divides the frequencies
+     * whatever the type, which is linear when absent; YaRN adds its ramp */
+    float factor;
+    if ((st = get_float(L, "rope.scaling.factor", 0.f, NON_NEGATIVE, &factor)) != SPROUT_OK) return st;
+    if (factor == 0.f && (st = get_float(L, "rope.scale_linear", 0.f, NON_NEGATIVE, &factor)) != SPROUT_OK) return st;
+    if (factor > 0.f) hp->rope_freq_scale = 1.f / factor;
+    hp->rope_scaling = hp->rope_freq_scale != 1.f ? SP_ROPE_SCALING_LINEAR : SP_ROPE_SCALING_NONE;
     char key[160];
     const char *stype = NULL;
     size_t stype_len = 0;
     arch_key(L, "rope.scaling.type", key, sizeof key);
-    if (sprout_gguf_get_str(g, key, &stype, &stype_len) == SPROUT_OK && !(stype_len == 4 && !memcmp(stype, "none", 4))) {
-        float factor;
-        if ((st = get_float(L, "rope.scaling.factor", 1.f, POSITIVE, &factor)) != SPROUT_OK) return st;
-        hp->rope_freq_scale = 1.f / factor;
-        if (stype_len == 6 && !memcmp(stype, "linear", 6)) hp->rope_scaling = SP_ROPE_SCALING_LINEAR;
-        else if (stype_len == 4 && !memcmp(stype, "yarn", 4)) {
+    if (sprout_gguf_get_str(g, key, &stype, &stype_len) == SPROUT_OK) {
+        if (stype_len == 4 && !memcmp(stype, "yarn", 4)) {
             hp->rope_scaling = SP_ROPE_SCALING_YARN;
             hp->yarn_ext_factor = 1.f;
-        } else return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s: RoPE scaling '%.*s' is not supported", L->arch, (int)stype_len, stype);
-    } else {
-        float factor; /* older files */
-        if ((st = get_float(L, "rope.scale_linear", 1.f, ANY_FINITE, &factor)) != SPROUT_OK) return st;
-        if (factor > 0.f && factor != 1.f) {
-            hp->rope_scaling = SP_ROPE_SCALING_LINEAR;
-            hp->rope_freq_scale = 1.f / factor;
-        }
+        } else if (!(stype_len == 6 && !memcmp(stype, "linear", 6)) && !(stype_len == 4 && !memcmp(stype, "none", 4)))
+            return sp_fail(SPROUT_ERR_UNSUPPORTED, "%s: RoPE scaling '%.*s' is not supported", L->arch, (int)stype_len, stype);
     }
     hp->norm_kind = at->norm;
     const char *eps_key = at->norm == SP_NORM_RMS ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon";
