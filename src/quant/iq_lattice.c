@@ -8,6 +8,7 @@
  * use. */
 #include "quant/iq_lattice.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -118,4 +119,21 @@ int sp_iq_lattice_neighbours(const sp_iq_lattice *lat, unsigned key, uint16_t *s
     }
     *list = scratch;
     return make_list(lat, key, scratch);
+}
+
+int sp_iq_lattice_nearest(const sp_iq_lattice *lat, unsigned key, const float *x, const float *w, float scale, const float *value) {
+    uint16_t scratch[SP_LATTICE_MAX_POINTS];
+    const uint16_t *list;
+    const int n = sp_iq_lattice_neighbours(lat, key, scratch, &list);
+    float best = INFINITY;
+    int p = list[0];
+    for (int k = 0; k < n; k++) {
+        float d2 = 0;
+        for (int i = 0; i < lat->dims; i++) {
+            const float diff = scale * value[sp_iq_lattice_level(lat, list[k], i)] - x[i];
+            d2 += w[i] * diff * diff;
+        }
+        if (d2 < best) best = d2, p = list[k];
+    }
+    return p;
 }

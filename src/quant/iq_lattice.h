@@ -53,4 +53,9 @@ static inline int sp_iq_lattice_level(const sp_iq_lattice *lat, int p, int j) {
  * SP_LATTICE_MAX_POINTS). */
 int sp_iq_lattice_neighbours(const sp_iq_lattice *lat, unsigned key, uint16_t *scratch, const uint16_t **list);
 
+/* Of the neighbours of `key` (off the grid), the point nearest to x at this
+ * scale under the weights w, a point's level l standing for value[l]: what
+ * a group whose rounding missed the grid takes (first of equals). */
+int sp_iq_lattice_nearest(const sp_iq_lattice *lat, unsigned key, const float *x, const float *w, float scale, const float *value);
+
 #endif

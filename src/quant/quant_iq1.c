@@ -63,19 +63,7 @@ static int snap_group(const sp_iq_lattice *lat, const float *x, const float *w, 
     int p = lat->point_of[key];
     *on_grid = p >= 0;
     if (p >= 0) return p;
-    uint16_t scratch[SP_LATTICE_MAX_POINTS];
-    const uint16_t *list;
-    const int n = sp_iq_lattice_neighbours(lat, key, scratch, &list);
-    float best = INFINITY;
-    p = list[0];
-    for (int k = 0; k < n; k++) {
-        float d2 = 0;
-        for (int j = 0; j < 8; j++) {
-            const float diff = scale * shifted[sp_iq_lattice_level(lat, list[k], j)] - x[j];
-            d2 += w[j] * diff * diff;
-        }
-        if (d2 < best) best = d2, p = list[k];
-    }
+    p = sp_iq_lattice_nearest(lat, key, x, w, scale, shifted);
     for (int j = 0; j < 8; j++) levels[j] = (int8_t)sp_iq_lattice_level(lat, p, j);
     return p;
 }

@@ -62,20 +62,8 @@ static bool place_group(const sp_iq_lattice *lat, int max_q, const float *x, con
     int p = lat->point_of[key];
     const bool on_grid = p >= 0;
     if (!on_grid) {
-        uint16_t scratch[SP_LATTICE_MAX_POINTS];
-        const uint16_t *list;
-        const int n = sp_iq_lattice_neighbours(lat, key, scratch, &list);
-        float best = INFINITY;
-        p = list[0];
-        for (int k = 0; k < n; k++) {
-            float d2 = 0;
-            for (int i = 0; i < lat->dims; i++) {
-                const float q = (float)(2 * sp_iq_lattice_level(lat, list[k], i) + 1);
-                const float diff = scale * q - x[i];
-                d2 += waux[i] * diff * diff;
-            }
-            if (d2 < best) best = d2, p = list[k];
-        }
+        static const float odd_levels[] = {1, 3, 5, 7, 9, 11, 13, 15}; /* level l is 2 l + 1 */
+        p = sp_iq_lattice_nearest(lat, key, x, waux, scale, odd_levels);
         for (int i = 0; i < lat->dims; i++) levels[i] = (int8_t)sp_iq_lattice_level(lat, p, i);
     }
     *point = (uint16_t)p;
