@@ -59,7 +59,7 @@ test-fuzz:
 	@if command -v clang >/dev/null 2>&1; then \
 	  CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPROUT_FUZZ=ON \
 	    -DSPROUT_FUZZ_SECONDS=$(FUZZ_SECONDS) -DSPROUT_SHARED_DIR=$(SHARED) && \
-	  cmake --build $(FUZZ_BUILD) -j$(JOBS) --target make_seeds fuzz_gguf fuzz_tokenizer fuzz_template fuzz_request fuzz_tool_calls make_lora fuzz_lora fuzz_grammar fuzz_modelfile fuzz_manifest fuzz_gotemplate && \
+	  cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_all && \
 	  cd $(FUZZ_BUILD) && ctest --output-on-failure -j$(JOBS); \
 	else echo "clang not found: fuzz run skipped"; fi
 
