@@ -8,6 +8,7 @@
 
 #include "gguf/gguf_writer.h"
 #include "test_util.h"
+#include "tokenizer/pretokenize.h"
 
 static const char SEP[] = "\n__ggml_vocab_test__\n";
 
@@ -531,6 +532,32 @@ static bool write_harmony_vocab(const vocab_file *src, const char *path, bool wi
  * <|end|> ends a message, not generation, and shows in the text with the
  * headers' markers (the server splits the channels by them); both end
  * generation. Without <|call|> (not harmony), <|end|> ends it as before. */
+/* o200k's words (tokenizer.ggml.pre "gpt-4o": gpt-oss, Llama 4), as
+ * tiktoken's regex splits them: a leading mark or space joins a word, an
+ * upper-case run joins the lower-case letters after it, contractions stay
+ * on in any case, digits go in threes, a run of spaces leaves its last to
+ * the next word, and a space after digits stands alone. */
+static void test_gpt4o_words(void) {
+    sp_pretokenizer *pre = NULL;
+    sp_pretokenizer_traits traits;
+    bool known = false;
+    CHECK(sp_pretokenizer_create("gpt-4o", &pre, &traits, &known) == SPROUT_OK && known && !traits.clean_spaces);
+    if (!pre) return;
+    static const char text[] = "Hello World's HTTPServer 12345 DON'T\n\n  x...\n/";
+    static const char *const want[] = {"Hello", " World's", " HTTPServer", " ", "123", "45", " DON'T", "\n\n", " ", " x", "...\n/"};
+    sp_span *spans = NULL;
+    size_t n = 0;
+    CHECK(sp_pretokenize(pre, text, sizeof text - 1, &spans, &n) == SPROUT_OK);
+    bool same = n == sizeof want / sizeof *want;
+    for (size_t i = 0; same && i < n; i++) same = spans[i].len == strlen(want[i]) && !memcmp(text + spans[i].start, want[i], spans[i].len);
+    CHECK_MSG(same, "gpt-4o split \"%s\" into %zu words", text, n);
+    for (size_t i = 0; !same && i < n; i++) fprintf(stderr, "  [%.*s]\n", (int)spans[i].len, text + spans[i].start);
+    free(spans);
+    sp_pretokenizer_free(pre);
+    CHECK(sp_pretokenizer_create("llama4", &pre, &traits, &known) == SPROUT_OK && known && !strcmp(traits.canonical, "gpt-4o"));
+    sp_pretokenizer_free(pre);
+}
+
 static void test_harmony_tokens(void) {
     vocab_file vf;
     if (!open_named("tokenizer/ggml-vocab-gpt-2.gguf", &vf)) return;
@@ -570,5 +597,6 @@ int main(void) {
     test_every_vocab();
     test_unknown_pre_warning();
     test_harmony_tokens();
+    test_gpt4o_words();
     TEST_MAIN_END();
 }

@@ -61,6 +61,13 @@ static const char *const re_tekken[] = {
     "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|"
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
     NULL};
+/* o200k (GPT-4o, gpt-oss, Llama 4): tekken's words with English
+ * contractions attached in any case, and digits in runs of up to three */
+static const char *const re_gpt4o[] = {
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    NULL};
 static const char *const re_chameleon[] = {"<sentinel:[0-9]+>", "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z", "([\\t\\n]|    |  )",
                                            "\\p{N}", "[\\p{P}!-/:-@\\[-`{-~]", RE_GPT2, NULL};
 
@@ -96,6 +103,7 @@ static const pre_entry table[] = {
     {{"viking", NULL}, re_viking, false, true, false, -1},
     {{"jais", NULL}, re_gpt2, false, false, false, -1},
     {{"tekken", NULL}, re_tekken, true, true, false, 1},
+    {{"gpt-4o", "llama4", "kanana2", "talkie", NULL}, re_gpt4o, false, true, false, -1},
     {{"smollm", NULL}, re_starcoder, false, true, false, -1},
     {{"codeshell", NULL}, re_starcoder, false, false, false, -1},
     {{"bloom", NULL}, re_bloom, false, false, false, -1},
