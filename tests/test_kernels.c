@@ -139,6 +139,9 @@ static void check_level(const char *level) {
              * 2336 x 300 is most of an emulated run's time and no new path) */
             const int64_t max_tokens = emulated_run() && row_blocks ? 6 : test_quick_run() ? 37 : 70;
             for (int64_t n_tokens = 1; n_tokens <= max_tokens; n_tokens = next_token_count(n_tokens)) {
+                /* quick (under the sanitizers), the long rows' blocks at 1, 6 and 37
+                 * tokens: the counts between run on the short rows */
+                if (test_quick_run() && !emulated_run() && row_blocks && n_tokens != 1 && n_tokens != 6 && n_tokens != 37) continue;
                 const int64_t x_stride = n_in + 5, y_stride = n_out + 3;
                 float *x = malloc((size_t)(x_stride * n_tokens) * sizeof(float));
                 float *y = malloc((size_t)(y_stride * n_tokens) * sizeof(float));
