@@ -11,6 +11,8 @@
 /* Q8_0 levels go in as unsigned bytes (level + 128): VNNI multiplies them
  * without saturating. */
 #define Q8_0_UNSIGNED 1
+/* Token groups take two rows at once in 512-bit registers (x86_matmul_pairs.h). */
+#define ROW_PAIRS 1
 
 /* Unsigned bytes times signed bytes, summed in fours into 8 int32 lanes. */
 static inline __m256i dot_u8_i8(__m256i u, __m256i s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
@@ -18,6 +20,17 @@ static inline __m256i dot_u8_i8(__m256i u, __m256i s) { return _mm256_dpbusd_epi
 static inline __m256i dot_u8_i8_acc(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(acc, u, s); }
 
 #include "kernels/x86_matmul_tiles.h"
+
+/* The eight scales of a whole Q8_0 chunk (word 17 j: blocks 0-3 in its
+ * first 128 bytes, 4-7 in the next). */
+static inline __attribute__((always_inline)) __m256 q8_0_chunk_scales(const uint8_t *chunk) {
+    static const uint16_t first[32] __attribute__((aligned(64))) = {0, 17, 34, 51};
+    static const uint16_t second[32] __attribute__((aligned(64))) = {[4] = 4, [5] = 21, [6] = 38, [7] = 55};
+    const __m512i a = _mm512_maskz_permutex2var_epi16(0x0F, _mm512_loadu_si512(chunk), _mm512_load_si512(first), _mm512_loadu_si512(chunk + 64));
+    const __m512i b =
+        _mm512_maskz_permutex2var_epi16(0xF0, _mm512_loadu_si512(chunk + 128), _mm512_load_si512(second), _mm512_loadu_si512(chunk + 192));
+    return _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_or_si512(a, b)));
+}
 
 /* The scales (each block's first half) of blocks [b, b + nv) of a row
  * (nv <= 8; zero past nv). */
@@ -31,6 +44,7 @@ static inline __attribute__((always_inline)) __m256 block_scales8(sprout_type ty
         const __m512i words = _mm512_permutex2var_epi16(_mm512_loadu_si512(chunk), _mm512_load_si512(at_9j), _mm512_loadu_si512(chunk + 64));
         return _mm256_cvtph_ps(_mm512_castsi512_si128(words));
     }
+    if (type == SPROUT_TYPE_Q8_0 && nv == 8) return q8_0_chunk_scales(row + (size_t)b * block_bytes);
     return gathered_block_scales8(type, row, b, nv);
 }
 
@@ -113,17 +127,6 @@ static inline __attribute__((always_inline)) __m256i q8_0_chunk_sums(const uint8
     const __m512i w = _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
     const __m256i sums = _mm512_castsi512_si256(_mm512_shuffle_i32x4(w, w, _MM_SHUFFLE(2, 0, 2, 0)));
     return _mm256_add_epi32(sums, _mm256_loadu_si256((const __m256i *)c->sum));
-}
-
-/* The eight scales of a whole Q8_0 chunk (word 17 j: blocks 0-3 in its
- * first 128 bytes, 4-7 in the next). */
-static inline __attribute__((always_inline)) __m256 q8_0_chunk_scales(const uint8_t *chunk) {
-    static const uint16_t first[32] __attribute__((aligned(64))) = {0, 17, 34, 51};
-    static const uint16_t second[32] __attribute__((aligned(64))) = {[4] = 4, [5] = 21, [6] = 38, [7] = 55};
-    const __m512i a = _mm512_maskz_permutex2var_epi16(0x0F, _mm512_loadu_si512(chunk), _mm512_load_si512(first), _mm512_loadu_si512(chunk + 64));
-    const __m512i b =
-        _mm512_maskz_permutex2var_epi16(0xF0, _mm512_loadu_si512(chunk + 128), _mm512_load_si512(second), _mm512_loadu_si512(chunk + 192));
-    return _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_or_si512(a, b)));
 }
 
 /* One token against a whole chunk of Q4_0 (IQ4_NL) or Q8_0 (paired

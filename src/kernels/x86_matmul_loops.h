@@ -16,6 +16,11 @@
 
 #include "kernels/x86_matmul_tiles.h"
 
+/* Whether the level pairs rows in 512-bit registers (x86_matmul_pairs.h). */
+#ifndef ROW_PAIRS
+#define ROW_PAIRS 0
+#endif
+
 /* Blocks [b, b + nv) of a row (nv <= 8), levels as unsigned bytes
  * transposed into v[0..8) (zero past nv; Q8_0 may leave them as they are),
  * their eight scales returned and (Q4_1, Q5_1) their mins in *mw.
@@ -145,21 +150,24 @@ static inline __attribute__((always_inline)) void blocks8_chunk(sprout_type type
  * the levels (one token: affine_k_lane_parts with VNNI, horizontal sums
  * without), eight vpdpbusd give every sub-block's sum; scales and mins
  * then apply as vectors: sum(x*a) = d*sc*ad*sum(q*qa) - dmin*m*ad*sum(qa). */
-static inline __attribute__((always_inline)) void affine_k_chunk(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
-                                                                 const int G, int64_t b, __m256 acc[], __m256 macc[]) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    const size_t block_bytes = type == SPROUT_TYPE_Q5_K ? sizeof(sp_block_q5_K) : sizeof(sp_block_q4_K);
-    if (G == 1) decode_prefetch(row + (size_t)b * block_bytes, block_bytes);
+/* A Q4_K or Q5_K super-block's scale and min vectors: lane j sub-block
+ * j's d * scale and dmin * min. */
+static inline __attribute__((always_inline)) sp_affine_k_block affine_k_scales(sprout_type type, const uint8_t *row, int64_t b, __m256 *dsc,
+                                                                                __m256 *dm) {
     const sp_affine_k_block blk = sp_affine_k_block_at(type == SPROUT_TYPE_Q5_K, row, b);
-    const uint16_t d16 = blk.d, dmin16 = blk.dmin;
-    const uint8_t *scales = blk.scales, *qs = blk.qs, *qh = blk.qh;
-    const __m128i sm = k_scales_mins(scales);
+    const __m128i sm = k_scales_mins(blk.scales);
     /* d and dmin side by side, widened once: [d, dmin] in every pair of lanes */
-    const __m256 d_dmin = _mm256_cvtph_ps(_mm_set1_epi32((int)((uint32_t)d16 | (uint32_t)dmin16 << 16)));
-    const __m256 dsc = _mm256_mul_ps(_mm256_moveldup_ps(d_dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm)));
-    const __m256 dm = _mm256_mul_ps(_mm256_movehdup_ps(d_dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8))));
-    if (G == 1 && one_token_affine_k(qs, qh, act_chunk_of(at, t0, 8 * b), dsc, dm, acc, macc)) return;
-    __m256i lv[8], v[8];
+    const __m256 d_dmin = _mm256_cvtph_ps(_mm_set1_epi32((int)((uint32_t)blk.d | (uint32_t)blk.dmin << 16)));
+    *dsc = _mm256_mul_ps(_mm256_moveldup_ps(d_dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm)));
+    *dm = _mm256_mul_ps(_mm256_movehdup_ps(d_dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8))));
+    return blk;
+}
+
+/* Its unsigned levels, sub-block j in lv[j] in element order (sub-block
+ * 2i the low nibbles of qs[32i..], 2i+1 the high ones, Q5_K's fifth bits
+ * from qh). */
+static inline __attribute__((always_inline)) void affine_k_levels(const uint8_t *qs, const uint8_t *qh, __m256i lv[8]) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i hb = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
     for (int i = 0; i < 4; i++) {
         const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * i));
@@ -168,6 +176,17 @@ static inline __attribute__((always_inline)) void affine_k_chunk(sprout_type typ
         if (qh) /* sub-block j's bit (bit j of hb) to bit 4: one 16-bit shift and a per-byte mask */
             for (int h = 0; h < 2; h++) lv[2 * i + h] = _mm256_or_si256(lv[2 * i + h], bit_to(hb, 2 * i + h, 4));
     }
+}
+
+static inline __attribute__((always_inline)) void affine_k_chunk(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
+                                                                 const int G, int64_t b, __m256 acc[], __m256 macc[]) {
+    const size_t block_bytes = type == SPROUT_TYPE_Q5_K ? sizeof(sp_block_q5_K) : sizeof(sp_block_q4_K);
+    if (G == 1) decode_prefetch(row + (size_t)b * block_bytes, block_bytes);
+    __m256 dsc, dm;
+    const sp_affine_k_block blk = affine_k_scales(type, row, b, &dsc, &dm);
+    if (G == 1 && one_token_affine_k(blk.qs, blk.qh, act_chunk_of(at, t0, 8 * b), dsc, dm, acc, macc)) return;
+    __m256i lv[8], v[8];
+    affine_k_levels(blk.qs, blk.qh, lv);
     /* one token: the sub-blocks in element order and their sums by one
      * horizontal tree, fewer shuffles than the transpose for the same
      * exact integers */
@@ -460,6 +479,25 @@ static inline __attribute__((always_inline)) void rows_side_by_side(sprout_type 
  * of horizontal sums and win with their lanes (affine_k_lane_parts). */
 static inline bool rows_go_side_by_side(sprout_type type) { return type != SPROUT_TYPE_IQ4_XS; }
 
+#if ROW_PAIRS
+#include "kernels/x86_matmul_pairs.h"
+
+/* Rows o and o + 1 of rs's span against G tokens, side by side. */
+static inline __attribute__((always_inline)) void span_row_pair(sprout_type type, const act_tile *at, const int G, const row_span *rs, int64_t o) {
+    const sp_weight *w = rs->w;
+    const uint8_t *row = w->data + (size_t)o * w->row_bytes;
+    for (int r = 2; r < 4; r++)
+        if (rs->prefetch && o + r < rs->o_end) prefetch_span(row + r * w->row_bytes, rs->c0, rs->c1, rs->chunk_bytes, w->row_bytes);
+    const bool first = rs->c0 == 0, last = rs->c1 == rs->n_chunks;
+    const k_span sp_a = {rs->c0, rs->c1, first, last, rs->state ? rs->state[o - rs->o0] : NULL};
+    const k_span sp_b = {rs->c0, rs->c1, first, last, rs->state ? rs->state[o + 1 - rs->o0] : NULL};
+    float dots_a[TOKEN_GROUP], dots_b[TOKEN_GROUP];
+    pair_span_group(type, row, row + w->row_bytes, at, G, &sp_a, &sp_b, dots_a, dots_b);
+    if (last)
+        for (int t = 0; t < G; t++) rs->y[t * rs->y_stride + o] = dots_a[t], rs->y[t * rs->y_stride + o + 1] = dots_b[t];
+}
+#endif
+
 /* The rows of rs against G tokens of at (G and type constant in each copy,
  * so the chunk kernels inline and their accumulators stay in registers). */
 static inline __attribute__((always_inline)) void group_rows(sprout_type type, const act_tile *at, const int G, const row_span *rs) {
@@ -487,6 +525,13 @@ static inline __attribute__((always_inline)) void group_rows(sprout_type type, c
     for (int64_t k = 0; k < visits; k++) {
         const int64_t o = G == 1 ? sp_decode_row(rs->o0, rs->o1, stretch, k) : rs->o0 + k;
         if (o < 0) continue;
+#if ROW_PAIRS
+        if (G > 1 && pairs_type(type) && o + 1 < rs->o1) {
+            span_row_pair(type, at, G, rs, o);
+            k++;
+            continue;
+        }
+#endif
         const uint8_t *row = w->data + (size_t)o * w->row_bytes;
         if (rs->prefetch && o + 2 < rs->o_end) prefetch_span(row + 2 * w->row_bytes, rs->c0, rs->c1, rs->chunk_bytes, w->row_bytes);
         const k_span sp = {rs->c0, rs->c1, rs->c0 == 0, rs->c1 == rs->n_chunks, rs->state ? rs->state[o - rs->o0] : NULL};

@@ -1,0 +1,243 @@
+/* Two rows side by side in 512-bit registers, for token groups (G > 1)
+ * at the AVX-512 level: lanes 0-7 hold row a's eight blocks (or a
+ * super-block's eight sub-blocks), lanes 8-15 row b's, and a token's
+ * transposed activations, broadcast to both halves, meet both rows in one
+ * vpdpbusd. Here a 512-bit vpdpbusd issues as often as a 256-bit one
+ * (bench/vnni_pipes), so this doubles the products per instruction, and
+ * each activation load serves two rows. Each lane's integer sums are the
+ * 256-bit kernels' exact sums, and its float operations theirs in the same
+ * order, so a row's output is the same bits as one row at a time (and a
+ * token's the same alone or in a batch).
+ *
+ * Included by x86_matmul_loops.h after the chunk kernels whose weight
+ * unpacking it reuses, where the level sets ROW_PAIRS. */
+#ifndef SPROUT_KERNELS_X86_MATMUL_PAIRS_H
+#define SPROUT_KERNELS_X86_MATMUL_PAIRS_H
+
+/* The two rows' unpacking unrolled, so that each row's vectors stay in
+ * registers (as a loop, they went through the stack). */
+#define ROW_PAIR_UNROLL _Pragma("GCC unroll 2")
+
+static inline __m512i pair_halves(__m256i a, __m256i b) { return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1); }
+
+static inline __m512 pair_halves_ps(__m256 a, __m256 b) { return _mm512_castsi512_ps(pair_halves(_mm256_castps_si256(a), _mm256_castps_si256(b))); }
+
+/* 32 bytes of a token's chunk in both halves: a load, no shuffle. */
+static inline __m512i token_both(const void *p) { return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p)); }
+
+static inline __m512 token_both_ps(const float *p) { return _mm512_castsi512_ps(token_both(p)); }
+
+/* The types whose chunks go in pairs: the blocks in lanes, Q4_K and Q5_K,
+ * and the K-quants with a scale per 16. */
+static inline bool pairs_type(sprout_type type) {
+    switch (type) {
+    case SPROUT_TYPE_Q4_0:
+    case SPROUT_TYPE_Q8_0:
+    case SPROUT_TYPE_IQ4_NL:
+    case SPROUT_TYPE_MXFP4:
+    case SPROUT_TYPE_Q4_1:
+    case SPROUT_TYPE_Q5_0:
+    case SPROUT_TYPE_Q5_1:
+    case SPROUT_TYPE_Q4_K:
+    case SPROUT_TYPE_Q5_K:
+    case SPROUT_TYPE_Q6_K:
+    case SPROUT_TYPE_Q3_K:
+    case SPROUT_TYPE_Q2_K: return true;
+    default: return false;
+    }
+}
+
+/* One chunk of both rows, unpacked and transposed (v[m]: dword m of each
+ * lane's block or sub-block), with its per-lane factors: w_scale (a
+ * block's d, or d times a sub-block's scale: what multiplies the sums
+ * times the activations' scale), w_min (what meets the activations' dsum;
+ * Q4_1, Q5_1, Q4_K, Q5_K), and for the split K-quants the integer scales
+ * of each half and Q2_K's mins. */
+typedef struct pair_chunk {
+    __m512i v[8], sc_lo, sc_hi, min_lo, min_hi;
+    __m512 w_scale, w_min, dmin;
+} pair_chunk;
+
+/* A whole chunk of both rows' Q8_0, Q4_0, IQ4_NL or MXFP4 blocks
+ * transposed in 512-bit registers (the shuffles of load_blocks8, once for
+ * both rows): v[m] holds dword m of each block, row a's in lanes 0-7. */
+static inline __attribute__((always_inline)) void packed_pair_levels(sprout_type type, const uint8_t *row_a, const uint8_t *row_b, int64_t b,
+                                                                     __m512i v[8]) {
+    const size_t block_bytes = layout_of(type).bytes, qs = layout_of(type).qs;
+    const uint8_t *ca = row_a + (size_t)b * block_bytes + qs, *cb = row_b + (size_t)b * block_bytes + qs;
+    __m512i t[8], u[8];
+    if (type == SPROUT_TYPE_Q8_0) {
+        __m512i w[8];
+        for (int j = 0; j < 8; j++) {
+            w[j] = pair_halves(_mm256_loadu_si256((const __m256i *)(ca + j * block_bytes)), _mm256_loadu_si256((const __m256i *)(cb + j * block_bytes)));
+            w[j] = _mm512_xor_si512(w[j], _mm512_set1_epi8((char)0x80));
+        }
+        for (int i = 0; i < 4; i++) {
+            t[2 * i] = _mm512_unpacklo_epi32(w[2 * i], w[2 * i + 1]);
+            t[2 * i + 1] = _mm512_unpackhi_epi32(w[2 * i], w[2 * i + 1]);
+        }
+        for (int h = 0; h < 2; h++) {
+            u[4 * h + 0] = _mm512_unpacklo_epi64(t[4 * h + 0], t[4 * h + 2]);
+            u[4 * h + 1] = _mm512_unpackhi_epi64(t[4 * h + 0], t[4 * h + 2]);
+            u[4 * h + 2] = _mm512_unpacklo_epi64(t[4 * h + 1], t[4 * h + 3]);
+            u[4 * h + 3] = _mm512_unpackhi_epi64(t[4 * h + 1], t[4 * h + 3]);
+        }
+        /* per 256-bit half: the low 128 bits of u[m] and u[4 + m] (blocks 0-3, 4-7), then the high ones */
+        const __m512i low = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), high = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+        for (int m = 0; m < 4; m++) {
+            v[m] = _mm512_permutex2var_epi64(u[m], low, u[4 + m]);
+            v[m + 4] = _mm512_permutex2var_epi64(u[m], high, u[4 + m]);
+        }
+        return;
+    }
+    /* a[j] = [a's packed block j | a's j + 4 | b's j | b's j + 4]: after the
+     * 4x4 transposes per 128-bit lane, lanes are blocks in order */
+    __m512i a[4];
+    for (int j = 0; j < 4; j++) {
+        const __m256i ra = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(ca + (j + 4) * block_bytes)), _mm_loadu_si128((const __m128i *)(ca + j * block_bytes)));
+        const __m256i rb = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(cb + (j + 4) * block_bytes)), _mm_loadu_si128((const __m128i *)(cb + j * block_bytes)));
+        a[j] = pair_halves(ra, rb);
+    }
+    t[0] = _mm512_unpacklo_epi32(a[0], a[1]), t[1] = _mm512_unpackhi_epi32(a[0], a[1]);
+    t[2] = _mm512_unpacklo_epi32(a[2], a[3]), t[3] = _mm512_unpackhi_epi32(a[2], a[3]);
+    const __m512i p[4] = {_mm512_unpacklo_epi64(t[0], t[2]), _mm512_unpackhi_epi64(t[0], t[2]), _mm512_unpacklo_epi64(t[1], t[3]),
+                          _mm512_unpackhi_epi64(t[1], t[3])};
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    for (int m = 0; m < 4; m++) {
+        v[m] = _mm512_and_si512(p[m], low4);
+        v[m + 4] = _mm512_and_si512(_mm512_srli_epi16(p[m], 4), low4);
+    }
+    if (nibble_table(type)) {
+        const __m512i levels = _mm512_broadcast_i32x4(_mm256_castsi256_si128(byte_levels_of(nibble_table(type))));
+        for (int m = 0; m < 8; m++) v[m] = _mm512_shuffle_epi8(levels, v[m]);
+    }
+}
+
+static inline bool packed_pair_type(sprout_type type) {
+    return type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL || type == SPROUT_TYPE_MXFP4;
+}
+
+static inline __attribute__((always_inline)) void pair_chunk_unpack(sprout_type type, const uint8_t *row_a, const uint8_t *row_b,
+                                                                    const act_tile *at, int64_t c, pair_chunk *p) {
+    __m256i va[8], vb[8];
+    switch (type) {
+    case SPROUT_TYPE_Q4_K:
+    case SPROUT_TYPE_Q5_K: {
+        __m256 dsc[2], dm[2];
+        ROW_PAIR_UNROLL
+        for (int r = 0; r < 2; r++) {
+            const sp_affine_k_block blk = affine_k_scales(type, r ? row_b : row_a, c, &dsc[r], &dm[r]);
+            __m256i lv[8];
+            affine_k_levels(blk.qs, blk.qh, lv);
+            transpose8x8_epi32(lv, r ? vb : va);
+        }
+        p->w_scale = pair_halves_ps(dsc[0], dsc[1]), p->w_min = pair_halves_ps(dm[0], dm[1]);
+        break;
+    }
+    case SPROUT_TYPE_Q6_K:
+    case SPROUT_TYPE_Q3_K:
+    case SPROUT_TYPE_Q2_K: {
+        split_k_block k[2];
+        ROW_PAIR_UNROLL
+        for (int r = 0; r < 2; r++) {
+            split_k_unpack(type, r ? row_b : row_a, c, &k[r]);
+            transpose8x8_epi32(k[r].lv, r ? vb : va);
+        }
+        p->w_scale = pair_halves_ps(k[0].d, k[1].d);
+        p->sc_lo = pair_halves(k[0].sc_lo, k[1].sc_lo), p->sc_hi = pair_halves(k[0].sc_hi, k[1].sc_hi);
+        if (type == SPROUT_TYPE_Q2_K) {
+            p->min_lo = pair_halves(k[0].min_lo, k[1].min_lo), p->min_hi = pair_halves(k[0].min_hi, k[1].min_hi);
+            p->dmin = pair_halves_ps(k[0].dmin, k[1].dmin);
+        }
+        break;
+    }
+    default: {
+        const int64_t b = 8 * c, nv = at->nb - b;
+        if (packed_pair_type(type) && nv >= 8) {
+            packed_pair_levels(type, row_a, row_b, b, p->v);
+            p->w_scale = pair_halves_ps(block_scales8(type, row_a, b, 8), block_scales8(type, row_b, b, 8));
+            return;
+        }
+        __m256 dw[2], mw[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+        ROW_PAIR_UNROLL
+        for (int r = 0; r < 2; r++)
+            /* whole chunks with a constant count, so that its per-block checks fold away */
+            dw[r] = nv >= 8 ? load_blocks8(type, r ? row_b : row_a, b, 8, true, r ? vb : va, &mw[r])
+                            : load_blocks8(type, r ? row_b : row_a, b, (int)nv, true, r ? vb : va, &mw[r]);
+        p->w_scale = pair_halves_ps(dw[0], dw[1]), p->w_min = pair_halves_ps(mw[0], mw[1]);
+        break;
+    }
+    }
+    for (int m = 0; m < 8; m++) p->v[m] = pair_halves(va[m], vb[m]);
+}
+
+/* Chunk c of both rows against G tokens: as blocks8_chunk, affine_k_chunk
+ * and split_k_chunk do for one row (their token groups' transposed path). */
+static inline __attribute__((always_inline)) void pair_chunk_tokens(sprout_type type, const act_tile *at, const int G, int64_t c,
+                                                                    const pair_chunk *p, __m512 acc[], __m512 macc[]) {
+    const bool split = type == SPROUT_TYPE_Q6_K || type == SPROUT_TYPE_Q3_K || type == SPROUT_TYPE_Q2_K;
+    const bool affine = type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K;
+    const bool has_min = affine || (!split && layout_of(type).m >= 0);
+    /* the offset's correction starts the sums (type_sum_factor): all but the mins' types */
+    const bool has_offset = !has_min && type != SPROUT_TYPE_Q2_K;
+    UNROLL_GROUP
+    for (int k = 0; k < G; k++) {
+        const act_chunk *ch = act_chunk_of(at, k, 8 * c);
+        const __m256i *y = ch->qs_t;
+        const __m512 ad = token_both_ps(ch->d);
+        __m512i sums;
+        if (split) {
+            const __m512i half_sum = token_both(ch->sum), half_sum_hi = token_both(ch->sum_hi);
+            __m512i lo = has_offset ? half_sum : _mm512_setzero_si512(), hi = has_offset ? half_sum_hi : _mm512_setzero_si512();
+            for (int m = 0; m < 4; m++) {
+                lo = _mm512_dpbusd_epi32(lo, p->v[m], token_both(y + m));
+                hi = _mm512_dpbusd_epi32(hi, p->v[m + 4], token_both(y + m + 4));
+            }
+            sums = _mm512_add_epi32(_mm512_mullo_epi32(lo, p->sc_lo), _mm512_mullo_epi32(hi, p->sc_hi));
+            if (type == SPROUT_TYPE_Q2_K) {
+                const __m512i mins = _mm512_add_epi32(_mm512_mullo_epi32(half_sum, p->min_lo), _mm512_mullo_epi32(half_sum_hi, p->min_hi));
+                macc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mins), _mm512_mul_ps(p->dmin, ad), macc[k]);
+            }
+        } else {
+            __m512i part[2] = {has_offset ? token_both(ch->sum) : _mm512_setzero_si512(), _mm512_setzero_si512()};
+            for (int m = 0; m < 8; m++) part[m & 1] = _mm512_dpbusd_epi32(part[m & 1], p->v[m], token_both(y + m));
+            sums = _mm512_add_epi32(part[0], part[1]);
+            if (has_min) macc[k] = _mm512_fmadd_ps(p->w_min, token_both_ps(ch->dsum), macc[k]);
+        }
+        acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(p->w_scale, ad), acc[k]);
+    }
+}
+
+/* Rows a and b's span sp_a / sp_b against G tokens (span_group's work for
+ * both). */
+static inline __attribute__((always_inline)) void pair_span_group(sprout_type type, const uint8_t *row_a, const uint8_t *row_b,
+                                                                  const act_tile *at, const int G, const k_span *sp_a, const k_span *sp_b,
+                                                                  float out_a[], float out_b[]) {
+    const bool with_mins = type_mins_sign(type) != 0.f;
+    __m512 acc[TOKEN_GROUP], macc[TOKEN_GROUP];
+    UNROLL_GROUP
+    for (int k = 0; k < G; k++) {
+        acc[k] = sp_a->first ? _mm512_setzero_ps() : pair_halves_ps(sp_a->state[k], sp_b->state[k]);
+        macc[k] = sp_a->first || !with_mins ? _mm512_setzero_ps() : pair_halves_ps(sp_a->state[TOKEN_GROUP + k], sp_b->state[TOKEN_GROUP + k]);
+    }
+    for (int64_t c = sp_a->c0; c < sp_a->c1; c++) {
+        pair_chunk p;
+        pair_chunk_unpack(type, row_a, row_b, at, c, &p);
+        pair_chunk_tokens(type, at, G, c, &p, acc, macc);
+    }
+    UNROLL_GROUP
+    for (int k = 0; k < G; k++) {
+        const __m256 acc_a = _mm512_castps512_ps256(acc[k]), macc_a = _mm512_castps512_ps256(macc[k]);
+        const __m256 acc_b = _mm256_castsi256_ps(_mm512_extracti64x4_epi64(_mm512_castps_si512(acc[k]), 1));
+        const __m256 macc_b = _mm256_castsi256_ps(_mm512_extracti64x4_epi64(_mm512_castps_si512(macc[k]), 1));
+        if (!sp_a->last) {
+            sp_a->state[k] = acc_a, sp_b->state[k] = acc_b;
+            if (with_mins) sp_a->state[TOKEN_GROUP + k] = macc_a, sp_b->state[TOKEN_GROUP + k] = macc_b;
+        } else {
+            out_a[k] = row_output(type, acc_a, macc_a);
+            out_b[k] = row_output(type, acc_b, macc_b);
+        }
+    }
+}
+
+#endif
