@@ -49,8 +49,8 @@ static sprout_status pack_b(sp_lora_pair *p) {
     return SPROUT_OK;
 }
 
-/* The indices of a target's two halves in g; false when the file has
- * neither, an error when it has one alone. */
+/* The indices of a target's two halves in g, both marked used; *found
+ * false when the file has neither, an error when it has one alone. */
 static sprout_status find_halves(const sprout_gguf *g, const char *base, bool *used, int64_t *ia, int64_t *ib, bool *found) {
     char name_a[112], name_b[112];
     snprintf(name_a, sizeof name_a, "%s.lora_a", base);
@@ -168,8 +168,8 @@ sprout_status sp_lora_build(sprout_gguf *g, const sprout_model *m, sprout_lora *
     if (v && (sprout_gguf_value_f64(v, &alpha) != SPROUT_OK || !isfinite((float)alpha)))
         return sp_fail(SPROUT_ERR_FORMAT, "adapter.lora.alpha must be a finite number");
     const int64_t n_tensors = sprout_gguf_tensor_count(g), n_weights = sp_model_weight_count(m);
-    const int32_t n_expert_layers = m->hp.n_expert > 0 ? m->hp.n_layer : 0;
-    const int64_t n_pairs = sp_lora_expert_index(m, n_expert_layers, 0, 0);
+    /* room for every expert's pair where the model has experts */
+    const int64_t n_pairs = sp_lora_expert_index(m, m->hp.n_expert > 0 ? m->hp.n_layer : 0, 0, 0);
     sprout_lora *l = calloc(1, sizeof *l);
     bool *used = calloc((size_t)(n_tensors > 0 ? n_tensors : 1), sizeof *used);
     if (l) l->pairs = calloc((size_t)n_pairs, sizeof *l->pairs);
