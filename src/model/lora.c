@@ -116,7 +116,10 @@ static sprout_status bind_expert_half(const sprout_gguf *g, int64_t i, int64_t n
     return SPROUT_OK;
 }
 
-static const char *const expert_tensors[SP_LORA_EXPERT_KINDS] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+void sp_lora_expert_name(int32_t il, sp_lora_experts kind, char *buf, size_t cap) {
+    static const char *const expert_tensors[SP_LORA_EXPERT_KINDS] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+    snprintf(buf, cap, "blk.%d.%s.weight", il, expert_tensors[kind]);
+}
 
 /* The pairs of every expert of layer il's `kind` tensor, if the file has
  * either half: slice x of lora_a and lora_b is expert x's pair, every
@@ -124,7 +127,7 @@ static const char *const expert_tensors[SP_LORA_EXPERT_KINDS] = {"ffn_gate_exps"
 static sprout_status bind_expert_pairs(const sprout_gguf *g, const sprout_model *m, int32_t il, sp_lora_experts kind, bool *used,
                                        sp_lora_pair *pairs, float alpha) {
     char base[96];
-    snprintf(base, sizeof base, "blk.%d.%s.weight", il, expert_tensors[kind]);
+    sp_lora_expert_name(il, kind, base, sizeof base);
     int64_t ia, ib, r;
     bool found;
     sprout_status st = find_halves(g, base, used, &ia, &ib, &found);

@@ -61,6 +61,9 @@ static inline int64_t sp_lora_expert_index(const sprout_model *m, int32_t il, sp
     return sp_model_weight_count(m) + ((int64_t)il * SP_LORA_EXPERT_KINDS + kind) * m->hp.n_expert + x;
 }
 
+/* The base tensor's name ("blk.IL.ffn_gate_exps.weight" ...). */
+void sp_lora_expert_name(int32_t il, sp_lora_experts kind, char *buf, size_t cap);
+
 /* What applies to a batch token (sp_batch_token.lora): n adapters, each
  * with its scale (none of them 0). NULL or n 0: the base model alone. */
 typedef struct sp_lora_set {
