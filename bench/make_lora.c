@@ -3,14 +3,16 @@
  * and benchmarks need them at several ranks, types and targets. The same
  * arguments always give the same bytes (a fixed generator, no clock).
  *
- * usage: make_lora BASE.gguf OUT.gguf [--rank R] [--type T] [--targets attn|ffn|experts|all|output]
+ * usage: make_lora BASE.gguf OUT.gguf [--rank R] [--type T] [--targets attn|ffn|experts|all|output|router|shexp]
  *                  [--alpha A] [--seed S] [--magnitude M] [--hostile KIND]
  *   --rank 8, --type F32 (any type sprout writes; a half whose rows do not
  *   divide into T's blocks is written F16, said on stderr), --targets all
  *   (attn: q, k, v, qkv, output projection; ffn: gate, up, down, fused
  *   gate+up included; experts: a mixture of experts' gate, up and down
  *   experts, 3-D halves with one slice per expert; all: these and the
- *   output head when the base has its own; output: that head alone),
+ *   output head when the base has its own; output: that head alone;
+ *   router, shexp: a mixture of experts' router, its shared expert's
+ *   gate, up and down, which sprout refuses to adapt, for the tests),
  *   --alpha 0 (none
  *   written), --seed 1, --magnitude 0.2 (each element M times an
  *   approximately normal draw).
@@ -30,6 +32,8 @@
 static const char *const attn_names[] = {"attn_q", "attn_k", "attn_v", "attn_qkv", "attn_output"};
 static const char *const ffn_names[] = {"ffn_gate", "ffn_up", "ffn_down"};
 static const char *const expert_names[] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+static const char *const router_names[] = {"ffn_gate_inp"};
+static const char *const shexp_names[] = {"ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp"};
 
 static bool in_list(const char *s, size_t len, const char *const *names, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -50,7 +54,8 @@ static bool is_target(const char *name, const char *targets, bool *is_output) {
     const bool all = !strcmp(targets, "all");
     return (in_list(rest, len, attn_names, 5) && (all || !strcmp(targets, "attn"))) ||
            (in_list(rest, len, ffn_names, 3) && (all || !strcmp(targets, "ffn"))) ||
-           (in_list(rest, len, expert_names, 3) && (all || !strcmp(targets, "experts")));
+           (in_list(rest, len, expert_names, 3) && (all || !strcmp(targets, "experts"))) ||
+           (in_list(rest, len, router_names, 1) && !strcmp(targets, "router")) || (in_list(rest, len, shexp_names, 3) && !strcmp(targets, "shexp"));
 }
 
 typedef struct half {
@@ -90,7 +95,8 @@ static int make_half(half *h, const char *base, const char *suffix, int64_t ne0,
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: make_lora BASE.gguf OUT.gguf [--rank R] [--type T] [--targets attn|ffn|all|output] [--alpha A]\n"
+        fprintf(stderr, "usage: make_lora BASE.gguf OUT.gguf [--rank R] [--type T]\n"
+                        "                 [--targets attn|ffn|experts|all|output|router|shexp] [--alpha A]\n"
                         "                 [--seed S] [--magnitude M] [--hostile arch|lone-a|shape|rank0|slices|ranks|flat]\n");
         return 2;
     }
@@ -123,8 +129,8 @@ int main(int argc, char **argv) {
         }
     }
     if (strcmp(targets, "attn") && strcmp(targets, "ffn") && strcmp(targets, "experts") && strcmp(targets, "all") &&
-        strcmp(targets, "output")) {
-        fprintf(stderr, "make_lora: --targets is attn, ffn, experts, all or output\n");
+        strcmp(targets, "output") && strcmp(targets, "router") && strcmp(targets, "shexp")) {
+        fprintf(stderr, "make_lora: --targets is attn, ffn, experts, all, output, router or shexp\n");
         return 2;
     }
     if (!strcmp(hostile, "rank0")) rank = 0;
