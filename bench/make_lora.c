@@ -3,18 +3,24 @@
  * and benchmarks need them at several ranks, types and targets. The same
  * arguments always give the same bytes (a fixed generator, no clock).
  *
- * usage: make_lora BASE.gguf OUT.gguf [--rank R] [--type T] [--targets attn|ffn|all|output]
+ * usage: make_lora BASE.gguf OUT.gguf [--rank R] [--type T] [--targets attn|ffn|experts|all|output|router|shexp]
  *                  [--alpha A] [--seed S] [--magnitude M] [--hostile KIND]
  *   --rank 8, --type F32 (any type sprout writes; a half whose rows do not
  *   divide into T's blocks is written F16, said on stderr), --targets all
  *   (attn: q, k, v, qkv, output projection; ffn: gate, up, down, fused
- *   gate+up included; all: both and the output head when the base has its
- *   own; output: that head alone), --alpha 0 (none
+ *   gate+up included; experts: a mixture of experts' gate, up and down
+ *   experts, 3-D halves with one slice per expert; all: these and the
+ *   output head when the base has its own; output: that head alone;
+ *   router, shexp: a mixture of experts' router, its shared expert's
+ *   gate, up and down, which sprout refuses to adapt, for the tests),
+ *   --alpha 0 (none
  *   written), --seed 1, --magnitude 0.2 (each element M times an
  *   approximately normal draw).
- *   --hostile arch|lone-a|shape|rank0: a broken adapter for the tests
- *   (another architecture; the first target's lora_b left out; its lora_a
- *   one row too wide; rank 0 everywhere). */
+ *   --hostile arch|lone-a|shape|rank0|slices|ranks|flat: a broken adapter
+ *   for the tests (another architecture; the first target's lora_b left
+ *   out; its lora_a one row too wide; rank 0 everywhere; its lora_b one
+ *   slice more than the experts; its lora_b one rank more than its
+ *   lora_a; every expert's pair one 2-D pair, as for a dense weight). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +31,9 @@
 
 static const char *const attn_names[] = {"attn_q", "attn_k", "attn_v", "attn_qkv", "attn_output"};
 static const char *const ffn_names[] = {"ffn_gate", "ffn_up", "ffn_down"};
+static const char *const expert_names[] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+static const char *const router_names[] = {"ffn_gate_inp"};
+static const char *const shexp_names[] = {"ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp"};
 
 static bool in_list(const char *s, size_t len, const char *const *names, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -42,25 +51,34 @@ static bool is_target(const char *name, const char *targets, bool *is_output) {
     const char *rest = name + at, *dot = strstr(rest, ".weight");
     if (!dot || strcmp(dot, ".weight") != 0) return false;
     const size_t len = (size_t)(dot - rest);
-    const bool attn = in_list(rest, len, attn_names, 5), ffn = in_list(rest, len, ffn_names, 3);
-    return (attn && strcmp(targets, "ffn") != 0) || (ffn && strcmp(targets, "attn") != 0);
+    const bool all = !strcmp(targets, "all");
+    return (in_list(rest, len, attn_names, 5) && (all || !strcmp(targets, "attn"))) ||
+           (in_list(rest, len, ffn_names, 3) && (all || !strcmp(targets, "ffn"))) ||
+           (in_list(rest, len, expert_names, 3) && (all || !strcmp(targets, "experts"))) ||
+           (in_list(rest, len, router_names, 1) && !strcmp(targets, "router")) || (in_list(rest, len, shexp_names, 3) && !strcmp(targets, "shexp"));
 }
 
 typedef struct half {
     char name[128];
-    int64_t ne[2];
+    int n_dims;
+    int64_t ne[3];
     sprout_type type;
     void *data;
 } half;
 
-/* A random [ne0, ne1] matrix of `type` (F16 where ne0 does not divide into its blocks). */
+/* A random [ne0, ne1] matrix of `type` (F16 where ne0 does not divide
+ * into its blocks), or n_slices of them as a 3-D [ne0, ne1, n_slices]
+ * (n_slices 0: 2-D). */
 static int n_fallback; /* halves written F16 instead */
 
-static int make_half(half *h, const char *base, const char *suffix, int64_t ne0, int64_t ne1, sprout_type type, float magnitude,
-                     uint64_t *rng) {
+static int make_half(half *h, const char *base, const char *suffix, int64_t ne0, int64_t ne1, int64_t n_slices, sprout_type type,
+                     float magnitude, uint64_t *rng) {
     snprintf(h->name, sizeof h->name, "%s.%s", base, suffix);
+    h->n_dims = n_slices ? 3 : 2;
     h->ne[0] = ne0;
     h->ne[1] = ne1;
+    h->ne[2] = n_slices;
+    if (n_slices) ne1 *= n_slices; /* the rows of every slice, one slice after another */
     h->type = ne0 % sprout_type_block_size(type) ? SPROUT_TYPE_F16 : type;
     n_fallback += h->type != type;
     const size_t row_bytes = (size_t)(ne0 / sprout_type_block_size(h->type)) * sprout_type_block_bytes(h->type);
@@ -77,8 +95,9 @@ static int make_half(half *h, const char *base, const char *suffix, int64_t ne0,
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: make_lora BASE.gguf OUT.gguf [--rank R] [--type T] [--targets attn|ffn|all|output] [--alpha A]\n"
-                        "                 [--seed S] [--magnitude M] [--hostile arch|lone-a|shape|rank0]\n");
+        fprintf(stderr, "usage: make_lora BASE.gguf OUT.gguf [--rank R] [--type T]\n"
+                        "                 [--targets attn|ffn|experts|all|output|router|shexp] [--alpha A]\n"
+                        "                 [--seed S] [--magnitude M] [--hostile arch|lone-a|shape|rank0|slices|ranks|flat]\n");
         return 2;
     }
     int64_t rank = 8;
@@ -109,8 +128,9 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (strcmp(targets, "attn") && strcmp(targets, "ffn") && strcmp(targets, "all") && strcmp(targets, "output")) {
-        fprintf(stderr, "make_lora: --targets is attn, ffn, all or output\n");
+    if (strcmp(targets, "attn") && strcmp(targets, "ffn") && strcmp(targets, "experts") && strcmp(targets, "all") &&
+        strcmp(targets, "output") && strcmp(targets, "router") && strcmp(targets, "shexp")) {
+        fprintf(stderr, "make_lora: --targets is attn, ffn, experts, all, output, router or shexp\n");
         return 2;
     }
     if (!strcmp(hostile, "rank0")) rank = 0;
@@ -141,16 +161,21 @@ int main(int argc, char **argv) {
         bool is_output;
         if (!is_target(name, targets, &is_output)) continue;
         const int64_t n_in = sprout_gguf_tensor_dim(base, i, 0), n_out = sprout_gguf_tensor_dim(base, i, 1);
+        /* an expert tensor's halves have its slices too: one pair per expert */
+        const int64_t slices = sprout_gguf_tensor_dim(base, i, 2) > 1 && strcmp(hostile, "flat") ? sprout_gguf_tensor_dim(base, i, 2) : 0;
         const bool first = n == 0;
-        err |= make_half(&halves[n++], name, "lora_a", n_in + (first && !strcmp(hostile, "shape") ? 32 : 0), rank, type, magnitude, &rng);
-        if (!(first && !strcmp(hostile, "lone-a"))) err |= make_half(&halves[n++], name, "lora_b", rank, n_out, type, magnitude, &rng);
+        err |= make_half(&halves[n++], name, "lora_a", n_in + (first && !strcmp(hostile, "shape") ? 32 : 0), rank, slices, type, magnitude,
+                         &rng);
+        if (!(first && !strcmp(hostile, "lone-a")))
+            err |= make_half(&halves[n++], name, "lora_b", rank + (first && !strcmp(hostile, "ranks")), n_out,
+                             slices + (first && slices && !strcmp(hostile, "slices")), type, magnitude, &rng);
     }
     err |= n == 0; /* e.g. --targets output on a tied head */
     if (n_fallback)
         fprintf(stderr, "make_lora: %d of %lld halves written F16: their rows do not divide into %s blocks\n", n_fallback, (long long)n,
                 sprout_type_name(type));
     for (int64_t i = 0; !err && i < n; i++)
-        err |= sp_gguf_writer_add_tensor(w, halves[i].name, halves[i].type, 2, halves[i].ne, halves[i].data) != SPROUT_OK;
+        err |= sp_gguf_writer_add_tensor(w, halves[i].name, halves[i].type, halves[i].n_dims, halves[i].ne, halves[i].data) != SPROUT_OK;
     if (!err && sp_gguf_writer_write(w, argv[2], NULL, NULL) != SPROUT_OK) {
         fprintf(stderr, "make_lora: %s: %s\n", argv[2], sprout_last_error());
         err = 1;

@@ -4,7 +4,9 @@
  * rounding, and the same greedy tokens; untouched tensors are copied byte
  * for byte and the metadata unchanged; the default type rule is
  * llama-export-lora's; bad adapters, paths and arguments fail cleanly and
- * leave no output behind. */
+ * leave no output behind. The same on a tiny mixture of experts (make_moe
+ * qwen2moe) with adapters on its 3-D expert tensors, merged expert by
+ * expert; adapters on its router or shared expert are refused. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,15 +43,14 @@ static bool exists(const char *name) {
     return access(path, F_OK) == 0;
 }
 
-/* The export of the two adapters (A at 1, B at 0.5) to `out`. */
-static sprout_status export_to(const char *out, int32_t type) {
-    const char *paths[2] = {adapter_a, adapter_b};
-    const float scales[2] = {1.f, 0.5f};
+/* The export of base with two adapters (at scales[0] and scales[1]) to `out`. */
+static sprout_status export_pair(const char *base, const char *lora_0, const char *lora_1, const float scales[2], const char *out, int32_t type) {
+    const char *paths[2] = {lora_0, lora_1};
     char path[600];
     snprintf(path, sizeof path, "%s/%s", dir, out);
     sprout_lora_export_params p;
     sprout_lora_export_params_default(&p);
-    p.base_path = model_path;
+    p.base_path = base;
     p.adapter_paths = paths;
     p.scales = scales;
     p.n_adapters = 2;
@@ -57,6 +58,12 @@ static sprout_status export_to(const char *out, int32_t type) {
     p.output_type = type;
     p.n_threads = 2;
     return sprout_lora_export(&p);
+}
+
+/* The export of the two adapters (A at 1, B at 0.5) to `out`. */
+static sprout_status export_to(const char *out, int32_t type) {
+    static const float scales[2] = {1.f, 0.5f};
+    return export_pair(model_path, adapter_a, adapter_b, scales, out, type);
 }
 
 /* --- the merged model computes what the run-time adapters compute ------------------------ */
@@ -73,6 +80,28 @@ static bool prompt_logits(const sprout_model *m, const sp_lora_set *set, float *
     const sprout_status st = sp_forward(&ctx, bt, N_PROMPT, logits);
     sp_context_free(&ctx);
     return st == SPROUT_OK;
+}
+
+/* How far merged's logits are from base's with `set` (the largest
+ * |difference|), with *scale the largest |logit| and *moved how far the set
+ * moves base's; -1 if a forward pass fails. Printed as `what`. */
+static float merged_vs_runtime(const char *what, const sprout_model *base, const sprout_model *merged, const sp_lora_set *set, float *scale,
+                               float *moved) {
+    static float with_lora[N_PROMPT * V], merged_logits[N_PROMPT * V], plain[N_PROMPT * V];
+    if (!prompt_logits(base, set, with_lora) || !prompt_logits(merged, NULL, merged_logits) || !prompt_logits(base, NULL, plain)) {
+        CHECK_MSG(0, "%s", sprout_last_error());
+        return -1;
+    }
+    float diff = 0;
+    *scale = *moved = 0;
+    for (int i = 0; i < N_PROMPT * V; i++) {
+        diff = fmaxf(diff, fabsf(with_lora[i] - merged_logits[i]));
+        *scale = fmaxf(*scale, fabsf(with_lora[i]));
+        *moved = fmaxf(*moved, fabsf(with_lora[i] - plain[i]));
+    }
+    printf("%s: max |logit difference| %.3g, largest |logit| %.3g, adapters move logits by up to %.3g\n", what, (double)diff,
+           (double)*scale, (double)*moved);
+    return diff;
 }
 
 static sprout_result *greedy(sprout_pipeline *p) {
@@ -97,19 +126,11 @@ static void test_same_as_runtime(sprout_model *base) {
     const sprout_lora_use uses[] = {{a, 1.f}, {b, 0.5f}};
     sp_lora_set set;
     CHECK(sp_lora_set_copy(base, uses, 2, &set) == SPROUT_OK);
-    static float with_lora[N_PROMPT * V], merged_logits[N_PROMPT * V], plain[N_PROMPT * V];
-    CHECK(prompt_logits(base, &set, with_lora) && prompt_logits(merged, NULL, merged_logits) && prompt_logits(base, NULL, plain));
+    float scale, moved;
+    const float diff = merged_vs_runtime("merged vs run time", base, merged, &set, &scale, &moved);
     sp_lora_set_free(&set);
-    float diff = 0, scale = 0, moved = 0;
-    for (int i = 0; i < N_PROMPT * V; i++) {
-        diff = fmaxf(diff, fabsf(with_lora[i] - merged_logits[i]));
-        scale = fmaxf(scale, fabsf(with_lora[i]));
-        moved = fmaxf(moved, fabsf(with_lora[i] - plain[i]));
-    }
-    printf("merged vs run time: max |logit difference| %.3g, largest |logit| %.3g, adapters move logits by up to %.3g\n", (double)diff,
-           (double)scale, (double)moved);
     CHECK_MSG(moved > 0.5f, "the adapters change little (%g): the test would prove nothing", (double)moved);
-    CHECK_MSG(diff < 2e-5f * fmaxf(scale, 1.f), "merged logits differ from the run-time adapters' by %g", (double)diff);
+    CHECK_MSG(diff >= 0 && diff < 2e-5f * fmaxf(scale, 1.f), "merged logits differ from the run-time adapters' by %g", (double)diff);
 
     sprout_pipeline *pa = NULL, *pm = NULL;
     sprout_lora *both[2] = {a, b};
@@ -150,14 +171,14 @@ static bool same_value(const sprout_gguf_value *x, const sprout_gguf_value *y) {
 }
 
 /* out (in dir) against base: the same keys and values, the same tensors in
- * the same order; those adapter A targets of type `merged_type`, the rest
- * byte for byte the base's. */
-static void check_copy(const char *base_path, const char *out, sprout_type merged_type) {
+ * the same order and shapes; the n_targets that adapter `targets` has a
+ * pair for of type `merged_type`, the rest byte for byte the base's. */
+static void check_copy(const char *base_path, const char *out, const char *targets, sprout_type merged_type, int64_t n_targets) {
     char path[600];
     snprintf(path, sizeof path, "%s/%s", dir, out);
     sprout_gguf *in = NULL, *o = NULL, *lora = NULL;
     CHECK(sprout_gguf_open(base_path, &in) == SPROUT_OK && sprout_gguf_open(path, &o) == SPROUT_OK &&
-          sprout_gguf_open(adapter_a, &lora) == SPROUT_OK);
+          sprout_gguf_open(targets, &lora) == SPROUT_OK);
     if (in && o && lora) {
         CHECK(sprout_gguf_kv_count(in) == sprout_gguf_kv_count(o));
         for (int64_t i = 0; i < sprout_gguf_kv_count(in) && i < sprout_gguf_kv_count(o); i++)
@@ -173,15 +194,23 @@ static void check_copy(const char *base_path, const char *out, sprout_type merge
             const bool merged = sprout_gguf_find_tensor(lora, lora_a) >= 0;
             n_merged += merged;
             CHECK(!strcmp(name, sprout_gguf_tensor_name(o, i)) && sprout_gguf_tensor_elements(in, i) == sprout_gguf_tensor_elements(o, i));
-            if (merged)
+            for (int d = 0; d < 3; d++) CHECK_MSG(sprout_gguf_tensor_dim(in, i, d) == sprout_gguf_tensor_dim(o, i, d), "%s: %s's shape", out, name);
+            if (merged) {
                 CHECK_MSG(sprout_gguf_tensor_type(o, i) == merged_type, "%s: %s is %s", out, name, sprout_type_name(sprout_gguf_tensor_type(o, i)));
-            else
+                /* every slice (an expert's) changed */
+                const int64_t n_slices = sprout_gguf_tensor_dim(in, i, 2);
+                const uint64_t slice = sprout_gguf_tensor_bytes(in, i) / (uint64_t)n_slices;
+                for (int64_t e = 0; sprout_gguf_tensor_type(o, i) == sprout_gguf_tensor_type(in, i) && e < n_slices; e++)
+                    CHECK_MSG(memcmp((const char *)sprout_gguf_tensor_data(o, i) + e * slice, (const char *)sprout_gguf_tensor_data(in, i) + e * slice,
+                                     slice),
+                              "%s: %s's slice %lld is unchanged", out, name, (long long)e);
+            } else
                 CHECK_MSG(sprout_gguf_tensor_type(o, i) == sprout_gguf_tensor_type(in, i) &&
                               sprout_gguf_tensor_bytes(o, i) == sprout_gguf_tensor_bytes(in, i) &&
                               !memcmp(sprout_gguf_tensor_data(o, i), sprout_gguf_tensor_data(in, i), sprout_gguf_tensor_bytes(in, i)),
                           "%s: %s not copied", out, name);
         }
-        CHECK_MSG(n_merged == 36, "%s: %lld merged tensors", out, (long long)n_merged); /* 5 layers x 7, and the output head */
+        CHECK_MSG(n_merged == n_targets, "%s: %lld merged tensors, expected %lld", out, (long long)n_merged, (long long)n_targets);
     }
     sprout_gguf_close(in);
     sprout_gguf_close(o);
@@ -189,10 +218,10 @@ static void check_copy(const char *base_path, const char *out, sprout_type merge
 }
 
 static void test_copies_and_types(void) {
-    check_copy(model_path, "merged.gguf", SPROUT_TYPE_F32);
+    check_copy(model_path, "merged.gguf", adapter_a, SPROUT_TYPE_F32, 36); /* 5 layers x 7, and the output head */
     /* the default rule (llama-export-lora's): an F32 base stays F32 ... */
     CHECK_MSG(export_to("default.gguf", -1) == SPROUT_OK, "%s", sprout_last_error());
-    check_copy(model_path, "default.gguf", SPROUT_TYPE_F32);
+    check_copy(model_path, "default.gguf", adapter_a, SPROUT_TYPE_F32, 36);
     /* ... a quantized one becomes F16, through the CLI; the untouched Q8_0 tensors stay */
     char *out = NULL;
     CHECK(shell(NULL, "'%s' quantize '%s' q8.gguf Q8_0", SPROUT_CLI_PATH, model_path) == 0);
@@ -204,11 +233,78 @@ static void test_copies_and_types(void) {
     free(out);
     char q8[600];
     snprintf(q8, sizeof q8, "%s/q8.gguf", dir);
-    check_copy(q8, "q8-merged.gguf", SPROUT_TYPE_F16);
+    check_copy(q8, "q8-merged.gguf", adapter_a, SPROUT_TYPE_F16, 36);
     /* --type Q8_0: FFN-down rows (172) fit no block, F16 as the quantizer falls back, and said */
     CHECK(shell(&out, "'%s' export-lora -m '%s' --lora '%s' -o q8-type.gguf --type Q8_0", SPROUT_CLI_PATH, model_path, adapter_a) == 0);
     CHECK_MSG(strstr(out, "blk.0.ffn_down.weight: rows do not fit Q8_0 blocks, using F16") && strstr(out, "with a fallback type"), "%s", out);
     free(out);
+}
+
+/* --- a mixture of experts ----------------------------------------------------------------- */
+
+/* Experts' pairs merged slice by slice: an adapter on the experts alone
+ * and one on every target sprout adapts, at 1 and -0.5, merged into an F32
+ * copy of a qwen2moe (router, shared expert), give the run-time logits; a
+ * Q8_0 copy's expert tensors become F16 3-D tensors of the same shape;
+ * the router and the shared expert are no target. */
+static void test_experts(void) {
+    char base[600], q8[600], x[600], all[600], merged[600], *out = NULL;
+    snprintf(base, sizeof base, "%s/moe.gguf", dir);
+    snprintf(q8, sizeof q8, "%s/moe-q8.gguf", dir);
+    snprintf(x, sizeof x, "%s/moe-experts.gguf", dir);
+    snprintf(all, sizeof all, "%s/moe-all.gguf", dir);
+    snprintf(merged, sizeof merged, "%s/moe-merged.gguf", dir);
+    CHECK(shell(NULL, "'%s' qwen2moe F32 moe.gguf 7 && '%s' qwen2moe Q8_0 moe-q8.gguf 7", SPROUT_MAKE_MOE_PATH, SPROUT_MAKE_MOE_PATH) == 0);
+    CHECK(shell(NULL, "'%s' moe.gguf moe-experts.gguf --rank 4 --targets experts --alpha 8 --seed 5 --magnitude 0.1", SPROUT_MAKE_LORA_PATH) == 0);
+    CHECK(shell(NULL, "'%s' moe.gguf moe-all.gguf --rank 8 --targets all --seed 6 --magnitude 0.05", SPROUT_MAKE_LORA_PATH) == 0);
+    static const float scales[2] = {1.f, -0.5f};
+    CHECK_MSG(export_pair(base, x, all, scales, "moe-merged.gguf", SPROUT_TYPE_F32) == SPROUT_OK, "%s", sprout_last_error());
+    /* 2 layers x (q, k, v, attention output, 3 expert tensors), and the output head */
+    check_copy(base, "moe-merged.gguf", all, SPROUT_TYPE_F32, 15);
+
+    const sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 2};
+    sprout_model *m = NULL, *mm = NULL;
+    sprout_lora *lx = NULL, *la = NULL;
+    CHECK_MSG(sprout_model_load(base, &mp, &m) == SPROUT_OK && sprout_model_load(merged, &mp, &mm) == SPROUT_OK, "%s", sprout_last_error());
+    if (m) CHECK_MSG(sprout_lora_load(m, x, &lx) == SPROUT_OK && sprout_lora_load(m, all, &la) == SPROUT_OK, "%s", sprout_last_error());
+    if (m && mm && lx && la) {
+        const sprout_lora_use uses[] = {{lx, scales[0]}, {la, scales[1]}};
+        sp_lora_set both, experts;
+        CHECK(sp_lora_set_copy(m, uses, 2, &both) == SPROUT_OK && sp_lora_set_copy(m, uses, 1, &experts) == SPROUT_OK);
+        float scale, moved, x_scale, x_moved;
+        const float diff = merged_vs_runtime("experts merged vs run time", m, mm, &both, &scale, &moved);
+        /* what a merge that left the experts alone would miss */
+        merged_vs_runtime("the expert adapter vs none", m, m, &experts, &x_scale, &x_moved);
+        CHECK_MSG(x_moved > 0.5f, "the expert adapter changes little (%g): the test would prove nothing", (double)x_moved);
+        CHECK_MSG(diff >= 0 && diff < 2e-5f * fmaxf(scale, 1.f), "merged experts' logits differ from the run-time adapters' by %g", (double)diff);
+        sp_lora_set_free(&both);
+        sp_lora_set_free(&experts);
+    }
+    sprout_lora_free(lx);
+    sprout_lora_free(la);
+    sprout_model_free(mm);
+    sprout_model_free(m);
+
+    /* a quantized mixture: its expert tensors F16 (llama-export-lora's rule), the rest copied */
+    int st = shell(&out, "'%s' export-lora -m moe-q8.gguf --lora moe-experts.gguf -o moe-q8-merged.gguf -t 2", SPROUT_CLI_PATH);
+    CHECK_MSG(st == 0 && strstr(out, "blk.1.ffn_down_exps.weight") && strstr(out, "Q8_0 -> F16") &&
+                  strstr(out, "moe-q8-merged.gguf: 37 tensors, 6 merged with 1 adapter, 31 copied"),
+              "export-lora -> %d: %s", st, out);
+    free(out);
+    check_copy(q8, "moe-q8-merged.gguf", x, SPROUT_TYPE_F16, 6);
+
+    /* the router and the shared expert: adapters sprout does not apply are not merged either */
+    static const char *const refused[][2] = {{"router", "blk.0.ffn_gate_inp.weight.lora_a"}, {"shexp", "blk.0.ffn_gate_shexp.weight.lora_a"}};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        CHECK(shell(NULL, "'%s' moe.gguf moe-%s.gguf --rank 4 --targets %s", SPROUT_MAKE_LORA_PATH, refused[i][0], refused[i][0]) == 0);
+        st = shell(&out, "'%s' export-lora -m moe.gguf --lora moe-%s.gguf -o moe-%s-out.gguf", SPROUT_CLI_PATH, refused[i][0], refused[i][0]);
+        CHECK_MSG(st == 1 && strstr(out, refused[i][1]) && strstr(out, "adapts no weight of the model sprout can adapt"), "%s -> %d: %s",
+                  refused[i][0], st, out);
+        free(out);
+        char left[64];
+        snprintf(left, sizeof left, "moe-%s-out.gguf", refused[i][0]);
+        CHECK(!exists(left));
+    }
 }
 
 /* --- errors ------------------------------------------------------------------------------ */
@@ -305,6 +401,7 @@ int main(void) {
         test_copies_and_types();
         test_errors();
     }
+    test_experts();
     sprout_model_free(m);
     if (shell(NULL, "rm -f *.gguf") != 0) fprintf(stderr, "could not empty %s\n", dir);
     rmdir(dir);

@@ -49,28 +49,49 @@ static sprout_status pack_b(sp_lora_pair *p) {
     return SPROUT_OK;
 }
 
-/* The pair for model weight k, if the file has either half. */
-static sprout_status bind_pair(const sprout_gguf *g, const sprout_model *m, int64_t k, bool *used, sp_lora_pair *p, float alpha) {
-    char base[96], name_a[112], name_b[112];
-    sp_model_weight_name(k, base, sizeof base);
+/* The indices of a target's two halves in g, both marked used; *found
+ * false when the file has neither, an error when it has one alone. */
+static sprout_status find_halves(const sprout_gguf *g, const char *base, bool *used, int64_t *ia, int64_t *ib, bool *found) {
+    char name_a[112], name_b[112];
     snprintf(name_a, sizeof name_a, "%s.lora_a", base);
     snprintf(name_b, sizeof name_b, "%s.lora_b", base);
-    const int64_t ia = sprout_gguf_find_tensor(g, name_a), ib = sprout_gguf_find_tensor(g, name_b);
-    if (ia < 0 && ib < 0) return SPROUT_OK;
-    if (ia < 0 || ib < 0) return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' has no pair: '%s' is missing", ia < 0 ? name_b : name_a,
-                                         ia < 0 ? name_a : name_b);
-    used[ia] = used[ib] = true;
+    *ia = sprout_gguf_find_tensor(g, name_a);
+    *ib = sprout_gguf_find_tensor(g, name_b);
+    *found = *ia >= 0 || *ib >= 0;
+    if (!*found) return SPROUT_OK;
+    if (*ia < 0 || *ib < 0)
+        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' has no pair: '%s' is missing", *ia < 0 ? name_b : name_a, *ia < 0 ? name_a : name_b);
+    used[*ia] = used[*ib] = true;
+    return SPROUT_OK;
+}
+
+/* lora_a's rank (its dim 1), within 1 and the smaller of the target's
+ * input width and SP_LORA_MAX_RANK: a rank past the input width adds
+ * nothing a smaller one could not, and the run-time term's buffers are
+ * sized by the model's rows. */
+static sprout_status check_rank(const sprout_gguf *g, int64_t ia, const char *base, int64_t n_in, int64_t *r) {
+    *r = sprout_gguf_tensor_dim(g, ia, 1);
+    const int64_t most = n_in < SP_LORA_MAX_RANK ? n_in : SP_LORA_MAX_RANK;
+    if (*r < 1 || *r > most)
+        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' has rank %lld (1 to %lld for '%s')", sprout_gguf_tensor_name(g, ia), (long long)*r,
+                       (long long)most, base);
+    return SPROUT_OK;
+}
+
+/* The pair for model weight k, if the file has either half. */
+static sprout_status bind_pair(const sprout_gguf *g, const sprout_model *m, int64_t k, bool *used, sp_lora_pair *p, float alpha) {
+    char base[96];
+    sp_model_weight_name(k, base, sizeof base);
+    int64_t ia, ib, r;
+    bool found;
+    sprout_status st = find_halves(g, base, used, &ia, &ib, &found);
+    if (st != SPROUT_OK || !found) return st;
     const sp_weight *w = sp_model_weight(m, k);
     /* a tied head is the embedding: llama.cpp finds no 'output.weight' to adapt either */
     if (!w->data || (k == 0 && sprout_gguf_find_tensor(m->gguf, "output.weight") < 0))
-        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' adapts '%s', which the model does not have", name_a, base);
-    const int64_t r = sprout_gguf_tensor_dim(g, ia, 1);
-    /* a rank past the target's input width adds nothing a smaller one could
-     * not, and the run-time term's buffers are sized by the model's rows */
-    const int64_t most = w->n_in < SP_LORA_MAX_RANK ? w->n_in : SP_LORA_MAX_RANK;
-    if (r < 1 || r > most)
-        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' has rank %lld (1 to %lld for '%s')", name_a, (long long)r, (long long)most, base);
-    sprout_status st = sp_weight_bind(g, ia, w->n_in, r, &p->a);
+        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' adapts '%s', which the model does not have", sprout_gguf_tensor_name(g, ia), base);
+    if ((st = check_rank(g, ia, base, w->n_in, &r)) != SPROUT_OK) return st;
+    st = sp_weight_bind(g, ia, w->n_in, r, &p->a);
     if (st == SPROUT_OK) st = sp_weight_bind(g, ib, r, w->n_out, &p->b);
     if (st == SPROUT_OK) st = pack_b(p);
     if (st != SPROUT_OK) return st;
@@ -78,9 +99,64 @@ static sprout_status bind_pair(const sprout_gguf *g, const sprout_model *m, int6
     return SPROUT_OK;
 }
 
+/* An expert half: n_expert slices of [ne0, ne1] of a type sprout computes
+ * with; *first = slice 0 as a weight, *stride = the bytes between slices. */
+static sprout_status bind_expert_half(const sprout_gguf *g, int64_t i, int64_t ne0, int64_t ne1, int64_t n_expert, sp_weight *first,
+                                      size_t *stride) {
+    const char *name = sprout_gguf_tensor_name(g, i);
+    const sprout_type type = sprout_gguf_tensor_type(g, i);
+    if (!sprout_type_can_dequantize(type))
+        return sp_fail(SPROUT_ERR_UNSUPPORTED, "tensor '%s' has type %s, which sprout cannot compute with yet", name, sprout_type_name(type));
+    const int64_t d0 = sprout_gguf_tensor_dim(g, i, 0), d1 = sprout_gguf_tensor_dim(g, i, 1), d2 = sprout_gguf_tensor_dim(g, i, 2);
+    if (d0 != ne0 || d1 != ne1 || d2 != n_expert || sprout_gguf_tensor_elements(g, i) != ne0 * ne1 * n_expert)
+        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' has shape [%lld, %lld, %lld], expected [%lld, %lld, %lld] (one slice per expert)", name,
+                       (long long)d0, (long long)d1, (long long)d2, (long long)ne0, (long long)ne1, (long long)n_expert);
+    *stride = (size_t)(sprout_gguf_tensor_bytes(g, i) / (uint64_t)n_expert);
+    *first = (sp_weight){.data = sprout_gguf_tensor_data(g, i), .type = type, .n_in = ne0, .n_out = ne1, .row_bytes = *stride / (size_t)ne1};
+    return SPROUT_OK;
+}
+
+void sp_lora_expert_name(int32_t il, sp_lora_experts kind, char *buf, size_t cap) {
+    static const char *const expert_tensors[SP_LORA_EXPERT_KINDS] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+    snprintf(buf, cap, "blk.%d.%s.weight", il, expert_tensors[kind]);
+}
+
+/* The pairs of every expert of layer il's `kind` tensor, if the file has
+ * either half: slice x of lora_a and lora_b is expert x's pair, every
+ * expert of one rank. */
+static sprout_status bind_expert_pairs(const sprout_gguf *g, const sprout_model *m, int32_t il, sp_lora_experts kind, bool *used,
+                                       sp_lora_pair *pairs, float alpha) {
+    char base[96];
+    sp_lora_expert_name(il, kind, base, sizeof base);
+    int64_t ia, ib, r;
+    bool found;
+    sprout_status st = find_halves(g, base, used, &ia, &ib, &found);
+    if (st != SPROUT_OK || !found) return st;
+    const sp_layer *ly = &m->layers[il];
+    const sp_experts *x = kind == SP_LORA_GATE_EXPS ? &ly->gate_exps : kind == SP_LORA_UP_EXPS ? &ly->up_exps : &ly->down_exps;
+    if (!x->first.data)
+        return sp_fail(SPROUT_ERR_FORMAT, "tensor '%s' adapts '%s', which the model does not have", sprout_gguf_tensor_name(g, ia), base);
+    const int64_t n_in = x->first.n_in, n_out = x->first.n_out, n_expert = m->hp.n_expert;
+    if ((st = check_rank(g, ia, base, n_in, &r)) != SPROUT_OK) return st;
+    sp_weight a, b;
+    size_t a_stride, b_stride;
+    if ((st = bind_expert_half(g, ia, n_in, r, n_expert, &a, &a_stride)) != SPROUT_OK ||
+        (st = bind_expert_half(g, ib, r, n_out, n_expert, &b, &b_stride)) != SPROUT_OK)
+        return st;
+    for (int32_t e = 0; e < n_expert; e++) {
+        sp_lora_pair *p = &pairs[sp_lora_expert_index(m, il, kind, e)];
+        p->a = a, p->b = b;
+        p->a.data += (size_t)e * a_stride;
+        p->b.data += (size_t)e * b_stride;
+        if ((st = pack_b(p)) != SPROUT_OK) return st;
+        p->alpha_over_rank = alpha != 0.f ? alpha / (float)r : 1.f;
+    }
+    return SPROUT_OK;
+}
+
 static void free_pairs(sprout_lora *l) {
     if (!l || !l->pairs) return;
-    for (int64_t k = 0; k < l->n_weights; k++) free(l->pairs[k].b_tiles), free(l->pairs[k].b_tiles_f16);
+    for (int64_t k = 0; k < l->n_pairs; k++) free(l->pairs[k].b_tiles), free(l->pairs[k].b_tiles_f16);
     free(l->pairs);
 }
 
@@ -95,19 +171,23 @@ sprout_status sp_lora_build(sprout_gguf *g, const sprout_model *m, sprout_lora *
     if (v && (sprout_gguf_value_f64(v, &alpha) != SPROUT_OK || !isfinite((float)alpha)))
         return sp_fail(SPROUT_ERR_FORMAT, "adapter.lora.alpha must be a finite number");
     const int64_t n_tensors = sprout_gguf_tensor_count(g), n_weights = sp_model_weight_count(m);
+    /* room for every expert's pair where the model has experts */
+    const int64_t n_pairs = sp_lora_expert_index(m, m->hp.n_expert > 0 ? m->hp.n_layer : 0, 0, 0);
     sprout_lora *l = calloc(1, sizeof *l);
     bool *used = calloc((size_t)(n_tensors > 0 ? n_tensors : 1), sizeof *used);
-    if (l) l->pairs = calloc((size_t)n_weights, sizeof *l->pairs);
-    if (l && l->pairs) l->n_weights = n_weights;
+    if (l) l->pairs = calloc((size_t)n_pairs, sizeof *l->pairs);
+    if (l && l->pairs) l->n_pairs = n_pairs;
     if (!l || !used || !l->pairs) {
         st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
         goto fail;
     }
-    int64_t n_pairs = 0;
-    for (int64_t k = 0; k < n_weights; k++) {
+    for (int64_t k = 0; k < n_weights; k++)
         if ((st = bind_pair(g, m, k, used, &l->pairs[k], (float)alpha)) != SPROUT_OK) goto fail;
-        n_pairs += l->pairs[k].a.data != NULL;
-    }
+    for (int32_t il = 0; il < m->hp.n_layer; il++) /* a dense model's too: an expert tensor there is refused by name */
+        for (int kind = 0; kind < SP_LORA_EXPERT_KINDS; kind++)
+            if ((st = bind_expert_pairs(g, m, il, (sp_lora_experts)kind, used, l->pairs, (float)alpha)) != SPROUT_OK) goto fail;
+    int64_t n_bound = 0;
+    for (int64_t k = 0; k < n_pairs; k++) n_bound += l->pairs[k].a.data != NULL;
     /* every tensor must be half of a pair for a weight sprout adapts:
      * one left over (an embedding's, a norm's, a misspelt name) is refused,
      * not silently ignored */
@@ -116,7 +196,7 @@ sprout_status sp_lora_build(sprout_gguf *g, const sprout_model *m, sprout_lora *
             st = sp_fail(SPROUT_ERR_UNSUPPORTED, "tensor '%s' adapts no weight of the model sprout can adapt", sprout_gguf_tensor_name(g, i));
             goto fail;
         }
-    if (n_pairs == 0) {
+    if (n_bound == 0) {
         st = sp_fail(SPROUT_ERR_FORMAT, "the adapter has no lora_a/lora_b tensors");
         goto fail;
     }

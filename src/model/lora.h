@@ -46,9 +46,23 @@ struct sprout_lora {
     uint64_t id;         /* unique in the process: a set outlives its adapters' addresses (see sp_lora_set) */
     sprout_gguf *gguf;
     const sprout_model *model;
-    sp_lora_pair *pairs; /* indexed as sp_model_weight */
-    int64_t n_weights;   /* pairs' count, the model's weights (freed without the model) */
+    sp_lora_pair *pairs; /* indexed as sp_model_weight, then each expert's (sp_lora_expert_index) */
+    int64_t n_pairs;     /* pairs' count (freed without the model) */
 };
+
+/* A layer's expert tensors an adapter may carry a pair for (llama.cpp's
+ * 3-D lora_a [n_in, r, n_expert] and lora_b [r, n_out, n_expert]: expert
+ * x's pair is slice x of both). */
+typedef enum sp_lora_experts { SP_LORA_GATE_EXPS, SP_LORA_UP_EXPS, SP_LORA_DOWN_EXPS, SP_LORA_EXPERT_KINDS } sp_lora_experts;
+
+/* The index in sprout_lora.pairs of expert x's pair on layer il's `kind`
+ * tensor: after the model's weights, layer by layer, kind by kind. */
+static inline int64_t sp_lora_expert_index(const sprout_model *m, int32_t il, sp_lora_experts kind, int32_t x) {
+    return sp_model_weight_count(m) + ((int64_t)il * SP_LORA_EXPERT_KINDS + kind) * m->hp.n_expert + x;
+}
+
+/* The base tensor's name ("blk.IL.ffn_gate_exps.weight" ...). */
+void sp_lora_expert_name(int32_t il, sp_lora_experts kind, char *buf, size_t cap);
 
 /* What applies to a batch token (sp_batch_token.lora): n adapters, each
  * with its scale (none of them 0). NULL or n 0: the base model alone. */

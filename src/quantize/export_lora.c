@@ -2,7 +2,9 @@
  * as llama.cpp's llama-export-lora does. The adapters are loaded (and so
  * checked) against the loaded base model; every weight one of them targets
  * is rewritten row by row, W'[o] = W[o] + sum_i s_i sum_k B_i[o][k] A_i[k],
- * row-parallel; every other tensor and the metadata are copied. The output
+ * row-parallel; a mixture of experts' 3-D expert tensor slice by slice,
+ * each expert's rows with that expert's pair (as llama-export-lora merges
+ * a 3-D tensor); every other tensor and the metadata are copied. The output
  * streams through the GGUF writer, one tensor in memory at a time, and
  * appears only when it is complete. */
 #include <math.h>
@@ -25,15 +27,17 @@
 #define CHUNK_ELEMENTS (int64_t)16384
 
 typedef struct tensor_plan {
-    int64_t weight; /* the model's weight index (sp_model_weight), or -1: copied */
+    int64_t pair; /* index in sprout_lora.pairs of its (first slice's) pair, or -1: copied */
+    int64_t n_slices; /* an expert tensor's experts, each with its pair; 1 for a 2-D weight */
     int32_t n_merged;
     sprout_type from, wanted, to;
-    int64_t ne0, n_rows;
+    int64_t ne0, n_rows, slice_rows; /* n_rows: every slice's */
     uint64_t out_row; /* bytes of an output row */
 } tensor_plan;
 
-/* One adapter's term of the tensor being merged: A [r][ne0] and B
- * [n_rows][r] decoded to floats, and its s. */
+/* One adapter's term of the tensor being merged: per slice e, A_e
+ * [r][ne0] and B_e [slice_rows][r] decoded to floats (every A_e, then
+ * every B_e), and its s. */
 typedef struct merge_term {
     const float *a, *b;
     int64_t r;
@@ -85,12 +89,14 @@ static void merge_rows(void *ctx, int ith, int nth) {
         if (r0 >= tp->n_rows) return;
         const int64_t r1 = r0 + job->rows_per_chunk < tp->n_rows ? r0 + job->rows_per_chunk : tp->n_rows;
         for (int64_t o = r0; o < r1; o++) {
+            const int64_t e = o / tp->slice_rows, oe = o % tp->slice_rows;
             decode(job->src + (uint64_t)o * job->in_row, row, ne0);
             for (size_t t = 0; t < job->n_terms; t++) {
                 const merge_term *m = &job->terms[t];
+                const float *a_e = m->a + e * m->r * ne0, *b_row = m->b + (e * tp->slice_rows + oe) * m->r;
                 memset(delta, 0, (size_t)ne0 * sizeof *delta);
                 for (int64_t k = 0; k < m->r; k++) {
-                    const float c = m->b[o * m->r + k], *a = m->a + k * ne0;
+                    const float c = b_row[k], *a = a_e + k * ne0;
                     for (int64_t i = 0; i < ne0; i++) delta[i] += c * a[i];
                 }
                 for (int64_t i = 0; i < ne0; i++) row[i] += m->s * delta[i];
@@ -106,20 +112,24 @@ static void decode_weight(const sp_weight *w, float *out) {
     for (int64_t o = 0; o < w->n_out; o++) decode(w->data + (size_t)o * w->row_bytes, out + o * w->n_in, w->n_in);
 }
 
-/* Decodes every adapter's pair for plan tp's weight into job->halves. */
+/* Decodes every adapter's pairs for plan tp's slices into job->halves
+ * (an adapter has every expert's pair of a tensor or none, all of one
+ * rank). */
 static void gather_terms(export_job *job, const tensor_plan *tp) {
     float *next = job->halves;
     job->n_terms = 0;
     for (size_t i = 0; i < job->n_loras; i++) {
-        const sp_lora_pair *pair = &job->loras[i]->pairs[tp->weight];
-        if (!pair->a.data) continue;
-        const int64_t r = pair->a.n_out;
-        merge_term *m = &job->terms[job->n_terms++];
-        decode_weight(&pair->a, next);
-        decode_weight(&pair->b, next + r * tp->ne0);
-        *m = (merge_term){.a = next, .b = next + r * tp->ne0, .r = r,
-                          .s = (job->p->scales ? job->p->scales[i] : 1.f) * pair->alpha_over_rank};
-        next += r * (tp->ne0 + tp->n_rows);
+        const sp_lora_pair *pairs = &job->loras[i]->pairs[tp->pair];
+        if (!pairs[0].a.data) continue;
+        const int64_t r = pairs[0].a.n_out;
+        float *a = next, *b = next + tp->n_slices * r * tp->ne0;
+        for (int64_t e = 0; e < tp->n_slices; e++) {
+            decode_weight(&pairs[e].a, a + e * r * tp->ne0);
+            decode_weight(&pairs[e].b, b + e * tp->slice_rows * r);
+        }
+        job->terms[job->n_terms++] = (merge_term){.a = a, .b = b, .r = r,
+                                                  .s = (job->p->scales ? job->p->scales[i] : 1.f) * pairs[0].alpha_over_rank};
+        next += r * (tp->n_slices * tp->ne0 + tp->n_rows);
     }
 }
 
@@ -135,7 +145,7 @@ static sprout_status fill_tensor(void *user, int64_t index, void *dst, uint64_t 
         if (!p->progress(p->user, &progress)) return sp_fail(SPROUT_ERR_CANCELLED, "export-lora cancelled");
     }
     const char *src = sprout_gguf_tensor_data(job->in, index);
-    if (tp->weight < 0) {
+    if (tp->pair < 0) {
         if (bytes != sprout_gguf_tensor_bytes(job->in, index))
             return sp_fail(SPROUT_ERR_INTERNAL, "tensor %lld: size mismatch", (long long)index);
         memcpy(dst, src, bytes);
@@ -173,42 +183,63 @@ static sprout_status check_params(const sprout_lora_export_params *p) {
     return SPROUT_OK;
 }
 
-/* Every tensor's fate: which weight an adapter changes and its types. Sizes
- * job->halves, job->terms and the scratch rows for the largest merge. */
+/* Tensor `name`'s merge, if an adapter has a pair for it: pairs pair ..
+ * pair + n_slices - 1 of each adapter, slice e's on the tensor's slice e.
+ * *most_halves grows to the floats its decoded pairs take. */
+static sprout_status plan_merge(export_job *job, const char *name, int64_t pair, int64_t n_slices, int64_t *most_halves) {
+    int64_t halves = 0, n_merged = 0, n_out = 0;
+    for (size_t a = 0; a < job->n_loras; a++) {
+        const sp_lora_pair *p = &job->loras[a]->pairs[pair];
+        if (!p->a.data) continue;
+        n_merged++;
+        n_out = p->b.n_out;
+        halves += n_slices * p->a.n_out * (p->a.n_in + p->b.n_out);
+    }
+    if (!n_merged) return SPROUT_OK;
+    const int64_t i = sprout_gguf_find_tensor(job->in, name);
+    if (i < 0) return sp_fail(SPROUT_ERR_INTERNAL, "export-lora: no tensor '%s'", name);
+    tensor_plan *tp = &job->plan[i];
+    if (tp->n_rows != n_slices * n_out) return sp_fail(SPROUT_ERR_INTERNAL, "export-lora: tensor '%s' is not %lld slices", name, (long long)n_slices);
+    tp->pair = pair;
+    tp->n_slices = n_slices;
+    tp->slice_rows = n_out;
+    tp->n_merged = (int32_t)n_merged;
+    /* llama-export-lora's get_out_tensor_type: F32 stays, all else F16 */
+    tp->wanted = job->p->output_type >= 0 ? (sprout_type)job->p->output_type
+                                           : tp->from == SPROUT_TYPE_F32 ? SPROUT_TYPE_F32 : SPROUT_TYPE_F16;
+    tp->to = sp_type_fitting_rows(tp->wanted, tp->ne0);
+    if (!sp_type_traits_of(tp->from)->dequantize || !sp_type_row_bytes(tp->to, tp->ne0, &tp->out_row))
+        return sp_fail(SPROUT_ERR_UNSUPPORTED, "tensor '%s': cannot convert from %s", name, sprout_type_name(tp->from));
+    if (halves > *most_halves) *most_halves = halves;
+    if (tp->ne0 > job->scratch_row) job->scratch_row = tp->ne0;
+    return SPROUT_OK;
+}
+
+/* Every tensor's fate: which weight or expert tensor an adapter changes
+ * and its types. Sizes job->halves, job->terms and the scratch rows for
+ * the largest merge. */
 static sprout_status plan_tensors(export_job *job, const sprout_model *m) {
     const sprout_gguf *in = job->in;
     int64_t most_halves = 0;
     for (int64_t i = 0; i < job->n_tensors; i++) {
         tensor_plan *tp = &job->plan[i];
-        tp->weight = -1;
+        tp->pair = -1;
         tp->from = tp->wanted = tp->to = sprout_gguf_tensor_type(in, i);
         tp->ne0 = sprout_gguf_tensor_dim(in, i, 0);
         tp->n_rows = tp->ne0 > 0 ? sprout_gguf_tensor_elements(in, i) / tp->ne0 : 0;
     }
-    for (int64_t k = 0; k < sp_model_weight_count(m); k++) {
-        int64_t halves = 0, n_merged = 0;
-        for (size_t a = 0; a < job->n_loras; a++) {
-            const sp_lora_pair *pair = &job->loras[a]->pairs[k];
-            n_merged += pair->a.data != NULL;
-            if (pair->a.data) halves += pair->a.n_out * (pair->a.n_in + pair->b.n_out);
-        }
-        if (!n_merged) continue;
-        char name[96];
+    char name[96];
+    sprout_status st = SPROUT_OK;
+    for (int64_t k = 0; st == SPROUT_OK && k < sp_model_weight_count(m); k++) {
         sp_model_weight_name(k, name, sizeof name);
-        const int64_t i = sprout_gguf_find_tensor(in, name);
-        if (i < 0) return sp_fail(SPROUT_ERR_INTERNAL, "export-lora: no tensor '%s'", name);
-        tensor_plan *tp = &job->plan[i];
-        tp->weight = k;
-        tp->n_merged = (int32_t)n_merged;
-        /* llama-export-lora's get_out_tensor_type: F32 stays, all else F16 */
-        tp->wanted = job->p->output_type >= 0 ? (sprout_type)job->p->output_type
-                                               : tp->from == SPROUT_TYPE_F32 ? SPROUT_TYPE_F32 : SPROUT_TYPE_F16;
-        tp->to = sp_type_fitting_rows(tp->wanted, tp->ne0);
-        if (!sp_type_traits_of(tp->from)->dequantize || !sp_type_row_bytes(tp->to, tp->ne0, &tp->out_row))
-            return sp_fail(SPROUT_ERR_UNSUPPORTED, "tensor '%s': cannot convert from %s", name, sprout_type_name(tp->from));
-        if (halves > most_halves) most_halves = halves;
-        if (tp->ne0 > job->scratch_row) job->scratch_row = tp->ne0;
+        st = plan_merge(job, name, k, 1, &most_halves);
     }
+    for (int32_t il = 0; m->hp.n_expert > 0 && il < m->hp.n_layer; il++) /* the adapters have room for experts' pairs only then */
+        for (int kind = 0; st == SPROUT_OK && kind < SP_LORA_EXPERT_KINDS; kind++) {
+            sp_lora_expert_name(il, (sp_lora_experts)kind, name, sizeof name);
+            st = plan_merge(job, name, sp_lora_expert_index(m, il, (sp_lora_experts)kind, 0), m->hp.n_expert, &most_halves);
+        }
+    if (st != SPROUT_OK) return st;
     const int n_threads = sp_threadpool_size(job->pool);
     job->halves = malloc((size_t)(most_halves > 0 ? most_halves : 1) * sizeof(float));
     job->terms = calloc(job->n_loras, sizeof *job->terms);

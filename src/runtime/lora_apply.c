@@ -23,7 +23,7 @@ enum { PREFETCH_AHEAD = 2048 };
  * the threads, so its bits do not depend on them. */
 typedef struct lora_job {
     const sp_context *ctx;
-    int64_t index; /* w's index among the model's weights */
+    int64_t index; /* the pairs' index in each adapter (sprout_lora.pairs) */
     const float *x;
     float *y;
     int64_t n_in, n_out;
@@ -174,15 +174,15 @@ static void b_tiles_worker(void *user, int ith, int nth) {
     add_b_terms(j, j->c0, j->c1, b0, b1);
 }
 
-void sp_lora_apply(const sp_context *ctx, const sp_weight *w, const float *x, float *y, int32_t n) {
+/* Rows [0, n) of x (n_in wide) and y (n_out wide): the terms of each
+ * adapter's pair `index`. */
+static void apply_pairs(const sp_context *ctx, int64_t index, int64_t n_in, int64_t n_out, const float *x, float *y, int32_t n) {
     size_t n_slots = 0;
     for (int32_t t = 0; t < n; t++)
         if (ctx->rows[t].lora && ctx->rows[t].lora->n > n_slots) n_slots = ctx->rows[t].lora->n;
     if (!n_slots) return;
-    const int64_t index = sp_model_weight_index(ctx->model, w);
-    if (index < 0) return;
     float ax[AX_FLOATS];
-    lora_job j = {.ctx = ctx, .index = index, .x = x, .y = y, .n_in = w->n_in, .n_out = w->n_out, .n = n, .ax = ax};
+    lora_job j = {.ctx = ctx, .index = index, .x = x, .y = y, .n_in = n_in, .n_out = n_out, .n = n, .ax = ax};
     /* One run of the pool per chunk (the next chunk overwrites ax), or two
      * for a lone token, as matmul.c stages its prompt runs: its B terms
      * read the A x rows of every thread. */
@@ -200,4 +200,16 @@ void sp_lora_apply(const sp_context *ctx, const sp_weight *w, const float *x, fl
             }
         }
     }
+}
+
+void sp_lora_apply(const sp_context *ctx, const sp_weight *w, const float *x, float *y, int32_t n) {
+    bool any = false;
+    for (int32_t t = 0; t < n && !any; t++) any = ctx->rows[t].lora != NULL;
+    const int64_t index = any ? sp_model_weight_index(ctx->model, w) : -1;
+    if (index >= 0) apply_pairs(ctx, index, w->n_in, w->n_out, x, y, n);
+}
+
+void sp_lora_apply_expert(const sp_context *ctx, int32_t il, sp_lora_experts kind, int32_t expert, const sp_weight *w, const float *x,
+                          float *y, int32_t n) {
+    if (ctx->model->hp.n_expert > 0) apply_pairs(ctx, sp_lora_expert_index(ctx->model, il, kind, expert), w->n_in, w->n_out, x, y, n);
 }

@@ -10,4 +10,10 @@
  * row carries an adapter for w. */
 void sp_lora_apply(const sp_context *ctx, const sp_weight *w, const float *x, float *y, int32_t n);
 
+/* The same for expert `expert` of layer il's `kind` tensor (w its matrix,
+ * sp_expert's view), over rows that chose it: what sp_matmul's call cannot
+ * find by w's address (sp_moe_experts calls it after each expert matmul). */
+void sp_lora_apply_expert(const sp_context *ctx, int32_t il, sp_lora_experts kind, int32_t expert, const sp_weight *w, const float *x,
+                          float *y, int32_t n);
+
 #endif

@@ -13,13 +13,17 @@
  * Batch invariance: a token's experts depend on its own logits only; its
  * rows go through sp_matmul with its own batch entry (so the same kernel
  * entry as alone: prompt or not), and its experts' outputs are added in
- * the order of their index, whatever else the batch holds. */
+ * the order of their index, whatever else the batch holds. The adapters'
+ * terms of an expert's projections (lora_apply.h) follow each of its
+ * matmuls over the same rows, before its biases, as llama.cpp's
+ * build_lora_mm_id. */
 #include "runtime/moe.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/lora_apply.h"
 #include "runtime/matmul.h"
 #include "runtime/parallel.h"
 #include "runtime/vector_ops.h"
@@ -217,6 +221,7 @@ void sp_moe_experts(sp_context *ctx, const sp_layer *ly, int32_t n) {
     sort_by_expert(ctx, n);
     memset(ctx->ff_out, 0, (size_t)(n * e) * sizeof(float));
     const sp_batch_token *layer_rows = ctx->rows;
+    const int32_t il = (int32_t)(ly - ctx->model->layers);
     for (int32_t x = 0; x < hp->n_expert; x++) {
         const int32_t count = b->first[x + 1] - b->first[x];
         if (count == 0) continue; /* never read */
@@ -231,9 +236,12 @@ void sp_moe_experts(sp_context *ctx, const sp_layer *ly, int32_t n) {
         const sp_weight gate = sp_expert(&ly->gate_exps, x), up = sp_expert(&ly->up_exps, x), down = sp_expert(&ly->down_exps, x);
         ctx->rows = b->rows;
         sp_matmul(ctx, &gate, &b->x, s.act.f32, count);
+        sp_lora_apply_expert(ctx, il, SP_LORA_GATE_EXPS, x, &gate, b->x.f32, s.act.f32, count);
         sp_matmul(ctx, &up, &b->x, b->up, count);
+        sp_lora_apply_expert(ctx, il, SP_LORA_UP_EXPS, x, &up, b->x.f32, b->up, count);
         sp_for_each_token(ctx, count, 16 * f, swiglu_rows, &s);
         sp_matmul(ctx, &down, &s.act, b->y, count);
+        sp_lora_apply_expert(ctx, il, SP_LORA_DOWN_EXPS, x, &down, s.act.f32, b->y, count);
         ctx->rows = layer_rows;
         sp_for_each_token(ctx, count, 2 * e, scatter_rows, &s);
     }
