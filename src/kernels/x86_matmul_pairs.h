@@ -58,6 +58,28 @@ typedef struct pair_chunk {
     __m512 w_scale, w_min, dmin;
 } pair_chunk;
 
+/* transpose8x8_epi32 of both rows at once: w[j] holds row a's vector j
+ * and row b's; v[m] then holds dword m of each. */
+static inline __attribute__((always_inline)) void transpose8x8_pair(const __m512i w[8], __m512i v[8]) {
+    __m512i t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm512_unpacklo_epi32(w[2 * i], w[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(w[2 * i], w[2 * i + 1]);
+    }
+    for (int h = 0; h < 2; h++) {
+        u[4 * h + 0] = _mm512_unpacklo_epi64(t[4 * h + 0], t[4 * h + 2]);
+        u[4 * h + 1] = _mm512_unpackhi_epi64(t[4 * h + 0], t[4 * h + 2]);
+        u[4 * h + 2] = _mm512_unpacklo_epi64(t[4 * h + 1], t[4 * h + 3]);
+        u[4 * h + 3] = _mm512_unpackhi_epi64(t[4 * h + 1], t[4 * h + 3]);
+    }
+    /* per 256-bit half: the low 128 bits of u[m] and u[4 + m] (dwords of blocks 0-3, 4-7), then the high ones */
+    const __m512i low = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), high = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+    for (int m = 0; m < 4; m++) {
+        v[m] = _mm512_permutex2var_epi64(u[m], low, u[4 + m]);
+        v[m + 4] = _mm512_permutex2var_epi64(u[m], high, u[4 + m]);
+    }
+}
+
 /* A whole chunk of both rows' Q8_0, Q4_0, IQ4_NL or MXFP4 blocks
  * transposed in 512-bit registers (the shuffles of load_blocks8, once for
  * both rows): v[m] holds dword m of each block, row a's in lanes 0-7. */
@@ -65,34 +87,18 @@ static inline __attribute__((always_inline)) void packed_pair_levels(sprout_type
                                                                      __m512i v[8]) {
     const size_t block_bytes = layout_of(type).bytes, qs = layout_of(type).qs;
     const uint8_t *ca = row_a + (size_t)b * block_bytes + qs, *cb = row_b + (size_t)b * block_bytes + qs;
-    __m512i t[8], u[8];
     if (type == SPROUT_TYPE_Q8_0) {
         __m512i w[8];
         for (int j = 0; j < 8; j++) {
             w[j] = pair_halves(_mm256_loadu_si256((const __m256i *)(ca + j * block_bytes)), _mm256_loadu_si256((const __m256i *)(cb + j * block_bytes)));
             w[j] = _mm512_xor_si512(w[j], _mm512_set1_epi8((char)0x80));
         }
-        for (int i = 0; i < 4; i++) {
-            t[2 * i] = _mm512_unpacklo_epi32(w[2 * i], w[2 * i + 1]);
-            t[2 * i + 1] = _mm512_unpackhi_epi32(w[2 * i], w[2 * i + 1]);
-        }
-        for (int h = 0; h < 2; h++) {
-            u[4 * h + 0] = _mm512_unpacklo_epi64(t[4 * h + 0], t[4 * h + 2]);
-            u[4 * h + 1] = _mm512_unpackhi_epi64(t[4 * h + 0], t[4 * h + 2]);
-            u[4 * h + 2] = _mm512_unpacklo_epi64(t[4 * h + 1], t[4 * h + 3]);
-            u[4 * h + 3] = _mm512_unpackhi_epi64(t[4 * h + 1], t[4 * h + 3]);
-        }
-        /* per 256-bit half: the low 128 bits of u[m] and u[4 + m] (blocks 0-3, 4-7), then the high ones */
-        const __m512i low = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), high = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
-        for (int m = 0; m < 4; m++) {
-            v[m] = _mm512_permutex2var_epi64(u[m], low, u[4 + m]);
-            v[m + 4] = _mm512_permutex2var_epi64(u[m], high, u[4 + m]);
-        }
+        transpose8x8_pair(w, v);
         return;
     }
     /* a[j] = [a's packed block j | a's j + 4 | b's j | b's j + 4]: after the
      * 4x4 transposes per 128-bit lane, lanes are blocks in order */
-    __m512i a[4];
+    __m512i a[4], t[4];
     for (int j = 0; j < 4; j++) {
         const __m256i ra = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(ca + (j + 4) * block_bytes)), _mm_loadu_si128((const __m128i *)(ca + j * block_bytes)));
         const __m256i rb = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(cb + (j + 4) * block_bytes)), _mm_loadu_si128((const __m128i *)(cb + j * block_bytes)));
@@ -117,6 +123,14 @@ static inline bool packed_pair_type(sprout_type type) {
     return type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL || type == SPROUT_TYPE_MXFP4;
 }
 
+/* Two rows' levels in element order (vector j: block or sub-block j),
+ * transposed together. */
+static inline __attribute__((always_inline)) void pair_transposed(const __m256i la[8], const __m256i lb[8], __m512i v[8]) {
+    __m512i w[8];
+    for (int j = 0; j < 8; j++) w[j] = pair_halves(la[j], lb[j]);
+    transpose8x8_pair(w, v);
+}
+
 static inline __attribute__((always_inline)) void pair_chunk_unpack(sprout_type type, const uint8_t *row_a, const uint8_t *row_b,
                                                                     const act_tile *at, int64_t c, pair_chunk *p) {
     __m256i va[8], vb[8];
@@ -127,29 +141,26 @@ static inline __attribute__((always_inline)) void pair_chunk_unpack(sprout_type 
         ROW_PAIR_UNROLL
         for (int r = 0; r < 2; r++) {
             const sp_affine_k_block blk = affine_k_scales(type, r ? row_b : row_a, c, &dsc[r], &dm[r]);
-            __m256i lv[8];
-            affine_k_levels(blk.qs, blk.qh, lv);
-            transpose8x8_epi32(lv, r ? vb : va);
+            affine_k_levels(blk.qs, blk.qh, r ? vb : va);
         }
         p->w_scale = pair_halves_ps(dsc[0], dsc[1]), p->w_min = pair_halves_ps(dm[0], dm[1]);
-        break;
+        pair_transposed(va, vb, p->v);
+        return;
     }
     case SPROUT_TYPE_Q6_K:
     case SPROUT_TYPE_Q3_K:
     case SPROUT_TYPE_Q2_K: {
         split_k_block k[2];
         ROW_PAIR_UNROLL
-        for (int r = 0; r < 2; r++) {
-            split_k_unpack(type, r ? row_b : row_a, c, &k[r]);
-            transpose8x8_epi32(k[r].lv, r ? vb : va);
-        }
+        for (int r = 0; r < 2; r++) split_k_unpack(type, r ? row_b : row_a, c, &k[r]);
+        pair_transposed(k[0].lv, k[1].lv, p->v);
         p->w_scale = pair_halves_ps(k[0].d, k[1].d);
         p->sc_lo = pair_halves(k[0].sc_lo, k[1].sc_lo), p->sc_hi = pair_halves(k[0].sc_hi, k[1].sc_hi);
         if (type == SPROUT_TYPE_Q2_K) {
             p->min_lo = pair_halves(k[0].min_lo, k[1].min_lo), p->min_hi = pair_halves(k[0].min_hi, k[1].min_hi);
             p->dmin = pair_halves_ps(k[0].dmin, k[1].dmin);
         }
-        break;
+        return;
     }
     default: {
         const int64_t b = 8 * c, nv = at->nb - b;
