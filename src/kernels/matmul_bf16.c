@@ -140,11 +140,11 @@ typedef struct half_token {
 static void half_token_tile(const uint8_t *const rows[], int n, const void *ctx, float *dots) {
     _Static_assert(SP_DECODE_STREAMS == TILE_ROWS, "a set of rows side by side is a tile");
     const half_token *t = ctx;
-    const uint16_t *tile[SP_DECODE_STREAMS];
+    const uint16_t *tile[SP_DECODE_STREAMS] = {NULL};
+    __m512 acc[SP_DECODE_STREAMS];
+    for (int k = 0; k < SP_DECODE_STREAMS; k++) acc[k] = _mm512_setzero_ps();
     for (int k = 0; k < n; k++) tile[k] = (const uint16_t *)rows[k];
     const int64_t whole = t->n_in / PAIR_GROUP * PAIR_GROUP;
-    __m512 acc[SP_DECODE_STREAMS];
-    for (int k = 0; k < n; k++) acc[k] = _mm512_setzero_ps();
     half_tile_any(t->f, tile, n, &t->x, 1, 0, whole, SP_DECODE_AHEAD, true, acc, 1);
     for (int k = 0; k < n; k++) dots[k] = pair_output(t->f, acc[k], tile[k], t->x, whole, t->n_in);
 }
