@@ -17,12 +17,15 @@ fi
 mkdir -p "$out/obj"
 flags=(-std=c11 -O2 -D_GNU_SOURCE -I"$src/include" -I"$src/src" -I"$src/tests" -Wall -Wextra -Wshadow -Wstrict-prototypes
        -Wmissing-prototypes -Wvla -Werror)
-# one compiler per core, the longest files first (9 s one after another)
+# one compiler per core, the longest files first (9 s one after another),
+# through ccache where there is one (a rerun's unchanged files then cost nothing)
+launcher=()
+command -v ccache >/dev/null && launcher=(ccache)
 jobs=$(nproc 2>/dev/null || echo 2)
 running=() objects=()
 compile() { # SOURCE [flags]: into $out/obj; a failure ends the script when it is waited for
   objects+=("$out/obj/$(basename "$1" .c).o")
-  "$cc" "${flags[@]}" "${@:2}" -c "$1" -o "${objects[-1]}" &
+  "${launcher[@]}" "$cc" "${flags[@]}" "${@:2}" -c "$1" -o "${objects[-1]}" &
   running+=($!)
   if ((${#running[@]} >= jobs)); then
     wait "${running[0]}"
