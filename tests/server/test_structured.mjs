@@ -139,7 +139,9 @@ async function runCases(client, model, list, seeds, extra = {}, seen = new Map()
 
 // --- stories260K: every case ---------------------------------------------------------------
 
-const server = await startServer(['-c', '1024', '--parallel', '4']);
+// one thread: a second one spins for these tiny models (the 360 replies took
+// 21 s on the default two threads of a busy two-core host, 2.6 s on one)
+const server = await startServer(['-c', '1024', '--parallel', '4', '-t', '1']);
 const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
 const started = Date.now();
 const seen = await runCases(client, 'stories260K', cases, SEEDS);
@@ -310,7 +312,7 @@ const templateDir = mkdtempSync(join(tmpdir(), 'sprout-structured-'));
 writeFileSync(join(templateDir, 'qwen.jinja'), qwenTemplate);
 
 {
-  const arch = await startServer(['-m', join(SHARED, 'arch/qwen2-Q8_0.gguf'), '-c', '1024', '--parallel', '4',
+  const arch = await startServer(['-m', join(SHARED, 'arch/qwen2-Q8_0.gguf'), '-c', '1024', '--parallel', '4', '-t', '1',
     '--chat-template-file', join(templateDir, 'qwen.jinja')]);
   const qclient = new OpenAI({ baseURL: `${arch.url}/v1`, apiKey: 'unused', maxRetries: 0 });
   const model = (await qclient.models.list()).data[0].id;
