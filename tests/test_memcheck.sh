@@ -12,16 +12,20 @@ model=${SPROUT_SHARED_DIR:?}/models/stories260K.gguf
 command -v valgrind >/dev/null || { echo "SKIP: valgrind not installed"; exit 77; }
 [ -f "$model" ] || { echo "SKIP: $model not found"; exit 77; }
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log" "$log.origins"' EXIT
 passed=0 failed=0
 check() {
   local name=$1
   shift
-  if valgrind -q --error-exitcode=99 --track-origins=yes "$sprout" "$@" >/dev/null 2>"$log"; then
+  # without --track-origins (a quarter of the time): memcheck finds the same
+  # errors, and a failure is run again with it to say where the bytes came from
+  if valgrind -q --error-exitcode=99 "$sprout" "$@" >/dev/null 2>"$log"; then
     passed=$((passed + 1))
   else
     failed=$((failed + 1))
     echo "FAIL: $name (sprout $*)"
+    valgrind -q --error-exitcode=99 --track-origins=yes "$sprout" "$@" >/dev/null 2>"$log.origins" && echo "(passed when run again)" ||
+      mv "$log.origins" "$log"
     grep -v '^==[0-9]*== *$' "$log" | head -40
   fi
 }

@@ -3,11 +3,14 @@
  * stories260K, with and without the importance matrix llama-imatrix made
  * for it, sprout must write llama.cpp's bytes; the importance read from the
  * GGUF and the legacy .dat must agree; broken matrices must be refused
- * with a message, never crash. */
+ * with a message, never crash. The GGUF is written here from the JSON the
+ * repository keeps (imatrix_json.h), and must come out as llama-imatrix's
+ * file did, byte for byte. */
 #include <math.h>
 #include <stdint.h>
 
 #include "gguf/gguf_reader.h"
+#include "imatrix_json.h"
 #include "quant/quant.h"
 #include "quantize/imatrix.h"
 #include "test_util.h"
@@ -20,6 +23,26 @@ static const char *const iq_types[] = {"IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", 
 static char *data_path(const char *file) {
     static char path[1024];
     snprintf(path, sizeof path, "%s/%s", SPROUT_QUANT_IQ_DATA_DIR, file);
+    return path;
+}
+
+/* llama-imatrix's stories260K.imatrix.gguf (16704 bytes), written from
+ * the JSON into the temporary folder; NULL if it could not be. */
+static const char *imatrix_gguf_path(void) {
+    static char path[1024];
+    if (path[0]) return path;
+    snprintf(path, sizeof path, "%s/stories260K.imatrix.gguf", test_temp_dir());
+    if (!imatrix_json_to_gguf(data_path("stories260K.imatrix.json"), path)) {
+        path[0] = 0;
+        return NULL;
+    }
+    size_t size = 0;
+    char *bytes = test_read_file(path, &size);
+    uint64_t hash = 1469598103934665603ull; /* 64-bit FNV-1a */
+    for (size_t i = 0; bytes && i < size; i++) hash = (hash ^ (uint8_t)bytes[i]) * 1099511628211ull;
+    CHECK_MSG(size == 16704 && hash == 0x9d00d60e268542d2ull, "%zu bytes, hash %016llx: not llama-imatrix's file", size,
+              (unsigned long long)hash);
+    free(bytes);
     return path;
 }
 
@@ -163,7 +186,7 @@ static long gguf_data_at(const uint8_t *data, size_t size, const char *name) {
 
 static void test_broken_gguf(void) {
     size_t size = 0;
-    uint8_t *good = (uint8_t *)test_read_file(data_path("stories260K.imatrix.gguf"), &size);
+    uint8_t *good = imatrix_gguf_path() ? (uint8_t *)test_read_file(imatrix_gguf_path(), &size) : NULL;
     CHECK(good && size > 1024);
     if (!good) return;
     uint8_t *bad = malloc(size);
@@ -229,7 +252,8 @@ static void test_broken_legacy(void) {
 int main(void) {
     static float x[N_REF], importance[256];
     sp_imatrix *m = NULL;
-    CHECK_MSG(sp_imatrix_load(data_path("stories260K.imatrix.gguf"), &m) == SPROUT_OK, "%s", sprout_last_error());
+    const char *gguf = imatrix_gguf_path();
+    CHECK_MSG(gguf && sp_imatrix_load(gguf, &m) == SPROUT_OK, "%s", sprout_last_error());
     CHECK(load_weights(x));
     CHECK(m && row_importance(m, importance));
     if (m) {
@@ -240,5 +264,6 @@ int main(void) {
     test_odd_values();
     test_broken_gguf();
     test_broken_legacy();
+    if (gguf) remove(gguf);
     TEST_MAIN_END();
 }

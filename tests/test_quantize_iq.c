@@ -5,9 +5,11 @@
  * bytes; the K-quant tensors differ where llama.cpp used the importance,
  * which sprout's K-quants do not take (tests/data/quant_iq/README.md).
  * Part "plans" checks the types of all ten mixes; the others, named by
- * file type, write one mix whole. */
+ * file type, write one mix whole. The matrices are written from the JSON
+ * the repository keeps (imatrix_json.h) into the temporary folder. */
 #include <stdint.h>
 
+#include "imatrix_json.h"
 #include "quantize/recipe.h"
 #include "test_util.h"
 
@@ -21,6 +23,20 @@ static const char *data_path(const char *file) {
     static char path[1024];
     snprintf(path, sizeof path, "%s/%s", SPROUT_QUANT_IQ_DATA_DIR, file);
     return path;
+}
+
+static char imatrix_paths[2][1024]; /* llama-F32's, stories260K's */
+
+/* The GGUF of data file NAME.imatrix.json (written once per run), or NULL. */
+static const char *imatrix_gguf(const char *name) {
+    char *path = imatrix_paths[strcmp(name, "llama-F32") != 0];
+    if (path[0]) return path;
+    char json[1024];
+    snprintf(json, sizeof json, "%s/%s.imatrix.json", SPROUT_QUANT_IQ_DATA_DIR, name);
+    snprintf(path, sizeof imatrix_paths[0], "%s/%s.imatrix.gguf", test_temp_dir(), name);
+    if (imatrix_json_to_gguf(json, path)) return path;
+    path[0] = 0;
+    return NULL;
 }
 
 /* llama-quantize's tensors for one file type, from llama-mixes.txt. */
@@ -80,7 +96,8 @@ static void check_mix(const char *file_type, bool whole) {
     sprout_quantize_params p;
     sprout_quantize_params_default(&p);
     CHECK(sprout_file_type_from_name(file_type, &p.file_type));
-    p.imatrix_path = data_path("llama-F32.imatrix.gguf");
+    p.imatrix_path = imatrix_gguf("llama-F32");
+    CHECK(p.imatrix_path);
     p.n_threads = 2;
     plan_check c = {want, n_want, 0, 0};
     p.plan = on_plan;
@@ -121,8 +138,8 @@ static void test_model_refusals(void) {
     p.n_threads = 1;
     CHECK(sprout_quantize_model(in, out, &p, NULL) == SPROUT_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(sprout_last_error(), "--imatrix"), "%s", sprout_last_error());
-    p.imatrix_path = data_path("stories260K.imatrix.gguf"); /* another model's */
-    CHECK(sprout_quantize_model(in, out, &p, NULL) == SPROUT_ERR_INVALID_ARGUMENT);
+    p.imatrix_path = imatrix_gguf("stories260K"); /* another model's */
+    CHECK(p.imatrix_path && sprout_quantize_model(in, out, &p, NULL) == SPROUT_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(sprout_last_error(), "has 64 values, the tensor needs 256"), "%s", sprout_last_error());
     p.imatrix_path = data_path("missing.dat");
     CHECK(sprout_quantize_model(in, out, &p, NULL) != SPROUT_OK);
@@ -182,5 +199,7 @@ int main(int argc, char **argv) {
     } else {
         check_mix(part, true);
     }
+    for (int i = 0; i < 2; i++)
+        if (imatrix_paths[i][0]) remove(imatrix_paths[i]);
     TEST_MAIN_END();
 }
