@@ -20,7 +20,7 @@
  *            requests alone and batched by the scheduler (tokens and
  *            log-probabilities, bit for bit)
  *   latent   deepseek2's latent KV cache: its size, a Q8_0 cache, the
- *            context shift
+ *            context shift; its logits at 1, 2 and 3 threads
  *   hostile  broken expert counts and shapes (and deepseek2's latent
  *            attention keys and tensors): clear errors
  *   info     `sprout info` shows the experts and the active parameters */
@@ -407,10 +407,11 @@ static double max_diff(const float *a, const float *b, int32_t n) {
 }
 
 /* deepseek2's latent cache: one row of kv_lora_rank + n_rot per token and
- * layer; a Q8_0 cache (rotated in runs that keep the latent apart) close
- * to F32, its value type bound to the key type; a context shift that
- * turns only k_pe back: layer 0's moved rows (which depend on their token
- * and position alone) as the shortened text computes them afresh. */
+ * layer; the same logits at any thread count; a Q8_0 cache (rotated in
+ * runs that keep the latent apart) close to F32, its value type bound to
+ * the key type; a context shift that turns only k_pe back: layer 0's
+ * moved rows (which depend on their token and position alone) as the
+ * shortened text computes them afresh. */
 static void part_latent(void) {
     sprout_model *m = load(make_moe("latent", "deepseek3 F32 1"));
     if (!m) return;
@@ -428,6 +429,17 @@ static void part_latent(void) {
     CHECK(sp_context_init_kv(&bad, m, 256, 64, 1, 2, (sp_kv_types){SP_KV_Q8_0, SP_KV_F16}) != SPROUT_OK &&
           strstr(sprout_last_error(), "must be the same"));
     last_logits(&ctx, tokens, n, 0, all, f32);
+    /* each head's k_b/v_b rows whole on one thread, in pieces among two
+     * and three (runtime/mla.c): the same bits */
+    int thread_counts_differ = 0;
+    for (int n_threads = 1; n_threads <= 3; n_threads += 2) {
+        sp_context other;
+        CHECK(sp_context_init(&other, m, 256, 64, 1, n_threads, SP_KV_F32) == SPROUT_OK);
+        last_logits(&other, tokens, n, 0, all, shifted);
+        thread_counts_differ += memcmp(f32, shifted, (size_t)n_vocab * sizeof(float)) != 0;
+        sp_context_free(&other);
+    }
+    CHECK_MSG(thread_counts_differ == 0, "latent attention's logits change with the thread count");
     last_logits(&qctx, tokens, n, 0, all, q8);
     const double q8_off = max_diff(f32, q8, n_vocab);
     /* the shift: positions keep..keep+discard-1 dropped, the rest turned back; then one more token */

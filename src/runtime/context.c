@@ -95,23 +95,18 @@ static bool mla_buffers_init(sp_context *ctx) {
     sp_mla_buffers *b = &ctx->mla;
     memset(b, 0, sizeof *b);
     if (hp->n_lora_kv == 0) return true;
-    const size_t nb = (size_t)ctx->n_batch, r = (size_t)hp->n_lora_kv, heads = (size_t)hp->n_head, nope = (size_t)(hp->head_dim_k_mla - hp->n_rot);
-    const size_t in = nope > r ? nope : r, out = r > (size_t)hp->head_dim_v_mla ? r : (size_t)hp->head_dim_v_mla;
+    const size_t nb = (size_t)ctx->n_batch, r = (size_t)hp->n_lora_kv, heads = (size_t)hp->n_head;
     const size_t q_a = hp->n_lora_q > 0 ? (size_t)hp->n_lora_q : 1;
     b->q_a.f32 = alloc_lines(nb * q_a * sizeof(float));
     b->q_full = alloc_lines(nb * heads * (size_t)hp->head_dim_k_mla * sizeof(float));
-    b->head_in.f32 = alloc_lines(nb * in * sizeof(float));
-    b->head_out = alloc_lines(nb * out * sizeof(float));
     b->latent = alloc_lines(nb * heads * r * sizeof(float));
-    bool ok = b->q_a.f32 && b->q_full && b->head_in.f32 && b->head_out && b->latent;
+    bool ok = b->q_a.f32 && b->q_full && b->latent;
     if (ctx->kernels->quantize && q_a % 32 == 0) ok &= (b->q_a.blocks = alloc_lines(nb * (q_a / 32) * SP_ACT_BLOCK_BYTES)) != NULL;
-    if (ctx->kernels->quantize && nope % 32 == 0 && r % 32 == 0)
-        ok &= (b->head_in.blocks = alloc_lines(nb * (in / 32) * SP_ACT_BLOCK_BYTES)) != NULL;
     return ok;
 }
 
 static void mla_buffers_free(sp_mla_buffers *b) {
-    void *bufs[] = {b->q_a.f32, b->q_a.blocks, b->q_full, b->head_in.f32, b->head_in.blocks, b->head_out, b->latent};
+    void *bufs[] = {b->q_a.f32, b->q_a.blocks, b->q_full, b->latent};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     memset(b, 0, sizeof *b);
 }

@@ -72,8 +72,6 @@ typedef struct sp_moe_buffers {
 typedef struct sp_mla_buffers {
     sp_rows q_a;      /* [n][n_lora_q] q's low-rank projection, normed */
     float *q_full;    /* [n][n_head * hk] the query heads before absorption ([nope | rope] each) */
-    sp_rows head_in;  /* [n][max(nope, r)] one head's rows, gathered for its matrix */
-    float *head_out;  /* [n][max(r, head_dim_v_mla)] */
     float *latent;    /* [n][n_head * r] attention's output, in the latent space */
 } sp_mla_buffers;
 

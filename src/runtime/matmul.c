@@ -118,6 +118,12 @@ void sp_matmul(const sp_context *ctx, const sp_weight *w, const sp_rows *x, floa
     sp_lora_apply(ctx, w, x->f32, y, n);
 }
 
+void sp_matmul_rows(const sp_context *ctx, const sp_weight *w, const float *x, int64_t x_stride, float *y, int64_t y_stride, int32_t n,
+                    int64_t o0, int64_t o1, int ith) {
+    const matmul_job j = {.ctx = ctx, .w = w, .x = x, .x_stride = x_stride, .n_tokens = n, .y = y, .y_stride = y_stride};
+    matmul_rows(&j, ith, o0, o1);
+}
+
 /* The rows of j among the pool's threads. */
 static void matmul_parallel(const sp_context *ctx, matmul_job *j) {
     const sp_weight *w = j->w;

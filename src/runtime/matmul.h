@@ -12,6 +12,16 @@
  * wide, y's w->n_out; row t is ctx->rows[t]'s (a prompt's, its adapters). */
 void sp_matmul(const sp_context *ctx, const sp_weight *w, const sp_rows *x, float *y, int32_t n);
 
+/* Rows [o0, o1) of the same for n tokens whose x and y rows lie x_stride
+ * and y_stride floats apart, on the calling thread (thread ith of the
+ * pool, for its scratch): for a caller that hands out several weights'
+ * rows in one run of the pool (runtime/mla.c's heads). Each token goes
+ * through the kernel entry sp_matmul would give it, so a row's numbers
+ * are sp_matmul's; no adapter terms (a slice of a 3-D weight has none),
+ * and x's int8 blocks made in the call (the kernels' own quantize). */
+void sp_matmul_rows(const sp_context *ctx, const sp_weight *w, const float *x, int64_t x_stride, float *y, int64_t y_stride, int32_t n,
+                    int64_t o0, int64_t o1, int ith);
+
 /* Row t of rows.f32 (width elements) into its quantized blocks, where the
  * activation is made, while it is in cache. Nothing where rows has none. */
 void sp_rows_quantize(const sp_context *ctx, const sp_rows *rows, int64_t width, int32_t t);

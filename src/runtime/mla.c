@@ -10,18 +10,21 @@
  *   lat    = softmax(q' . cache * scale) . latent  [n][H][r]
  *   attn   = lat v_b[head]                         [n][H][hv]
  *
- * Each head's k_b and v_b are slices of a 3-D tensor, each applied through
- * sp_matmul to that head's rows of all n tokens gathered into one matrix:
- * a token's rows carry its own batch entry, so its numbers are the same
- * alone or in any batch. */
+ * Each head's k_b and v_b are slices of a 3-D tensor, applied where the
+ * head's rows lie (strided among the other heads'), all heads in one run
+ * of the pool (sp_matmul_rows): a token's rows go through the kernel entry
+ * of its own batch entry, so its numbers are the same alone or in any
+ * batch. */
 #include "runtime/mla.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 #include "quant/quant.h"
 #include "runtime/attention.h"
 #include "runtime/matmul.h"
 #include "runtime/parallel.h"
+#include "runtime/threadpool.h"
 #include "runtime/vector_ops.h"
 
 typedef struct mla_step {
@@ -29,12 +32,6 @@ typedef struct mla_step {
     const sp_batch_token *batch;
     int il;
 } mla_step;
-
-/* One head's rows between a strided buffer and a dense one (n rows of width). */
-typedef struct head_rows {
-    float *strided;
-    int64_t stride, width;
-} head_rows;
 
 /* Tokens [t0, t1): q's low-rank projection RMS-normed, and its blocks. */
 static void norm_q_a(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
@@ -66,39 +63,57 @@ static void latent_and_rope(sp_context *ctx, const void *arg, int32_t t0, int32_
     }
 }
 
-/* Rows [t0, t1) of one head into mla.head_in, and their blocks. */
-static void gather_head(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
-    const head_rows *hr = arg;
-    for (int32_t t = t0; t < t1; t++) {
-        memcpy(ctx->mla.head_in.f32 + t * hr->width, hr->strided + t * hr->stride, (size_t)hr->width * sizeof(float));
-        sp_rows_quantize(ctx, &ctx->mla.head_in, hr->width, t);
-    }
-}
-
-/* Rows [t0, t1) of mla.head_out back into one head's place. */
-static void scatter_head(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
-    const head_rows *hr = arg;
-    for (int32_t t = t0; t < t1; t++)
-        memcpy(hr->strided + t * hr->stride, ctx->mla.head_out + t * hr->width, (size_t)hr->width * sizeof(float));
-}
-
 /* Where a buffer holds its heads: token t's head h at t * token + h * head. */
 typedef struct head_layout {
     float *data;
     int64_t token, head;
 } head_layout;
 
-/* For each head: its `in` elements of `from` through its slice of w
- * (in -> out) into its first `out` elements of `to`. */
-static void per_head_matmul(sp_context *ctx, const sp_experts *w, head_layout from, int64_t in, head_layout to, int64_t out, int32_t n) {
-    sp_mla_buffers *b = &ctx->mla;
-    for (int32_t h = 0; h < ctx->model->hp.n_head; h++) {
-        const head_rows src = {from.data + h * from.head, from.token, in}, dst = {to.data + h * to.head, to.token, out};
-        sp_for_each_token(ctx, n, 2 * in, gather_head, &src);
-        const sp_weight slice = sp_expert(w, h);
-        sp_matmul(ctx, &slice, &b->head_in, b->head_out, n);
-        sp_for_each_token(ctx, n, 2 * out, scatter_head, &dst);
+/* Every head's slice of a 3-D weight over n tokens, read from and written
+ * to the heads' places in strided buffers, in one run of the pool. Whole
+ * heads, or pieces of their rows where the heads are too few to go round
+ * the threads, go to whichever thread is free (a shared host's threads run
+ * at uneven speeds); whoever computes a row, its numbers are the same. */
+typedef struct heads_job {
+    sp_context *ctx;
+    const sp_experts *w;
+    head_layout from, to;
+    int32_t n;
+    int64_t n_pieces, pieces_per_head, piece_rows;
+    atomic_int_fast64_t next_piece;
+} heads_job;
+
+static void heads_worker(void *arg, int ith, int nth) {
+    (void)nth;
+    heads_job *j = arg;
+    for (int64_t k; (k = atomic_fetch_add_explicit(&j->next_piece, 1, memory_order_relaxed)) < j->n_pieces;) {
+        const int64_t h = k / j->pieces_per_head, o0 = k % j->pieces_per_head * j->piece_rows;
+        const sp_weight slice = sp_expert(j->w, (int32_t)h);
+        const int64_t o1 = o0 + j->piece_rows < slice.n_out ? o0 + j->piece_rows : slice.n_out;
+        sp_matmul_rows(j->ctx, &slice, j->from.data + h * j->from.head, j->from.token, j->to.data + h * j->to.head, j->to.token, j->n, o0,
+                       o1, ith);
     }
+}
+
+/* Where the heads are fewer than this many a thread, each is cut into
+ * pieces (of whole 32-row tiles) until there are: a thread that runs slow
+ * then leaves the others pieces to take, not one whole head to wait on. */
+enum { HEAD_PIECES_PER_THREAD = 4 };
+
+/* For each head: its slice of w (n_in -> n_out) from its first n_in
+ * elements of `from` into its first n_out of `to`. */
+static void per_head_matmul(sp_context *ctx, const sp_experts *w, head_layout from, head_layout to, int32_t n) {
+    const int64_t n_head = ctx->model->hp.n_head, n_out = w->first.n_out;
+    const int nth = sp_threadpool_size(ctx->pool);
+    int64_t pieces = (HEAD_PIECES_PER_THREAD * nth + n_head - 1) / n_head;
+    if (pieces > (n_out + 31) / 32) pieces = (n_out + 31) / 32;
+    const int64_t piece_rows = ((n_out + pieces - 1) / pieces + 31) / 32 * 32;
+    heads_job j = {.ctx = ctx, .w = w, .from = from, .to = to, .n = n, .piece_rows = piece_rows};
+    j.pieces_per_head = (n_out + piece_rows - 1) / piece_rows;
+    j.n_pieces = n_head * j.pieces_per_head;
+    atomic_init(&j.next_piece, 0);
+    if (n_head * n_out * w->first.n_in * n < SP_PARALLEL_MIN_WORK) heads_worker(&j, 0, 1);
+    else sp_threadpool_run(ctx->pool, heads_worker, &j);
 }
 
 typedef struct absorb_job {
@@ -144,7 +159,7 @@ void sp_mla_inputs(sp_context *ctx, const sp_layer *ly, const sp_batch_token *ba
     const sp_hparams *hp = &ctx->model->hp;
     sp_mla_buffers *b = &ctx->mla;
     const mla_step st = {ly, batch, il};
-    const int64_t hk = hp->head_dim_k_mla, r = hp->n_lora_kv, nq = (int64_t)hp->n_head * hp->head_dim_k;
+    const int64_t hk = hp->head_dim_k_mla, nq = (int64_t)hp->n_head * hp->head_dim_k;
     if (ly->wq_a.data) {
         sp_matmul(ctx, &ly->wq_a, &ctx->h, b->q_a.f32, n);
         sp_for_each_token(ctx, n, 2 * hp->n_lora_q, norm_q_a, &st);
@@ -155,7 +170,7 @@ void sp_mla_inputs(sp_context *ctx, const sp_layer *ly, const sp_batch_token *ba
     sp_matmul(ctx, &ly->wkv_a, &ctx->h, ctx->k, n); /* rows [latent | k_pe]: the cache row's layout */
     sp_for_each_token(ctx, n, 4 * hp->n_head * hk, latent_and_rope, &st);
     const head_layout q_full = {b->q_full, hp->n_head * hk, hk}, q = {ctx->q, nq, hp->head_dim_k};
-    if (ly->k_b.first.data) per_head_matmul(ctx, &ly->k_b, q_full, hk - hp->n_rot, q, r, n);
+    if (ly->k_b.first.data) per_head_matmul(ctx, &ly->k_b, q_full, q, n);
     else sp_threadpool_run(ctx->pool, absorb_transposed, &(absorb_job){ctx, ly, n});
     sp_for_each_token(ctx, n, 2 * nq, store_rows, &st);
 }
@@ -171,6 +186,6 @@ void sp_mla_values(sp_context *ctx, const sp_layer *ly, int32_t n) {
     const sp_hparams *hp = &ctx->model->hp;
     const int64_t r = hp->n_lora_kv, hv = hp->head_dim_v_mla;
     const head_layout latent = {ctx->mla.latent, hp->n_head * r, r}, attn = {ctx->attn.f32, hp->n_head * hv, hv};
-    per_head_matmul(ctx, &ly->v_b, latent, r, attn, hv, n);
+    per_head_matmul(ctx, &ly->v_b, latent, attn, n);
     if (ctx->attn.blocks) sp_for_each_token(ctx, n, hp->n_head * hv, quantize_attn, NULL);
 }
