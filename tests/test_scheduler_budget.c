@@ -130,16 +130,23 @@ static void test_arrival(sprout_model *m, const sprout_token *stream_prompt, siz
 }
 
 /* The adaptive budget on made-up timings: a decode-only pass of 30 ms and
- * 5 ms a prompt token give 6 tokens; within the floor and the chunk. */
+ * 4.9 ms a prompt token give 6 tokens; within the floor and the chunk. */
 static void test_estimate(void) {
     sp_prefill_budget b;
     sp_prefill_budget_init(&b, 0, CHUNK);
     CHECK(sp_prefill_budget_tokens(&b, 0) == INT32_MAX);
     CHECK(sp_prefill_budget_tokens(&b, 2) == SP_PREFILL_BUDGET_MIN); /* nothing learnt yet */
-    sp_prefill_budget_observe(&b, 2, 0, 30);
+    sp_prefill_budget_observe(&b, 0, 5, 50); /* a prompt-only pass before any decode-only one: 10 ms a token at most */
+    sp_prefill_budget_observe(&b, 2, 4, 55);  /* beside generated tokens, with no decode-only pass: not telling */
     CHECK(sp_prefill_budget_tokens(&b, 2) == SP_PREFILL_BUDGET_MIN);
-    for (int i = 0; i < 20; i++) sp_prefill_budget_observe(&b, 2, 4, 30 + 4 * 5.0);
+    sp_prefill_budget_observe(&b, 2, 0, 30);
+    CHECK(sp_prefill_budget_tokens(&b, 2) == SP_PREFILL_BUDGET_MIN); /* 30 / 10 */
+    for (int i = 0; i < 40; i++) sp_prefill_budget_observe(&b, 2, 4, 30 + 4 * 4.9);
     CHECK_MSG(sp_prefill_budget_tokens(&b, 2) == 6, "%d", sp_prefill_budget_tokens(&b, 2));
+    sp_prefill_budget_init(&b, 0, CHUNK);
+    sp_prefill_budget_observe(&b, 2, 0, 30);
+    sp_prefill_budget_observe(&b, 0, 30, 30 + 30 * 2.0); /* a prompt-only pass past the weights' one read */
+    CHECK_MSG(sp_prefill_budget_tokens(&b, 2) == 15, "%d", sp_prefill_budget_tokens(&b, 2));
     for (int i = 0; i < 40; i++) sp_prefill_budget_observe(&b, 2, 6, 30 + 6 * 20.0); /* dearer tokens: the floor */
     CHECK(sp_prefill_budget_tokens(&b, 2) == SP_PREFILL_BUDGET_MIN);
     for (int i = 0; i < 40; i++) sp_prefill_budget_observe(&b, 2, 8, 25); /* noise: cheaper than decode alone */

@@ -32,11 +32,12 @@ void sp_prefill_budget_observe(sp_prefill_budget *b, int32_t n_decode, int32_t n
         b->decode_ms = ema(b->decode_ms, ms);
         return;
     }
-    /* a prompt-only pass costs its tokens and the pass's fixed cost: an
-     * upper bound on a token's share, as good as any until passes beside
-     * generated tokens tell the difference */
+    /* any pass reads every weight once, which a decode-only pass costs
+     * already (a prompt-only one too: until a decode-only pass is seen,
+     * its time over its tokens is an upper bound, which passes beside
+     * generated tokens bring down) */
     if (n_decode > 0 && b->decode_ms <= 0) return;
-    double extra = n_decode > 0 ? ms - b->decode_ms : ms;
+    const double extra = ms - b->decode_ms;
     /* noise can make a pass look cheaper than a decode-only one: a token
      * then costs next to nothing, and the budget is the full chunk */
     const double floor_ms = b->decode_ms / b->chunk / 2;
