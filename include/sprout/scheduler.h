@@ -15,7 +15,9 @@ SPROUT_BEGIN_DECLS
  * streamer and completion callback); the engine thread steps all active
  * requests in one batched forward pass per step: one token for each request
  * that is generating, plus a bounded chunk of prompt for requests still
- * prefilling, so a long prompt never stalls the others. Requests beyond the
+ * prefilling (beside generating requests, only as many prompt tokens as
+ * cost about one decode step: prefill_budget), so a long prompt never
+ * stalls the others. Requests beyond the
  * slots wait in a bounded queue; beyond it, submit fails with SPROUT_ERR_BUSY.
  * A request whose prompt starts with tokens a free slot still caches reuses
  * them: all of them, or, where a CPU computes prompt and generated tokens
@@ -59,6 +61,14 @@ typedef struct sprout_scheduler_params {
     const sprout_model *draft_model;
     sprout_kv_type cache_type_k, cache_type_v; /* the keys' or values' type alone, over kv_type, when its _set */
     bool cache_type_k_set, cache_type_v_set;
+    /* Prompt tokens that all prefilling requests together may add to a
+     * step while any request is generating, so that a long prompt
+     * arriving does not stall the running streams (at most
+     * prefill_chunk). 0: adaptive, as many as cost about one decode-only
+     * step, from running averages of the steps' times (at least 4); < 0:
+     * no cap, prefill_chunk per request. With nothing generating a prompt
+     * goes prefill_chunk tokens a step whatever this says. */
+    int32_t prefill_budget;
 } sprout_scheduler_params;
 
 sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_scheduler_params *params, sprout_scheduler **out);

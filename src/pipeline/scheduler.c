@@ -21,6 +21,7 @@
 #include "pipeline/assist.h"
 #include "pipeline/embedding.h"
 #include "pipeline/pipeline_internal.h"
+#include "pipeline/prefill_budget.h"
 #include "pipeline/scheduler_assist.h"
 #include "pipeline/sequence.h"
 
@@ -92,6 +93,7 @@ struct sprout_scheduler {
     sp_batch_token *batch;
     uint64_t clock;
     int32_t prefill_turn; /* round-robin start among prefilling slots */
+    sp_prefill_budget prefill; /* the prompt tokens a step beside generating slots may carry */
     /* a token computed the prompt path may differ from the same token
      * computed as generated ones are (sp_context_kinds_differ): a new
      * request then reuses only cached tokens computed the way it would
@@ -546,8 +548,13 @@ static void step(sprout_scheduler *s) {
         add_token(s, &n, sl, sl->pending, true, false, false);
         for (int32_t j = 0; j < sl->n_proposed; j++) add_token(s, &n, sl, s->assist.slots[i].proposal[j], true, false, false);
     }
-    /* prompt chunks in the room left, taking turns so no prompt starves */
-    for (int32_t k = 0; k < s->n_slots && n < s->n_batch; k++) {
+    /* prompt chunks in the room left, taking turns so no prompt starves;
+     * beside generating slots only as many as the budget, so that a long
+     * prompt arriving never holds their next tokens back by much more than
+     * a step (a bidirectional model's text goes whole, and never generates) */
+    const int32_t n_decode = n;
+    int32_t budget = s->model->hp.causal ? sp_prefill_budget_tokens(&s->prefill, n_decode) : INT32_MAX;
+    for (int32_t k = 0; k < s->n_slots && n < s->n_batch && budget > 0; k++) {
         slot *sl = &s->slots[(s->prefill_turn + k) % s->n_slots];
         if (!sl->req || sl->n_fed_prompt >= (int32_t)sl->req->n_prompt) continue;
         int32_t left = (int32_t)sl->req->n_prompt - sl->n_fed_prompt;
@@ -557,6 +564,8 @@ static void step(sprout_scheduler *s) {
             chunk = left;
         }
         if (chunk > s->n_batch - n) chunk = s->n_batch - n;
+        if (chunk > budget) chunk = budget;
+        budget -= chunk;
         sl->embd_row = n_embd_rows;
         for (int32_t j = 0; j < chunk; j++) {
             const int32_t at = sl->n_fed_prompt + j, n_prompt = (int32_t)sl->req->n_prompt;
@@ -570,7 +579,9 @@ static void step(sprout_scheduler *s) {
     s->prefill_turn = (s->prefill_turn + 1) % s->n_slots;
     if (n == 0) return;
 
+    const double t_pass = sp_now_ms();
     sprout_status st = sp_forward_out(&s->ctx, s->batch, n, s->logits, s->embd);
+    if (st == SPROUT_OK) sp_prefill_budget_observe(&s->prefill, n_decode, n - n_decode, sp_now_ms() - t_pass);
     /* counted before any request of this pass is reported done, so that
      * its owner reads statistics that include it */
     pthread_mutex_lock(&s->mu);
@@ -705,6 +716,7 @@ sprout_status sprout_scheduler_create(const sprout_model *model, const sprout_sc
     s->n_ctx = n_ctx;
     s->n_batch = n_batch;
     s->prefill_chunk = sp.prefill_chunk > 0 ? sp.prefill_chunk : 256;
+    sp_prefill_budget_init(&s->prefill, sp.prefill_budget, s->prefill_chunk);
     s->n_queue = sp.n_queue > 0 ? sp.n_queue : sp.n_queue < 0 ? 0 : 64;
     s->stats.struct_size = sizeof s->stats;
     pthread_mutex_init(&s->mu, NULL);
