@@ -131,23 +131,71 @@ static inline __attribute__((always_inline)) void pair_transposed(const __m256i 
     transpose8x8_pair(w, v);
 }
 
+/* A Q4_K (Q5_K) super-block of both rows in 512-bit registers: both
+ * rows' levels unpacked at once and transposed together, both rows'
+ * scales and mins by one k_scales_mins2 (a row per 128-bit lane). The
+ * values are affine_k_scales' and affine_k_levels' (each scale times its
+ * d in one rounding, as there). */
+static inline __attribute__((always_inline)) void affine_k_pair(sprout_type type, const uint8_t *row_a, const uint8_t *row_b, int64_t c,
+                                                                pair_chunk *p) {
+    const bool q5 = type == SPROUT_TYPE_Q5_K;
+    const sp_affine_k_block ba = sp_affine_k_block_at(q5, row_a, c), bb = sp_affine_k_block_at(q5, row_b, c);
+    const __m256i sm = k_scales_mins2(_mm256_set_m128i(_mm_loadu_si128((const __m128i *)bb.scales), _mm_loadu_si128((const __m128i *)ba.scales)));
+    const __m128i lo = _mm256_castsi256_si128(sm), hi = _mm256_extracti128_si256(sm, 1);
+    const __m512 d = pair_halves_ps(_mm256_set1_ps(_cvtsh_ss(ba.d)), _mm256_set1_ps(_cvtsh_ss(bb.d)));
+    const __m512 dmin = pair_halves_ps(_mm256_set1_ps(_cvtsh_ss(ba.dmin)), _mm256_set1_ps(_cvtsh_ss(bb.dmin)));
+    p->w_scale = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi64(lo, hi))));
+    p->w_min = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpackhi_epi64(lo, hi))));
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i hb = q5 ? pair_halves(_mm256_loadu_si256((const __m256i *)ba.qh), _mm256_loadu_si256((const __m256i *)bb.qh)) : _mm512_setzero_si512();
+    __m512i lv[8];
+    for (int i = 0; i < 4; i++) {
+        const __m512i q = pair_halves(_mm256_loadu_si256((const __m256i *)(ba.qs + 32 * i)), _mm256_loadu_si256((const __m256i *)(bb.qs + 32 * i)));
+        lv[2 * i] = _mm512_and_si512(q, low4);
+        lv[2 * i + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+        if (q5) /* sub-block j's bit (bit j of hb) to bit 4, as bit_to */
+            for (int h = 0; h < 2; h++) {
+                const int j = 2 * i + h;
+                const __m512i moved = j < 4 ? _mm512_slli_epi16(hb, 4 - j) : j > 4 ? _mm512_srli_epi16(hb, j - 4) : hb;
+                lv[j] = _mm512_or_si512(lv[j], _mm512_and_si512(moved, _mm512_set1_epi8(1 << 4)));
+            }
+    }
+    transpose8x8_pair(lv, p->v);
+}
+
+/* A Q6_K super-block of both rows in 512-bit registers: unpack_q6_K_half
+ * and split_k_unpack's scales for both rows at once. */
+static inline __attribute__((always_inline)) void q6_K_pair(const uint8_t *row_a, const uint8_t *row_b, int64_t c, pair_chunk *p) {
+    const sp_block_q6_K *wa = (const sp_block_q6_K *)row_a + c, *wb = (const sp_block_q6_K *)row_b + c;
+    const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+    __m512i lv[8];
+    for (int h = 0; h < 2; h++) {
+        const __m512i l0 = pair_halves(_mm256_loadu_si256((const __m256i *)(wa->ql + 64 * h)), _mm256_loadu_si256((const __m256i *)(wb->ql + 64 * h)));
+        const __m512i l1 =
+            pair_halves(_mm256_loadu_si256((const __m256i *)(wa->ql + 64 * h + 32)), _mm256_loadu_si256((const __m256i *)(wb->ql + 64 * h + 32)));
+        const __m512i hb = pair_halves(_mm256_loadu_si256((const __m256i *)(wa->qh + 32 * h)), _mm256_loadu_si256((const __m256i *)(wb->qh + 32 * h)));
+        __m512i *q = lv + 4 * h;
+        q[0] = _mm512_or_si512(_mm512_and_si512(l0, low4), _mm512_and_si512(_mm512_slli_epi16(hb, 4), bits45));
+        q[1] = _mm512_or_si512(_mm512_and_si512(l1, low4), _mm512_and_si512(_mm512_slli_epi16(hb, 2), bits45));
+        q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), low4), _mm512_and_si512(hb, bits45));
+        q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), low4), _mm512_and_si512(_mm512_srli_epi16(hb, 2), bits45));
+    }
+    transpose8x8_pair(lv, p->v);
+    /* even bytes (first halves) to the low 8 bytes, odd to the high, per row */
+    const __m128i split = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    const __m128i sa = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)wa->scales), split);
+    const __m128i sb = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)wb->scales), split);
+    p->sc_lo = _mm512_cvtepi8_epi32(_mm_unpacklo_epi64(sa, sb)), p->sc_hi = _mm512_cvtepi8_epi32(_mm_unpackhi_epi64(sa, sb));
+    p->w_scale = pair_halves_ps(_mm256_set1_ps(_cvtsh_ss(wa->d)), _mm256_set1_ps(_cvtsh_ss(wb->d)));
+}
+
 static inline __attribute__((always_inline)) void pair_chunk_unpack(sprout_type type, const uint8_t *row_a, const uint8_t *row_b,
                                                                     const act_tile *at, int64_t c, pair_chunk *p) {
     __m256i va[8], vb[8];
     switch (type) {
     case SPROUT_TYPE_Q4_K:
-    case SPROUT_TYPE_Q5_K: {
-        __m256 dsc[2], dm[2];
-        ROW_PAIR_UNROLL
-        for (int r = 0; r < 2; r++) {
-            const sp_affine_k_block blk = affine_k_scales(type, r ? row_b : row_a, c, &dsc[r], &dm[r]);
-            affine_k_levels(blk.qs, blk.qh, r ? vb : va);
-        }
-        p->w_scale = pair_halves_ps(dsc[0], dsc[1]), p->w_min = pair_halves_ps(dm[0], dm[1]);
-        pair_transposed(va, vb, p->v);
-        return;
-    }
-    case SPROUT_TYPE_Q6_K:
+    case SPROUT_TYPE_Q5_K: affine_k_pair(type, row_a, row_b, c, p); return;
+    case SPROUT_TYPE_Q6_K: q6_K_pair(row_a, row_b, c, p); return;
     case SPROUT_TYPE_Q3_K:
     case SPROUT_TYPE_Q2_K: {
         split_k_block k[2];
