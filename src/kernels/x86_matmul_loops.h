@@ -479,25 +479,6 @@ static inline __attribute__((always_inline)) void rows_side_by_side(sprout_type 
  * of horizontal sums and win with their lanes (affine_k_lane_parts). */
 static inline bool rows_go_side_by_side(sprout_type type) { return type != SPROUT_TYPE_IQ4_XS; }
 
-#if ROW_PAIRS
-#include "kernels/x86_matmul_pairs.h"
-
-/* Rows o and o + 1 of rs's span against G tokens, side by side. */
-static inline __attribute__((always_inline)) void span_row_pair(sprout_type type, const act_tile *at, const int G, const row_span *rs, int64_t o) {
-    const sp_weight *w = rs->w;
-    const uint8_t *row = w->data + (size_t)o * w->row_bytes;
-    for (int r = 2; r < 4; r++)
-        if (rs->prefetch && o + r < rs->o_end) prefetch_span(row + r * w->row_bytes, rs->c0, rs->c1, rs->chunk_bytes, w->row_bytes);
-    const bool first = rs->c0 == 0, last = rs->c1 == rs->n_chunks;
-    const k_span sp_a = {rs->c0, rs->c1, first, last, rs->state ? rs->state[o - rs->o0] : NULL};
-    const k_span sp_b = {rs->c0, rs->c1, first, last, rs->state ? rs->state[o + 1 - rs->o0] : NULL};
-    float dots_a[TOKEN_GROUP], dots_b[TOKEN_GROUP];
-    pair_span_group(type, row, row + w->row_bytes, at, G, &sp_a, &sp_b, dots_a, dots_b);
-    if (last)
-        for (int t = 0; t < G; t++) rs->y[t * rs->y_stride + o] = dots_a[t], rs->y[t * rs->y_stride + o + 1] = dots_b[t];
-}
-#endif
-
 /* The rows of rs against G tokens of at (G and type constant in each copy,
  * so the chunk kernels inline and their accumulators stay in registers). */
 static inline __attribute__((always_inline)) void group_rows(sprout_type type, const act_tile *at, const int G, const row_span *rs) {
@@ -525,13 +506,6 @@ static inline __attribute__((always_inline)) void group_rows(sprout_type type, c
     for (int64_t k = 0; k < visits; k++) {
         const int64_t o = G == 1 ? sp_decode_row(rs->o0, rs->o1, stretch, k) : rs->o0 + k;
         if (o < 0) continue;
-#if ROW_PAIRS
-        if (G > 1 && pairs_type(type) && o + 1 < rs->o1) {
-            span_row_pair(type, at, G, rs, o);
-            k++;
-            continue;
-        }
-#endif
         const uint8_t *row = w->data + (size_t)o * w->row_bytes;
         if (rs->prefetch && o + 2 < rs->o_end) prefetch_span(row + 2 * w->row_bytes, rs->c0, rs->c1, rs->chunk_bytes, w->row_bytes);
         const k_span sp = {rs->c0, rs->c1, rs->c0 == 0, rs->c1 == rs->n_chunks, rs->state ? rs->state[o - rs->o0] : NULL};
@@ -557,7 +531,7 @@ static inline __attribute__((always_inline)) void type_rows(sprout_type type, co
 
 /* A copy per type and group size: one dispatch per span of a row block
  * (a call per row, with its spills, cost a tenth of one-token decode). */
-static void span_rows(sprout_type type, const act_tile *at, int G, const row_span *rs) {
+static void span_rows_alone(sprout_type type, const act_tile *at, int G, const row_span *rs) {
     switch (type) {
     case SPROUT_TYPE_Q4_0: type_rows(SPROUT_TYPE_Q4_0, at, G, rs); break;
     case SPROUT_TYPE_IQ4_NL: type_rows(SPROUT_TYPE_IQ4_NL, at, G, rs); break;
@@ -582,6 +556,22 @@ static void span_rows(sprout_type type, const act_tile *at, int G, const row_spa
     case SPROUT_TYPE_Q2_K: type_rows(SPROUT_TYPE_Q2_K, at, G, rs); break;
     default: type_rows(SPROUT_TYPE_Q8_0, at, G, rs); break;
     }
+}
+
+#if ROW_PAIRS
+#include "kernels/x86_matmul_pairs.h"
+#endif
+
+/* A span of a row block: in row pairs where the level has them (only the
+ * pairs' shapes are copies of the pair kernels: the build pays per copy). */
+static void span_rows(sprout_type type, const act_tile *at, int G, const row_span *rs) {
+#if ROW_PAIRS
+    if (pairs_group(G) && pairs_type(type)) {
+        pair_rows(type, at, G, rs);
+        return;
+    }
+#endif
+    span_rows_alone(type, at, G, rs);
 }
 
 /* The int8 path: activations of up to TOKEN_TILE tokens quantized into the

@@ -27,22 +27,21 @@ static inline __m512i token_both(const void *p) { return _mm512_broadcast_i64x4(
 
 static inline __m512 token_both_ps(const float *p) { return _mm512_castsi512_ps(token_both(p)); }
 
-/* The types whose chunks go in pairs: the blocks in lanes, Q4_K and Q5_K,
- * and the K-quants with a scale per 16. */
+/* Which token groups and types go in pairs: groups of 4 (four streams)
+ * and of TOKEN_GROUP (prompts), and the types most files carry. Each is
+ * a copy of the kernel (pair_rows); other shapes take one row at a time,
+ * the same bits. */
+static inline bool pairs_group(int G) { return G == 4 || G == TOKEN_GROUP; }
+
 static inline bool pairs_type(sprout_type type) {
     switch (type) {
     case SPROUT_TYPE_Q4_0:
     case SPROUT_TYPE_Q8_0:
     case SPROUT_TYPE_IQ4_NL:
     case SPROUT_TYPE_MXFP4:
-    case SPROUT_TYPE_Q4_1:
-    case SPROUT_TYPE_Q5_0:
-    case SPROUT_TYPE_Q5_1:
     case SPROUT_TYPE_Q4_K:
     case SPROUT_TYPE_Q5_K:
-    case SPROUT_TYPE_Q6_K:
-    case SPROUT_TYPE_Q3_K:
-    case SPROUT_TYPE_Q2_K: return true;
+    case SPROUT_TYPE_Q6_K: return true;
     default: return false;
     }
 }
@@ -297,6 +296,52 @@ static inline __attribute__((always_inline)) void pair_span_group(sprout_type ty
             out_b[k] = row_output(type, acc_b, macc_b);
         }
     }
+}
+
+/* Rows o and o + 1 of rs's span against G tokens, side by side. */
+static inline __attribute__((always_inline)) void span_row_pair(sprout_type type, const act_tile *at, const int G, const row_span *rs, int64_t o) {
+    const sp_weight *w = rs->w;
+    const uint8_t *row = w->data + (size_t)o * w->row_bytes;
+    for (int r = 2; r < 4; r++)
+        if (rs->prefetch && o + r < rs->o_end) prefetch_span(row + r * w->row_bytes, rs->c0, rs->c1, rs->chunk_bytes, w->row_bytes);
+    const bool first = rs->c0 == 0, last = rs->c1 == rs->n_chunks;
+    const k_span sp_a = {rs->c0, rs->c1, first, last, rs->state ? rs->state[o - rs->o0] : NULL};
+    const k_span sp_b = {rs->c0, rs->c1, first, last, rs->state ? rs->state[o + 1 - rs->o0] : NULL};
+    float dots_a[TOKEN_GROUP], dots_b[TOKEN_GROUP];
+    pair_span_group(type, row, row + w->row_bytes, at, G, &sp_a, &sp_b, dots_a, dots_b);
+    if (last)
+        for (int t = 0; t < G; t++) rs->y[t * rs->y_stride + o] = dots_a[t], rs->y[t * rs->y_stride + o + 1] = dots_b[t];
+}
+
+/* The rows of rs in pairs; an odd last row alone (span_rows_alone). */
+static inline __attribute__((always_inline)) void pair_group_rows(sprout_type type, const act_tile *at, const int G, const row_span *rs) {
+    int64_t o = rs->o0;
+    for (; o + 1 < rs->o1; o += 2) span_row_pair(type, at, G, rs, o);
+    if (o < rs->o1) {
+        row_span one = *rs;
+        one.o0 = o, one.o1 = o + 1, one.state = rs->state ? rs->state + (o - rs->o0) : NULL;
+        span_rows_alone(type, at, G, &one);
+    }
+}
+
+/* A copy per pairs_type and pairs_group (G is 4 or TOKEN_GROUP here). */
+static void pair_rows(sprout_type type, const act_tile *at, int G, const row_span *rs) {
+#define PAIR_CASE(T)                                                   \
+    case T:                                                            \
+        if (G == 4) pair_group_rows(T, at, 4, rs);                     \
+        else pair_group_rows(T, at, TOKEN_GROUP, rs);                  \
+        break;
+    switch (type) {
+        PAIR_CASE(SPROUT_TYPE_Q4_0)
+        PAIR_CASE(SPROUT_TYPE_Q8_0)
+        PAIR_CASE(SPROUT_TYPE_IQ4_NL)
+        PAIR_CASE(SPROUT_TYPE_MXFP4)
+        PAIR_CASE(SPROUT_TYPE_Q4_K)
+        PAIR_CASE(SPROUT_TYPE_Q5_K)
+        PAIR_CASE(SPROUT_TYPE_Q6_K)
+    default: span_rows_alone(type, at, G, rs); break;
+    }
+#undef PAIR_CASE
 }
 
 #endif
