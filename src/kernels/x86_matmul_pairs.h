@@ -14,10 +14,6 @@
 #ifndef SPROUT_KERNELS_X86_MATMUL_PAIRS_H
 #define SPROUT_KERNELS_X86_MATMUL_PAIRS_H
 
-/* The two rows' unpacking unrolled, so that each row's vectors stay in
- * registers (as a loop, they went through the stack). */
-#define ROW_PAIR_UNROLL _Pragma("GCC unroll 2")
-
 static inline __m512i pair_halves(__m256i a, __m256i b) { return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1); }
 
 static inline __m512 pair_halves_ps(__m256 a, __m256 b) { return _mm512_castsi512_ps(pair_halves(_mm256_castps_si256(a), _mm256_castps_si256(b))); }
@@ -49,12 +45,11 @@ static inline bool pairs_type(sprout_type type) {
 /* One chunk of both rows, unpacked and transposed (v[m]: dword m of each
  * lane's block or sub-block), with its per-lane factors: w_scale (a
  * block's d, or d times a sub-block's scale: what multiplies the sums
- * times the activations' scale), w_min (what meets the activations' dsum;
- * Q4_1, Q5_1, Q4_K, Q5_K), and for the split K-quants the integer scales
- * of each half and Q2_K's mins. */
+ * times the activations' scale), w_min (what meets the activations' dsum:
+ * Q4_K, Q5_K) and Q6_K's integer scales of each half. */
 typedef struct pair_chunk {
-    __m512i v[8], sc_lo, sc_hi, min_lo, min_hi;
-    __m512 w_scale, w_min, dmin;
+    __m512i v[8], sc_lo, sc_hi;
+    __m512 w_scale, w_min;
 } pair_chunk;
 
 /* transpose8x8_epi32 of both rows at once: w[j] holds row a's vector j
@@ -118,18 +113,6 @@ static inline __attribute__((always_inline)) void packed_pair_levels(sprout_type
     }
 }
 
-static inline bool packed_pair_type(sprout_type type) {
-    return type == SPROUT_TYPE_Q8_0 || type == SPROUT_TYPE_Q4_0 || type == SPROUT_TYPE_IQ4_NL || type == SPROUT_TYPE_MXFP4;
-}
-
-/* Two rows' levels in element order (vector j: block or sub-block j),
- * transposed together. */
-static inline __attribute__((always_inline)) void pair_transposed(const __m256i la[8], const __m256i lb[8], __m512i v[8]) {
-    __m512i w[8];
-    for (int j = 0; j < 8; j++) w[j] = pair_halves(la[j], lb[j]);
-    transpose8x8_pair(w, v);
-}
-
 /* A Q4_K (Q5_K) super-block of both rows in 512-bit registers: both
  * rows' levels unpacked at once and transposed together, both rows'
  * scales and mins by one k_scales_mins2 (a row per 128-bit lane). The
@@ -190,54 +173,35 @@ static inline __attribute__((always_inline)) void q6_K_pair(const uint8_t *row_a
 
 static inline __attribute__((always_inline)) void pair_chunk_unpack(sprout_type type, const uint8_t *row_a, const uint8_t *row_b,
                                                                     const act_tile *at, int64_t c, pair_chunk *p) {
-    __m256i va[8], vb[8];
     switch (type) {
     case SPROUT_TYPE_Q4_K:
     case SPROUT_TYPE_Q5_K: affine_k_pair(type, row_a, row_b, c, p); return;
     case SPROUT_TYPE_Q6_K: q6_K_pair(row_a, row_b, c, p); return;
-    case SPROUT_TYPE_Q3_K:
-    case SPROUT_TYPE_Q2_K: {
-        split_k_block k[2];
-        ROW_PAIR_UNROLL
-        for (int r = 0; r < 2; r++) split_k_unpack(type, r ? row_b : row_a, c, &k[r]);
-        pair_transposed(k[0].lv, k[1].lv, p->v);
-        p->w_scale = pair_halves_ps(k[0].d, k[1].d);
-        p->sc_lo = pair_halves(k[0].sc_lo, k[1].sc_lo), p->sc_hi = pair_halves(k[0].sc_hi, k[1].sc_hi);
-        if (type == SPROUT_TYPE_Q2_K) {
-            p->min_lo = pair_halves(k[0].min_lo, k[1].min_lo), p->min_hi = pair_halves(k[0].min_hi, k[1].min_hi);
-            p->dmin = pair_halves_ps(k[0].dmin, k[1].dmin);
-        }
-        return;
-    }
-    default: {
+    default: { /* Q4_0, Q8_0, IQ4_NL, MXFP4 (pairs_type): no mins */
         const int64_t b = 8 * c, nv = at->nb - b;
-        if (packed_pair_type(type) && nv >= 8) {
+        if (nv >= 8) {
             packed_pair_levels(type, row_a, row_b, b, p->v);
             p->w_scale = pair_halves_ps(block_scales8(type, row_a, b, 8), block_scales8(type, row_b, b, 8));
             return;
         }
-        __m256 dw[2], mw[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-        ROW_PAIR_UNROLL
-        for (int r = 0; r < 2; r++)
-            /* whole chunks with a constant count, so that its per-block checks fold away */
-            dw[r] = nv >= 8 ? load_blocks8(type, r ? row_b : row_a, b, 8, true, r ? vb : va, &mw[r])
-                            : load_blocks8(type, r ? row_b : row_a, b, (int)nv, true, r ? vb : va, &mw[r]);
-        p->w_scale = pair_halves_ps(dw[0], dw[1]), p->w_min = pair_halves_ps(mw[0], mw[1]);
-        break;
+        /* a row's last, partial chunk: each row's blocks as load_blocks8 pads them */
+        __m256i va[8], vb[8];
+        __m256 mw;
+        const __m256 dwa = load_blocks8(type, row_a, b, (int)nv, true, va, &mw), dwb = load_blocks8(type, row_b, b, (int)nv, true, vb, &mw);
+        p->w_scale = pair_halves_ps(dwa, dwb);
+        for (int m = 0; m < 8; m++) p->v[m] = pair_halves(va[m], vb[m]);
+        return;
     }
     }
-    for (int m = 0; m < 8; m++) p->v[m] = pair_halves(va[m], vb[m]);
 }
 
 /* Chunk c of both rows against G tokens: as blocks8_chunk, affine_k_chunk
  * and split_k_chunk do for one row (their token groups' transposed path). */
 static inline __attribute__((always_inline)) void pair_chunk_tokens(sprout_type type, const act_tile *at, const int G, int64_t c,
                                                                     const pair_chunk *p, __m512 acc[], __m512 macc[]) {
-    const bool split = type == SPROUT_TYPE_Q6_K || type == SPROUT_TYPE_Q3_K || type == SPROUT_TYPE_Q2_K;
-    const bool affine = type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K;
-    const bool has_min = affine || (!split && layout_of(type).m >= 0);
-    /* the offset's correction starts the sums (type_sum_factor): all but the mins' types */
-    const bool has_offset = !has_min && type != SPROUT_TYPE_Q2_K;
+    const bool split = type == SPROUT_TYPE_Q6_K;
+    /* the offset's correction starts the sums (type_sum_factor): all but Q4_K's and Q5_K's, which have mins */
+    const bool has_min = type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K;
     UNROLL_GROUP
     for (int k = 0; k < G; k++) {
         const act_chunk *ch = act_chunk_of(at, k, 8 * c);
@@ -246,18 +210,14 @@ static inline __attribute__((always_inline)) void pair_chunk_tokens(sprout_type 
         __m512i sums;
         if (split) {
             const __m512i half_sum = token_both(ch->sum), half_sum_hi = token_both(ch->sum_hi);
-            __m512i lo = has_offset ? half_sum : _mm512_setzero_si512(), hi = has_offset ? half_sum_hi : _mm512_setzero_si512();
+            __m512i lo = half_sum, hi = half_sum_hi;
             for (int m = 0; m < 4; m++) {
                 lo = _mm512_dpbusd_epi32(lo, p->v[m], token_both(y + m));
                 hi = _mm512_dpbusd_epi32(hi, p->v[m + 4], token_both(y + m + 4));
             }
             sums = _mm512_add_epi32(_mm512_mullo_epi32(lo, p->sc_lo), _mm512_mullo_epi32(hi, p->sc_hi));
-            if (type == SPROUT_TYPE_Q2_K) {
-                const __m512i mins = _mm512_add_epi32(_mm512_mullo_epi32(half_sum, p->min_lo), _mm512_mullo_epi32(half_sum_hi, p->min_hi));
-                macc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mins), _mm512_mul_ps(p->dmin, ad), macc[k]);
-            }
         } else {
-            __m512i part[2] = {has_offset ? token_both(ch->sum) : _mm512_setzero_si512(), _mm512_setzero_si512()};
+            __m512i part[2] = {!has_min ? token_both(ch->sum) : _mm512_setzero_si512(), _mm512_setzero_si512()};
             for (int m = 0; m < 8; m++) part[m & 1] = _mm512_dpbusd_epi32(part[m & 1], p->v[m], token_both(y + m));
             sums = _mm512_add_epi32(part[0], part[1]);
             if (has_min) macc[k] = _mm512_fmadd_ps(p->w_min, token_both_ps(ch->dsum), macc[k]);
