@@ -10,6 +10,7 @@
  *   shutdown end requests with an error, never a vector. */
 #include <jansson.h>
 
+#include "logit_ref.h"
 #include "runtime/forward.h"
 #include "test_util.h"
 
@@ -160,14 +161,8 @@ static bool arch_case(const char *dir, const char *name, void *ctx) {
     if (s && embed_one(s, ids, n, SPROUT_POOLING_LAST, false, h, (size_t)dim)) {
         CHECK_MSG(project(m, h, logits, n_vocab, dim), "%s: no head to project with", name);
         const json_t *last = json_object_get(ref, "last_logits"), *tol = json_object_get(ref, "tolerance");
-        double max_abs = 0, err2 = 0, ref2 = 0;
-        for (int32_t v = 0; v < n_vocab; v++) {
-            const double r = json_number_value(json_array_get(last, (size_t)v)), d = fabs(logits[v] - r);
-            max_abs = fmax(max_abs, d);
-            err2 += d * d;
-            ref2 += r * r;
-        }
-        const double rel = sqrt(err2 / ref2);
+        double rel;
+        const double max_abs = logits_vs_ref(logits, last, n_vocab, &rel);
         CHECK_MSG(max_abs <= json_number_value(json_object_get(tol, "max_abs")) && rel <= json_number_value(json_object_get(tol, "rel_rms")),
                   "%s: the last state projects %g (rel %g) from llama.cpp's logits", name, max_abs, rel);
         /* and, closer, the engine's own logits for the same prompt (its head reads int8 activations where its type does) */

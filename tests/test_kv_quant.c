@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "logit_ref.h"
 #include "runtime/forward.h"
 #include "test_util.h"
 
@@ -59,14 +60,8 @@ static void check_reference(sprout_model *m, const json_t *tokens, const json_t 
     float *logits = malloc((size_t)n_vocab * sizeof(float));
     CHECK_MSG(sp_forward(&ctx, batch, n, logits) == SPROUT_OK, "%s/%s: %s", k, v, sprout_last_error());
     const json_t *last = json_object_get(c, "last_logits");
-    double max_abs = 0, err2 = 0, ref2 = 0;
-    for (int32_t t = 0; t < n_vocab; t++) {
-        const double r = json_number_value(json_array_get(last, (size_t)t)), d = fabs(logits[t] - r);
-        max_abs = d > max_abs ? d : max_abs;
-        err2 += d * d;
-        ref2 += r * r;
-    }
-    const double rel = sqrt(err2 / ref2);
+    double rel;
+    const double max_abs = logits_vs_ref(logits, last, n_vocab, &rel);
     CHECK_MSG(max_abs <= tol.max_abs && rel <= tol.rel_rms, "%s/%s: last logits max_abs %.3g (<= %.3g), rel_rms %.3g (<= %.3g)", k, v, max_abs,
               tol.max_abs, rel, tol.rel_rms);
     /* greedy steps, one token at a time, while sprout's own margin decides them */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "model/lora.h"
+#include "logit_ref.h"
 #include "runtime/forward.h"
 #include "test_util.h"
 
@@ -75,19 +76,6 @@ static int32_t arg_max(const float *x, int32_t n) {
     return best;
 }
 
-/* max |x - ref| and the rel_rms of x against ref (a JSON array of n). */
-static double max_diff(const float *x, const json_t *ref, int32_t n, double *rel) {
-    double most = 0, err2 = 0, ref2 = 0;
-    for (int32_t v = 0; v < n; v++) {
-        const double r = json_number_value(json_array_get(ref, (size_t)v)), d = fabs(x[v] - r);
-        most = fmax(most, d);
-        err2 += d * d;
-        ref2 += r * r;
-    }
-    *rel = ref2 > 0 ? sqrt(err2 / ref2) : 0;
-    return most;
-}
-
 /* --- llama.cpp's logits -------------------------------------------------------------------- */
 
 /* One case: the 32 tokens in one batch with the case's adapters, then its
@@ -126,8 +114,8 @@ static void check_case(const json_t *cs, const json_t *tokens) {
     const double tol_abs = num(tol, "max_abs"), tol_rel = num(tol, "rel_rms");
     const float *last = logits + (size_t)(n - 1) * (size_t)n_vocab;
     double rel, moved_rel;
-    const double last_abs = max_diff(last, json_object_get(cs, "last_logits"), n_vocab, &rel);
-    const double moved = max_diff(last, json_object_get(bare, "last_logits"), n_vocab, &moved_rel);
+    const double last_abs = logits_vs_ref(last, json_object_get(cs, "last_logits"), n_vocab, &rel);
+    const double moved = logits_vs_ref(last, json_object_get(bare, "last_logits"), n_vocab, &moved_rel);
     /* the listed top 5 of every position */
     double top_abs = 0;
     const json_t *tops = json_object_get(cs, "top5_per_position");

@@ -28,6 +28,7 @@
 #include <math.h>
 
 #include "quant/quant.h"
+#include "logit_ref.h"
 #include "runtime/forward.h"
 #include "runtime/matmul.h"
 #include "runtime/moe.h"
@@ -87,15 +88,9 @@ static void check_reference(const char *dir, const char *json_name) {
     float *logits = malloc((size_t)n * (size_t)n_vocab * sizeof(float));
     CHECK_MSG(sp_forward(&ctx, batch, n, logits) == SPROUT_OK, "%s: %s", json_name, sprout_last_error());
     /* the last position's every logit; the top five of every position */
-    double worst = 0, err2 = 0, ref2 = 0;
     const float *last = logits + (size_t)(n - 1) * (size_t)n_vocab;
-    for (int32_t v = 0; v < n_vocab; v++) {
-        const double r = json_number_value(json_array_get(json_object_get(ref, "last_logits"), (size_t)v)), d = fabs(last[v] - r);
-        worst = d > worst ? d : worst;
-        err2 += d * d;
-        ref2 += r * r;
-    }
-    const double rel = sqrt(err2 / ref2);
+    double rel;
+    const double worst = logits_vs_ref(last, json_object_get(ref, "last_logits"), n_vocab, &rel);
     double top_worst = 0;
     for (int32_t p = 0; p < n; p++) {
         const json_t *top = json_array_get(json_object_get(ref, "top5_per_position"), (size_t)p);
