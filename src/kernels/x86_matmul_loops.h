@@ -436,7 +436,7 @@ static inline __attribute__((always_inline)) void type_chunk(sprout_type type, c
 /* One row's span sp against G tokens (G constant in each copy, so the
  * accumulators stay in registers). */
 static inline __attribute__((always_inline)) void span_group(sprout_type type, const uint8_t *row, const act_tile *at, const int G,
-                                                             const k_span *sp, float *out) {
+                                                             const k_span *sp, size_t chunk_bytes, ptrdiff_t ahead, float *out) {
     const bool with_mins = type_mins_sign(type) != 0.f;
     __m256 acc[TOKEN_GROUP], macc[TOKEN_GROUP];
     UNROLL_GROUP
@@ -444,7 +444,10 @@ static inline __attribute__((always_inline)) void span_group(sprout_type type, c
         acc[k] = sp->first ? _mm256_setzero_ps() : sp->state[k];
         macc[k] = sp->first || !with_mins ? _mm256_setzero_ps() : sp->state[TOKEN_GROUP + k];
     }
-    for (int64_t c = sp->c0; c < sp->c1; c++) type_chunk(type, row, at, 0, G, c, acc, macc);
+    for (int64_t c = sp->c0; c < sp->c1; c++) {
+        prefetch_chunk_ahead(row, c, chunk_bytes, ahead);
+        type_chunk(type, row, at, 0, G, c, acc, macc);
+    }
     UNROLL_GROUP
     for (int k = 0; k < G; k++) {
         if (!sp->last) {
@@ -507,10 +510,10 @@ static inline __attribute__((always_inline)) void group_rows(sprout_type type, c
         const int64_t o = G == 1 ? sp_decode_row(rs->o0, rs->o1, stretch, k) : rs->o0 + k;
         if (o < 0) continue;
         const uint8_t *row = w->data + (size_t)o * w->row_bytes;
-        if (rs->prefetch && o + 2 < rs->o_end) prefetch_span(row + 2 * w->row_bytes, rs->c0, rs->c1, rs->chunk_bytes, w->row_bytes);
+        const ptrdiff_t ahead = rs->prefetch && o + GROUP_AHEAD_ROWS < rs->o_end ? GROUP_AHEAD_ROWS * (ptrdiff_t)w->row_bytes : 0;
         const k_span sp = {rs->c0, rs->c1, rs->c0 == 0, rs->c1 == rs->n_chunks, rs->state ? rs->state[o - rs->o0] : NULL};
         float dots[TOKEN_GROUP];
-        span_group(type, row, at, G, &sp, dots);
+        span_group(type, row, at, G, &sp, rs->chunk_bytes, ahead, dots);
         if (sp.last)
             for (int t = 0; t < G; t++) rs->y[t * rs->y_stride + o] = dots[t];
     }

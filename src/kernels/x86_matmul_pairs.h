@@ -230,7 +230,7 @@ static inline __attribute__((always_inline)) void pair_chunk_tokens(sprout_type 
  * both). */
 static inline __attribute__((always_inline)) void pair_span_group(sprout_type type, const uint8_t *row_a, const uint8_t *row_b,
                                                                   const act_tile *at, const int G, const k_span *sp_a, const k_span *sp_b,
-                                                                  float out_a[], float out_b[]) {
+                                                                  size_t chunk_bytes, ptrdiff_t ahead, float out_a[], float out_b[]) {
     const bool with_mins = type_mins_sign(type) != 0.f;
     __m512 acc[TOKEN_GROUP], macc[TOKEN_GROUP];
     UNROLL_GROUP
@@ -239,6 +239,8 @@ static inline __attribute__((always_inline)) void pair_span_group(sprout_type ty
         macc[k] = sp_a->first || !with_mins ? _mm512_setzero_ps() : pair_halves_ps(sp_a->state[TOKEN_GROUP + k], sp_b->state[TOKEN_GROUP + k]);
     }
     for (int64_t c = sp_a->c0; c < sp_a->c1; c++) {
+        prefetch_chunk_ahead(row_a, c, chunk_bytes, ahead);
+        prefetch_chunk_ahead(row_b, c, chunk_bytes, ahead);
         pair_chunk p;
         pair_chunk_unpack(type, row_a, row_b, at, c, &p);
         pair_chunk_tokens(type, at, G, c, &p, acc, macc);
@@ -262,13 +264,12 @@ static inline __attribute__((always_inline)) void pair_span_group(sprout_type ty
 static inline __attribute__((always_inline)) void span_row_pair(sprout_type type, const act_tile *at, const int G, const row_span *rs, int64_t o) {
     const sp_weight *w = rs->w;
     const uint8_t *row = w->data + (size_t)o * w->row_bytes;
-    for (int r = 2; r < 4; r++)
-        if (rs->prefetch && o + r < rs->o_end) prefetch_span(row + r * w->row_bytes, rs->c0, rs->c1, rs->chunk_bytes, w->row_bytes);
+    const ptrdiff_t ahead = rs->prefetch && o + 1 + GROUP_AHEAD_ROWS < rs->o_end ? GROUP_AHEAD_ROWS * (ptrdiff_t)w->row_bytes : 0;
     const bool first = rs->c0 == 0, last = rs->c1 == rs->n_chunks;
     const k_span sp_a = {rs->c0, rs->c1, first, last, rs->state ? rs->state[o - rs->o0] : NULL};
     const k_span sp_b = {rs->c0, rs->c1, first, last, rs->state ? rs->state[o + 1 - rs->o0] : NULL};
     float dots_a[TOKEN_GROUP], dots_b[TOKEN_GROUP];
-    pair_span_group(type, row, row + w->row_bytes, at, G, &sp_a, &sp_b, dots_a, dots_b);
+    pair_span_group(type, row, row + w->row_bytes, at, G, &sp_a, &sp_b, rs->chunk_bytes, ahead, dots_a, dots_b);
     if (last)
         for (int t = 0; t < G; t++) rs->y[t * rs->y_stride + o] = dots_a[t], rs->y[t * rs->y_stride + o + 1] = dots_b[t];
 }

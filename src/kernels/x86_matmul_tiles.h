@@ -497,13 +497,22 @@ static inline __attribute__((always_inline)) void split_k_unpack(sprout_type typ
     k->sc_lo = _mm256_cvtepi8_epi32(sc), k->sc_hi = _mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8));
 }
 
-/* A row's bytes of chunks [c0, c1), asked for two rows before it is
- * needed: with a few tokens the weights stream from memory at the pace
- * of the arithmetic, and the hardware prefetcher alone leaves gaps. */
-static inline void prefetch_span(const uint8_t *row, int64_t c0, int64_t c1, size_t chunk_bytes, size_t row_bytes) {
-    const size_t begin = (size_t)c0 * chunk_bytes, end = (size_t)c1 * chunk_bytes < row_bytes ? (size_t)c1 * chunk_bytes : row_bytes;
-    for (size_t at = begin; at < end; at += 64) _mm_prefetch((const char *)row + at, _MM_HINT_T0);
+/* With a few tokens the weights stream from memory at the pace of the
+ * arithmetic, and the hardware prefetcher alone leaves gaps: each chunk
+ * asks for the lines of the chunk `ahead` bytes on (rows further down),
+ * a chunk's worth at a time. Asking for a whole row at once, two rows
+ * before it was needed, overran the line fill buffers: four tokens of
+ * Q4_0 from memory ran at 38 GMAC/s a core, 72 spread out
+ * (bench/RESULTS.md). 0 asks for nothing. */
+static inline __attribute__((always_inline)) void prefetch_chunk_ahead(const uint8_t *row, int64_t c, size_t chunk_bytes, ptrdiff_t ahead) {
+    if (!ahead) return;
+    const uintptr_t from = (uintptr_t)(row + (size_t)c * chunk_bytes + ahead) & ~(uintptr_t)63;
+    const uintptr_t to = (uintptr_t)(row + (size_t)(c + 1) * chunk_bytes + ahead);
+    for (uintptr_t line = from; line < to; line += 64) _mm_prefetch((const char *)line, _MM_HINT_T0);
 }
+
+/* Rows a group's prefetch runs ahead of the row it works on. */
+#define GROUP_AHEAD_ROWS 2
 
 /* What the activations' block sums are multiplied by for a type: minus
  * what its kernel adds to the levels to make them unsigned (the sums then
@@ -538,7 +547,7 @@ typedef struct row_span {
     const sp_weight *w;
     int64_t o0, o1, c0, c1, n_chunks;
     __m256 (*state)[2 * TOKEN_GROUP]; /* NULL: a single span keeps nothing */
-    bool prefetch; /* rows two ahead, up to o_end */
+    bool prefetch; /* rows GROUP_AHEAD_ROWS ahead, up to o_end */
     int64_t o_end;
     size_t chunk_bytes;
     float *y; /* token 0's output row */
