@@ -153,9 +153,8 @@ static void attention_inputs(sp_context *ctx, const layer_step *st, int32_t n) {
     const int64_t nq = (int64_t)hp->n_head * hp->head_dim_k, nk = (int64_t)hp->n_head_kv * hp->head_dim_k;
     if (ly->wqkv.data) sp_matmul(ctx, &ly->wqkv, &ctx->h, ctx->qkv, n);
     else {
-        sp_matmul(ctx, &ly->wq, &ctx->h, ctx->q, n);
-        sp_matmul(ctx, &ly->wk, &ctx->h, ctx->k, n);
-        sp_matmul(ctx, &ly->wv, &ctx->h, ctx->v, n);
+        const sp_matmul_part qkv[] = {{&ly->wq, &ctx->h, ctx->q, n, NULL}, {&ly->wk, &ctx->h, ctx->k, n, NULL}, {&ly->wv, &ctx->h, ctx->v, n, NULL}};
+        sp_matmul_parts(ctx, qkv, 3);
     }
     sp_for_each_token(ctx, n, 8 * (nq + nk), finish_qkv, st);
 }
@@ -229,8 +228,8 @@ static void feed_forward(sp_context *ctx, const sp_layer *ly, int32_t n) {
     if (hp->ffn_kind == SP_FFN_GELU) sp_matmul(ctx, &ly->w_up, &ctx->h, ctx->ff_a.f32, n);
     else if (hp->fused_gate_up) sp_matmul(ctx, &ly->w_up, &ctx->h, ctx->ff_b, n);
     else {
-        sp_matmul(ctx, &ly->w_gate, &ctx->h, ctx->ff_a.f32, n);
-        sp_matmul(ctx, &ly->w_up, &ctx->h, ctx->ff_b, n);
+        const sp_matmul_part gate_up[] = {{&ly->w_gate, &ctx->h, ctx->ff_a.f32, n, NULL}, {&ly->w_up, &ctx->h, ctx->ff_b, n, NULL}};
+        sp_matmul_parts(ctx, gate_up, 2);
     }
     sp_for_each_token(ctx, n, 16 * hp->n_ff, ffn_activation, ly);
     sp_matmul(ctx, &ly->w_down, &ctx->ff_a, ctx->ff_out, n);

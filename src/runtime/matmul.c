@@ -6,6 +6,7 @@
 #include "runtime/lora_apply.h"
 #include "runtime/parallel.h"
 
+/* One weight's rows against its tokens. */
 typedef struct matmul_job {
     const sp_context *ctx;
     const sp_weight *w;
@@ -15,12 +16,22 @@ typedef struct matmul_job {
     int64_t n_tokens;
     float *y;
     int64_t y_stride;
+    const sp_batch_token *rows; /* the tokens' batch entries (prompt or not) */
+    const void *staged;         /* the prompt runs' tokens staged one after another, or NULL */
+} matmul_job;
+
+/* Projections run together: their output rows one after another (job i's
+ * from start[i]), handed out among the pool's threads in one run. */
+enum { MATMUL_PARTS_MAX = 64 };
+typedef struct matmul_run {
+    matmul_job job[MATMUL_PARTS_MAX];
+    int64_t start[MATMUL_PARTS_MAX + 1];
+    int n_jobs;
     /* 0: an even share of the rows each; else each thread's first
      * first_rows rows, then the rest in pieces of piece_rows as they go */
     int64_t first_rows, piece_rows;
     atomic_int_fast64_t next_piece;
-    const void *staged; /* the prompt runs' tokens staged one after another, or NULL */
-} matmul_job;
+} matmul_run;
 
 /* The end of the run of tokens of one kind (prompt or not) from t0. */
 static int64_t run_end(const sp_batch_token *rows, int64_t n, int64_t t0) {
@@ -39,7 +50,7 @@ static void matmul_rows(const matmul_job *j, int ith, int64_t o0, int64_t o1) {
     }
     /* runs of prompt tokens and of generated ones, each through its own
      * entry; the prompt entry reads its runs staged (or stages them itself) */
-    const sp_batch_token *rows = j->ctx->rows;
+    const sp_batch_token *rows = j->rows;
     const size_t xq_row = (size_t)(j->w->n_in / 32) * SP_ACT_BLOCK_BYTES;
     size_t staged_at = 0;
     for (int64_t t0 = 0, t1; t0 < j->n_tokens; t0 = t1) {
@@ -62,7 +73,7 @@ static void matmul_rows(const matmul_job *j, int ith, int64_t o0, int64_t o1) {
 static void stage_worker(void *p, int ith, int nth) {
     const matmul_job *j = p;
     const sp_kernels *k = j->ctx->kernels;
-    const sp_batch_token *rows = j->ctx->rows;
+    const sp_batch_token *rows = j->rows;
     size_t staged_at = 0;
     for (int64_t t0 = 0, t1; t0 < j->n_tokens; t0 = t1) {
         t1 = run_end(rows, j->n_tokens, t0);
@@ -75,59 +86,61 @@ static void stage_worker(void *p, int ith, int nth) {
     }
 }
 
-/* The bytes the prompt runs among n tokens take staged for w. */
-static size_t staged_bytes(const sp_context *ctx, const sp_weight *w, int64_t n) {
+/* The bytes the prompt runs among a job's tokens take staged. */
+static size_t staged_bytes(const matmul_job *j) {
     size_t bytes = 0;
-    for (int64_t t0 = 0, t1; t0 < n; t0 = t1) {
-        t1 = run_end(ctx->rows, n, t0);
-        if (ctx->rows[t0].prompt) bytes += ctx->kernels->prompt_staged_bytes(w->type, w->n_in, t1 - t0);
+    for (int64_t t0 = 0, t1; t0 < j->n_tokens; t0 = t1) {
+        t1 = run_end(j->rows, j->n_tokens, t0);
+        if (j->rows[t0].prompt) bytes += j->ctx->kernels->prompt_staged_bytes(j->w->type, j->w->n_in, t1 - t0);
     }
     return bytes;
 }
 
+/* Whether some of a job's tokens go through the level's prompt entry. */
+static bool has_prompt_runs(const matmul_job *j) {
+    if (!sp_prompt_path_differs(j->ctx->kernels, j->w->type)) return false;
+    for (int64_t t = 0; t < j->n_tokens; t++)
+        if (j->rows[t].prompt) return true;
+    return false;
+}
+
+/* Rows [g0, g1) of the run's row space, job by job. */
+static void run_rows(const matmul_run *r, int ith, int64_t g0, int64_t g1) {
+    for (int i = 0; i < r->n_jobs && g0 < g1; i++) {
+        if (r->start[i + 1] <= g0) continue;
+        const int64_t end = g1 < r->start[i + 1] ? g1 : r->start[i + 1];
+        matmul_rows(&r->job[i], ith, g0 - r->start[i], end - r->start[i]);
+        g0 = end;
+    }
+}
+
 static void matmul_worker(void *p, int ith, int nth) {
-    matmul_job *j = p;
-    const int64_t n_out = j->w->n_out;
-    if (!j->first_rows) {
+    matmul_run *r = p;
+    const int64_t total = r->start[r->n_jobs];
+    if (!r->first_rows) {
         int64_t o0, o1;
-        sp_split_range(n_out, ith, nth, &o0, &o1);
-        if (o0 < o1) matmul_rows(j, ith, o0, o1);
+        sp_split_range(total, ith, nth, &o0, &o1);
+        if (o0 < o1) run_rows(r, ith, o0, o1);
         return;
     }
     /* (nth: the pool's size, which first_rows was sized for) */
-    matmul_rows(j, ith, ith * j->first_rows, (ith + 1) * j->first_rows);
-    const int64_t rest = nth * j->first_rows;
-    for (int64_t k; (k = atomic_fetch_add_explicit(&j->next_piece, 1, memory_order_relaxed)) * j->piece_rows + rest < n_out;) {
-        const int64_t o0 = rest + k * j->piece_rows;
-        matmul_rows(j, ith, o0, o0 + j->piece_rows < n_out ? o0 + j->piece_rows : n_out);
+    run_rows(r, ith, ith * r->first_rows, (ith + 1) * r->first_rows);
+    const int64_t rest = nth * r->first_rows;
+    for (int64_t k; (k = atomic_fetch_add_explicit(&r->next_piece, 1, memory_order_relaxed)) * r->piece_rows + rest < total;) {
+        const int64_t o0 = rest + k * r->piece_rows;
+        run_rows(r, ith, o0, o0 + r->piece_rows < total ? o0 + r->piece_rows : total);
     }
 }
 
 /* Matmuls of up to this many tokens (the decode kernels' batches) hand
- * their last rows out in pieces (matmul); so do prompt runs through the
- * prompt entry, in pieces of its group of panels (kernels.h). */
+ * their last rows out in pieces (matmul), and run together where a caller
+ * has several (sp_matmul_parts); so do prompt runs through the prompt
+ * entry, in pieces of its group of panels (kernels.h). */
 enum { MATMUL_PIECES_MAX_TOKENS = 8, PROMPT_PIECE_ROWS = SP_PROMPT_ROW_GROUP };
 
-static void matmul_parallel(const sp_context *ctx, matmul_job *j);
-
-void sp_matmul(const sp_context *ctx, const sp_weight *w, const sp_rows *x, float *y, int32_t n) {
-    matmul_job j = {.ctx = ctx, .w = w, .x = x->f32, .x_stride = w->n_in, .xq = x->blocks, .n_tokens = n, .y = y, .y_stride = w->n_out};
-    if (w->n_out * w->n_in * n < SP_PARALLEL_MIN_WORK) matmul_worker(&j, 0, 1);
-    else matmul_parallel(ctx, &j);
-    /* the adapters' low-rank terms, after W x is whole (lora_apply.c) */
-    sp_lora_apply(ctx, w, x->f32, y, n);
-}
-
-void sp_matmul_rows(const sp_context *ctx, const sp_weight *w, const float *x, int64_t x_stride, float *y, int64_t y_stride, int32_t n,
-                    int64_t o0, int64_t o1, int ith) {
-    const matmul_job j = {.ctx = ctx, .w = w, .x = x, .x_stride = x_stride, .n_tokens = n, .y = y, .y_stride = y_stride};
-    matmul_rows(&j, ith, o0, o1);
-}
-
-/* The rows of j among the pool's threads. */
-static void matmul_parallel(const sp_context *ctx, matmul_job *j) {
-    const sp_weight *w = j->w;
-    const int32_t n = (int32_t)j->n_tokens;
+/* The run's rows among the pool's threads (the prompt runs staged first
+ * where the run is one job that has them). */
+static void matmul_parallel(const sp_context *ctx, matmul_run *r, bool prompt_runs) {
     /* A thread can run slower than another for a whole matmul (a shared
      * host's vCPUs do), so part of the rows goes in pieces to whoever is
      * free. A few tokens' rows stream from memory: the last quarter (or a
@@ -138,23 +151,82 @@ static void matmul_parallel(const sp_context *ctx, matmul_job *j) {
      * matrix has rows enough). Other batches keep even shares. Whoever
      * computes a row, its arithmetic is the same. */
     const int nth = sp_threadpool_size(ctx->pool);
-    bool prompt_runs = false;
-    if (sp_prompt_path_differs(ctx->kernels, w->type))
-        for (int64_t t = 0; t < n; t++) prompt_runs |= ctx->rows[t].prompt;
-    if (nth > 1 && prompt_runs && ctx->staged && staged_bytes(ctx, w, n) <= ctx->staged_capacity) {
-        j->staged = ctx->staged;
-        sp_threadpool_run(ctx->pool, stage_worker, j);
-        j->first_rows = w->n_out / 2 / nth / PROMPT_PIECE_ROWS * PROMPT_PIECE_ROWS;
-        j->piece_rows = PROMPT_PIECE_ROWS;
-    } else if (nth > 1 && !prompt_runs && n <= MATMUL_PIECES_MAX_TOKENS) {
-        j->first_rows = w->n_out * 3 / 4 / nth / 32 * 32;
-        j->piece_rows = ((w->n_out - nth * j->first_rows) / (2 * nth) + 31) / 32 * 32;
-        if (j->piece_rows < 32) j->piece_rows = 32;
+    const int64_t total = r->start[r->n_jobs];
+    int64_t most_tokens = 0;
+    for (int i = 0; i < r->n_jobs; i++) most_tokens = r->job[i].n_tokens > most_tokens ? r->job[i].n_tokens : most_tokens;
+    r->first_rows = 0;
+    if (nth > 1 && prompt_runs && r->n_jobs == 1 && ctx->staged && staged_bytes(&r->job[0]) <= ctx->staged_capacity) {
+        r->job[0].staged = ctx->staged;
+        sp_threadpool_run(ctx->pool, stage_worker, &r->job[0]);
+        r->first_rows = total / 2 / nth / PROMPT_PIECE_ROWS * PROMPT_PIECE_ROWS;
+        r->piece_rows = PROMPT_PIECE_ROWS;
+    } else if (nth > 1 && !prompt_runs && most_tokens <= MATMUL_PIECES_MAX_TOKENS) {
+        r->first_rows = total * 3 / 4 / nth / 32 * 32;
+        r->piece_rows = ((total - nth * r->first_rows) / (2 * nth) + 31) / 32 * 32;
+        if (r->piece_rows < 32) r->piece_rows = 32;
     }
-    if (j->first_rows > 0) atomic_init(&j->next_piece, 0);
-    sp_threadpool_run(ctx->pool, matmul_worker, j);
+    if (r->first_rows > 0) atomic_init(&r->next_piece, 0);
+    sp_threadpool_run(ctx->pool, matmul_worker, r);
 }
 
+static matmul_job job_of(const sp_context *ctx, const sp_matmul_part *p) {
+    return (matmul_job){.ctx = ctx, .w = p->w, .x = p->x->f32, .x_stride = p->w->n_in, .xq = p->x->blocks, .n_tokens = p->n, .y = p->y,
+                        .y_stride = p->w->n_out, .rows = p->rows ? p->rows : ctx->rows};
+}
+
+/* Jobs [0, n) of r, the start of each set: in one run of the pool, or on
+ * this thread where the work is too small to hand out. */
+static void run_jobs(const sp_context *ctx, matmul_run *r, bool prompt_runs) {
+    int64_t work = 0;
+    r->start[0] = 0;
+    for (int i = 0; i < r->n_jobs; i++) {
+        r->start[i + 1] = r->start[i] + r->job[i].w->n_out;
+        work += r->job[i].w->n_out * r->job[i].w->n_in * r->job[i].n_tokens;
+    }
+    if (work < SP_PARALLEL_MIN_WORK) {
+        r->first_rows = 0;
+        matmul_worker(r, 0, 1);
+    } else matmul_parallel(ctx, r, prompt_runs);
+}
+
+void sp_matmul_parts(const sp_context *ctx, const sp_matmul_part *parts, int n_parts) {
+    matmul_run r;
+    for (int p0 = 0; p0 < n_parts; p0 += MATMUL_PARTS_MAX) {
+        const int p1 = n_parts - p0 < MATMUL_PARTS_MAX ? n_parts : p0 + MATMUL_PARTS_MAX;
+        /* a prompt's runs, or more tokens than a decode batch, go one
+         * projection at a time (their rows are many; the prompt entry
+         * stages its tokens per weight) */
+        bool together = true;
+        for (int i = p0; i < p1 && together; i++) {
+            const matmul_job j = job_of(ctx, &parts[i]);
+            together = j.n_tokens <= MATMUL_PIECES_MAX_TOKENS && !has_prompt_runs(&j);
+        }
+        if (together) {
+            r.n_jobs = p1 - p0;
+            for (int i = p0; i < p1; i++) r.job[i - p0] = job_of(ctx, &parts[i]);
+            run_jobs(ctx, &r, false);
+        } else
+            for (int i = p0; i < p1; i++) {
+                r.n_jobs = 1;
+                r.job[0] = job_of(ctx, &parts[i]);
+                run_jobs(ctx, &r, has_prompt_runs(&r.job[0]));
+            }
+    }
+    /* the adapters' low-rank terms, after W x is whole (lora_apply.c) */
+    for (int i = 0; i < n_parts; i++)
+        if (!parts[i].rows) sp_lora_apply(ctx, parts[i].w, parts[i].x->f32, parts[i].y, parts[i].n);
+}
+
+void sp_matmul(const sp_context *ctx, const sp_weight *w, const sp_rows *x, float *y, int32_t n) {
+    const sp_matmul_part part = {.w = w, .x = x, .y = y, .n = n};
+    sp_matmul_parts(ctx, &part, 1);
+}
+
+void sp_matmul_rows(const sp_context *ctx, const sp_weight *w, const float *x, int64_t x_stride, float *y, int64_t y_stride, int32_t n,
+                    int64_t o0, int64_t o1, int ith) {
+    const matmul_job j = {.ctx = ctx, .w = w, .x = x, .x_stride = x_stride, .n_tokens = n, .y = y, .y_stride = y_stride, .rows = ctx->rows};
+    matmul_rows(&j, ith, o0, o1);
+}
 
 void sp_rows_quantize(const sp_context *ctx, const sp_rows *rows, int64_t width, int32_t t) {
     if (rows->blocks) ctx->kernels->quantize(rows->f32 + t * width, width, sp_rows_block_at(rows->blocks, width, t, 0));

@@ -12,6 +12,26 @@
  * wide, y's w->n_out; row t is ctx->rows[t]'s (a prompt's, its adapters). */
 void sp_matmul(const sp_context *ctx, const sp_weight *w, const sp_rows *x, float *y, int32_t n);
 
+/* One projection of several that sp_matmul_parts runs together. */
+typedef struct sp_matmul_part {
+    const sp_weight *w;
+    const sp_rows *x;
+    float *y;
+    int32_t n;
+    /* the batch entries of x's rows; NULL: ctx->rows (the batch's own,
+     * whose adapters' terms are added as sp_matmul adds them). A part with
+     * rows of its own (a gathered expert's) gets no adapter terms: its
+     * caller adds them (sp_lora_apply_expert). */
+    const sp_batch_token *rows;
+} sp_matmul_part;
+
+/* sp_matmul of each part, the same numbers: a decode batch's parts in one
+ * run of the pool, their output rows handed out among the threads as one
+ * matrix's (a run per projection waits on each one's stragglers and starts
+ * its weight streams cold: a layer's q, k and v; gate and up; the experts
+ * a token chose). Prompts go a part at a time. */
+void sp_matmul_parts(const sp_context *ctx, const sp_matmul_part *parts, int n_parts);
+
 /* Rows [o0, o1) of the same for n tokens whose x and y rows lie x_stride
  * and y_stride floats apart, on the calling thread (thread ith of the
  * pool, for its scratch): for a caller that hands out several weights'
