@@ -275,8 +275,10 @@ static void part_experts(void) {
         check_experts_case(&ctx, label, 77, SPREAD, 40, 3); /* generated tokens, then a prompt run */
         snprintf(label, sizeof label, "%s half without tokens", types[i]);
         check_experts_case(&ctx, label, 33, FIRST_HALF, 0, 4);
+        check_experts_case(&ctx, label, 5, FIRST_HALF, 2, 6); /* all experts together (a decode batch), prompt tokens among them */
         snprintf(label, sizeof label, "%s all on one expert", types[i]);
         check_experts_case(&ctx, label, 45, ONE_EXPERT, 5, 5);
+        check_experts_case(&ctx, label, 8, ONE_EXPERT, 8, 7);
         sp_context_free(&ctx);
         sprout_model_free(m);
     }

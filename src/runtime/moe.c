@@ -11,9 +11,10 @@
  * docs/INTERNALS.md has the math per architecture.
  *
  * Batch invariance: a token's experts depend on its own logits only; its
- * rows go through sp_matmul with its own batch entry (so the same kernel
- * entry as alone: prompt or not), and its experts' outputs are added in
- * the order of their index, whatever else the batch holds. The adapters'
+ * rows go through sp_matmul_parts with its own batch entry (so the same
+ * kernel entry as alone: prompt or not), and its experts' outputs are
+ * added in the order of their index, whatever else the batch holds, one
+ * expert at a time (a prompt) or all together (a decode batch). The adapters'
  * terms of an expert's projections (lora_apply.h) follow each of its
  * matmuls over the same rows, before its biases, as llama.cpp's
  * build_lora_mm_id. */
@@ -32,13 +33,27 @@
  * F16 before dividing by it. */
 #define MOE_MIN_WEIGHT_SUM 6.103515625e-5f
 
+/* Rows of one expert (first: its first (token, slot) pair in moe.order),
+ * or of all a batch's chosen experts one after another (first 0). */
 typedef struct expert_step {
-    int32_t first;                    /* the expert's first (token, slot) pair in moe.order */
+    int32_t first;
     const sp_batch_token *layer_rows; /* the layer's batch entries */
     sp_rows act;                      /* the down projection's input, rows of `width` */
     int64_t width;
-    const float *gate_b, *up_b, *down_b; /* the expert's biases (gpt-oss); NULL: none */
+    const sp_layer *ly; /* whose experts' biases (gpt-oss) the rows take; NULL: none (the shared expert) */
 } expert_step;
+
+/* Batches of up to this many tokens, and (token, slot) pairs, run all
+ * their chosen experts' projections together (experts_together). */
+enum { MOE_TOGETHER_MAX_TOKENS = 8, MOE_TOGETHER_MAX_PAIRS = 64 };
+
+/* An expert's bias of `width` (NULL where its layer has none). */
+static const float *expert_bias(const float *biases, int32_t expert, int64_t width) { return biases ? biases + expert * width : NULL; }
+
+/* The expert of row i of a step: its pair's. */
+static int32_t row_expert(const sp_context *ctx, const expert_step *s, int32_t i) {
+    return ctx->moe.ids[ctx->moe.order[s->first + i]];
+}
 
 /* --- routing ------------------------------------------------------------------------------- */
 
@@ -150,6 +165,7 @@ static void sort_by_expert(sp_context *ctx, int32_t n) {
     for (int32_t x = 0; x < n_expert; x++) first[x + 1] += first[x];
     memcpy(next, first, (size_t)n_expert * sizeof *next);
     for (int32_t a = 0; a < pairs; a++) b->order[next[b->ids[a]]++] = a;
+    for (int32_t i = 0; i < pairs; i++) b->place[b->order[i]] = i;
 }
 
 /* Rows [i0, i1) of an expert: its tokens' h rows (and blocks) and batch
@@ -185,12 +201,24 @@ static void swiglu_rows(sp_context *ctx, const void *arg, int32_t i0, int32_t i1
     const expert_step *s = arg;
     for (int32_t i = i0; i < i1; i++) {
         float *g = s->act.f32 + i * s->width, *u = ctx->moe.up + i * s->width;
-        sp_add_bias(g, s->gate_b, 1, s->width, s->width);
-        sp_add_bias(u, s->up_b, 1, s->width, s->width);
+        if (s->ly) {
+            const int32_t x = row_expert(ctx, s, i);
+            sp_add_bias(g, expert_bias(s->ly->gate_exps_b, x, s->width), 1, s->width, s->width);
+            sp_add_bias(u, expert_bias(s->ly->up_exps_b, x, s->width), 1, s->width, s->width);
+        }
         if (ctx->model->hp.ffn_kind == SP_FFN_SWIGLU_OAI) swiglu_oai(g, u, g, s->width);
         else ctx->kernels->activation(SP_ACT_SILU, g, u, g, s->width);
         sp_rows_quantize(ctx, &s->act, s->width, i);
     }
+}
+
+/* out += w times an expert's output y (plus its bias, as llama.cpp, where
+ * it has one). */
+static void add_expert_output(float *out, float w, const float *y, const float *down_b, int64_t e) {
+    if (down_b)
+        for (int64_t j = 0; j < e; j++) out[j] += w * (y[j] + down_b[j]);
+    else
+        for (int64_t j = 0; j < e; j++) out[j] += w * y[j];
 }
 
 /* Rows [i0, i1) of an expert's output, weighted, onto their tokens' (a
@@ -202,49 +230,130 @@ static void scatter_rows(sp_context *ctx, const void *arg, int32_t i0, int32_t i
     const sp_moe_buffers *b = &ctx->moe;
     for (int32_t i = i0; i < i1; i++) {
         const int32_t pair = b->order[s->first + i];
-        const float w = b->weights[pair], *y = b->y + i * e;
-        float *out = ctx->ff_out + (int64_t)(pair / hp->n_expert_used) * e;
-        if (s->down_b) /* (the expert's output plus its bias) times its weight, as llama.cpp */
-            for (int64_t j = 0; j < e; j++) out[j] += w * (y[j] + s->down_b[j]);
-        else
-            for (int64_t j = 0; j < e; j++) out[j] += w * y[j];
+        add_expert_output(ctx->ff_out + (int64_t)(pair / hp->n_expert_used) * e, b->weights[pair], b->y + i * e,
+                          expert_bias(s->ly->down_exps_b, b->ids[pair], e), e);
+    }
+}
+
+/* Tokens [t0, t1): each one's experts' outputs (all the batch's rows in
+ * moe.y, in moe.order's order), weighted, in the order of their index as
+ * scatter_rows adds them: the order of their places. */
+static void scatter_tokens(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
+    const expert_step *s = arg;
+    const sp_hparams *hp = &ctx->model->hp;
+    const int64_t e = hp->n_embd;
+    const int32_t k = hp->n_expert_used;
+    const sp_moe_buffers *b = &ctx->moe;
+    for (int32_t t = t0; t < t1; t++) {
+        int32_t places[MOE_TOGETHER_MAX_PAIRS];
+        for (int32_t j = 0; j < k; j++) { /* insertion sort: k is a handful */
+            const int32_t p = b->place[t * k + j];
+            int32_t at = j;
+            for (; at > 0 && places[at - 1] > p; at--) places[at] = places[at - 1];
+            places[at] = p;
+        }
+        for (int32_t j = 0; j < k; j++) {
+            const int32_t pair = b->order[places[j]];
+            add_expert_output(ctx->ff_out + t * e, b->weights[pair], b->y + places[j] * e, expert_bias(s->ly->down_exps_b, b->ids[pair], e), e);
+        }
     }
 }
 
 /* The down projection's input rows for FFN width f (blocks where f divides into them). */
 static sp_rows act_rows(const sp_context *ctx, int64_t f) { return (sp_rows){ctx->moe.act.f32, f % 32 == 0 ? ctx->moe.act.blocks : NULL}; }
 
-void sp_moe_experts(sp_context *ctx, const sp_layer *ly, int32_t n) {
+/* Rows [first, first + count) of `rows` (each `width` wide): their floats and blocks. */
+static sp_rows rows_from(const sp_rows *rows, int64_t width, int32_t first) {
+    return (sp_rows){rows->f32 + first * width, rows->blocks ? sp_rows_block_at(rows->blocks, width, first, 0) : NULL};
+}
+
+/* The adapters' terms of expert x's `kind` projection over its rows
+ * (batch entries from `first` in moe.rows). */
+static void expert_adapters(sp_context *ctx, int32_t il, sp_lora_experts kind, int32_t x, const sp_weight *w, int32_t first, int32_t count,
+                            const float *in, float *out) {
+    const sp_batch_token *layer_rows = ctx->rows;
+    ctx->rows = ctx->moe.rows + first;
+    sp_lora_apply_expert(ctx, il, kind, x, w, in, out, count);
+    ctx->rows = layer_rows;
+}
+
+/* Each chosen expert in turn, its tokens gathered, its three projections
+ * over them, its outputs scattered back: a prompt's experts take many
+ * tokens each. */
+static void experts_one_by_one(sp_context *ctx, const sp_layer *ly) {
     const sp_hparams *hp = &ctx->model->hp;
     const int64_t e = hp->n_embd, f = hp->n_ff_exp;
     sp_moe_buffers *b = &ctx->moe;
-    sort_by_expert(ctx, n);
-    memset(ctx->ff_out, 0, (size_t)(n * e) * sizeof(float));
-    const sp_batch_token *layer_rows = ctx->rows;
     const int32_t il = (int32_t)(ly - ctx->model->layers);
     for (int32_t x = 0; x < hp->n_expert; x++) {
         const int32_t count = b->first[x + 1] - b->first[x];
         if (count == 0) continue; /* never read */
-        const expert_step s = {.first = b->first[x],
-                               .layer_rows = layer_rows,
-                               .act = act_rows(ctx, f),
-                               .width = f,
-                               .gate_b = ly->gate_exps_b ? ly->gate_exps_b + x * f : NULL,
-                               .up_b = ly->up_exps_b ? ly->up_exps_b + x * f : NULL,
-                               .down_b = ly->down_exps_b ? ly->down_exps_b + x * e : NULL};
+        const expert_step s = {.first = b->first[x], .layer_rows = ctx->rows, .act = act_rows(ctx, f), .width = f, .ly = ly};
         sp_for_each_token(ctx, count, 2 * e, gather_rows, &s);
         const sp_weight gate = sp_expert(&ly->gate_exps, x), up = sp_expert(&ly->up_exps, x), down = sp_expert(&ly->down_exps, x);
-        ctx->rows = b->rows;
-        sp_matmul(ctx, &gate, &b->x, s.act.f32, count);
-        sp_lora_apply_expert(ctx, il, SP_LORA_GATE_EXPS, x, &gate, b->x.f32, s.act.f32, count);
-        sp_matmul(ctx, &up, &b->x, b->up, count);
-        sp_lora_apply_expert(ctx, il, SP_LORA_UP_EXPS, x, &up, b->x.f32, b->up, count);
+        const sp_matmul_part gate_up[] = {{&gate, &b->x, s.act.f32, count, b->rows}, {&up, &b->x, b->up, count, b->rows}};
+        sp_matmul_parts(ctx, gate_up, 2);
+        expert_adapters(ctx, il, SP_LORA_GATE_EXPS, x, &gate, 0, count, b->x.f32, s.act.f32);
+        expert_adapters(ctx, il, SP_LORA_UP_EXPS, x, &up, 0, count, b->x.f32, b->up);
         sp_for_each_token(ctx, count, 16 * f, swiglu_rows, &s);
-        sp_matmul(ctx, &down, &s.act, b->y, count);
-        sp_lora_apply_expert(ctx, il, SP_LORA_DOWN_EXPS, x, &down, s.act.f32, b->y, count);
-        ctx->rows = layer_rows;
+        const sp_matmul_part down_part = {&down, &s.act, b->y, count, b->rows};
+        sp_matmul_parts(ctx, &down_part, 1);
+        expert_adapters(ctx, il, SP_LORA_DOWN_EXPS, x, &down, 0, count, s.act.f32, b->y);
         sp_for_each_token(ctx, count, 2 * e, scatter_rows, &s);
     }
+}
+
+/* A decode batch's chosen experts all at once: every pair's row gathered,
+ * then the gate and up projections of all of them in one run of the pool,
+ * the activations, the down projections in another, and each token's
+ * outputs summed. Expert by expert, a token's eight experts took forty
+ * hand-offs to the pool a layer, each matmul a few dozen microseconds of
+ * streaming cut short by its stragglers. The same numbers: each expert's
+ * rows through the same kernels, a token's outputs added in the order of
+ * their experts' index. */
+static void experts_together(sp_context *ctx, const sp_layer *ly, int32_t n) {
+    const sp_hparams *hp = &ctx->model->hp;
+    const int64_t e = hp->n_embd, f = hp->n_ff_exp;
+    sp_moe_buffers *b = &ctx->moe;
+    const int32_t il = (int32_t)(ly - ctx->model->layers), pairs = n * hp->n_expert_used;
+    const expert_step s = {.first = 0, .layer_rows = ctx->rows, .act = act_rows(ctx, f), .width = f, .ly = ly};
+    sp_for_each_token(ctx, pairs, 2 * e, gather_rows, &s);
+    sp_weight gate[MOE_TOGETHER_MAX_PAIRS], up[MOE_TOGETHER_MAX_PAIRS], down[MOE_TOGETHER_MAX_PAIRS];
+    sp_rows in[MOE_TOGETHER_MAX_PAIRS], act[MOE_TOGETHER_MAX_PAIRS];
+    sp_matmul_part gate_up[2 * MOE_TOGETHER_MAX_PAIRS], down_parts[MOE_TOGETHER_MAX_PAIRS];
+    int32_t expert[MOE_TOGETHER_MAX_PAIRS];
+    int m = 0;
+    for (int32_t x = 0; x < hp->n_expert; x++) {
+        const int32_t first = b->first[x], count = b->first[x + 1] - first;
+        if (count == 0) continue; /* never read */
+        gate[m] = sp_expert(&ly->gate_exps, x), up[m] = sp_expert(&ly->up_exps, x), down[m] = sp_expert(&ly->down_exps, x);
+        in[m] = rows_from(&b->x, e, first), act[m] = rows_from(&s.act, f, first);
+        gate_up[2 * m] = (sp_matmul_part){&gate[m], &in[m], act[m].f32, count, b->rows + first};
+        gate_up[2 * m + 1] = (sp_matmul_part){&up[m], &in[m], b->up + first * f, count, b->rows + first};
+        down_parts[m] = (sp_matmul_part){&down[m], &act[m], b->y + first * e, count, b->rows + first};
+        expert[m++] = x;
+    }
+    sp_matmul_parts(ctx, gate_up, 2 * m);
+    for (int i = 0; i < m; i++) {
+        const int32_t first = b->first[expert[i]], count = b->first[expert[i] + 1] - first;
+        expert_adapters(ctx, il, SP_LORA_GATE_EXPS, expert[i], &gate[i], first, count, in[i].f32, act[i].f32);
+        expert_adapters(ctx, il, SP_LORA_UP_EXPS, expert[i], &up[i], first, count, in[i].f32, b->up + first * f);
+    }
+    sp_for_each_token(ctx, pairs, 16 * f, swiglu_rows, &s);
+    sp_matmul_parts(ctx, down_parts, m);
+    for (int i = 0; i < m; i++) {
+        const int32_t first = b->first[expert[i]], count = b->first[expert[i] + 1] - first;
+        expert_adapters(ctx, il, SP_LORA_DOWN_EXPS, expert[i], &down[i], first, count, act[i].f32, b->y + first * e);
+    }
+    sp_for_each_token(ctx, n, 2 * e * hp->n_expert_used, scatter_tokens, &s);
+}
+
+void sp_moe_experts(sp_context *ctx, const sp_layer *ly, int32_t n) {
+    const int32_t pairs = n * ctx->model->hp.n_expert_used;
+    sort_by_expert(ctx, n);
+    memset(ctx->ff_out, 0, (size_t)(n * ctx->model->hp.n_embd) * sizeof(float));
+    if (n <= MOE_TOGETHER_MAX_TOKENS && pairs <= MOE_TOGETHER_MAX_PAIRS && pairs <= ctx->n_batch) experts_together(ctx, ly, n);
+    else experts_one_by_one(ctx, ly);
 }
 
 /* --- the shared expert (qwen2moe) ------------------------------------------------------------ */
@@ -267,11 +376,12 @@ static void shared_expert(sp_context *ctx, const sp_layer *ly, int32_t n) {
     const int64_t f = hp->n_ff_shexp;
     sp_moe_buffers *b = &ctx->moe;
     const expert_step s = {.act = act_rows(ctx, f), .width = f};
-    sp_matmul(ctx, &ly->gate_shexp, &ctx->h, s.act.f32, n);
-    sp_matmul(ctx, &ly->up_shexp, &ctx->h, b->up, n);
+    const sp_matmul_part inputs[] = {{&ly->gate_shexp, &ctx->h, s.act.f32, n, NULL},
+                                     {&ly->up_shexp, &ctx->h, b->up, n, NULL},
+                                     {&ly->gate_inp_shexp, &ctx->h, b->shared_gate, n, NULL}};
+    sp_matmul_parts(ctx, inputs, ly->gate_inp_shexp.data ? 3 : 2);
     sp_for_each_token(ctx, n, 16 * f, swiglu_rows, &s);
     sp_matmul(ctx, &ly->down_shexp, &s.act, b->y, n);
-    if (ly->gate_inp_shexp.data) sp_matmul(ctx, &ly->gate_inp_shexp, &ctx->h, b->shared_gate, n);
     sp_for_each_token(ctx, n, 2 * hp->n_embd, add_shared, ly);
 }
 
