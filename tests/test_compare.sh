@@ -79,11 +79,12 @@ for type in F16 Q8_0; do
     check "$type d$depth shows llama.cpp's speeds (got $llama)" test "$llama" = "$lp.0 $lt.0"
     # sprout's roofline and llama.cpp's (the same bytes and bandwidth: in
     # proportion to their speeds, within the cells' rounding) and attention's
-    # share (a one-layer model's, near 0)
+    # share (a one-layer model's, near 0); llama.cpp's stand-in speeds are so
+    # far below a toy model's that its roofline may round to 0.0%
     roof="$(cell "$row" 11) $(cell "$row" 12) $(cell "$row" 13)"
     check "$type d$depth has roofline and attention figures (got $roof)" \
       awk -v r="$roof" -v st="$tg" -v lt="$lt" 'BEGIN { split(r, v, " "); s = v[1] + 0; l = v[2] + 0; a = v[3] + 0
-        exit !(v[1] ~ /%$/ && v[2] ~ /%$/ && v[3] ~ /%$/ && s > 0 && l > 0 && a >= 0 && a < 100 && (l - s * lt / st) ^ 2 <= (0.06 + 0.05 * l) ^ 2) }'
+        exit !(v[1] ~ /%$/ && v[2] ~ /%$/ && v[3] ~ /%$/ && s > 0 && l >= 0 && a >= 0 && a < 100 && (l - s * lt / st) ^ 2 <= (0.06 + 0.05 * l) ^ 2) }'
   done
   rounds=$(grep -c "^$type d8 round" "$tmp/with/rounds.txt")
   check "$type ran two rounds each at depth 8 ($rounds lines)" test "$rounds" = 4
