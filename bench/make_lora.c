@@ -12,7 +12,7 @@
  *   experts, 3-D halves with one slice per expert; all: these and the
  *   output head when the base has its own; output: that head alone;
  *   router, shexp: a mixture of experts' router, its shared expert's
- *   gate, up and down, which sprout refuses to adapt, for the tests),
+ *   gate, up, down and gate logit (ffn_gate_inp_shexp)),
  *   --alpha 0 (none
  *   written), --seed 1, --magnitude 0.2 (each element M times an
  *   approximately normal draw).
@@ -33,7 +33,7 @@ static const char *const attn_names[] = {"attn_q", "attn_k", "attn_v", "attn_qkv
 static const char *const ffn_names[] = {"ffn_gate", "ffn_up", "ffn_down"};
 static const char *const expert_names[] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
 static const char *const router_names[] = {"ffn_gate_inp"};
-static const char *const shexp_names[] = {"ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp"};
+static const char *const shexp_names[] = {"ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", "ffn_gate_inp_shexp"};
 
 static bool in_list(const char *s, size_t len, const char *const *names, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -55,7 +55,7 @@ static bool is_target(const char *name, const char *targets, bool *is_output) {
     return (in_list(rest, len, attn_names, 5) && (all || !strcmp(targets, "attn"))) ||
            (in_list(rest, len, ffn_names, 3) && (all || !strcmp(targets, "ffn"))) ||
            (in_list(rest, len, expert_names, 3) && (all || !strcmp(targets, "experts"))) ||
-           (in_list(rest, len, router_names, 1) && !strcmp(targets, "router")) || (in_list(rest, len, shexp_names, 3) && !strcmp(targets, "shexp"));
+           (in_list(rest, len, router_names, 1) && !strcmp(targets, "router")) || (in_list(rest, len, shexp_names, 4) && !strcmp(targets, "shexp"));
 }
 
 typedef struct half {

@@ -246,7 +246,7 @@ static void test_copies_and_types(void) {
  * and one on every target sprout adapts, at 1 and -0.5, merged into an F32
  * copy of a qwen2moe (router, shared expert), give the run-time logits; a
  * Q8_0 copy's expert tensors become F16 3-D tensors of the same shape;
- * the router and the shared expert are no target. */
+ * adapters on the router and the shared expert merge as they apply. */
 static void test_experts(void) {
     char base[600], q8[600], x[600], all[600], merged[600], *out = NULL;
     snprintf(base, sizeof base, "%s/moe.gguf", dir);
@@ -293,18 +293,35 @@ static void test_experts(void) {
     free(out);
     check_copy(q8, "moe-q8-merged.gguf", x, SPROUT_TYPE_F16, 6);
 
-    /* the router and the shared expert: adapters sprout does not apply are not merged either */
-    static const char *const refused[][2] = {{"router", "blk.0.ffn_gate_inp.weight.lora_a"}, {"shexp", "blk.0.ffn_gate_shexp.weight.lora_a"}};
-    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
-        CHECK(shell(NULL, "'%s' moe.gguf moe-%s.gguf --rank 4 --targets %s", SPROUT_MAKE_LORA_PATH, refused[i][0], refused[i][0]) == 0);
-        st = shell(&out, "'%s' export-lora -m moe.gguf --lora moe-%s.gguf -o moe-%s-out.gguf", SPROUT_CLI_PATH, refused[i][0], refused[i][0]);
-        CHECK_MSG(st == 1 && strstr(out, refused[i][1]) && strstr(out, "adapts no weight of the model sprout can adapt"), "%s -> %d: %s",
-                  refused[i][0], st, out);
-        free(out);
-        char left[64];
-        snprintf(left, sizeof left, "moe-%s-out.gguf", refused[i][0]);
-        CHECK(!exists(left));
+    /* the router and the shared expert (its gate, up and down): merged as run time applies them */
+    CHECK(shell(NULL, "'%s' moe.gguf moe-router.gguf --rank 4 --targets router --seed 8 --magnitude 0.2", SPROUT_MAKE_LORA_PATH) == 0);
+    CHECK(shell(NULL, "'%s' moe.gguf moe-shexp.gguf --rank 8 --targets shexp --alpha 4 --seed 9 --magnitude 0.1", SPROUT_MAKE_LORA_PATH) == 0);
+    char router[600], shexp[600];
+    snprintf(router, sizeof router, "%s/moe-router.gguf", dir);
+    snprintf(shexp, sizeof shexp, "%s/moe-shexp.gguf", dir);
+    static const float rs_scales[2] = {1.f, 0.5f};
+    CHECK_MSG(export_pair(base, router, shexp, rs_scales, "moe-rs-merged.gguf", SPROUT_TYPE_F32) == SPROUT_OK, "%s", sprout_last_error());
+    snprintf(merged, sizeof merged, "%s/moe-rs-merged.gguf", dir);
+    m = mm = NULL;
+    lx = la = NULL;
+    CHECK_MSG(sprout_model_load(base, &mp, &m) == SPROUT_OK && sprout_model_load(merged, &mp, &mm) == SPROUT_OK, "%s", sprout_last_error());
+    if (m) CHECK_MSG(sprout_lora_load(m, router, &lx) == SPROUT_OK && sprout_lora_load(m, shexp, &la) == SPROUT_OK, "%s", sprout_last_error());
+    if (m && mm && lx && la) {
+        const sprout_lora_use uses[] = {{lx, rs_scales[0]}, {la, rs_scales[1]}};
+        sp_lora_set both, alone;
+        CHECK(sp_lora_set_copy(m, uses, 2, &both) == SPROUT_OK && sp_lora_set_copy(m, uses, 1, &alone) == SPROUT_OK);
+        float scale, moved, r_scale, r_moved;
+        const float diff = merged_vs_runtime("router and shared expert merged vs run time", m, mm, &both, &scale, &moved);
+        merged_vs_runtime("the router adapter vs none", m, m, &alone, &r_scale, &r_moved);
+        CHECK_MSG(r_moved > 0.1f, "the router adapter changes little (%g): the test would prove nothing", (double)r_moved);
+        CHECK_MSG(diff >= 0 && diff < 2e-5f * fmaxf(scale, 1.f), "merged router and shared expert differ from run time by %g", (double)diff);
+        sp_lora_set_free(&both);
+        sp_lora_set_free(&alone);
     }
+    sprout_lora_free(lx);
+    sprout_lora_free(la);
+    sprout_model_free(mm);
+    sprout_model_free(m);
 }
 
 /* --- errors ------------------------------------------------------------------------------ */

@@ -1,5 +1,6 @@
-/* LoRA adapters on the experts of tiny mixture-of-experts models (make_moe,
- * written again here from tests/data/moe's arguments): with adapters that
+/* LoRA adapters on the experts, routers and shared experts of tiny
+ * mixture-of-experts models (make_moe, written again here from
+ * tests/data/moe's arguments): with adapters that
  * make_lora writes from the arguments in tests/data/lora/moe_cases.json,
  * sprout's logits for 32 tokens in one batch and 16 greedy steps match
  * llama.cpp's (build_lora_mm_id: each token's chosen experts get their own

@@ -763,15 +763,18 @@ fail:
 
 /* --- the weights by index -------------------------------------------------------------- */
 
-static const char *const layer_weight_names[SP_LAYER_WEIGHTS] = {"attn_q",   "attn_k",   "attn_v", "attn_qkv",
-                                                                 "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+static const char *const layer_weight_names[SP_LAYER_WEIGHTS] = {
+    "attn_q",   "attn_k",       "attn_v",         "attn_qkv",       "attn_output",    "ffn_gate",          "ffn_up",
+    "ffn_down", "ffn_gate_inp", "ffn_gate_shexp", "ffn_up_shexp",   "ffn_down_shexp", "ffn_gate_inp_shexp"};
 
 const sp_weight *sp_model_weight(const sprout_model *m, int64_t i) {
     if (i == 0) return &m->output;
     const int64_t il = (i - 1) / SP_LAYER_WEIGHTS;
     if (i < 0 || il >= m->hp.n_layer) return NULL;
     const sp_layer *ly = &m->layers[il];
-    const sp_weight *const ws[SP_LAYER_WEIGHTS] = {&ly->wq, &ly->wk, &ly->wv, &ly->wqkv, &ly->wo, &ly->w_gate, &ly->w_up, &ly->w_down};
+    const sp_weight *const ws[SP_LAYER_WEIGHTS] = {&ly->wq,     &ly->wk,         &ly->wv,       &ly->wqkv,        &ly->wo,
+                                                   &ly->w_gate, &ly->w_up,       &ly->w_down,   &ly->router,      &ly->gate_shexp,
+                                                   &ly->up_shexp, &ly->down_shexp, &ly->gate_inp_shexp};
     return ws[(i - 1) % SP_LAYER_WEIGHTS];
 }
 

@@ -178,15 +178,17 @@ struct sprout_model {
     _Atomic(sp_grammar_cache *) grammar_cache; /* over grammar_vocab (sp_model_grammar_cache) */
 };
 
-/* The matrices the forward pass multiplies by (every sp_matmul's weight),
- * one at a time: 0 is the output head, 1 + 8 il + k layer il's wq, wk, wv,
- * wqkv, wo, w_gate, w_up, w_down. NULL past the last; absent ones have no
- * data. An adapter finds its pair for a weight by this index. */
-#define SP_LAYER_WEIGHTS 8
+/* The 2-D matrices the forward pass multiplies by, one at a time: 0 is
+ * the output head, 1 + 13 il + k layer il's wq, wk, wv, wqkv, wo, w_gate,
+ * w_up, w_down, then a mixture of experts' router and its shared expert's
+ * gate, up, down and gate (ffn_gate_inp_shexp). NULL past the last; absent
+ * ones have no data. An adapter finds its pair for a weight by this
+ * index (the experts' 3-D tensors by sp_lora_expert_index). */
+#define SP_LAYER_WEIGHTS 13
 const sp_weight *sp_model_weight(const sprout_model *m, int64_t i);
 /* The index of w (a pointer into m: &m->output or a layer's field), or -1. */
 int64_t sp_model_weight_index(const sprout_model *m, const sp_weight *w);
-/* How many indices there are (1 + 8 n_layer). */
+/* How many indices there are (1 + 13 n_layer). */
 int64_t sp_model_weight_count(const sprout_model *m);
 /* The file's tensor name of weight i ("output.weight", "blk.3.attn_q.weight"). */
 void sp_model_weight_name(int64_t i, char *buf, size_t cap);

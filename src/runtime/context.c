@@ -5,23 +5,20 @@
 
 #include "core/error.h"
 
-enum { MOE_LAYER_WEIGHTS = 13 }; /* and multi-head latent attention's */
+enum { MOE_LAYER_WEIGHTS = 8 }; /* and multi-head latent attention's */
 
 /* Every matrix a forward pass multiplies by, one at a time: the indexed
- * ones (sp_model_weight), then each layer's router, experts (expert 0
- * stands for all: they share type and shape), shared expert and latent
- * attention's (head 0 standing for all of k_b and v_b). NULL past
- * the last; absent ones have no data. */
+ * ones (sp_model_weight), then each layer's experts (expert 0 stands for
+ * all: they share type and shape) and latent attention's (head 0 standing
+ * for all of k_b and v_b). NULL past the last; absent ones have no data. */
 static const sp_weight *matmul_weight(const sprout_model *m, int64_t i) {
     const int64_t indexed = sp_model_weight_count(m);
     if (i < indexed) return sp_model_weight(m, i);
     const int64_t il = (i - indexed) / MOE_LAYER_WEIGHTS;
     if (il >= m->hp.n_layer) return NULL;
     const sp_layer *ly = &m->layers[il];
-    const sp_weight *const ws[MOE_LAYER_WEIGHTS] = {&ly->router,     &ly->gate_exps.first, &ly->up_exps.first, &ly->down_exps.first,
-                                                    &ly->gate_shexp, &ly->up_shexp,        &ly->down_shexp,    &ly->gate_inp_shexp,
-                                                    &ly->wq_a,       &ly->wq_b,            &ly->wkv_a,         &ly->k_b.first,
-                                                    &ly->v_b.first};
+    const sp_weight *const ws[MOE_LAYER_WEIGHTS] = {&ly->gate_exps.first, &ly->up_exps.first, &ly->down_exps.first, &ly->wq_a,
+                                                    &ly->wq_b,            &ly->wkv_a,         &ly->k_b.first,       &ly->v_b.first};
     return ws[(i - indexed) % MOE_LAYER_WEIGHTS];
 }
 
