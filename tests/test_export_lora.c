@@ -247,6 +247,38 @@ static void test_copies_and_types(void) {
  * copy of a qwen2moe (router, shared expert), give the run-time logits; a
  * Q8_0 copy's expert tensors become F16 3-D tensors of the same shape;
  * adapters on the router and the shared expert merge as they apply. */
+/* The merged copy `merged` of base against base with adapters a (at
+ * scales[0]) and b (scales[1]) at run time: the same logits within float
+ * rounding; and adapter a alone must move base's by more than min_move
+ * (else the comparison would prove nothing). */
+static void check_merged_moe(const char *what, const char *base, const char *merged, const char *a, const char *b, const float scales[2],
+                             float min_move) {
+    const sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 2};
+    sprout_model *m = NULL, *mm = NULL;
+    sprout_lora *la = NULL, *lb = NULL;
+    CHECK_MSG(sprout_model_load(base, &mp, &m) == SPROUT_OK && sprout_model_load(merged, &mp, &mm) == SPROUT_OK, "%s", sprout_last_error());
+    if (m) CHECK_MSG(sprout_lora_load(m, a, &la) == SPROUT_OK && sprout_lora_load(m, b, &lb) == SPROUT_OK, "%s", sprout_last_error());
+    if (m && mm && la && lb) {
+        const sprout_lora_use uses[] = {{la, scales[0]}, {lb, scales[1]}};
+        sp_lora_set both, first;
+        CHECK(sp_lora_set_copy(m, uses, 2, &both) == SPROUT_OK && sp_lora_set_copy(m, uses, 1, &first) == SPROUT_OK);
+        char label[160];
+        float scale, moved, a_scale, a_moved;
+        snprintf(label, sizeof label, "%s merged vs run time", what);
+        const float diff = merged_vs_runtime(label, m, mm, &both, &scale, &moved);
+        snprintf(label, sizeof label, "%s: the first adapter vs none", what);
+        merged_vs_runtime(label, m, m, &first, &a_scale, &a_moved);
+        CHECK_MSG(a_moved > min_move, "%s: the first adapter changes little (%g): the test would prove nothing", what, (double)a_moved);
+        CHECK_MSG(diff >= 0 && diff < 2e-5f * fmaxf(scale, 1.f), "%s: merged logits differ from the run-time adapters' by %g", what, (double)diff);
+        sp_lora_set_free(&both);
+        sp_lora_set_free(&first);
+    }
+    sprout_lora_free(la);
+    sprout_lora_free(lb);
+    sprout_model_free(mm);
+    sprout_model_free(m);
+}
+
 static void test_experts(void) {
     char base[600], q8[600], x[600], all[600], merged[600], *out = NULL;
     snprintf(base, sizeof base, "%s/moe.gguf", dir);
@@ -262,28 +294,8 @@ static void test_experts(void) {
     /* 2 layers x (q, k, v, attention output, 3 expert tensors), and the output head */
     check_copy(base, "moe-merged.gguf", all, SPROUT_TYPE_F32, 15);
 
-    const sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 2};
-    sprout_model *m = NULL, *mm = NULL;
-    sprout_lora *lx = NULL, *la = NULL;
-    CHECK_MSG(sprout_model_load(base, &mp, &m) == SPROUT_OK && sprout_model_load(merged, &mp, &mm) == SPROUT_OK, "%s", sprout_last_error());
-    if (m) CHECK_MSG(sprout_lora_load(m, x, &lx) == SPROUT_OK && sprout_lora_load(m, all, &la) == SPROUT_OK, "%s", sprout_last_error());
-    if (m && mm && lx && la) {
-        const sprout_lora_use uses[] = {{lx, scales[0]}, {la, scales[1]}};
-        sp_lora_set both, experts;
-        CHECK(sp_lora_set_copy(m, uses, 2, &both) == SPROUT_OK && sp_lora_set_copy(m, uses, 1, &experts) == SPROUT_OK);
-        float scale, moved, x_scale, x_moved;
-        const float diff = merged_vs_runtime("experts merged vs run time", m, mm, &both, &scale, &moved);
-        /* what a merge that left the experts alone would miss */
-        merged_vs_runtime("the expert adapter vs none", m, m, &experts, &x_scale, &x_moved);
-        CHECK_MSG(x_moved > 0.5f, "the expert adapter changes little (%g): the test would prove nothing", (double)x_moved);
-        CHECK_MSG(diff >= 0 && diff < 2e-5f * fmaxf(scale, 1.f), "merged experts' logits differ from the run-time adapters' by %g", (double)diff);
-        sp_lora_set_free(&both);
-        sp_lora_set_free(&experts);
-    }
-    sprout_lora_free(lx);
-    sprout_lora_free(la);
-    sprout_model_free(mm);
-    sprout_model_free(m);
+    /* (the adapter on the experts alone: what a merge that left the experts alone would miss) */
+    check_merged_moe("experts", base, merged, x, all, scales, 0.5f);
 
     /* a quantized mixture: its expert tensors F16 (llama-export-lora's rule), the rest copied */
     int st = shell(&out, "'%s' export-lora -m moe-q8.gguf --lora moe-experts.gguf -o moe-q8-merged.gguf -t 2", SPROUT_CLI_PATH);
@@ -302,26 +314,7 @@ static void test_experts(void) {
     static const float rs_scales[2] = {1.f, 0.5f};
     CHECK_MSG(export_pair(base, router, shexp, rs_scales, "moe-rs-merged.gguf", SPROUT_TYPE_F32) == SPROUT_OK, "%s", sprout_last_error());
     snprintf(merged, sizeof merged, "%s/moe-rs-merged.gguf", dir);
-    m = mm = NULL;
-    lx = la = NULL;
-    CHECK_MSG(sprout_model_load(base, &mp, &m) == SPROUT_OK && sprout_model_load(merged, &mp, &mm) == SPROUT_OK, "%s", sprout_last_error());
-    if (m) CHECK_MSG(sprout_lora_load(m, router, &lx) == SPROUT_OK && sprout_lora_load(m, shexp, &la) == SPROUT_OK, "%s", sprout_last_error());
-    if (m && mm && lx && la) {
-        const sprout_lora_use uses[] = {{lx, rs_scales[0]}, {la, rs_scales[1]}};
-        sp_lora_set both, alone;
-        CHECK(sp_lora_set_copy(m, uses, 2, &both) == SPROUT_OK && sp_lora_set_copy(m, uses, 1, &alone) == SPROUT_OK);
-        float scale, moved, r_scale, r_moved;
-        const float diff = merged_vs_runtime("router and shared expert merged vs run time", m, mm, &both, &scale, &moved);
-        merged_vs_runtime("the router adapter vs none", m, m, &alone, &r_scale, &r_moved);
-        CHECK_MSG(r_moved > 0.1f, "the router adapter changes little (%g): the test would prove nothing", (double)r_moved);
-        CHECK_MSG(diff >= 0 && diff < 2e-5f * fmaxf(scale, 1.f), "merged router and shared expert differ from run time by %g", (double)diff);
-        sp_lora_set_free(&both);
-        sp_lora_set_free(&alone);
-    }
-    sprout_lora_free(lx);
-    sprout_lora_free(la);
-    sprout_model_free(mm);
-    sprout_model_free(m);
+    check_merged_moe("router and shared expert", base, merged, router, shexp, rs_scales, 0.1f);
 }
 
 /* --- errors ------------------------------------------------------------------------------ */
