@@ -148,14 +148,19 @@ static void add_b_terms(const lora_job *j, int64_t t0, int64_t t1, int64_t b0, i
 
 static int64_t b_tiles(const lora_job *j) { return (j->n_out + SP_LORA_B_TILE - 1) / SP_LORA_B_TILE; }
 
+/* The step's tokens [t0, t1) on thread ith: each one's A x, then its B terms. */
+static void tokens_on(const lora_job *j, int64_t t0, int64_t t1, int ith) {
+    compute_ax(j, t0, t1, 0, j->stride, j->ctx->scratch + (int64_t)ith * j->ctx->scratch_stride);
+    add_b_terms(j, t0, t1, 0, b_tiles(j));
+}
+
 /* The step's tokens split among the threads, each token's A x and then its
  * B terms on one thread: no thread waits for another's A x. */
 static void tokens_worker(void *user, int ith, int nth) {
     const lora_job *j = user;
     int64_t s0, s1;
     sp_split_range(j->c1 - j->c0, ith, nth, &s0, &s1);
-    compute_ax(j, j->c0 + s0, j->c0 + s1, 0, j->stride, j->ctx->scratch + (int64_t)ith * j->ctx->scratch_stride);
-    add_b_terms(j, j->c0 + s0, j->c0 + s1, 0, b_tiles(j));
+    tokens_on(j, j->c0 + s0, j->c0 + s1, ith);
 }
 
 /* A lone token's A x, its rows split among the threads. */
@@ -175,8 +180,9 @@ static void b_tiles_worker(void *user, int ith, int nth) {
 }
 
 /* Rows [0, n) of x (n_in wide) and y (n_out wide): the terms of each
- * adapter's pair `index`. */
-static void apply_pairs(const sp_context *ctx, int64_t index, int64_t n_in, int64_t n_out, const float *x, float *y, int32_t n) {
+ * adapter's pair `index`, through the pool, or all on thread on_thread
+ * (>= 0: a pool worker's share of sp_lora_apply_each). */
+static void apply_pairs(const sp_context *ctx, int64_t index, int64_t n_in, int64_t n_out, const float *x, float *y, int32_t n, int on_thread) {
     size_t n_slots = 0;
     for (int32_t t = 0; t < n; t++)
         if (ctx->rows[t].lora && ctx->rows[t].lora->n > n_slots) n_slots = ctx->rows[t].lora->n;
@@ -192,7 +198,8 @@ static void apply_pairs(const sp_context *ctx, int64_t index, int64_t n_in, int6
         const int64_t chunk = AX_FLOATS / j.stride;
         for (j.c0 = 0; j.c0 < n; j.c0 += chunk) {
             j.c1 = j.c0 + chunk < n ? j.c0 + chunk : n;
-            if ((j.c1 - j.c0) * j.stride * (j.n_in + j.n_out) < ctx->lora_parallel_min_work) tokens_worker(&j, 0, 1);
+            if (on_thread >= 0) tokens_on(&j, j.c0, j.c1, on_thread);
+            else if ((j.c1 - j.c0) * j.stride * (j.n_in + j.n_out) < ctx->lora_parallel_min_work) tokens_worker(&j, 0, 1);
             else if (j.c1 - j.c0 > 1) sp_threadpool_run(ctx->pool, tokens_worker, &j);
             else {
                 sp_threadpool_run(ctx->pool, ax_rows_worker, &j);
@@ -202,14 +209,81 @@ static void apply_pairs(const sp_context *ctx, int64_t index, int64_t n_in, int6
     }
 }
 
-void sp_lora_apply(const sp_context *ctx, const sp_weight *w, const float *x, float *y, int32_t n) {
+/* The pair index of w's terms for rows [0, n), or -1 where no row has an adapter. */
+static int64_t terms_index(const sp_context *ctx, const sp_weight *w, int32_t n) {
     bool any = false;
     for (int32_t t = 0; t < n && !any; t++) any = ctx->rows[t].lora != NULL;
-    const int64_t index = any ? sp_model_weight_index(ctx->model, w) : -1;
-    if (index >= 0) apply_pairs(ctx, index, w->n_in, w->n_out, x, y, n);
+    return any ? sp_model_weight_index(ctx->model, w) : -1;
+}
+
+void sp_lora_apply(const sp_context *ctx, const sp_weight *w, const float *x, float *y, int32_t n) {
+    const int64_t index = terms_index(ctx, w, n);
+    if (index >= 0) apply_pairs(ctx, index, w->n_in, w->n_out, x, y, n, -1);
+}
+
+/* The multiply-adds of pair `index`'s terms over rows [0, n): each row's
+ * A x and B, every adapter of its set with the pair. */
+static int64_t terms_work(const sp_context *ctx, int64_t index, const sp_weight *w, int32_t n) {
+    int64_t work = 0;
+    for (int32_t t = 0; t < n; t++)
+        for (size_t u = 0; ctx->rows[t].lora && u < ctx->rows[t].lora->n; u++) {
+            const sp_lora_pair *p = &ctx->rows[t].lora->uses[u].adapter->pairs[index];
+            if (p->a.data) work += p->a.n_out * (w->n_in + w->n_out);
+        }
+    return work;
+}
+
+enum { EACH_MAX = 16 };
+
+typedef struct each_job {
+    const sp_context *ctx;
+    const sp_lora_target *targets;
+    int64_t index[EACH_MAX];
+    int owner[EACH_MAX];
+    int n_targets;
+    int32_t n;
+} each_job;
+
+static void each_worker(void *user, int ith, int nth) {
+    (void)nth;
+    const each_job *e = user;
+    for (int i = 0; i < e->n_targets; i++)
+        if (e->owner[i] == ith && e->index[i] >= 0) {
+            const sp_lora_target *tg = &e->targets[i];
+            apply_pairs(e->ctx, e->index[i], tg->w->n_in, tg->w->n_out, tg->x, tg->y, e->n, ith);
+        }
+}
+
+void sp_lora_apply_each(const sp_context *ctx, const sp_lora_target *targets, int n_targets, int32_t n) {
+    const int nth = sp_threadpool_size(ctx->pool);
+    each_job e = {.ctx = ctx, .targets = targets, .n_targets = n_targets, .n = n};
+    int adapted = 0;
+    bool small = n_targets <= EACH_MAX;
+    int64_t work[EACH_MAX], load[SPROUT_MAX_THREADS] = {0};
+    for (int i = 0; small && i < n_targets; i++) {
+        e.index[i] = terms_index(ctx, targets[i].w, n);
+        work[i] = e.index[i] >= 0 ? terms_work(ctx, e.index[i], targets[i].w, n) : 0;
+        adapted += work[i] > 0;
+        small = work[i] < ctx->lora_parallel_min_work;
+    }
+    if (nth < 2 || adapted < 2 || !small) {
+        for (int i = 0; i < n_targets; i++) sp_lora_apply(ctx, targets[i].w, targets[i].x, targets[i].y, n);
+        return;
+    }
+    /* the largest first, each to the least loaded thread */
+    bool placed[EACH_MAX] = {false};
+    for (int k = 0; k < n_targets; k++) {
+        int big = -1, least = 0;
+        for (int i = 0; i < n_targets; i++)
+            if (!placed[i] && (big < 0 || work[i] > work[big])) big = i;
+        for (int t = 1; t < nth; t++)
+            if (load[t] < load[least]) least = t;
+        placed[big] = true, e.owner[big] = least, load[least] += work[big];
+    }
+    sp_threadpool_run(ctx->pool, each_worker, &e);
 }
 
 void sp_lora_apply_expert(const sp_context *ctx, int32_t il, sp_lora_experts kind, int32_t expert, const sp_weight *w, const float *x,
                           float *y, int32_t n) {
-    if (ctx->model->hp.n_expert > 0) apply_pairs(ctx, sp_lora_expert_index(ctx->model, il, kind, expert), w->n_in, w->n_out, x, y, n);
+    if (ctx->model->hp.n_expert > 0) apply_pairs(ctx, sp_lora_expert_index(ctx->model, il, kind, expert), w->n_in, w->n_out, x, y, n, -1);
 }

@@ -10,6 +10,20 @@
  * row carries an adapter for w. */
 void sp_lora_apply(const sp_context *ctx, const sp_weight *w, const float *x, float *y, int32_t n);
 
+/* One weight's terms of several (the parts of sp_matmul_parts). */
+typedef struct sp_lora_target {
+    const sp_weight *w;
+    const float *x;
+    float *y;
+} sp_lora_target;
+
+/* sp_lora_apply for each target, the same numbers: where each target's
+ * step is small enough to run on one thread (SP_LORA_PARALLEL_MIN_WORK)
+ * and several have adapters, the targets spread over the threads in one
+ * run of the pool (a decode step's q, k and v; gate and up), where one
+ * after another they all ran on the calling thread. */
+void sp_lora_apply_each(const sp_context *ctx, const sp_lora_target *targets, int n_targets, int32_t n);
+
 /* The same for expert `expert` of layer il's `kind` tensor (w its matrix,
  * sp_expert's view), over rows that chose it: what sp_matmul's call cannot
  * find by w's address (sp_moe_experts calls it after each expert matmul). */

@@ -212,9 +212,21 @@ void sp_matmul_parts(const sp_context *ctx, const sp_matmul_part *parts, int n_p
                 run_jobs(ctx, &r, has_prompt_runs(&r.job[0]));
             }
     }
-    /* the adapters' low-rank terms, after W x is whole (lora_apply.c) */
-    for (int i = 0; i < n_parts; i++)
-        if (!parts[i].rows) sp_lora_apply(ctx, parts[i].w, parts[i].x->f32, parts[i].y, parts[i].n);
+    /* the adapters' low-rank terms, after W x is whole (lora_apply.c): the
+     * parts of the batch's own rows, which share their tokens */
+    sp_lora_target targets[MATMUL_PARTS_MAX];
+    int n_targets = 0;
+    int32_t n = 0;
+    for (int i = 0; i < n_parts; i++) {
+        if (parts[i].rows) continue;
+        if (n_targets == MATMUL_PARTS_MAX || (n_targets && parts[i].n != n)) {
+            sp_lora_apply_each(ctx, targets, n_targets, n);
+            n_targets = 0;
+        }
+        n = parts[i].n;
+        targets[n_targets++] = (sp_lora_target){parts[i].w, parts[i].x->f32, parts[i].y};
+    }
+    if (n_targets) sp_lora_apply_each(ctx, targets, n_targets, n);
 }
 
 void sp_matmul(const sp_context *ctx, const sp_weight *w, const sp_rows *x, float *y, int32_t n) {
