@@ -501,9 +501,10 @@ static inline __attribute__((always_inline)) void split_k_unpack(sprout_type typ
  * arithmetic, and the hardware prefetcher alone leaves gaps: each chunk
  * asks for the lines of the chunk `ahead` bytes on (rows further down),
  * a chunk's worth at a time. Asking for a whole row at once, two rows
- * before it was needed, overran the line fill buffers: four tokens of
- * Q4_0 from memory ran at 38 GMAC/s a core, 72 spread out
- * (bench/RESULTS.md). 0 asks for nothing. */
+ * before it was needed, four tokens of Q4_0 from memory ran at 38 GMAC/s
+ * a core, 72 spread out (bench/RESULTS.md; that a burst of a row's lines
+ * overran the line fill buffers is the likely cause, not measured: the
+ * VM exposes no counters). 0 asks for nothing. */
 static inline __attribute__((always_inline)) void prefetch_chunk_ahead(const uint8_t *row, int64_t c, size_t chunk_bytes, ptrdiff_t ahead) {
     if (!ahead) return;
     const uintptr_t from = (uintptr_t)(row + (size_t)c * chunk_bytes + ahead) & ~(uintptr_t)63;

@@ -27,9 +27,9 @@ typedef struct sp_matmul_part {
 
 /* sp_matmul of each part, the same numbers: a decode batch's parts in one
  * run of the pool, their output rows handed out among the threads as one
- * matrix's (a run per projection waits on each one's stragglers and starts
- * its weight streams cold: a layer's q, k and v; gate and up; the experts
- * a token chose). Prompts go a part at a time. */
+ * matrix's (a layer's q, k and v; gate and up; the experts a token chose),
+ * one hand-off instead of one per projection. Decode speed moved within
+ * the host's noise (bench/RESULTS.md). Prompts go a part at a time. */
 void sp_matmul_parts(const sp_context *ctx, const sp_matmul_part *parts, int n_parts);
 
 /* Rows [o0, o1) of the same for n tokens whose x and y rows lie x_stride

@@ -306,11 +306,11 @@ static void experts_one_by_one(sp_context *ctx, const sp_layer *ly) {
 /* A decode batch's chosen experts all at once: every pair's row gathered,
  * then the gate and up projections of all of them in one run of the pool,
  * the activations, the down projections in another, and each token's
- * outputs summed. Expert by expert, a token's eight experts took forty
- * hand-offs to the pool a layer, each matmul a few dozen microseconds of
- * streaming cut short by its stragglers. The same numbers: each expert's
- * rows through the same kernels, a token's outputs added in the order of
- * their experts' index. */
+ * outputs summed: five runs of the pool a layer, where expert by expert a
+ * token's eight experts took six each. OLMoE's decode gained within the
+ * host's noise (bench/RESULTS.md): the runs were not what held it back.
+ * The same numbers: each expert's rows through the same kernels, a
+ * token's outputs added in the order of their experts' index. */
 static void experts_together(sp_context *ctx, const sp_layer *ly, int32_t n) {
     const sp_hparams *hp = &ctx->model->hp;
     const int64_t e = hp->n_embd, f = hp->n_ff_exp;
