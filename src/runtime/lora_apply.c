@@ -23,6 +23,7 @@ enum { PREFETCH_AHEAD = 2048 };
  * the threads, so its bits do not depend on them. */
 typedef struct lora_job {
     const sp_context *ctx;
+    const sp_batch_token *rows; /* the tokens' batch entries: their adapter sets */
     int64_t index; /* the pairs' index in each adapter (sprout_lora.pairs) */
     const float *x;
     float *y;
@@ -37,7 +38,7 @@ typedef struct lora_job {
 
 /* Token t's pair in slot u, or NULL. */
 static const sp_lora_pair *slot_pair(const lora_job *j, int64_t t, size_t u, float *scale) {
-    const sp_lora_set *set = j->ctx->rows[t].lora;
+    const sp_lora_set *set = j->rows[t].lora;
     if (!set || u >= set->n) return NULL;
     const sp_lora_pair *p = &set->uses[u].adapter->pairs[j->index];
     if (!p->a.data) return NULL;
@@ -182,13 +183,14 @@ static void b_tiles_worker(void *user, int ith, int nth) {
 /* Rows [0, n) of x (n_in wide) and y (n_out wide): the terms of each
  * adapter's pair `index`, through the pool, or all on thread on_thread
  * (>= 0: a pool worker's share of sp_lora_apply_each). */
-static void apply_pairs(const sp_context *ctx, int64_t index, int64_t n_in, int64_t n_out, const float *x, float *y, int32_t n, int on_thread) {
+static void apply_pairs(const sp_context *ctx, const sp_batch_token *rows, int64_t index, int64_t n_in, int64_t n_out, const float *x, float *y,
+                        int32_t n, int on_thread) {
     size_t n_slots = 0;
     for (int32_t t = 0; t < n; t++)
-        if (ctx->rows[t].lora && ctx->rows[t].lora->n > n_slots) n_slots = ctx->rows[t].lora->n;
+        if (rows[t].lora && rows[t].lora->n > n_slots) n_slots = rows[t].lora->n;
     if (!n_slots) return;
     float ax[AX_FLOATS];
-    lora_job j = {.ctx = ctx, .index = index, .x = x, .y = y, .n_in = n_in, .n_out = n_out, .n = n, .ax = ax};
+    lora_job j = {.ctx = ctx, .rows = rows, .index = index, .x = x, .y = y, .n_in = n_in, .n_out = n_out, .n = n, .ax = ax};
     /* One run of the pool per chunk (the next chunk overwrites ax), or two
      * for a lone token, as matmul.c stages its prompt runs: its B terms
      * read the A x rows of every thread. */
@@ -218,7 +220,7 @@ static int64_t terms_index(const sp_context *ctx, const sp_weight *w, int32_t n)
 
 void sp_lora_apply(const sp_context *ctx, const sp_weight *w, const float *x, float *y, int32_t n) {
     const int64_t index = terms_index(ctx, w, n);
-    if (index >= 0) apply_pairs(ctx, index, w->n_in, w->n_out, x, y, n, -1);
+    if (index >= 0) apply_pairs(ctx, ctx->rows, index, w->n_in, w->n_out, x, y, n, -1);
 }
 
 /* The multiply-adds of pair `index`'s terms over rows [0, n): each row's
@@ -250,7 +252,7 @@ static void each_worker(void *user, int ith, int nth) {
     for (int i = 0; i < e->n_targets; i++)
         if (e->owner[i] == ith && e->index[i] >= 0) {
             const sp_lora_target *tg = &e->targets[i];
-            apply_pairs(e->ctx, e->index[i], tg->w->n_in, tg->w->n_out, tg->x, tg->y, e->n, ith);
+            apply_pairs(e->ctx, e->ctx->rows, e->index[i], tg->w->n_in, tg->w->n_out, tg->x, tg->y, e->n, ith);
         }
 }
 
@@ -283,7 +285,8 @@ void sp_lora_apply_each(const sp_context *ctx, const sp_lora_target *targets, in
     sp_threadpool_run(ctx->pool, each_worker, &e);
 }
 
-void sp_lora_apply_expert(const sp_context *ctx, int32_t il, sp_lora_experts kind, int32_t expert, const sp_weight *w, const float *x,
-                          float *y, int32_t n) {
-    if (ctx->model->hp.n_expert > 0) apply_pairs(ctx, sp_lora_expert_index(ctx->model, il, kind, expert), w->n_in, w->n_out, x, y, n, -1);
+void sp_lora_apply_expert(const sp_context *ctx, const sp_batch_token *rows, int32_t il, sp_lora_experts kind, int32_t expert,
+                          const sp_weight *w, const float *x, float *y, int32_t n) {
+    if (ctx->model->hp.n_expert > 0)
+        apply_pairs(ctx, rows, sp_lora_expert_index(ctx->model, il, kind, expert), w->n_in, w->n_out, x, y, n, -1);
 }

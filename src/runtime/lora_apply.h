@@ -25,9 +25,10 @@ typedef struct sp_lora_target {
 void sp_lora_apply_each(const sp_context *ctx, const sp_lora_target *targets, int n_targets, int32_t n);
 
 /* The same for expert `expert` of layer il's `kind` tensor (w its matrix,
- * sp_expert's view), over rows that chose it: what sp_matmul's call cannot
- * find by w's address (sp_moe_experts calls it after each expert matmul). */
-void sp_lora_apply_expert(const sp_context *ctx, int32_t il, sp_lora_experts kind, int32_t expert, const sp_weight *w, const float *x,
-                          float *y, int32_t n);
+ * sp_expert's view), over the n rows that chose it, whose batch entries
+ * (their adapter sets) are `rows`: what sp_matmul's call cannot find by
+ * w's address (sp_moe_experts calls it after each expert matmul). */
+void sp_lora_apply_expert(const sp_context *ctx, const sp_batch_token *rows, int32_t il, sp_lora_experts kind, int32_t expert,
+                          const sp_weight *w, const float *x, float *y, int32_t n);
 
 #endif

@@ -269,12 +269,9 @@ static sp_rows rows_from(const sp_rows *rows, int64_t width, int32_t first) {
 
 /* The adapters' terms of expert x's `kind` projection over its rows
  * (batch entries from `first` in moe.rows). */
-static void expert_adapters(sp_context *ctx, int32_t il, sp_lora_experts kind, int32_t x, const sp_weight *w, int32_t first, int32_t count,
-                            const float *in, float *out) {
-    const sp_batch_token *layer_rows = ctx->rows;
-    ctx->rows = ctx->moe.rows + first;
-    sp_lora_apply_expert(ctx, il, kind, x, w, in, out, count);
-    ctx->rows = layer_rows;
+static void expert_adapters(const sp_context *ctx, int32_t il, sp_lora_experts kind, int32_t x, const sp_weight *w, int32_t first,
+                            int32_t count, const float *in, float *out) {
+    sp_lora_apply_expert(ctx, ctx->moe.rows + first, il, kind, x, w, in, out, count);
 }
 
 /* Each chosen expert in turn, its tokens gathered, its three projections
