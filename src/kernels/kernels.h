@@ -105,12 +105,18 @@ static inline sp_cell_range sp_attention_range(const sp_attention_args *a, int64
 #define SP_ROUNDED_BLOCK_FLOATS (128 << 10)
 
 /* One token's weight rows stream at the pace of its arithmetic, too slowly
- * for the hardware prefetcher alone: the x86 one-token kernels ask for
+ * for the hardware prefetcher alone: the x86 int8 one-token kernels ask for
  * the lines this many bytes ahead of what they read, a chunk's worth at a
  * time (a whole row at once, as the several-token kernels do, gave
  * nothing). 2 KiB suits four streams a thread (below); one stream wanted
  * 6 KiB. */
 #define SP_DECODE_AHEAD 2048
+/* The float rows' one-token tiles ask for nothing ahead (0): on a Zen 4
+ * their 2 KiB ahead into L1 held F16 and BF16 decode 20-30% below the
+ * hardware prefetcher's own pace (at every x86 level), and on an Emerald
+ * Rapids it made no difference. The int8 tiles' did neither harm nor good
+ * on the Zen 4 and helped on the Intel hosts. */
+#define SP_FLOAT_DECODE_AHEAD 0
 
 /* And a thread's rows for one token are read as SP_DECODE_STREAMS streams
  * at once: its range cut into that many stretches, a row from each at a

@@ -145,7 +145,7 @@ static void half_token_tile(const uint8_t *const rows[], int n, const void *ctx,
     for (int k = 0; k < SP_DECODE_STREAMS; k++) acc[k] = _mm512_setzero_ps();
     for (int k = 0; k < n; k++) tile[k] = (const uint16_t *)rows[k];
     const int64_t whole = t->n_in / PAIR_GROUP * PAIR_GROUP;
-    half_tile_any(t->f, tile, n, &t->x, 1, 0, whole, SP_DECODE_AHEAD, true, acc, 1);
+    half_tile_any(t->f, tile, n, &t->x, 1, 0, whole, SP_FLOAT_DECODE_AHEAD, true, acc, 1);
     for (int k = 0; k < n; k++) dots[k] = pair_output(t->f, acc[k], tile[k], t->x, whole, t->n_in);
 }
 

@@ -652,7 +652,7 @@ static void float_tile_any(float_format f, const void *const rows[], int R, cons
 
 /* One token against F16, BF16 or F32 rows [o0, o1) read in place: as
  * SP_DECODE_STREAMS stretches, a row of each side by side in a tile
- * (kernels.h), each tile fetching SP_DECODE_AHEAD bytes on into L1. A
+ * (kernels.h), left to the hardware prefetcher (SP_FLOAT_DECODE_AHEAD). A
  * row's arithmetic is the tile's for that row whatever else the tile
  * holds, so only the order of the rows differs from a batch's. Four
  * consecutive rows, each fetching the next tile's (its row 4 rows on),
@@ -667,7 +667,7 @@ static void float_token_tile(const uint8_t *const rows[], int n, const void *ctx
     const float_token *t = ctx;
     const void *tile[SP_DECODE_STREAMS];
     for (int k = 0; k < n; k++) tile[k] = rows[k];
-    float_tile_any(t->f, tile, n, &t->x, 1, t->n_in, SP_DECODE_AHEAD, true, dots);
+    float_tile_any(t->f, tile, n, &t->x, 1, t->n_in, SP_FLOAT_DECODE_AHEAD, true, dots);
 }
 
 static void float_rows_one_token(const sp_weight *w, float_format f, const float *x, float *y, int64_t o0, int64_t o1) {
