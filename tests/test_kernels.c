@@ -693,6 +693,7 @@ int main(void) {
     check_level("avx2");
     check_level("avx512");
     check_level("avx512bf16");
+    check_level("avx512bf16dot");
     check_level("amx");
     check_level("amx-prompt");
     check_level("neon");
@@ -713,10 +714,10 @@ int main(void) {
     if (!emulated_run()) {
         check_attention_tokens_level("avx2");
         check_attention_tokens_level("avx512");
-        static const char *const invariant[] = {"generic", "avx2", "avx512", "avx512bf16", "amx", "amx-prompt", "neon", "i8mm"};
+        static const char *const invariant[] = {"generic", "avx2", "avx512", "avx512bf16", "avx512bf16dot", "amx", "amx-prompt", "neon", "i8mm"};
         for (size_t i = 0; i < sizeof invariant / sizeof *invariant; i++) check_batch_invariance(invariant[i]);
     }
-    static const char *const levels[] = {"generic", "avx2", "avx512", "avx512bf16", "amx", "amx-prompt", "neon", "i8mm"};
+    static const char *const levels[] = {"generic", "avx2", "avx512", "avx512bf16", "avx512bf16dot", "amx", "amx-prompt", "neon", "i8mm"};
     for (size_t i = 0; i < sizeof levels / sizeof *levels; i++) {
         check_extreme_sums(levels[i]);
         check_rounded_activations(levels[i], SPROUT_TYPE_F16);

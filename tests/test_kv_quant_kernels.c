@@ -161,7 +161,7 @@ static void check_level(const char *level) {
 }
 
 int main(void) {
-    static const char *const levels[] = {"generic", "avx2", "avx512", "avx512bf16", "amx", "neon", "i8mm"};
+    static const char *const levels[] = {"generic", "avx2", "avx512", "avx512bf16", "avx512bf16dot", "amx", "neon", "i8mm"};
     for (size_t i = 0; i < sizeof levels / sizeof *levels; i++) check_level(levels[i]);
     TEST_MAIN_END();
 }

@@ -1,7 +1,7 @@
 /* Picks the kernels once, at first use, from what the CPU (and the OS, for
  * the wider register state) supports. SPROUT_CPU=generic|avx2|avx512|
- * avx512bf16|amx|neon|i8mm caps the level, for tests and for comparisons; a
- * level the CPU lacks falls back to the best one below it. */
+ * avx512bf16|avx512bf16dot|amx|neon|i8mm caps the level, for tests and for
+ * comparisons; a level the CPU lacks falls back to the best one below it. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -44,6 +44,18 @@ static const sp_kernels avx512 = {
 static const sp_kernels avx512bf16 = {
     .name = "avx512-vnni-bf16",
     .matmul = sp_matmul_avx512bf16,
+    .quantize = sp_quantize_avx2,
+    .attention = sp_attention_avx512,
+    .activation = sp_activation_avx2,
+};
+/* avx512bf16's, with BF16 rows through vdpbf16ps: where it issues at the
+ * float FMAs' rate (a Zen 4: bench/float_pipes.c, 117 GMAC/s a core
+ * against 59), twice the float tiles' products an instruction; where it
+ * issues at a quarter of it (Emerald Rapids: 42 against 85) the float
+ * tiles stay (preferred_bf16_dot) */
+static const sp_kernels avx512bf16_dot = {
+    .name = "avx512-vnni-bf16dot",
+    .matmul = sp_matmul_avx512bf16_dot,
     .quantize = sp_quantize_avx2,
     .attention = sp_attention_avx512,
     .activation = sp_activation_avx2,
@@ -136,6 +148,13 @@ static bool amx_usable(void) {
 #endif
 }
 
+/* vdpbf16ps at the float FMAs' rate: measured on AMD's Zen 4 only; Intel's
+ * CPUs with AVX-512 BF16 and no AMX are not known to have it. */
+static bool preferred_bf16_dot(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid(0, &a, &b, &c, &d) && b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u; /* "AuthenticAMD" */
+}
+
 static bool amx_granted;
 static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
 static void ask_for_amx(void) { amx_granted = amx_usable(); }
@@ -164,7 +183,8 @@ static bool always(void) { return true; }
  * another architecture is not taken for a typo. A row whose cpu_has is
  * NULL is not in this build. Within an architecture the levels nest (every
  * level's CPU test implies the ones below it), so the first row whose test
- * passes, from a cap down, is the best the CPU has at or below the cap; the
+ * passes, from a cap down, is the best the CPU has at or below the cap
+ * (skipping a row not preferred on this CPU unless the cap names it); the
  * other architecture's rows, with no test, are passed over. The Arm rows
  * come first so that bottom-up the names read generic, the x86 levels, then
  * the Arm ones. */
@@ -172,16 +192,20 @@ typedef struct level {
     const char *name; /* as SPROUT_CPU spells it */
     bool (*cpu_has)(void);
     const sp_kernels *kernels;
+    /* NULL, or whether a CPU that has the level is faster with it than
+     * with the next: a level not preferred is taken only when named */
+    bool (*preferred)(void);
 } level;
 
 static const level levels[] = {
-    {"i8mm", NEON(cpu_has_neon_i8mm), NEON(&neon_i8mm)},
-    {"neon", NEON(cpu_has_neon_dotprod), NEON(&neon)},
-    {"amx", X86(cpu_has_amx), X86(&amx)},
-    {"avx512bf16", X86(cpu_has_avx512_bf16), X86(&avx512bf16)},
-    {"avx512", X86(cpu_has_avx512_vnni), X86(&avx512)},
-    {"avx2", X86(cpu_has_avx2), X86(&avx2)},
-    {"generic", always, &portable},
+    {"i8mm", NEON(cpu_has_neon_i8mm), NEON(&neon_i8mm), NULL},
+    {"neon", NEON(cpu_has_neon_dotprod), NEON(&neon), NULL},
+    {"amx", X86(cpu_has_amx), X86(&amx), NULL},
+    {"avx512bf16dot", X86(cpu_has_avx512_bf16), X86(&avx512bf16_dot), X86(preferred_bf16_dot)},
+    {"avx512bf16", X86(cpu_has_avx512_bf16), X86(&avx512bf16), NULL},
+    {"avx512", X86(cpu_has_avx512_vnni), X86(&avx512), NULL},
+    {"avx2", X86(cpu_has_avx2), X86(&avx2), NULL},
+    {"generic", always, &portable, NULL},
 };
 
 enum { N_LEVELS = sizeof levels / sizeof *levels };
@@ -215,7 +239,7 @@ static void choose(void) {
         sp_log(SPROUT_LOG_WARN, "SPROUT_CPU=%s is not one of%s: using the best level this CPU has", cap, names);
     }
     size_t i = named < N_LEVELS && levels[named].cpu_has ? named : 0;
-    while (!cpu_has(&levels[i])) i++; /* the last, generic, always passes */
+    while (!cpu_has(&levels[i]) || (i != named && levels[i].preferred && !levels[i].preferred())) i++; /* the last, generic, always passes */
     chosen = levels[i].kernels;
     if (named < N_LEVELS && i != named)
         sp_log(SPROUT_LOG_WARN, "SPROUT_CPU=%s: this CPU or build does not have that level; using the %s kernels", cap, chosen->name);

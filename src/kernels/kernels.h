@@ -360,6 +360,10 @@ void sp_matmul_avx512vnni(const sp_weight *w, const float *x, int64_t x_stride, 
 /* ... and AVX-512 BF16 as well, for BF16 weights (matmul_bf16.c). */
 void sp_matmul_avx512bf16(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                           int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
+/* The same, with BF16 rows through vdpbf16ps (where it issues at the
+ * float FMAs' rate: dispatch.c) */
+void sp_matmul_avx512bf16_dot(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
+                              int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
 /* ... and AMX-INT8 and AMX-BF16 as well: batches of Q4_0, Q8_0, IQ4_NL, Q4_K and Q6_K weights in int8 tiles
  * (matmul_amx.c); its prompt matmul sends F16 and BF16 weights to bfloat16 tiles at every batch size (matmul_amx_float.c). */
 void sp_matmul_amx(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y, int64_t y_stride,
