@@ -151,7 +151,7 @@ static bool amx_usable(void) {
 /* vdpbf16ps at the float FMAs' rate: measured on AMD's Zen 4 only; Intel's
  * CPUs with AVX-512 BF16 and no AMX are not known to have it. */
 static bool preferred_bf16_dot(void) {
-    unsigned a, b, c, d;
+    unsigned a = 0, b = 0, c = 0, d = 0;
     return __get_cpuid(0, &a, &b, &c, &d) && b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u; /* "AuthenticAMD" */
 }
 
