@@ -33,33 +33,22 @@ static const sp_kernels avx2 = {
     .attention = sp_attention_avx2,
     .activation = sp_activation_avx2,
 };
-static const sp_kernels avx512 = {
-    .name = "avx512-vnni",
-    .matmul = sp_matmul_avx512vnni,
-    .quantize = sp_quantize_avx2,
-    .attention = sp_attention_avx512,
-    .activation = sp_activation_avx2,
-};
-/* avx512's, with BF16 weights through vdpbf16ps */
-static const sp_kernels avx512bf16 = {
-    .name = "avx512-vnni-bf16",
-    .matmul = sp_matmul_avx512bf16,
-    .quantize = sp_quantize_avx2,
-    .attention = sp_attention_avx512,
-    .activation = sp_activation_avx2,
-};
+/* The 512-bit levels below amx differ only in their matmul; they share
+ * the 512-bit attention and AVX2's quantize and activations. */
+#define AVX512_KERNELS(level_name, level_matmul)                                                                       \
+    {                                                                                                                  \
+        .name = (level_name), .matmul = (level_matmul), .quantize = sp_quantize_avx2, .attention = sp_attention_avx512, \
+        .activation = sp_activation_avx2,                                                                              \
+    }
+static const sp_kernels avx512 = AVX512_KERNELS("avx512-vnni", sp_matmul_avx512vnni);
+/* avx512's, with F16 and BF16 weights through blocked float-FMA tiles */
+static const sp_kernels avx512bf16 = AVX512_KERNELS("avx512-vnni-bf16", sp_matmul_avx512bf16);
 /* avx512bf16's, with BF16 rows through vdpbf16ps: where it issues at the
  * float FMAs' rate (a Zen 4: bench/float_pipes.c, 117 GMAC/s a core
  * against 59), twice the float tiles' products an instruction; where it
  * issues at a quarter of it (Emerald Rapids: 42 against 85) the float
  * tiles stay (preferred_bf16_dot) */
-static const sp_kernels avx512bf16_dot = {
-    .name = "avx512-vnni-bf16dot",
-    .matmul = sp_matmul_avx512bf16_dot,
-    .quantize = sp_quantize_avx2,
-    .attention = sp_attention_avx512,
-    .activation = sp_activation_avx2,
-};
+static const sp_kernels avx512bf16_dot = AVX512_KERNELS("avx512-vnni-bf16dot", sp_matmul_avx512bf16_dot);
 /* avx512bf16's, with batches of some int8 types through AMX tiles */
 static const sp_kernels amx = {
     .name = "amx",

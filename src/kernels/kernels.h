@@ -114,8 +114,10 @@ static inline sp_cell_range sp_attention_range(const sp_attention_args *a, int64
 /* The float rows' one-token tiles ask for nothing ahead (0): on a Zen 4
  * their 2 KiB ahead into L1 held F16 and BF16 decode 20-30% below the
  * hardware prefetcher's own pace (at every x86 level), and on an Emerald
- * Rapids it made no difference. The int8 tiles' did neither harm nor good
- * on the Zen 4 and helped on the Intel hosts. */
+ * Rapids it made no difference. The int8 tiles' helped on the Intel hosts;
+ * on the Zen 4 dropping it measured +10-14% for Q8_0 but +9% or -7% for
+ * Q4_0 on one thread depending on how the runs alternated (bench/RESULTS.md),
+ * so it stays. */
 #define SP_FLOAT_DECODE_AHEAD 0
 
 /* And a thread's rows for one token are read as SP_DECODE_STREAMS streams

@@ -59,11 +59,9 @@
  * products per token. */
 typedef enum half_format { HALF_BF16, HALF_F16, HALF_BF16_DOT } half_format;
 
-/* Token t of a block of rounded activations n elements long: floats, or
- * the dot entry's BF16 values. */
-static inline const void *token_acts(half_format f, const void *xb, int64_t t, int64_t n) {
-    return f == HALF_BF16_DOT ? (const void *)((const uint16_t *)xb + t * n) : (const void *)((const float *)xb + t * n);
-}
+/* Bytes of one token's rounded activations, n elements: floats, or the
+ * dot entry's BF16 values. */
+static inline size_t token_bytes(half_format f, int64_t n) { return (size_t)n * (f == HALF_BF16_DOT ? sizeof(uint16_t) : sizeof(float)); }
 
 /* Half of 32 16-bit values at p as floats (exactly). BF16: the even
  * elements (half 0: the low 16 bits of each pair, shifted up) or the odd
@@ -197,7 +195,7 @@ static void half_rows_block(const sp_weight *w, half_format f, const void *xb, i
         for (int64_t t0 = 0; t0 < n_tokens; t0 += TILE_TOKENS) {
             const int T = n_tokens - t0 < TILE_TOKENS ? (int)(n_tokens - t0) : TILE_TOKENS;
             const void *xs[TILE_TOKENS];
-            for (int t = 0; t < T; t++) xs[t] = token_acts(f, xb, t0 + t, n);
+            for (int t = 0; t < T; t++) xs[t] = (const char *)xb + (size_t)(t0 + t) * token_bytes(f, n);
             for (int64_t k = 0; k < (oe - ob) * TILE_TOKENS; k++) state[k] = _mm512_setzero_ps();
             for (int64_t c0 = 0; c0 < whole; c0 += CHUNK_ELEMENTS) {
                 const int64_t c1 = whole - c0 < CHUNK_ELEMENTS ? whole : c0 + CHUNK_ELEMENTS;
@@ -235,7 +233,7 @@ static void matmul_16bit(const sp_weight *w, const float *x, int64_t x_stride, i
     }
     for (int64_t tb = 0; tb < n_tokens; tb += block) {
         const int64_t tn = n_tokens - tb < block ? n_tokens - tb : block;
-        for (int64_t t = 0; t < tn; t++) round_activations(f, x + (tb + t) * x_stride, n, (void *)token_acts(f, scratch, t, n));
+        for (int64_t t = 0; t < tn; t++) round_activations(f, x + (tb + t) * x_stride, n, (char *)scratch + (size_t)t * token_bytes(f, n));
         half_rows_block(w, f, scratch, tn, y + tb * y_stride, y_stride, o0, o1);
     }
 }
