@@ -69,7 +69,6 @@ static bool moe_buffers_init(sp_context *ctx) {
     b->ids = alloc_lines(nb * k * sizeof(int32_t));
     b->weights = alloc_lines(nb * k * sizeof(float));
     b->order = alloc_lines(nb * k * sizeof(int32_t));
-    b->place = alloc_lines(nb * k * sizeof(int32_t));
     b->first = alloc_lines(2 * (x + 1) * sizeof(int32_t)); /* and each expert's next free place while sorting */
     b->rows = alloc_lines(nb * sizeof *b->rows);
     b->x.f32 = alloc_lines(nb * e * sizeof(float));
@@ -77,7 +76,7 @@ static bool moe_buffers_init(sp_context *ctx) {
     b->up = alloc_lines(nb * f * sizeof(float));
     b->y = alloc_lines(nb * e * sizeof(float));
     b->shared_gate = alloc_lines(nb * sizeof(float));
-    bool ok = b->logits && b->ids && b->weights && b->order && b->place && b->first && b->rows && b->x.f32 && b->act.f32 && b->up && b->y &&
+    bool ok = b->logits && b->ids && b->weights && b->order && b->first && b->rows && b->x.f32 && b->act.f32 && b->up && b->y &&
               b->shared_gate;
     /* the int8 kernels' blocks where the rows divide into them: x as h has them, act for whichever width does */
     if (ctx->h.blocks) ok &= (b->x.blocks = alloc_lines(nb * (e / 32) * SP_ACT_BLOCK_BYTES)) != NULL;
@@ -110,7 +109,7 @@ static void mla_buffers_free(sp_mla_buffers *b) {
 }
 
 static void moe_buffers_free(sp_moe_buffers *b) {
-    void *bufs[] = {b->logits, b->ids, b->weights, b->order, b->place, b->first, b->rows, b->x.f32, b->x.blocks,
+    void *bufs[] = {b->logits, b->ids, b->weights, b->order, b->first, b->rows, b->x.f32, b->x.blocks,
                     b->act.f32, b->act.blocks, b->up, b->y, b->shared_gate};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     memset(b, 0, sizeof *b);

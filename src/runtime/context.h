@@ -58,13 +58,12 @@ typedef struct sp_moe_buffers {
     int32_t *ids;         /* [n][n_used] each token's experts, best first */
     float *weights;       /* [n][n_used] and their weights */
     int32_t *order;       /* [n * n_used] (token, slot) pairs sorted by expert, then token */
-    int32_t *place;       /* [n * n_used] each pair's place in order */
     int32_t *first;       /* [n_expert + 1] each expert's first pair in order */
-    sp_batch_token *rows; /* [n] the batch tokens of one expert's rows (of all experts', a few tokens') */
-    sp_rows x;            /* [n][e] one expert's input rows, gathered (or all experts', a few tokens') */
+    sp_batch_token *rows; /* [n] the batch tokens of a group of experts' rows */
+    sp_rows x;            /* [n][e] a group of experts' input rows, gathered */
     sp_rows act;          /* [n][F] gate, then the down projection's input */
     float *up;            /* [n][F] */
-    float *y;             /* [n][e] one expert's output */
+    float *y;             /* [n][e] their outputs */
     float *shared_gate;   /* [n] the shared expert's gate logit */
 } sp_moe_buffers;
 

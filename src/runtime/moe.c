@@ -13,8 +13,8 @@
  * Batch invariance: a token's experts depend on its own logits only; its
  * rows go through sp_matmul_parts with its own batch entry (so the same
  * kernel entry as alone: prompt or not), and its experts' outputs are
- * added in the order of their index, whatever else the batch holds, one
- * expert at a time (a prompt) or all together (a decode batch). The adapters'
+ * added in the order of their index, whatever else the batch holds and
+ * however its experts are grouped (expert_group). The adapters'
  * terms of an expert's projections (lora_apply.h) follow each of its
  * matmuls over the same rows, before its biases, as llama.cpp's
  * build_lora_mm_id. */
@@ -33,19 +33,18 @@
  * F16 before dividing by it. */
 #define MOE_MIN_WEIGHT_SUM 6.103515625e-5f
 
-/* Rows of one expert (first: its first (token, slot) pair in moe.order),
- * or of all a batch's chosen experts one after another (first 0). */
+/* Rows of a group of experts, one expert's after another: moe.order's
+ * (token, slot) pairs [first, first + count). */
 typedef struct expert_step {
-    int32_t first;
+    int32_t first, count;
     const sp_batch_token *layer_rows; /* the layer's batch entries */
     sp_rows act;                      /* the down projection's input, rows of `width` */
     int64_t width;
     const sp_layer *ly; /* whose experts' biases (gpt-oss) the rows take; NULL: none (the shared expert) */
 } expert_step;
 
-/* Batches of up to this many tokens, and (token, slot) pairs, run all
- * their chosen experts' projections together (experts_together). */
-enum { MOE_TOGETHER_MAX_TOKENS = 8, MOE_TOGETHER_MAX_PAIRS = 64 };
+/* The most experts whose projections run in one group (expert_group). */
+enum { MOE_GROUP_MAX_EXPERTS = 64 };
 
 /* An expert's bias of `width` (NULL where its layer has none). */
 static const float *expert_bias(const float *biases, int32_t expert, int64_t width) { return biases ? biases + expert * width : NULL; }
@@ -165,10 +164,9 @@ static void sort_by_expert(sp_context *ctx, int32_t n) {
     for (int32_t x = 0; x < n_expert; x++) first[x + 1] += first[x];
     memcpy(next, first, (size_t)n_expert * sizeof *next);
     for (int32_t a = 0; a < pairs; a++) b->order[next[b->ids[a]]++] = a;
-    for (int32_t i = 0; i < pairs; i++) b->place[b->order[i]] = i;
 }
 
-/* Rows [i0, i1) of an expert: its tokens' h rows (and blocks) and batch
+/* Rows [i0, i1) of a step: their tokens' h rows (and blocks) and batch
  * entries, one after another. */
 static void gather_rows(sp_context *ctx, const void *arg, int32_t i0, int32_t i1) {
     const expert_step *s = arg;
@@ -221,41 +219,18 @@ static void add_expert_output(float *out, float w, const float *y, const float *
         for (int64_t j = 0; j < e; j++) out[j] += w * y[j];
 }
 
-/* Rows [i0, i1) of an expert's output, weighted, onto their tokens' (a
- * token has one row per expert, so threads never share a token). */
-static void scatter_rows(sp_context *ctx, const void *arg, int32_t i0, int32_t i1) {
-    const expert_step *s = arg;
-    const sp_hparams *hp = &ctx->model->hp;
-    const int64_t e = hp->n_embd;
-    const sp_moe_buffers *b = &ctx->moe;
-    for (int32_t i = i0; i < i1; i++) {
-        const int32_t pair = b->order[s->first + i];
-        add_expert_output(ctx->ff_out + (int64_t)(pair / hp->n_expert_used) * e, b->weights[pair], b->y + i * e,
-                          expert_bias(s->ly->down_exps_b, b->ids[pair], e), e);
-    }
-}
-
-/* Tokens [t0, t1): each one's experts' outputs (all the batch's rows in
- * moe.y, in moe.order's order), weighted, in the order of their index as
- * scatter_rows adds them: the order of their places. */
+/* Tokens [t0, t1): each one's outputs of the step's experts (the step's
+ * rows in moe.y), weighted: the rows in their order, which is their
+ * experts' index. A token's rows are all its own thread's. */
 static void scatter_tokens(sp_context *ctx, const void *arg, int32_t t0, int32_t t1) {
     const expert_step *s = arg;
     const sp_hparams *hp = &ctx->model->hp;
     const int64_t e = hp->n_embd;
-    const int32_t k = hp->n_expert_used;
     const sp_moe_buffers *b = &ctx->moe;
-    for (int32_t t = t0; t < t1; t++) {
-        int32_t places[MOE_TOGETHER_MAX_PAIRS];
-        for (int32_t j = 0; j < k; j++) { /* insertion sort: k is a handful */
-            const int32_t p = b->place[t * k + j];
-            int32_t at = j;
-            for (; at > 0 && places[at - 1] > p; at--) places[at] = places[at - 1];
-            places[at] = p;
-        }
-        for (int32_t j = 0; j < k; j++) {
-            const int32_t pair = b->order[places[j]];
-            add_expert_output(ctx->ff_out + t * e, b->weights[pair], b->y + places[j] * e, expert_bias(s->ly->down_exps_b, b->ids[pair], e), e);
-        }
+    for (int32_t i = 0; i < s->count; i++) {
+        const int32_t pair = b->order[s->first + i], t = pair / hp->n_expert_used;
+        if (t >= t0 && t < t1)
+            add_expert_output(ctx->ff_out + t * e, b->weights[pair], b->y + i * e, expert_bias(s->ly->down_exps_b, b->ids[pair], e), e);
     }
 }
 
@@ -274,83 +249,63 @@ static void expert_adapters(const sp_context *ctx, int32_t il, sp_lora_experts k
     sp_lora_apply_expert(ctx, ctx->moe.rows + first, il, kind, x, w, in, out, count);
 }
 
-/* Each chosen expert in turn, its tokens gathered, its three projections
- * over them, its outputs scattered back: a prompt's experts take many
- * tokens each. */
-static void experts_one_by_one(sp_context *ctx, const sp_layer *ly) {
+/* Experts [x0, x1), whose pairs (moe.order[first[x0] .. first[x1]), at
+ * most n_batch) all fit the buffers: their rows gathered, the gate and up
+ * projections of all of them in one run of the pool (sp_matmul_parts; a
+ * prompt's a part at a time), the activations, the down projections, and
+ * each token's outputs of these experts added. Every expert's rows go
+ * through the same kernels whatever shares its group, and a token's
+ * outputs are added in the order of their experts' index, group after
+ * group: the numbers do not depend on how the experts were grouped. A
+ * decode batch's experts make one group, where expert by expert a token's
+ * eight took six runs of the pool each (OLMoE's decode gained within the
+ * host's noise, bench/RESULTS.md). */
+static void expert_group(sp_context *ctx, const sp_layer *ly, int32_t n, int32_t x0, int32_t x1) {
     const sp_hparams *hp = &ctx->model->hp;
     const int64_t e = hp->n_embd, f = hp->n_ff_exp;
     sp_moe_buffers *b = &ctx->moe;
-    const int32_t il = (int32_t)(ly - ctx->model->layers);
-    for (int32_t x = 0; x < hp->n_expert; x++) {
-        const int32_t count = b->first[x + 1] - b->first[x];
-        if (count == 0) continue; /* never read */
-        const expert_step s = {.first = b->first[x], .layer_rows = ctx->rows, .act = act_rows(ctx, f), .width = f, .ly = ly};
-        sp_for_each_token(ctx, count, 2 * e, gather_rows, &s);
-        const sp_weight gate = sp_expert(&ly->gate_exps, x), up = sp_expert(&ly->up_exps, x), down = sp_expert(&ly->down_exps, x);
-        const sp_matmul_part gate_up[] = {{&gate, &b->x, s.act.f32, count, b->rows}, {&up, &b->x, b->up, count, b->rows}};
-        sp_matmul_parts(ctx, gate_up, 2);
-        expert_adapters(ctx, il, SP_LORA_GATE_EXPS, x, &gate, 0, count, b->x.f32, s.act.f32);
-        expert_adapters(ctx, il, SP_LORA_UP_EXPS, x, &up, 0, count, b->x.f32, b->up);
-        sp_for_each_token(ctx, count, 16 * f, swiglu_rows, &s);
-        const sp_matmul_part down_part = {&down, &s.act, b->y, count, b->rows};
-        sp_matmul_parts(ctx, &down_part, 1);
-        expert_adapters(ctx, il, SP_LORA_DOWN_EXPS, x, &down, 0, count, s.act.f32, b->y);
-        sp_for_each_token(ctx, count, 2 * e, scatter_rows, &s);
-    }
-}
-
-/* A decode batch's chosen experts all at once: every pair's row gathered,
- * then the gate and up projections of all of them in one run of the pool,
- * the activations, the down projections in another, and each token's
- * outputs summed: five runs of the pool a layer, where expert by expert a
- * token's eight experts took six each. OLMoE's decode gained within the
- * host's noise (bench/RESULTS.md): the runs were not what held it back.
- * The same numbers: each expert's rows through the same kernels, a
- * token's outputs added in the order of their experts' index. */
-static void experts_together(sp_context *ctx, const sp_layer *ly, int32_t n) {
-    const sp_hparams *hp = &ctx->model->hp;
-    const int64_t e = hp->n_embd, f = hp->n_ff_exp;
-    sp_moe_buffers *b = &ctx->moe;
-    const int32_t il = (int32_t)(ly - ctx->model->layers), pairs = n * hp->n_expert_used;
-    const expert_step s = {.first = 0, .layer_rows = ctx->rows, .act = act_rows(ctx, f), .width = f, .ly = ly};
-    sp_for_each_token(ctx, pairs, 2 * e, gather_rows, &s);
-    sp_weight gate[MOE_TOGETHER_MAX_PAIRS], up[MOE_TOGETHER_MAX_PAIRS], down[MOE_TOGETHER_MAX_PAIRS];
-    sp_rows in[MOE_TOGETHER_MAX_PAIRS], act[MOE_TOGETHER_MAX_PAIRS];
-    sp_matmul_part gate_up[2 * MOE_TOGETHER_MAX_PAIRS], down_parts[MOE_TOGETHER_MAX_PAIRS];
-    int32_t expert[MOE_TOGETHER_MAX_PAIRS];
+    const int32_t il = (int32_t)(ly - ctx->model->layers), p0 = b->first[x0], count_all = b->first[x1] - p0;
+    const expert_step s = {.first = p0, .count = count_all, .layer_rows = ctx->rows, .act = act_rows(ctx, f), .width = f, .ly = ly};
+    sp_for_each_token(ctx, count_all, 2 * e, gather_rows, &s);
+    sp_weight gate[MOE_GROUP_MAX_EXPERTS], up[MOE_GROUP_MAX_EXPERTS], down[MOE_GROUP_MAX_EXPERTS];
+    sp_rows in[MOE_GROUP_MAX_EXPERTS], act[MOE_GROUP_MAX_EXPERTS];
+    sp_matmul_part gate_up[2 * MOE_GROUP_MAX_EXPERTS], down_parts[MOE_GROUP_MAX_EXPERTS];
+    int32_t expert[MOE_GROUP_MAX_EXPERTS], at[MOE_GROUP_MAX_EXPERTS], count[MOE_GROUP_MAX_EXPERTS];
     int m = 0;
-    for (int32_t x = 0; x < hp->n_expert; x++) {
-        const int32_t first = b->first[x], count = b->first[x + 1] - first;
-        if (count == 0) continue; /* never read */
+    for (int32_t x = x0; x < x1; x++) {
+        if (b->first[x + 1] == b->first[x]) continue; /* never read */
+        at[m] = b->first[x] - p0, count[m] = b->first[x + 1] - b->first[x], expert[m] = x;
         gate[m] = sp_expert(&ly->gate_exps, x), up[m] = sp_expert(&ly->up_exps, x), down[m] = sp_expert(&ly->down_exps, x);
-        in[m] = rows_from(&b->x, e, first), act[m] = rows_from(&s.act, f, first);
-        gate_up[2 * m] = (sp_matmul_part){&gate[m], &in[m], act[m].f32, count, b->rows + first};
-        gate_up[2 * m + 1] = (sp_matmul_part){&up[m], &in[m], b->up + first * f, count, b->rows + first};
-        down_parts[m] = (sp_matmul_part){&down[m], &act[m], b->y + first * e, count, b->rows + first};
-        expert[m++] = x;
+        in[m] = rows_from(&b->x, e, at[m]), act[m] = rows_from(&s.act, f, at[m]);
+        gate_up[2 * m] = (sp_matmul_part){&gate[m], &in[m], act[m].f32, count[m], b->rows + at[m]};
+        gate_up[2 * m + 1] = (sp_matmul_part){&up[m], &in[m], b->up + at[m] * f, count[m], b->rows + at[m]};
+        down_parts[m] = (sp_matmul_part){&down[m], &act[m], b->y + at[m] * e, count[m], b->rows + at[m]};
+        m++;
     }
     sp_matmul_parts(ctx, gate_up, 2 * m);
     for (int i = 0; i < m; i++) {
-        const int32_t first = b->first[expert[i]], count = b->first[expert[i] + 1] - first;
-        expert_adapters(ctx, il, SP_LORA_GATE_EXPS, expert[i], &gate[i], first, count, in[i].f32, act[i].f32);
-        expert_adapters(ctx, il, SP_LORA_UP_EXPS, expert[i], &up[i], first, count, in[i].f32, b->up + first * f);
+        expert_adapters(ctx, il, SP_LORA_GATE_EXPS, expert[i], &gate[i], at[i], count[i], in[i].f32, act[i].f32);
+        expert_adapters(ctx, il, SP_LORA_UP_EXPS, expert[i], &up[i], at[i], count[i], in[i].f32, b->up + at[i] * f);
     }
-    sp_for_each_token(ctx, pairs, 16 * f, swiglu_rows, &s);
+    sp_for_each_token(ctx, count_all, 16 * f, swiglu_rows, &s);
     sp_matmul_parts(ctx, down_parts, m);
-    for (int i = 0; i < m; i++) {
-        const int32_t first = b->first[expert[i]], count = b->first[expert[i] + 1] - first;
-        expert_adapters(ctx, il, SP_LORA_DOWN_EXPS, expert[i], &down[i], first, count, act[i].f32, b->y + first * e);
-    }
+    for (int i = 0; i < m; i++)
+        expert_adapters(ctx, il, SP_LORA_DOWN_EXPS, expert[i], &down[i], at[i], count[i], act[i].f32, b->y + at[i] * e);
     sp_for_each_token(ctx, n, 2 * e * hp->n_expert_used, scatter_tokens, &s);
 }
 
 void sp_moe_experts(sp_context *ctx, const sp_layer *ly, int32_t n) {
-    const int32_t pairs = n * ctx->model->hp.n_expert_used;
+    const int32_t n_expert = ctx->model->hp.n_expert;
+    const int32_t *first = ctx->moe.first;
     sort_by_expert(ctx, n);
     memset(ctx->ff_out, 0, (size_t)(n * ctx->model->hp.n_embd) * sizeof(float));
-    if (n <= MOE_TOGETHER_MAX_TOKENS && pairs <= MOE_TOGETHER_MAX_PAIRS && pairs <= ctx->n_batch) experts_together(ctx, ly, n);
-    else experts_one_by_one(ctx, ly);
+    /* as many experts a group as the buffers hold (an expert's tokens, at most n, always fit) */
+    for (int32_t x0 = 0, x1; x0 < n_expert; x0 = x1) {
+        int used = 0;
+        for (x1 = x0; x1 < n_expert && used < MOE_GROUP_MAX_EXPERTS && first[x1 + 1] - first[x0] <= ctx->n_batch; x1++)
+            used += first[x1 + 1] > first[x1];
+        if (first[x1] > first[x0]) expert_group(ctx, ly, n, x0, x1);
+    }
 }
 
 /* --- the shared expert (qwen2moe) ------------------------------------------------------------ */
