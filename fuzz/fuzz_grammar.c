@@ -2,7 +2,8 @@
  * compiled or refused with a message, never a crash or a hang; a grammar
  * that compiles reads the bytes after the first NUL of the input, and its
  * masks over a small vocabulary (every byte, and pieces of text and UTF-8)
- * must equal trying every token. */
+ * must equal trying every token (except where the engine gives up on a
+ * token: grammar.h's bounds). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,9 @@ static void check_mask(sp_grammar_masker *m, const sp_grammar_state *st, const c
     for (uint32_t t = 0; t < N_VOCAB; t++) {
         if (!sp_grammar_state_copy(probe, st)) break;
         const bool want = sp_grammar_accept(probe, text[t], len[t]);
+        /* where reading it passes a bound of the whole state the engine
+         * gives up, and the mask, judging each stack alone, may allow it */
+        if (!want && probe->gave_up) continue;
         if (want != (((bits[t >> 6] >> (t & 63)) & 1) != 0)) abort();
     }
     sp_grammar_state_free(probe);

@@ -416,7 +416,53 @@ static void test_masks(const char *vocab_path, int states_per_grammar) {
     vocab_close(&vc);
 }
 
+/* Where reading a token would pass SP_GRAMMAR_MAX_STACKS the engine gives
+ * up on it (gave_up, the state kept), while the mask, which judges each
+ * stack alone, allows it; every other token's mask bit equals trying it.
+ * The grammar (nested, ambiguous recursion: 256 stacks after 30 bytes,
+ * thousands a byte later) is what fuzz_grammar's first finding came down
+ * to; the whole input is fuzz/grammar_seeds/stack-bound. */
+static void test_bounds(void) {
+    sp_grammar *g = compile("root ::= expr\nexpr ::= term (ws [+] ws term)*\nterm ::= factor (factor)*\n"
+                            "factor ::= number | ws expr\nnumber ::= [e] ([0])?\nws ::= .");
+    if (!g) return;
+    enum { N_WORDS = 3, N_VOCAB = 128 + N_WORDS };
+    static const char *const words[N_WORDS] = {"true", "1.5", "eee"};
+    static char bytes[128];
+    const char *text[N_VOCAB];
+    uint32_t len[N_VOCAB];
+    for (int i = 0; i < 128; i++) bytes[i] = (char)i, text[i] = bytes + i, len[i] = 1;
+    for (int i = 0; i < N_WORDS; i++) text[128 + i] = words[i], len[128 + i] = (uint32_t)strlen(words[i]);
+    sp_grammar_vocab *v = NULL;
+    sp_grammar_masker *m = NULL;
+    sp_grammar_state *st = sp_grammar_state_new(g), *probe = sp_grammar_state_new(g);
+    CHECK(sp_grammar_vocab_create(text, len, N_VOCAB, &v) == SPROUT_OK && sp_grammar_masker_create(g, v, &m) == SPROUT_OK);
+    const char *input = "by as[-+] ws term)*\nterm   ::";
+    CHECK(st && probe && sp_grammar_accept(st, input, strlen(input)));
+    uint64_t bits[(N_VOCAB + 63) / 64];
+    int gave_up = 0, allowed = 0;
+    if (m && st && probe && sp_grammar_mask(m, st, bits) == SPROUT_OK)
+        for (uint32_t t = 0; t < N_VOCAB; t++) {
+            CHECK(sp_grammar_state_copy(probe, st));
+            const bool took = sp_grammar_accept(probe, text[t], len[t]), in_mask = (bits[t / 64] >> (t % 64)) & 1;
+            allowed += in_mask;
+            if (!took && probe->gave_up) {
+                gave_up++;
+                CHECK_MSG(probe->set.count == st->set.count, "token '%s': the state changed when the engine gave up", text[t]);
+                continue;
+            }
+            CHECK_MSG(took == in_mask, "token '%.*s': read %d, mask %d", (int)len[t], text[t], took, in_mask);
+        }
+    printf("bounds: %u stacks, %d tokens allowed, %d given up on\n", st ? st->set.count : 0, allowed, gave_up);
+    CHECK_MSG(gave_up > 0, "no token passed the bound: the test no longer reaches it");
+    sp_grammar_state_free(probe), sp_grammar_state_free(st);
+    sp_grammar_masker_free(m);
+    sp_grammar_vocab_free(v);
+    sp_grammar_free(g);
+}
+
 int main(void) {
+    test_bounds();
     test_shipped_grammars();
     test_features();
     test_ends();

@@ -373,8 +373,9 @@ bool sp_gset_advance(const sp_grammar *g, const uint32_t *stack, uint32_t n, sp_
     return x.ok;
 }
 
-/* out (not cleared) gains what each stack of `in` becomes after code point cp. */
-static bool step_cp(const sp_grammar *g, const sp_gset *in, uint32_t cp, sp_gset *out) {
+/* out (not cleared) gains what each stack of `in` becomes after code point
+ * cp; *gave_up where a bound was passed. */
+static bool step_cp(const sp_grammar *g, const sp_gset *in, uint32_t cp, sp_gset *out, bool *gave_up) {
     expander x = {g, work_stack, out, EXPAND_BUDGET, true};
     for (size_t i = 0; i < in->len && x.ok; i += 1 + in->data[i]) {
         const uint32_t n = in->data[i];
@@ -385,15 +386,20 @@ static bool step_cp(const sp_grammar *g, const sp_gset *in, uint32_t cp, sp_gset
         if (g->kind[s[n - 1] + 1] != K_END) work_stack[m++] = s[n - 1] + 1;
         expand(&x, m, 0);
     }
+    *gave_up = !x.ok;
     return x.ok && out->count > 0;
 }
 
-/* out (not cleared) gains the stacks of `in` whose class meets [lo, hi]. */
-static bool keep_meeting(const sp_grammar *g, const sp_gset *in, uint32_t lo, uint32_t hi, sp_gset *out) {
+/* out (not cleared) gains the stacks of `in` whose class meets [lo, hi];
+ * *gave_up where memory ran out. */
+static bool keep_meeting(const sp_grammar *g, const sp_gset *in, uint32_t lo, uint32_t hi, sp_gset *out, bool *gave_up) {
     for (size_t i = 0; i < in->len; i += 1 + in->data[i]) {
         const uint32_t n = in->data[i];
         const uint32_t *s = in->data + i + 1;
-        if (n && class_meets(g, g->arg[s[n - 1]], lo, hi) && !sp_gset_add(out, s, n)) return false;
+        if (n && class_meets(g, g->arg[s[n - 1]], lo, hi) && !sp_gset_add(out, s, n)) {
+            *gave_up = true;
+            return false;
+        }
     }
     return out->count > 0;
 }
@@ -402,10 +408,11 @@ bool sp_grammar_step(const sp_grammar_state *in, unsigned char b, sp_grammar_sta
     const sp_grammar *g = in->g;
     out->g = g;
     out->set.len = 0, out->set.count = 0;
+    out->gave_up = false;
     if (in->need == 0) {
         if (b < 0x80) {
             out->need = 0, out->size = 0, out->cp = 0;
-            return step_cp(g, &in->set, b, &out->set);
+            return step_cp(g, &in->set, b, &out->set, &out->gave_up);
         }
         if (b >= 0xC2 && b <= 0xDF) out->size = 2, out->cp = b & 0x1F;
         else if (b >= 0xE0 && b <= 0xEF) out->size = 3, out->cp = b & 0x0F;
@@ -420,7 +427,7 @@ bool sp_grammar_step(const sp_grammar_state *in, unsigned char b, sp_grammar_sta
             const uint32_t cp = out->cp;
             out->cp = 0, out->size = 0;
             if (cp < utf8_min[in->size] || cp > 0x10FFFF) return false;
-            return step_cp(g, &in->set, cp, &out->set);
+            return step_cp(g, &in->set, cp, &out->set, &out->gave_up);
         }
     }
     /* a code point begun: the range it may still be */
@@ -429,7 +436,7 @@ bool sp_grammar_step(const sp_grammar_state *in, unsigned char b, sp_grammar_sta
     if (lo < utf8_min[out->size]) lo = utf8_min[out->size];
     if (hi > 0x10FFFF) hi = 0x10FFFF;
     if (lo > hi) return false;
-    return keep_meeting(g, &in->set, lo, hi, &out->set);
+    return keep_meeting(g, &in->set, lo, hi, &out->set, &out->gave_up);
 }
 
 /* --- states ---------------------------------------------------------------------- */
@@ -492,8 +499,10 @@ bool sp_grammar_accept(sp_grammar_state *st, const char *bytes, size_t n) {
     const sp_grammar_state *in = st;
     sp_grammar_state *out = &a;
     bool ok = true;
+    st->gave_up = false;
     for (size_t i = 0; i < n && ok; i++) {
         ok = sp_grammar_step(in, (unsigned char)bytes[i], out);
+        st->gave_up = out->gave_up;
         in = out;
         out = out == &a ? &b : &a;
     }

@@ -7,9 +7,11 @@
  * nondeterministic). Classes are over Unicode code points; the state reads
  * UTF-8 a byte at a time, and between the bytes of one code point it keeps
  * the stacks whose class holds some code point those bytes begin.
- * Left recursion is refused when compiling; a state that would hold more
+ * Left recursion is refused when compiling; where a state would hold more
  * than SP_GRAMMAR_MAX_STACKS stacks, or a stack deeper than
- * SP_GRAMMAR_MAX_DEPTH, rejects the bytes that lead there.
+ * SP_GRAMMAR_MAX_DEPTH, the engine gives up on the bytes that lead there:
+ * sp_grammar_accept fails with gave_up set, whether or not they are text of
+ * the grammar (the masks, which judge each stack alone, may allow them).
  *
  *     sp_grammar *g;
  *     if (sp_grammar_compile(text, len, "root", &g) != SPROUT_OK) ... sprout_last_error()
@@ -53,7 +55,9 @@ bool sp_grammar_state_copy(sp_grammar_state *dst, const sp_grammar_state *src);
 void sp_grammar_state_free(sp_grammar_state *st);
 
 /* Reads n bytes: true if the text read so far is still a prefix of some
- * text of the grammar; false leaves the state as it was. */
+ * text of the grammar; false leaves the state as it was, with gave_up set
+ * where a bound was passed (or memory ran out) rather than the text left
+ * the grammar. */
 bool sp_grammar_accept(sp_grammar_state *st, const char *bytes, size_t n);
 /* The text read so far is a whole text of the grammar. */
 bool sp_grammar_can_end(const sp_grammar_state *st);
@@ -75,10 +79,12 @@ struct sp_grammar_state {
     uint32_t cp;  /* the bits of a code point begun */
     uint8_t need; /* its continuation bytes still due (0: between code points) */
     uint8_t size; /* its length in bytes */
+    bool gave_up; /* the last step or accept failed on a bound or on memory, not on the text */
 };
 
 /* out = the state after one more byte b (out's buffers are reused); false
- * when no stack survives (out is then garbage). in and out must differ. */
+ * when no stack survives, or with out->gave_up when a bound was passed (out
+ * is then garbage). in and out must differ. */
 bool sp_grammar_step(const sp_grammar_state *in, unsigned char b, sp_grammar_state *out);
 /* The states (set) of one stack after its top-level references are expanded:
  * out is cleared first. False when a bound is passed. */

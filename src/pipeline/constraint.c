@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "grammar/json_schema.h"
 
 /* Whitespace as llama.cpp's JSON grammar bounds it, so that a model cannot
@@ -73,6 +74,16 @@ sprout_status sp_constraint_begin(sp_constraint *c, const sprout_model *m, const
     return st;
 }
 
+/* The text read left the grammar, or the engine gave up on it (a bound
+ * passed: said as a warning): nothing may follow. */
+static void left_grammar(sp_constraint *c) {
+    c->broken = true;
+    c->gave_up = c->state->gave_up;
+    if (c->gave_up)
+        sp_log(SPROUT_LOG_WARN, "grammar: the output needs more than %d parse stacks at once (an ambiguous grammar): generation stops here",
+               SP_GRAMMAR_MAX_STACKS);
+}
+
 /* A lazy grammar's wait: the text gathers until the trigger appears; the
  * grammar then reads from the trigger's first byte on. */
 static void wait_for_trigger(sp_constraint *c, const char *text, size_t len) {
@@ -90,7 +101,7 @@ static void wait_for_trigger(sp_constraint *c, const char *text, size_t len) {
     const size_t from = c->n_waiting - len > n_trigger ? c->n_waiting - len - n_trigger : 0;
     const char *at = memmem(grown + from, c->n_waiting - from, c->trigger, n_trigger);
     if (!at) return;
-    if (!sp_grammar_accept(c->state, at, (size_t)(grown + c->n_waiting - at))) c->broken = true;
+    if (!sp_grammar_accept(c->state, at, (size_t)(grown + c->n_waiting - at))) left_grammar(c);
     free(c->waiting);
     c->waiting = NULL;
     c->n_waiting = 0;
@@ -116,7 +127,7 @@ const uint64_t *sp_constraint_mask(sp_constraint *c, bool *failed) {
 
 void sp_constraint_accept(sp_constraint *c, const char *text, size_t len) {
     if (c->waiting) wait_for_trigger(c, text, len);
-    else if (len) sp_grammar_accept(c->state, text, len);
+    else if (len && !sp_grammar_accept(c->state, text, len)) left_grammar(c);
 }
 
 bool sp_constraint_must_end(const sp_constraint *c) { return c->broken || (!c->waiting && sp_grammar_must_end(c->state)); }

@@ -29,7 +29,8 @@ typedef struct sp_constraint {
     const char *trigger;
     char *waiting;
     size_t n_waiting;
-    bool broken;         /* the text from the trigger on left the grammar: nothing may follow */
+    bool broken;         /* the text read left the grammar (or the engine gave up on it): nothing may follow */
+    bool gave_up;        /* a bound of the grammar engine passed (grammar.h) */
 } sp_constraint;
 
 /* Whether cfg's grammar or schema compiles (what begin would refuse),
@@ -49,7 +50,10 @@ static inline bool sp_constraint_waiting(const sp_constraint *c) { return c->wai
 /* The tokens that may come next (c->allowed), or NULL when none may: the
  * output cannot go on. *failed: out of memory. */
 const uint64_t *sp_constraint_mask(sp_constraint *c, bool *failed);
-/* The chosen token's text, read; then whether nothing may follow. */
+/* The chosen token's text, read; then whether nothing may follow. The
+ * masks judge each stack alone, so a token they allow may pass a bound of
+ * the whole state when read: the constraint then gives up (gave_up) and
+ * the output ends there. */
 void sp_constraint_accept(sp_constraint *c, const char *text, size_t len);
 bool sp_constraint_must_end(const sp_constraint *c);
 void sp_constraint_free(sp_constraint *c);
