@@ -10,6 +10,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 # -j2, 127 s at -j3). The sanitizers' suite keeps every core busy at JOBS.
 TEST_JOBS  ?= $(shell echo $$(( $(JOBS) + 1 )))
 FUZZ_SECONDS ?= 5
+FUZZ_RUNS ?= 0
 PREFIX     ?= /usr/local
 
 .PHONY: all deps test-deps build build-asan build-fuzz run install test test-release test-asan test-fuzz test-faults fuzz-long clean
@@ -62,17 +63,20 @@ test-faults:
 test-fuzz:
 	@if command -v clang >/dev/null 2>&1; then \
 	  CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPROUT_FUZZ=ON \
-	    -DSPROUT_FUZZ_SECONDS=$(FUZZ_SECONDS) -DSPROUT_SHARED_DIR=$(SHARED) && \
+	    -DSPROUT_FUZZ_SECONDS=$(FUZZ_SECONDS) -DSPROUT_FUZZ_RUNS=$(FUZZ_RUNS) -DSPROUT_SHARED_DIR=$(SHARED) && \
 	  cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_all && \
 	  cd $(FUZZ_BUILD) && ctest --output-on-failure -j$(JOBS); \
 	else echo "clang not found: fuzz run skipped"; fi
 
 # Every fuzz target for FUZZ_SECONDS each (default 600; `make fuzz-long
-# FUZZ_SECONDS=N`), in a build of its own so the suite's short run keeps
-# its settings. The corpora grow in that build folder between runs.
+# FUZZ_SECONDS=N`), or until FUZZ_RUNS inputs if that comes first, in a
+# build of its own so the suite's short run keeps its settings. The corpora
+# grow in that build folder between runs; the table of executions and
+# coverage is printed at the end.
 fuzz-long:
-	$(MAKE) test-fuzz FUZZ_BUILD=build-fuzz-long \
+	$(MAKE) test-fuzz FUZZ_BUILD=build-fuzz-long FUZZ_RUNS=$(FUZZ_RUNS) \
 	  FUZZ_SECONDS=$(if $(filter command line,$(origin FUZZ_SECONDS)),$(FUZZ_SECONDS),600)
+	@scripts/fuzz_report.sh build-fuzz-long
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) build-fuzz-long
