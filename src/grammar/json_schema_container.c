@@ -42,9 +42,15 @@ static bool trie_insert(trie *t, const char *s) {
     return true;
 }
 
-/* Alternatives for a non-empty rest of a key, after the path to t, such
- * that the whole key is none of the names. */
-static void put_trie(sb *b, const trie *t) {
+/* Groups a key's alternatives nest before the rest of a path goes to a
+ * rule of its own: the GBNF reader takes SP_GBNF_MAX_NESTING (64), a
+ * group a character of the longest name. */
+enum { KEY_TRIE_MAX_NESTING = 32 };
+
+/* Alternatives for a non-empty rest of a key, after the path to t (depth
+ * groups in), such that the whole key is none of the names; deeper paths
+  * go on in rules named after `rest_rule`. */
+static void put_trie(cv *c, sb *b, const trie *t, const char *rest_rule, int depth) {
     size_t n = 0;
     for (size_t i = 0; i < t->n_kids; i++) {
         const trie *k = &t->kids[i];
@@ -53,10 +59,15 @@ static void put_trie(sb *b, const trie *t) {
         sb_putc(b, '[');
         put_class_char(b, k->cp);
         sb_putc(b, ']');
-        if (k->n_kids) {
+        if (k->n_kids && depth + 1 < KEY_TRIE_MAX_NESTING) {
             sb_puts(b, " (");
-            put_trie(b, k);
+            put_trie(c, b, k, rest_rule, depth + 1);
             sb_puts(b, k->end ? ")" : ")?");
+        } else if (k->n_kids) {
+            sb rest = {0};
+            put_trie(c, &rest, k, rest_rule, 0);
+            const char *name = add_rule(c, rest_rule, take(c, &rest));
+            sb_printf(b, " %s%s", name ? name : "kchar", k->end ? "" : "?"); /* kchar: failed already (c says why) */
         } else {
             sb_puts(b, " kchar+");
         }
@@ -179,8 +190,10 @@ const char *visit_object(cv *c, json_t *s, const char *name, const char *rule_na
             if (!ok) fail_oom(c);
             sb kb = {0};
             sb_puts(&kb, "[\"] ( ");
-            if (t.n_kids) put_trie(&kb, &t);
+            char *rest_name = child_name(c, sub, "k-rest");
+            if (t.n_kids && rest_name) put_trie(c, &kb, &t, rest_name, 1);
             else sb_puts(&kb, "kchar+");
+            free(rest_name);
             sb_printf(&kb, " )%s [\"]", t.end ? "" : "?");
             trie_free(&t);
             add_builtin(c, "kchar");
