@@ -114,6 +114,8 @@ static const lang_case language[] = {
     {"{{ print 1 2 \"a\" 3 true }}|{{ println \"a\" 1 }}|{{ print }}", NULL, NULL, "1 2a3 true|a 1\n|"},
     {"{{ printf \"%s-%d-%v-%q-%t-%5s|%-4d|%05d|%.2f|%x|%c|%%\" \"s\" 3 1.5 \"q\\\"\" true \"ab\" 7 42 3.14159 255 65 }}", NULL,
      NULL, "s-3-1.5-\"q\\\"\"-true-   ab|7   |00042|3.14|ff|A|%"},
+    /* widths and precisions of any length are held at 10000 (fuzz_gotemplate's first finding overflowed them) */
+    {"{{ printf \"%.99999999999s|%99999999999d\" \"ab\" 7 | len }}", NULL, NULL, "10003"},
     {"{{ printf \"%d\" \"x\" }}|{{ printf \"%s %s\" \"a\" }}|{{ printf \"%s\" \"a\" \"b\" }}|{{ printf \"%v %g\" 2.5 1e21 }}", NULL,
      NULL, "%!d(string=x)|a %!s(MISSING)|a%!(EXTRA string=b)|2.5 1e+21"},
     {"{{ if \"\" }}T{{ else }}F{{ end }}{{ if 0 }}T{{ else }}F{{ end }}{{ if .Messages }}T{{ end }}"

@@ -132,6 +132,14 @@ typedef struct spec {
     char verb;
 } spec;
 
+/* A width or precision (-1: none yet) with one more decimal digit, held at
+ * FORMAT_MAX_FIELD however many digits a format has. */
+enum { FORMAT_MAX_FIELD = 10000 };
+static int with_digit(int n, char digit) {
+    n = (n < 0 ? 0 : n) * 10 + (digit - '0');
+    return n > FORMAT_MAX_FIELD ? FORMAT_MAX_FIELD : n;
+}
+
 static void pad(jbuf *out, const spec *sp, const char *s, size_t len, bool numeric) {
     size_t runes = 0;
     for (size_t i = 0; i < len; i++) runes += ((unsigned char)s[i] & 0xC0) != 0x80;
@@ -284,12 +292,10 @@ static bool sprintf_go(gt_exec *ex, const gt_node *at, jbuf *out, const gt_value
             else if (f[i] == ' ') sp.space = true;
             else sp.zero = true;
         }
-        for (; i < len && f[i] >= '0' && f[i] <= '9'; i++) sp.width = (sp.width < 0 ? 0 : sp.width) * 10 + (f[i] - '0');
-        if (sp.width > 10000) sp.width = 10000;
+        for (; i < len && f[i] >= '0' && f[i] <= '9'; i++) sp.width = with_digit(sp.width, f[i]);
         if (i < len && f[i] == '.') {
             sp.prec = 0;
-            for (i++; i < len && f[i] >= '0' && f[i] <= '9'; i++) sp.prec = sp.prec * 10 + (f[i] - '0');
-            if (sp.prec > 10000) sp.prec = 10000;
+            for (i++; i < len && f[i] >= '0' && f[i] <= '9'; i++) sp.prec = with_digit(sp.prec, f[i]);
         }
         if (i >= len) {
             jbuf_puts(out, "%!(NOVERB)");
