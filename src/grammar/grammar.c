@@ -309,14 +309,61 @@ bool sp_grammar_pos_named(const sp_grammar *g, uint32_t pos) { return g->named[g
 
 void sp_gset_free(sp_gset *s) {
     free(s->data);
+    free(s->slots);
     *s = (sp_gset){0};
 }
 
+/* Stacks a set holds before it indexes them: a state's few stacks are
+ * compared one by one, but a hostile grammar's thousands made each add
+ * a scan of all (a fuzzed grammar spent 93% of 7 s a mask there). */
+enum { GSET_INDEX_FROM = 32 };
+
+static uint32_t stack_hash(const uint32_t *stack, uint32_t n) {
+    uint64_t h = (1469598103934665603ull ^ n) * 1099511628211ull;
+    for (uint32_t i = 0; i < n; i++) h = (h ^ stack[i]) * 1099511628211ull;
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+static bool same_stack(const sp_gset *s, size_t at, const uint32_t *stack, uint32_t n) {
+    return s->data[at] == n && (n == 0 || !memcmp(s->data + at + 1, stack, n * sizeof *stack));
+}
+
+/* The index's slot for `stack`: the one holding its record, or the empty
+ * one where it would go (n_slots a power of two, at most half full). */
+static uint32_t *index_slot(const sp_gset *s, const uint32_t *stack, uint32_t n) {
+    uint32_t i = stack_hash(stack, n) & (s->n_slots - 1);
+    while (s->slots[i] && !same_stack(s, s->slots[i] - 1, stack, n)) i = (i + 1) & (s->n_slots - 1);
+    return &s->slots[i];
+}
+
+/* The index of all the set's records, in slots enough for one more. */
+static bool index_all(sp_gset *s) {
+    uint32_t want = 64;
+    while (want < 2 * (s->count + 1)) want *= 2;
+    if (want > s->n_slots) {
+        uint32_t *slots = realloc(s->slots, want * sizeof *slots);
+        if (!slots) return false;
+        s->slots = slots, s->n_slots = want;
+    }
+    memset(s->slots, 0, s->n_slots * sizeof *s->slots);
+    for (size_t at = 0; at < s->len; at += 1 + s->data[at]) *index_slot(s, s->data + at + 1, s->data[at]) = (uint32_t)at + 1;
+    s->n_indexed = s->count;
+    return true;
+}
+
 bool sp_gset_add(sp_gset *s, const uint32_t *stack, uint32_t n) {
-    for (size_t i = 0; i < s->len; i += 1 + s->data[i])
-        if (s->data[i] == n && (n == 0 || !memcmp(s->data + i + 1, stack, n * sizeof *stack))) return true;
+    uint32_t *slot = NULL;
+    if (s->count < GSET_INDEX_FROM) {
+        for (size_t i = 0; i < s->len; i += 1 + s->data[i])
+            if (same_stack(s, i, stack, n)) return true;
+    } else {
+        if ((s->n_indexed != s->count || 2 * (s->count + 1) > s->n_slots) && !index_all(s)) return false;
+        slot = index_slot(s, stack, n);
+        if (*slot) return true;
+    }
     if (s->count >= SP_GRAMMAR_MAX_STACKS) return false;
     if (!grow((void **)&s->data, &s->cap, s->len + n + 1, sizeof *s->data)) return false;
+    if (slot) *slot = (uint32_t)s->len + 1, s->n_indexed++;
     s->data[s->len] = n;
     if (n) memcpy(s->data + s->len + 1, stack, n * sizeof *stack);
     s->len += n + 1;
@@ -365,7 +412,7 @@ static void expand(expander *x, uint32_t n, uint32_t recursion) {
 }
 
 bool sp_gset_advance(const sp_grammar *g, const uint32_t *stack, uint32_t n, sp_gset *out) {
-    out->len = 0, out->count = 0;
+    sp_gset_clear(out);
     if (n > SP_GRAMMAR_MAX_DEPTH) return false;
     expander x = {g, work_stack, out, EXPAND_BUDGET, true};
     if (n) memcpy(work_stack, stack, n * sizeof *stack);
@@ -407,7 +454,7 @@ static bool keep_meeting(const sp_grammar *g, const sp_gset *in, uint32_t lo, ui
 bool sp_grammar_step(const sp_grammar_state *in, unsigned char b, sp_grammar_state *out) {
     const sp_grammar *g = in->g;
     out->g = g;
-    out->set.len = 0, out->set.count = 0;
+    sp_gset_clear(&out->set);
     out->gave_up = false;
     if (in->need == 0) {
         if (b < 0x80) {
@@ -444,7 +491,7 @@ bool sp_grammar_step(const sp_grammar_state *in, unsigned char b, sp_grammar_sta
 static bool set_copy(sp_gset *dst, const sp_gset *src) {
     if (!grow((void **)&dst->data, &dst->cap, src->len + 1, sizeof *dst->data)) return false;
     if (src->len) memcpy(dst->data, src->data, src->len * sizeof *src->data);
-    dst->len = src->len, dst->count = src->count;
+    dst->len = src->len, dst->count = src->count, dst->n_indexed = 0;
     return true;
 }
 

@@ -66,11 +66,15 @@ bool sp_grammar_must_end(const sp_grammar_state *st);
 
 /* --- for grammar_mask.c ------------------------------------------------------
  * A state's parts, so that a walk over many texts can step states without
- * allocating: stacks are records [n, p_0 .. p_n-1] in `data`, bottom first. */
+ * allocating: stacks are records [n, p_0 .. p_n-1] in `data`, bottom first.
+ * A set of many stacks also keeps a hash index of them (a record's place
+ * in data, plus one), so that adding one does not compare it with each. */
 typedef struct sp_gset {
     uint32_t *data;
     size_t len, cap;
     uint32_t count; /* stacks */
+    uint32_t *slots;
+    uint32_t n_slots, n_indexed; /* the index holds the first n_indexed records */
 } sp_gset;
 
 struct sp_grammar_state {
@@ -91,6 +95,8 @@ bool sp_grammar_step(const sp_grammar_state *in, unsigned char b, sp_grammar_sta
 bool sp_gset_advance(const sp_grammar *g, const uint32_t *stack, uint32_t n, sp_gset *out);
 /* Adds a stack to the set unless it is there; false when out of memory or full. */
 bool sp_gset_add(sp_gset *s, const uint32_t *stack, uint32_t n);
+/* Empties the set (its memory kept). */
+static inline void sp_gset_clear(sp_gset *s) { s->len = 0, s->count = 0, s->n_indexed = 0; }
 void sp_gset_free(sp_gset *s);
 /* Whether the rule a position is in was named in the text (not a group or repetition). */
 bool sp_grammar_pos_named(const sp_grammar *g, uint32_t pos);

@@ -320,7 +320,8 @@ static bool add_open(sp_grammar_masker *m, uint32_t lo, uint32_t hi, int32_t d, 
 static bool entry_fill(sp_grammar_masker *m, entry *e) {
     const trie *t = &m->v->trie;
     sp_grammar_state *L = m->level;
-    L[0].set.len = 0, L[0].set.count = 0, L[0].need = 0, L[0].cp = 0, L[0].size = 0;
+    sp_gset_clear(&L[0].set);
+    L[0].need = 0, L[0].cp = 0, L[0].size = 0;
     if (!sp_gset_add(&L[0].set, e->key, e->key_len)) return false;
     if (e->start == 0) {
         e->accept = calloc(m->words, sizeof *e->accept);
