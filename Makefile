@@ -13,7 +13,7 @@ FUZZ_SECONDS ?= 5
 FUZZ_RUNS ?= 0
 PREFIX     ?= /usr/local
 
-.PHONY: all deps test-deps build build-asan build-fuzz run install test test-release test-asan test-fuzz test-faults fuzz-long clean
+.PHONY: all deps test-deps build build-asan build-fuzz run install test test-release test-asan test-fuzz test-faults fuzz-long fuzz-coverage clean
 
 all: build
 
@@ -78,5 +78,10 @@ fuzz-long:
 	  FUZZ_SECONDS=$(if $(filter command line,$(origin FUZZ_SECONDS)),$(FUZZ_SECONDS),600)
 	@scripts/fuzz_report.sh build-fuzz-long
 
+# The source coverage the campaign's corpora reach, by llvm-cov, each
+# target over the parser it is for (scripts/fuzz_coverage.sh).
+fuzz-coverage:
+	scripts/fuzz_coverage.sh build-fuzz-long build-fuzz-cov $(SHARED)
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) build-fuzz-long
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) build-fuzz-long build-fuzz-cov

@@ -5,12 +5,16 @@
 # and whether it passed. Markdown, for docs/HARDENING.md and the notes.
 #
 #   scripts/fuzz_report.sh [BUILD]      (default build-fuzz-long)
+#   scripts/fuzz_report.sh LOG...       libFuzzer's own output, a target a
+#                                       file named TARGET.log, or CTest logs
 set -eu
-build=${1:-build-fuzz-long}
-log=$build/Testing/Temporary/LastTest.log
-if [ ! -f "$log" ]; then
-    echo "fuzz_report: no CTest log in $build (was the fuzz run skipped?)" >&2
-    exit 0
+if [ $# -eq 0 ] || [ -d "$1" ]; then
+    build=${1:-build-fuzz-long}
+    set -- "$build/Testing/Temporary/LastTest.log"
+    if [ ! -f "$1" ]; then
+        echo "fuzz_report: no CTest log in $build (was the fuzz run skipped?)" >&2
+        exit 0
+    fi
 fi
 awk '
 function flush() {
@@ -22,6 +26,7 @@ BEGIN {
     print "| Target | Executions | exec/s | Edges / features | Corpus (inputs/size) | Peak RSS | Result |"
     print "|---|---|---|---|---|---|---|"
 }
+FNR == 1 { flush(); if (FILENAME ~ /\.log$/ && FILENAME !~ /LastTest/) { name = FILENAME; sub(/.*\//, "", name); sub(/\.log$/, "", name) } }
 /^[0-9]+\/[0-9]+ Test: / { flush(); name = $3 }
 /DONE +cov:|pulse +cov:|NEW +cov:|REDUCE +cov:|INITED +cov:/ {
     for (i = 1; i <= NF; i++) {
@@ -34,5 +39,6 @@ BEGIN {
 /^stat::average_exec_per_sec:/ { rate = $2 }
 /^stat::peak_rss_mb:/ { rss = $2 }
 /^Test (Passed|Failed)/ { result = $2; sub(/\.$/, "", result) }
+/deadly signal|ERROR: AddressSanitizer|runtime error:|ERROR: libFuzzer/ { result = "Failed" }
 END { flush() }
-' "$log"
+' "$@"
