@@ -12,12 +12,14 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
 
-
 /* The largest count a length, item count or pattern repetition may ask
- * for: the engine unrolls a bounded repetition into that many rules. */
-#define MAX_REPEAT 10000
+ * for: the GBNF reader's bound on {m,n} (it unrolls a repetition into
+ * that many rules), so that a larger one is refused by name here rather
+ * than by the reader in the grammar text (fuzz_json_schema's finding). */
+#define MAX_REPEAT SP_GBNF_MAX_REPEAT
 /* Nesting of schemas (and of allOf merges) before the call gives up. */
 #define MAX_DEPTH 64
 /* Integers have at most 16 digits, as llama.cpp's `integer` rule. */
