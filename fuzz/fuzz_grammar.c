@@ -3,7 +3,7 @@
  * that compiles reads the bytes after the first NUL of the input, and its
  * masks over a small vocabulary (every byte, and pieces of text and UTF-8)
  * must equal trying every token (except where the engine gives up on a
- * token: grammar.h's bounds). */
+ * token: grammar.h's bounds), on states of up to CHECK_MAX_STACKS stacks. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +16,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 enum { N_WORDS = 12, N_VOCAB = 256 + N_WORDS };
 static const char *const words[N_WORDS] = {"ab", "{\"", "\": ", "1.5", "true", "é", "\xE6\x97", "\xA5", "日本", " \n", "::=", "<>"};
 
+/* States of more stacks are read on but their masks not checked: there,
+ * trying every token cost each input as much as a thousand others (the
+ * campaign's corpus ran 4x slower with them), and the stack bound's own
+ * behaviour is test_grammar's. Its first finding was on a state of 256. */
+enum { CHECK_MAX_STACKS = 256 };
+
 static void check_mask(sp_grammar_masker *m, const sp_grammar_state *st, const char *const *text, const uint32_t *len) {
+    if (st->set.count > CHECK_MAX_STACKS) return;
     uint64_t bits[(N_VOCAB + 63) / 64];
     if (sp_grammar_mask(m, st, bits) != SPROUT_OK) return; /* out of memory */
     sp_grammar_state *probe = sp_grammar_state_clone(st);
