@@ -15,8 +15,9 @@ static bool format_number(jv v, bool want_int, int64_t *i, double *f) {
     if (v.type == JV_BOOL) *i = v.u.b, *f = v.u.b;
     else if (v.type == JV_INT) *i = v.u.i, *f = (double)v.u.i;
     else if (v.type == JV_FLOAT) {
-        if (want_int && !(fabs(v.u.f) < 9.2e18)) return false; /* NaN, inf or past int64 */
-        *f = v.u.f, *i = (int64_t)v.u.f;
+        const bool fits = fabs(v.u.f) < 9.2e18; /* not NaN, inf or past int64 */
+        if (want_int && !fits) return false;
+        *f = v.u.f, *i = fits ? (int64_t)v.u.f : 0; /* *i is read only where want_int */
     } else return false;
     return true;
 }
