@@ -28,7 +28,14 @@ typedef struct pat {
     cv *c;
     const char *path;
     const char *s, *p, *end;
+    int depth; /* groups open */
 } pat;
+
+/* Groups a pattern may nest: each becomes a group of the grammar, whose
+ * reader takes 64 (SP_GBNF_MAX_NESTING) with the rule's own around them;
+ * without a bound a fuzzed pattern of thousands of '(' overflowed the
+ * stack here. */
+enum { PATTERN_MAX_NESTING = 32 };
 
 static void pat_fail(pat *x, const char *fmt, ...) SP_PRINTF(2, 3);
 static void pat_fail(pat *x, const char *fmt, ...) {
@@ -309,8 +316,13 @@ static void parse_sequence(pat *x, sb *out) {
                 pat_fail(x, "lookaround and named groups are not supported");
                 break;
             }
+            if (++x->depth > PATTERN_MAX_NESTING) {
+                pat_fail(x, "groups nested deeper than %d", PATTERN_MAX_NESTING);
+                break;
+            }
             sb inner = {0};
             parse_alternation(x, &inner);
+            x->depth--;
             if (failed(x->c)) {
                 free(inner.p);
                 break;
@@ -437,7 +449,7 @@ const char *visit_pattern(cv *c, json_t *v, const char *rule_name, const char *p
         fail_keyword(c, path, "pattern", "NUL in a pattern is not supported");
         return NULL;
     }
-    pat x = {c, path, s, s, s + len};
+    pat x = {c, path, s, s, s + len, 0};
     const bool head = len > 0 && s[0] == '^';
     size_t slashes = 0; /* before a final '$': an odd count escapes it */
     while (len >= 2 + slashes && s[len - 2 - slashes] == '\\') slashes++;
