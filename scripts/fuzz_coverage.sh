@@ -47,7 +47,7 @@ echo "| Target | Inputs replayed | Lines | Functions | Regions | Sources |"
 echo "|---|---|---|---|---|---|"
 grep -o '^add_test(\[=\[fuzz_[a-z_]*\]=\].*' "$tests" | while read -r line; do
     name=$(echo "$line" | sed 's/^add_test(\[=\[\(fuzz_[a-z_]*\)\]=\].*/\1/')
-    src=$(sources "$name" | tr '\n' ' ')
+    src=$(sources "$name" | tr '\n' ' ' | sed 's/ $//')
     [ -n "$src" ] || continue
     # the folders among the command's arguments: its corpus, then its seeds
     dirs=$(echo "$line" | grep -o '"/[^"]*"' | tr -d '"' | while read -r a; do [ -d "$a" ] && echo "$a"; done)

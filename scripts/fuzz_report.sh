@@ -40,5 +40,6 @@ FNR == 1 { flush(); if (FILENAME ~ /\.log$/ && FILENAME !~ /LastTest/) { name = 
 /^stat::peak_rss_mb:/ { rss = $2 }
 /^Test (Passed|Failed)/ { result = $2; sub(/\.$/, "", result) }
 /deadly signal|ERROR: AddressSanitizer|runtime error:|ERROR: libFuzzer/ { result = "Failed" }
+/DONE +cov:/ && result != "Failed" { result = "Passed" }
 END { flush() }
 ' "$@"
