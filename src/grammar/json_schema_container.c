@@ -42,14 +42,10 @@ static bool trie_insert(trie *t, const char *s) {
     return true;
 }
 
-/* Groups a key's alternatives nest before the rest of a path goes to a
- * rule of its own: the GBNF reader takes SP_GBNF_MAX_NESTING (64), a
- * group a character of the longest name. */
-enum { KEY_TRIE_MAX_NESTING = 32 };
-
 /* Alternatives for a non-empty rest of a key, after the path to t (depth
- * groups in), such that the whole key is none of the names; deeper paths
-  * go on in rules named after `rest_rule`. */
+ * groups in, a group a character), such that the whole key is none of the
+ * names; paths past MAX_GROUP_NESTING go on in rules named after
+ * `rest_rule`. */
 static void put_trie(cv *c, sb *b, const trie *t, const char *rest_rule, int depth) {
     size_t n = 0;
     for (size_t i = 0; i < t->n_kids; i++) {
@@ -59,7 +55,7 @@ static void put_trie(cv *c, sb *b, const trie *t, const char *rest_rule, int dep
         sb_putc(b, '[');
         put_class_char(b, k->cp);
         sb_putc(b, ']');
-        if (k->n_kids && depth + 1 < KEY_TRIE_MAX_NESTING) {
+        if (k->n_kids && depth + 1 < MAX_GROUP_NESTING) {
             sb_puts(b, " (");
             put_trie(c, b, k, rest_rule, depth + 1);
             sb_puts(b, k->end ? ")" : ")?");

@@ -20,6 +20,10 @@
  * that many rules), so that a larger one is refused by name here rather
  * than by the reader in the grammar text (fuzz_json_schema's finding). */
 #define MAX_REPEAT SP_GBNF_MAX_REPEAT
+/* The groups one rule of the converter's may nest (a pattern's groups, a
+ * key's characters): half the GBNF reader's SP_GBNF_MAX_NESTING, the rest
+ * left to the groups a rule puts around them. */
+#define MAX_GROUP_NESTING (SP_GBNF_MAX_NESTING / 2)
 /* Nesting of schemas (and of allOf merges) before the call gives up. */
 #define MAX_DEPTH 64
 /* Integers have at most 16 digits, as llama.cpp's `integer` rule. */

@@ -28,14 +28,9 @@ typedef struct pat {
     cv *c;
     const char *path;
     const char *s, *p, *end;
-    int depth; /* groups open */
+    int depth; /* groups open: at most MAX_GROUP_NESTING (a fuzzed pattern of thousands of '(' overflowed the stack) */
 } pat;
 
-/* Groups a pattern may nest: each becomes a group of the grammar, whose
- * reader takes 64 (SP_GBNF_MAX_NESTING) with the rule's own around them;
- * without a bound a fuzzed pattern of thousands of '(' overflowed the
- * stack here. */
-enum { PATTERN_MAX_NESTING = 32 };
 
 static void pat_fail(pat *x, const char *fmt, ...) SP_PRINTF(2, 3);
 static void pat_fail(pat *x, const char *fmt, ...) {
@@ -316,8 +311,8 @@ static void parse_sequence(pat *x, sb *out) {
                 pat_fail(x, "lookaround and named groups are not supported");
                 break;
             }
-            if (++x->depth > PATTERN_MAX_NESTING) {
-                pat_fail(x, "groups nested deeper than %d", PATTERN_MAX_NESTING);
+            if (++x->depth > MAX_GROUP_NESTING) {
+                pat_fail(x, "groups nested deeper than %d", MAX_GROUP_NESTING);
                 break;
             }
             sb inner = {0};
