@@ -169,6 +169,8 @@ static const lang_case lang_cases[] = {
     {"{{ '%5c|%-3c|%05s|%-05d|%+.3e|% 5.1f|%5c' % ('x', 66, 'x', 3, 12.5, -2.25, 66) }}", "    x|B  |    x|3    |+1.250e+01| -2.2|    B"},
     /* floats past int64 in float conversions (fuzz_template's finding: their int part was taken anyway) */
     {"{{ '%e|%g' % (6.01835e+27, 1e300) }}", "6.018350e+27|1e+300"},
+    /* an empty sequence repeated 2**62 times (fuzz_template's finding: it looped that many times) */
+    {"{{ '' * 2**62 }}|{{ [] * 4611686018427387904 }}|{{ 2**62 * '' }}", "|[]|"},
     /* with and call blocks, macro varargs/kwargs, and more of the filters and str methods, as Python's jinja2 renders them */
     {"{% with a = 1, b = 2 %}{{ a + b }}{% endwith %}{% set a = 5 %}{% with a = 1, b = a %}{{ a }}{{ b }}{% set c = 2 %}{% endwith %}{{ a }}{{ c is defined }}", "3155False"},
     {"{% macro list(items) %}<{% for i in items %}{{ caller(i, loop.index) }}{% endfor %}>{% endmacro %}{% call(item, n=0) list(['a', 'b']) %}{{ n }}{{ item|upper }}{% endcall %}{% macro box() %}[{{ caller() }}]{% endmacro %}{% call box() %}x{% endcall %}", "<1A2B>[x]"},
