@@ -130,10 +130,11 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
 static inline __attribute__((always_inline)) void blocks8_chunk(sprout_type type, const uint8_t *row, const act_tile *at, int64_t t0,
                                                                 const int G, int64_t c, __m256 acc[], __m256 macc[]) {
     const int64_t nb = at->nb, b = 8 * c;
-    /* for one or two tokens the transposes cost more shuffles than they
-     * save, except Q4_0's, whose is cheap (the block sums are the same
-     * integers either way) */
-    const bool transpose = type == SPROUT_TYPE_Q4_0 || nibble_table(type) || G > 2;
+    /* for one token the transposes cost more shuffles than they save,
+     * except Q4_0's, whose is cheap (the block sums are the same integers
+     * either way); from two tokens on they save more than they cost, at
+     * both x86 levels (bench/RESULTS.md) */
+    const bool transpose = type == SPROUT_TYPE_Q4_0 || nibble_table(type) || G > 1;
     if (G == 1) decode_prefetch(row + (size_t)b * layout_of(type).bytes, 8 * layout_of(type).bytes);
     if (G == 1 && one_token_chunk8(type, row, at, t0, b, acc)) return;
     __m256i v[8];
