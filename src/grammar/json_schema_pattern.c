@@ -31,7 +31,6 @@ typedef struct pat {
     int depth; /* groups open: at most MAX_GROUP_NESTING (a fuzzed pattern of thousands of '(' overflowed the stack) */
 } pat;
 
-
 static void pat_fail(pat *x, const char *fmt, ...) SP_PRINTF(2, 3);
 static void pat_fail(pat *x, const char *fmt, ...) {
     char why[200];

@@ -207,9 +207,8 @@ static bool concat_strings(interp *in, const node *at, const jstr *a, const jstr
 static bool repeat(interp *in, const node *at, jv seq, int64_t times, jv *out) {
     if (times < 0) times = 0;
     size_t unit = seq.type == JV_STR ? seq.u.s->len : seq.u.l->n;
-    /* an empty sequence repeated any number of times is empty: without this, '' * 2**62 loops for ever */
-    if (!unit) times = 0;
-    if (unit && (uint64_t)times > in->limits->max_output / unit) return rt_error(in, at, "repetition result too large");
+    if (!unit) times = 0; /* empty whatever the count: '' * 2**62 would loop that many times */
+    else if ((uint64_t)times > in->limits->max_output / unit) return rt_error(in, at, "repetition result too large");
     if (seq.type == JV_STR) {
         jbuf b = {0};
         for (int64_t i = 0; i < times; i++) jbuf_put(&b, seq.u.s->data, unit);
