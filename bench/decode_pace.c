@@ -1,16 +1,16 @@
 /* Decode's matmul kernels against a plain read of the same rows: every
  * weight matrix of a GGUF model (the bytes one decoded token reads) through
- * the dispatched one-token kernel, each matrix's rows split over the
- * threads as the engine splits them, and the same rows summed by a read
- * loop, the two alternating pass by pass so that the host's bandwidth,
- * which drifts from minute to minute, is shared evenly between them.
- * Their ratio is the kernels' fraction of the memory's pace: near 1, a
- * decode step is bound by the memory; well below, by the kernel. Not a
- * test; no attention, norms or sampling (`sprout bench --roofline` times
- * the whole step).
+ * the dispatched one-token kernel, each matrix's rows in even shares over
+ * the threads, and the same shares summed by the read loop of `sprout bench
+ * --roofline` (cli/read_bandwidth.c), the two alternating pass by pass so
+ * that the host's bandwidth, which drifts from minute to minute, is shared
+ * evenly between them. Their ratio is the kernels' fraction of the
+ * memory's pace: near 1, a decode step is bound by the memory; well below,
+ * by the kernel. Not a test; no attention, norms or sampling, and not the
+ * engine's hand-out of a matmul's last rows in pieces (`sprout bench
+ * --roofline` times the whole step).
  *
  * usage: build/decode_pace MODEL.gguf [THREADS [PASSES]]   (default 2, 20) */
-#include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +19,7 @@
 #include "gguf/gguf_reader.h"
 #include "kernels/kernels.h"
 #include "quant/quant.h"
+#include "read_bandwidth.h"
 #include "runtime/threadpool.h"
 
 typedef struct matrix {
@@ -41,21 +42,15 @@ static double now_s(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* The bytes [p, p + n) summed with four chains of 32-byte loads. */
-__attribute__((target("avx2"))) static uint64_t read_bytes(const uint8_t *p, size_t n) {
-    __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
-    size_t i = 0;
-    for (; i + 128 <= n; i += 128) {
-        a = _mm256_add_epi64(a, _mm256_loadu_si256((const __m256i *)(const void *)(p + i)));
-        b = _mm256_add_epi64(b, _mm256_loadu_si256((const __m256i *)(const void *)(p + i + 32)));
-        c = _mm256_add_epi64(c, _mm256_loadu_si256((const __m256i *)(const void *)(p + i + 64)));
-        d = _mm256_add_epi64(d, _mm256_loadu_si256((const __m256i *)(const void *)(p + i + 96)));
-    }
-    uint64_t lanes[4];
-    _mm256_storeu_si256((__m256i *)(void *)lanes, _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d)));
-    uint64_t sum = lanes[0] + lanes[1] + lanes[2] + lanes[3];
-    for (; i < n; i++) sum += p[i];
-    return sum;
+/* A kind of pass's seconds: their sum, the best and how many. */
+typedef struct times {
+    double sum, best;
+    int n;
+} times;
+
+static void add_time(times *t, double seconds) {
+    t->sum += seconds, t->n++;
+    if (seconds < t->best) t->best = seconds;
 }
 
 static void one_matrix(void *ctx, int ith, int nth) {
@@ -64,7 +59,7 @@ static void one_matrix(void *ctx, int ith, int nth) {
     int64_t o0, o1;
     sp_split_range(w->n_out, ith, nth, &o0, &o1);
     if (o0 >= o1) return;
-    if (p->read_only) p->sink[ith] += read_bytes(w->data + (size_t)o0 * w->row_bytes, (size_t)(o1 - o0) * w->row_bytes);
+    if (p->read_only) p->sink[ith] += cli_read_bytes(w->data + (size_t)o0 * w->row_bytes, (size_t)(o1 - o0) * w->row_bytes, NULL);
     else sp_kernels_get()->matmul(w, p->x, w->n_in, p->m->xq, 1, p->y, w->n_out, o0, o1, p->scratch[ith]);
 }
 
@@ -115,35 +110,34 @@ int main(int argc, char **argv) {
     float *scratch[SPROUT_MAX_THREADS];
     for (int t = 0; t < n_threads; t++) scratch[t] = malloc(sizeof(float) * (size_t)sp_matmul_scratch_floats(max_in));
     sp_threadpool *pool = NULL;
-    if (sp_threadpool_create(n_threads, &pool) != SPROUT_OK) return 1;
-    pass p = {.x = x, .y = y, .scratch = scratch};
-    double seconds[2] = {0., 0.}, best[2] = {1e30, 1e30};
-    int counted[2] = {0, 0};
-    for (int i = 0; i < 2 * passes + 2; i++) {
-        const int kind = i & 1; /* 0: the kernels, 1: the read loop */
-        p.read_only = kind == 1;
-        const double t0 = now_s();
-        for (int j = 0; j < n; j++) {
-            p.m = &ms[j];
-            sp_threadpool_run(pool, one_matrix, &p);
+    const bool started = sp_threadpool_create(n_threads, &pool) == SPROUT_OK;
+    if (started) {
+        pass p = {.x = x, .y = y, .scratch = scratch};
+        times kernels = {0., 1e30, 0}, reads = {0., 1e30, 0};
+        for (int i = 0; i < 2 * passes + 2; i++) {
+            p.read_only = i & 1; /* odd passes: the read loop */
+            const double t0 = now_s();
+            for (int j = 0; j < n; j++) {
+                p.m = &ms[j];
+                sp_threadpool_run(pool, one_matrix, &p);
+            }
+            if (i >= 2) add_time(p.read_only ? &reads : &kernels, now_s() - t0); /* the first of each: pages mapped, caches warm */
         }
-        const double dt = now_s() - t0;
-        if (i < 2) continue; /* the first of each: pages mapped, caches warm */
-        seconds[kind] += dt, counted[kind]++;
-        if (dt < best[kind]) best[kind] = dt;
-    }
-    uint64_t sink = 0;
-    for (int t = 0; t < n_threads; t++) sink += p.sink[t];
-    printf("%s: %d matrices, %.1f MiB a token, level %s, %d threads, %d passes each (checksum %llu)\n", argv[1], n, bytes / (1 << 20), k->name,
-           n_threads, passes, (unsigned long long)(sink & 0xff));
-    printf("| | mean GB/s | best GB/s |\n|---|---|---|\n");
-    printf("| one-token kernels | %.2f | %.2f |\n", bytes * counted[0] / seconds[0] * 1e-9, bytes / best[0] * 1e-9);
-    printf("| read loop, same rows | %.2f | %.2f |\n", bytes * counted[1] / seconds[1] * 1e-9, bytes / best[1] * 1e-9);
-    printf("| kernels / read loop | %.3f | %.3f |\n", seconds[1] / counted[1] / (seconds[0] / counted[0]), best[1] / best[0]);
+        uint64_t sink = 0;
+        for (int t = 0; t < n_threads; t++) sink += p.sink[t];
+        const char *loop;
+        cli_read_bytes(NULL, 0, &loop);
+        printf("%s: %d matrices, %.1f MiB a token, level %s, read loop %s, %d threads, %d passes each (checksum %llu)\n", argv[1], n,
+               bytes / (1 << 20), k->name, loop, n_threads, passes, (unsigned long long)(sink & 0xff));
+        printf("| | mean GB/s | best GB/s |\n|---|---|---|\n");
+        printf("| one-token kernels | %.2f | %.2f |\n", bytes * kernels.n / kernels.sum * 1e-9, bytes / kernels.best * 1e-9);
+        printf("| read loop, same rows | %.2f | %.2f |\n", bytes * reads.n / reads.sum * 1e-9, bytes / reads.best * 1e-9);
+        printf("| kernels / read loop | %.3f | %.3f |\n", reads.sum / reads.n / (kernels.sum / kernels.n), reads.best / kernels.best);
+    } else fprintf(stderr, "%s: cannot start %d threads\n", argv[0], n_threads);
     sp_threadpool_free(pool);
     for (int t = 0; t < n_threads; t++) free(scratch[t]);
     for (int i = 0; i < n; i++) free(ms[i].xq);
     free(ms), free(x), free(y);
     sp_gguf_part_free(&part);
-    return 0;
+    return started ? 0 : 1;
 }

@@ -19,17 +19,21 @@
 #define READ_X86 1
 #endif
 
-enum { PAGE = 4096, MIN_DEFAULT = 1 << 30 };
+/* WIDEST_STEP: the bytes each loop reads a round (the AVX-512 one's 256; the others' divide it) */
+enum { PAGE = 4096, MIN_DEFAULT = 1 << 30, WIDEST_STEP = 256 };
 
 typedef uint64_t (*sum_fn)(const uint8_t *p, size_t n);
 
 /* Eight independent sums: no add waits on the one before, so the loads
  * alone set the pace (compilers vectorize this too). */
 static uint64_t sum_portable(const uint8_t *p, size_t n) {
-    const uint64_t *w = (const uint64_t *)(const void *)p;
     uint64_t s[8] = {0};
-    for (size_t i = 0; i < n / 8; i += 8)
-        for (int k = 0; k < 8; k++) s[k] += w[i + (size_t)k];
+    for (size_t i = 0; i < n; i += 64)
+        for (int k = 0; k < 8; k++) {
+            uint64_t w;
+            memcpy(&w, p + i + 8 * (size_t)k, sizeof w); /* any alignment */
+            s[k] += w;
+        }
     return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
 }
 
@@ -37,10 +41,10 @@ static uint64_t sum_portable(const uint8_t *p, size_t n) {
 __attribute__((target("avx2"))) static uint64_t sum_avx2(const uint8_t *p, size_t n) {
     __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
     for (size_t i = 0; i < n; i += 128) {
-        a = _mm256_add_epi64(a, _mm256_load_si256((const __m256i *)(const void *)(p + i)));
-        b = _mm256_add_epi64(b, _mm256_load_si256((const __m256i *)(const void *)(p + i + 32)));
-        c = _mm256_add_epi64(c, _mm256_load_si256((const __m256i *)(const void *)(p + i + 64)));
-        d = _mm256_add_epi64(d, _mm256_load_si256((const __m256i *)(const void *)(p + i + 96)));
+        a = _mm256_add_epi64(a, _mm256_loadu_si256((const __m256i *)(const void *)(p + i)));
+        b = _mm256_add_epi64(b, _mm256_loadu_si256((const __m256i *)(const void *)(p + i + 32)));
+        c = _mm256_add_epi64(c, _mm256_loadu_si256((const __m256i *)(const void *)(p + i + 64)));
+        d = _mm256_add_epi64(d, _mm256_loadu_si256((const __m256i *)(const void *)(p + i + 96)));
     }
     const __m256i s = _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d));
     return (uint64_t)_mm256_extract_epi64(s, 0) + (uint64_t)_mm256_extract_epi64(s, 1) + (uint64_t)_mm256_extract_epi64(s, 2) +
@@ -50,10 +54,10 @@ __attribute__((target("avx2"))) static uint64_t sum_avx2(const uint8_t *p, size_
 __attribute__((target("avx512f"))) static uint64_t sum_avx512(const uint8_t *p, size_t n) {
     __m512i a = _mm512_setzero_si512(), b = a, c = a, d = a;
     for (size_t i = 0; i < n; i += 256) {
-        a = _mm512_add_epi64(a, _mm512_load_si512((const void *)(p + i)));
-        b = _mm512_add_epi64(b, _mm512_load_si512((const void *)(p + i + 64)));
-        c = _mm512_add_epi64(c, _mm512_load_si512((const void *)(p + i + 128)));
-        d = _mm512_add_epi64(d, _mm512_load_si512((const void *)(p + i + 192)));
+        a = _mm512_add_epi64(a, _mm512_loadu_si512((const void *)(p + i)));
+        b = _mm512_add_epi64(b, _mm512_loadu_si512((const void *)(p + i + 64)));
+        c = _mm512_add_epi64(c, _mm512_loadu_si512((const void *)(p + i + 128)));
+        d = _mm512_add_epi64(d, _mm512_loadu_si512((const void *)(p + i + 192)));
     }
     /* lanes summed as unsigned: _mm512_reduce_add_epi64 adds signed, and the sums wrap */
     uint64_t lane[8];
@@ -76,6 +80,16 @@ static sum_fn pick_loop(const char **name) {
 #endif
     *name = "portable";
     return sum_portable;
+}
+
+uint64_t cli_read_bytes(const uint8_t *p, size_t n, const char **loop) {
+    const char *name;
+    const sum_fn sum = pick_loop(&name);
+    if (loop) *loop = name;
+    const size_t whole = n / WIDEST_STEP * WIDEST_STEP;
+    uint64_t total = sum(p, whole);
+    for (size_t i = whole; i < n; i++) total += p[i];
+    return total;
 }
 
 typedef struct slice {
@@ -130,7 +144,7 @@ size_t cli_read_bandwidth_default_bytes(void) {
 bool cli_measure_read_bandwidth(size_t bytes, int n_threads, int passes, cli_read_bandwidth *out) {
     if (n_threads < 1) n_threads = 1;
     if (n_threads > 256) n_threads = 256;
-    /* slices of whole pages, so every wide load is aligned and in bounds */
+    /* slices of whole pages: every loop's rounds fit them exactly, each load aligned */
     size_t pages = bytes / PAGE;
     if (pages < (size_t)n_threads) pages = (size_t)n_threads;
     bytes = pages * PAGE;

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct cli_read_bandwidth {
     double gb_per_s;  /* 1e9 bytes a second, the best pass */
@@ -22,5 +23,11 @@ size_t cli_read_bandwidth_default_bytes(void);
  * with n_threads threads. False, with errno set, when the buffer or a
  * thread cannot be had. */
 bool cli_measure_read_bandwidth(size_t bytes, int n_threads, int passes, cli_read_bandwidth *out);
+
+/* The bytes [p, p + n) summed (any alignment and length) with the loop
+ * cli_measure_read_bandwidth uses, into *loop where not NULL: a read that
+ * does nothing else, for a kernel's reads of the same bytes to be held
+ * against (bench/decode_pace.c). */
+uint64_t cli_read_bytes(const uint8_t *p, size_t n, const char **loop);
 
 #endif
