@@ -138,9 +138,11 @@ static bool add_class(builder *b, const sp_gbnf_elem *e, size_t n) {
     b->cap_classes = cap_off < cap_ascii ? cap_off : cap_ascii;
     const uint32_t c = g->n_classes++;
     g->class_off[c + 1] = (uint32_t)(base + k);
+    /* the sorted ranges' ASCII parts straight into the bits (a search per
+     * code point was most of a generated grammar's compile) */
     g->ascii[c][0] = g->ascii[c][1] = 0;
-    for (uint32_t cp = 0; cp < 128; cp++)
-        if (class_meets(g, c, cp, cp)) g->ascii[c][cp >> 6] |= 1ull << (cp & 63);
+    for (size_t i = base; i < base + k && g->ranges[i].lo < 128; i++)
+        for (uint32_t cp = g->ranges[i].lo; cp <= g->ranges[i].hi && cp < 128; cp++) g->ascii[c][cp >> 6] |= 1ull << (cp & 63);
     return true;
 }
 
@@ -318,10 +320,28 @@ void sp_gset_free(sp_gset *s) {
  * a scan of all (a fuzzed grammar spent 93% of 7 s a mask there). */
 enum { GSET_INDEX_FROM = 32 };
 
+/* A short stack hashes in one multiply chain; over deep ones (each
+ * nesting level adds positions) that chain was most of a step's time, so
+ * four chains over two words each run side by side, then mix. */
 static uint32_t stack_hash(const uint32_t *stack, uint32_t n) {
-    uint64_t h = (1469598103934665603ull ^ n) * 1099511628211ull;
-    for (uint32_t i = 0; i < n; i++) h = (h ^ stack[i]) * 1099511628211ull;
-    return (uint32_t)(h ^ (h >> 32));
+    const uint64_t k = 0x9E3779B97F4A7C15ull;
+    if (n < 16) {
+        uint64_t h = (1469598103934665603ull ^ n) * 1099511628211ull;
+        for (uint32_t i = 0; i < n; i++) h = (h ^ stack[i]) * 1099511628211ull;
+        return (uint32_t)(h ^ (h >> 32));
+    }
+    uint64_t h[4] = {n, 0x243F6A8885A308D3ull, 0x13198A2E03707344ull, 0xA4093822299F31D0ull};
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 4; j++) {
+            uint64_t w;
+            memcpy(&w, stack + i + 2 * j, sizeof w);
+            h[j] = (h[j] ^ w) * k;
+        }
+    for (; i < n; i++) h[i & 3] = (h[i & 3] ^ stack[i]) * k;
+    uint64_t x = h[0] ^ (h[1] << 16 | h[1] >> 48) ^ (h[2] << 32 | h[2] >> 32) ^ (h[3] << 48 | h[3] >> 16);
+    x = (x ^ (x >> 33)) * 0xFF51AFD7ED558CCDull; /* the high words' bits down into the slot bits */
+    return (uint32_t)(x ^ (x >> 33));
 }
 
 static bool same_stack(const sp_gset *s, size_t at, const uint32_t *stack, uint32_t n) {
