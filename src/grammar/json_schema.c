@@ -102,9 +102,8 @@ void put_rule_name(sb *b, const char *s) {
 }
 
 rule *find_rule(cv *c, const char *name) {
-    for (size_t i = 0; i < c->n_rules; i++)
-        if (!strcmp(c->rules[i].name, name)) return &c->rules[i];
-    return NULL;
+    const int64_t i = sp_strmap_find(&c->rule_index, name, strlen(name));
+    return i < 0 ? NULL : &c->rules[i];
 }
 
 /* Whether naming `name` first in an alternative (a union's branch, an
@@ -134,6 +133,13 @@ rule *push_rule(cv *c, char *name, char *body) {
         }
         c->rules = r;
         c->cap_rules = cap;
+    }
+    /* callers look a name up first: it is new here */
+    if (sp_strmap_insert(&c->rule_index, name, strlen(name), (int64_t)c->n_rules, NULL) < 0) {
+        free(name);
+        free(body);
+        fail_oom(c);
+        return NULL;
     }
     c->rules[c->n_rules] = (rule){name, body, c->nesting};
     return &c->rules[c->n_rules++];
@@ -658,6 +664,7 @@ sprout_status sp_json_schema_to_gbnf(const char *schema_json, size_t len, char *
             }
         }
     }
+    sp_strmap_free(&c.rule_index); /* the sort below moves the rules */
     sb out = {0};
     if (!failed(&c)) {
         qsort(c.rules, c.n_rules, sizeof *c.rules, rule_cmp);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "core/strmap.h"
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
 
@@ -51,6 +52,7 @@ typedef struct cv {
     json_t *root;
     rule *rules;
     size_t n_rules, cap_rules;
+    sp_strmap rule_index; /* name -> index in rules: a schema of many keys makes thousands */
     ref_entry *refs;
     size_t n_refs, cap_refs;
     int depth;
