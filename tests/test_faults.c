@@ -1,7 +1,7 @@
 /* Allocation failure injection (issue 39): every allocation the library
  * makes while loading stories260K, tokenizing with real vocabularies,
  * rendering real chat templates, generating a few tokens (a pipeline, a chat
- * session, a scheduler, a LoRA adapter), quantizing and merging an adapter
+ * session, a scheduler, a LoRA adapter, a JSON Schema), quantizing and merging an adapter
  * is made to fail in turn. Each failure must end in an error status with a message; the
  * same call right after must succeed (and give the same answer); leaks are
  * LeakSanitizer's to find in the sanitizer build. The suite's run sweeps
@@ -26,13 +26,14 @@ static bool full_sweep(void) {
 }
 
 static uint64_t points_swept, points_absorbed;
+static bool every_point; /* this sweep fails every allocation, even in the bounded run */
 static bool jansson_failed; /* the failed allocation was jansson's (json_alloc) */
 
 /* The allocations to fail: all of the first `dense`, then every stride-th,
  * so that about `dense` more points cover the rest. */
 static uint64_t next_point(uint64_t n, uint64_t total) {
     const uint64_t dense = 300;
-    if (full_sweep() || n < dense) return n + 1;
+    if (full_sweep() || every_point || n < dense) return n + 1;
     uint64_t stride = (total - dense) / dense + 1;
     return n + stride;
 }
@@ -290,6 +291,42 @@ static sprout_status op_scheduler(void *ctx) {
     return st;
 }
 
+/* A generation held to a JSON Schema: the converter, the grammar's compile,
+ * its masks over the vocabulary and each step's state. The model is loaded
+ * each time: its cache would keep the grammar and its masks from the first
+ * run, and the sweep would never reach them. */
+static sprout_status op_schema_generate(void *ctx) {
+    generation_case *c = ctx;
+    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 1, .n_ctx = 64};
+    sprout_model *m = NULL;
+    sprout_pipeline *p = NULL;
+    sprout_generation_config cfg;
+    sprout_generation_config_init(&cfg);
+    cfg.temperature = 0;
+    cfg.max_new_tokens = 6;
+    cfg.json_schema = "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":8},"
+                      "\"mood\":{\"enum\":[\"happy\",\"sad\"]},\"toys\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}},"
+                      "\"required\":[\"name\",\"mood\"]}";
+    sprout_result *r = NULL;
+    sprout_status st = sprout_model_load(model_path, &mp, &m);
+    if (st == SPROUT_OK) st = sprout_pipeline_create(m, NULL, &p);
+    if (st == SPROUT_OK) st = sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r);
+    if (st == SPROUT_OK) {
+        size_t n;
+        const sprout_token *ids = sprout_result_tokens(r, &n);
+        if (c->n_expected == 0 && n <= 16) {
+            c->n_expected = n;
+            memcpy(c->expected, ids, n * sizeof *ids);
+        } else if (n != c->n_expected || memcmp(ids, c->expected, n * sizeof *ids)) {
+            st = sp_fail(SPROUT_ERR_INTERNAL, "other tokens than without faults");
+        }
+    }
+    sprout_result_free(r);
+    sprout_pipeline_free(p);
+    sprout_model_free(m);
+    return st;
+}
+
 /* --- LoRA adapters -------------------------------------------------------------------------- */
 
 static char adapter_path[512];
@@ -432,6 +469,12 @@ int main(void) {
         sweep("chat session", op_chat, &gen);
         sweep("scheduler request", op_scheduler, &gen);
         sweep("LoRA load + generate", op_lora, &gen);
+        /* every point: the grammar's failures past the first few hundred
+         * were the ones that crashed or were swallowed */
+        generation_case schema = {0};
+        every_point = true;
+        sweep("generate to a JSON schema", op_schema_generate, &schema);
+        every_point = false;
         /* a pipeline that saw a failure must serve the next call */
         CHECK(sprout_pipeline_create(gen.model, NULL, &gen.pipeline) == SPROUT_OK);
         if (gen.pipeline) sweep("generate on one pipeline", op_generate, &gen);

@@ -400,7 +400,7 @@ static bool parse_rule(parser *p) {
 
 void sp_gbnf_free(sp_gbnf *g) {
     if (!g) return;
-    for (size_t i = 0; i < g->n_rules; i++) free(g->names[i]);
+    for (size_t i = 0; g->names && i < g->n_rules; i++) free(g->names[i]); /* NULL: its allocation failed */
     free(g->names);
     free(g->generated);
     free(g->first);

@@ -397,6 +397,7 @@ typedef struct expander {
     sp_gset *out;
     uint32_t budget; /* expansions left */
     bool ok;
+    bool out_of_memory; /* why ok went false, where it was memory and not a bound */
 } expander;
 
 enum { EXPAND_BUDGET = 1 << 16, EXPAND_RECURSION = 1024 };
@@ -408,7 +409,7 @@ static _Thread_local uint32_t work_stack[SP_GRAMMAR_MAX_DEPTH + 1];
 static void expand(expander *x, uint32_t n, uint32_t recursion) {
     if (!x->ok) return;
     if (n == 0 || x->g->kind[x->work[n - 1]] == K_CLASS) {
-        if (!sp_gset_add(x->out, x->work, n)) x->ok = false;
+        if (!sp_gset_add(x->out, x->work, n)) x->ok = false, x->out_of_memory = !sp_gset_full(x->out);
         return;
     }
     if (!x->budget-- || recursion > EXPAND_RECURSION) {
@@ -431,19 +432,21 @@ static void expand(expander *x, uint32_t n, uint32_t recursion) {
     x->work[n - 1] = top;
 }
 
-bool sp_gset_advance(const sp_grammar *g, const uint32_t *stack, uint32_t n, sp_gset *out) {
+bool sp_gset_advance(const sp_grammar *g, const uint32_t *stack, uint32_t n, sp_gset *out, bool *out_of_memory) {
     sp_gset_clear(out);
+    *out_of_memory = false;
     if (n > SP_GRAMMAR_MAX_DEPTH) return false;
-    expander x = {g, work_stack, out, EXPAND_BUDGET, true};
+    expander x = {g, work_stack, out, EXPAND_BUDGET, true, false};
     if (n) memcpy(work_stack, stack, n * sizeof *stack);
     expand(&x, n, 0);
+    *out_of_memory = x.out_of_memory;
     return x.ok;
 }
 
-/* out (not cleared) gains what each stack of `in` becomes after code point
- * cp; *gave_up where a bound was passed. */
-static bool step_cp(const sp_grammar *g, const sp_gset *in, uint32_t cp, sp_gset *out, bool *gave_up) {
-    expander x = {g, work_stack, out, EXPAND_BUDGET, true};
+/* out's set (not cleared) gains what each stack of `in` becomes after
+ * code point cp; out->gave_up where a bound was passed or memory ran out. */
+static bool step_cp(const sp_grammar *g, const sp_gset *in, uint32_t cp, sp_grammar_state *out) {
+    expander x = {g, work_stack, &out->set, EXPAND_BUDGET, true, false};
     for (size_t i = 0; i < in->len && x.ok; i += 1 + in->data[i]) {
         const uint32_t n = in->data[i];
         const uint32_t *s = in->data + i + 1;
@@ -453,33 +456,33 @@ static bool step_cp(const sp_grammar *g, const sp_gset *in, uint32_t cp, sp_gset
         if (g->kind[s[n - 1] + 1] != K_END) work_stack[m++] = s[n - 1] + 1;
         expand(&x, m, 0);
     }
-    *gave_up = !x.ok;
-    return x.ok && out->count > 0;
+    out->gave_up = !x.ok, out->out_of_memory = x.out_of_memory;
+    return x.ok && out->set.count > 0;
 }
 
-/* out (not cleared) gains the stacks of `in` whose class meets [lo, hi];
- * *gave_up where memory ran out. */
-static bool keep_meeting(const sp_grammar *g, const sp_gset *in, uint32_t lo, uint32_t hi, sp_gset *out, bool *gave_up) {
+/* out's set (not cleared) gains the stacks of `in` whose class meets
+ * [lo, hi]; out->gave_up where memory ran out. */
+static bool keep_meeting(const sp_grammar *g, const sp_gset *in, uint32_t lo, uint32_t hi, sp_grammar_state *out) {
     for (size_t i = 0; i < in->len; i += 1 + in->data[i]) {
         const uint32_t n = in->data[i];
         const uint32_t *s = in->data + i + 1;
-        if (n && class_meets(g, g->arg[s[n - 1]], lo, hi) && !sp_gset_add(out, s, n)) {
-            *gave_up = true;
+        if (n && class_meets(g, g->arg[s[n - 1]], lo, hi) && !sp_gset_add(&out->set, s, n)) {
+            out->gave_up = true, out->out_of_memory = !sp_gset_full(&out->set);
             return false;
         }
     }
-    return out->count > 0;
+    return out->set.count > 0;
 }
 
 bool sp_grammar_step(const sp_grammar_state *in, unsigned char b, sp_grammar_state *out) {
     const sp_grammar *g = in->g;
     out->g = g;
     sp_gset_clear(&out->set);
-    out->gave_up = false;
+    out->gave_up = false, out->out_of_memory = false;
     if (in->need == 0) {
         if (b < 0x80) {
             out->need = 0, out->size = 0, out->cp = 0;
-            return step_cp(g, &in->set, b, &out->set, &out->gave_up);
+            return step_cp(g, &in->set, b, out);
         }
         if (b >= 0xC2 && b <= 0xDF) out->size = 2, out->cp = b & 0x1F;
         else if (b >= 0xE0 && b <= 0xEF) out->size = 3, out->cp = b & 0x0F;
@@ -494,7 +497,7 @@ bool sp_grammar_step(const sp_grammar_state *in, unsigned char b, sp_grammar_sta
             const uint32_t cp = out->cp;
             out->cp = 0, out->size = 0;
             if (cp < utf8_min[in->size] || cp > 0x10FFFF) return false;
-            return step_cp(g, &in->set, cp, &out->set, &out->gave_up);
+            return step_cp(g, &in->set, cp, out);
         }
     }
     /* a code point begun: the range it may still be */
@@ -503,7 +506,7 @@ bool sp_grammar_step(const sp_grammar_state *in, unsigned char b, sp_grammar_sta
     if (lo < utf8_min[out->size]) lo = utf8_min[out->size];
     if (hi > 0x10FFFF) hi = 0x10FFFF;
     if (lo > hi) return false;
-    return keep_meeting(g, &in->set, lo, hi, &out->set, &out->gave_up);
+    return keep_meeting(g, &in->set, lo, hi, out);
 }
 
 /* --- states ---------------------------------------------------------------------- */
@@ -526,7 +529,8 @@ sp_grammar_state *sp_grammar_state_new(const sp_grammar *g) {
         const uint32_t p = g->alts[a];
         if (g->kind[p] == K_END) ok = sp_gset_add(&st->set, NULL, 0);
         else {
-            ok = sp_gset_advance(g, &p, 1, &one);
+            bool out_of_memory;
+            ok = sp_gset_advance(g, &p, 1, &one, &out_of_memory);
             for (size_t i = 0; ok && i < one.len; i += 1 + one.data[i]) ok = sp_gset_add(&st->set, one.data + i + 1, one.data[i]);
         }
     }
@@ -566,10 +570,10 @@ bool sp_grammar_accept(sp_grammar_state *st, const char *bytes, size_t n) {
     const sp_grammar_state *in = st;
     sp_grammar_state *out = &a;
     bool ok = true;
-    st->gave_up = false;
+    st->gave_up = false, st->out_of_memory = false;
     for (size_t i = 0; i < n && ok; i++) {
         ok = sp_grammar_step(in, (unsigned char)bytes[i], out);
-        st->gave_up = out->gave_up;
+        st->gave_up = out->gave_up, st->out_of_memory = out->out_of_memory;
         in = out;
         out = out == &a ? &b : &a;
     }

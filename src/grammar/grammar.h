@@ -84,17 +84,22 @@ struct sp_grammar_state {
     uint8_t need; /* its continuation bytes still due (0: between code points) */
     uint8_t size; /* its length in bytes */
     bool gave_up; /* the last step or accept failed on a bound or on memory, not on the text */
+    bool out_of_memory; /* ... and it was memory: the caller's error, where a bound is the grammar's */
 };
 
 /* out = the state after one more byte b (out's buffers are reused); false
- * when no stack survives, or with out->gave_up when a bound was passed (out
- * is then garbage). in and out must differ. */
+ * when no stack survives, or with out->gave_up when a bound was passed or
+ * memory ran out (out->out_of_memory; out is then garbage). in and out must
+ * differ. */
 bool sp_grammar_step(const sp_grammar_state *in, unsigned char b, sp_grammar_state *out);
 /* The states (set) of one stack after its top-level references are expanded:
- * out is cleared first. False when a bound is passed. */
-bool sp_gset_advance(const sp_grammar *g, const uint32_t *stack, uint32_t n, sp_gset *out);
-/* Adds a stack to the set unless it is there; false when out of memory or full. */
+ * out is cleared first. False when a bound is passed or memory ran out
+ * (then *out_of_memory). */
+bool sp_gset_advance(const sp_grammar *g, const uint32_t *stack, uint32_t n, sp_gset *out, bool *out_of_memory);
+/* Adds a stack to the set unless it is there; false when out of memory or
+ * full (sp_gset_full tells which). */
 bool sp_gset_add(sp_gset *s, const uint32_t *stack, uint32_t n);
+static inline bool sp_gset_full(const sp_gset *s) { return s->count >= SP_GRAMMAR_MAX_STACKS; }
 /* Empties the set (its memory kept). */
 static inline void sp_gset_clear(sp_gset *s) { s->len = 0, s->count = 0, s->n_indexed = 0; }
 void sp_gset_free(sp_gset *s);

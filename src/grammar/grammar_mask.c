@@ -197,6 +197,7 @@ struct sp_grammar_masker {
     size_t n_ids, cap_ids;
     sp_grammar_state pre[4]; /* the walk through a code point begun */
     uint32_t pre_node[4], pre_child[4];
+    bool out_of_memory; /* a step of this mask's walks ran out: its bits are not to be trusted */
 };
 
 static void entry_free(entry *e) {
@@ -276,7 +277,10 @@ static uint64_t walk_all(sp_grammar_masker *m, const trie *t, uint64_t *bits) {
         }
         m->child[d] = t->end[c];
         steps++;
-        if (!sp_grammar_step(&m->level[d], t->byte[c], &m->level[d + 1])) continue;
+        if (!sp_grammar_step(&m->level[d], t->byte[c], &m->level[d + 1])) {
+            m->out_of_memory |= m->level[d + 1].out_of_memory;
+            continue;
+        }
         set_range(bits, t->ids, t->lo[c], t->mid[c]);
         if (t->mid[c] < t->hi[c]) {
             d++;
@@ -339,6 +343,7 @@ static bool entry_fill(sp_grammar_masker *m, entry *e) {
         }
         m->child[d] = t->end[c];
         if (!sp_grammar_step(&L[d], t->byte[c], &L[d + 1])) {
+            if (L[d + 1].out_of_memory) return false; /* a verdict missed, not a refusal: never cached */
             if (!e->whole && !add_open(m, t->lo[c], t->hi[c], d, e->start_depth)) full = true;
             continue;
         }
@@ -456,7 +461,8 @@ static bool mask_stack(sp_grammar_masker *m, const uint32_t *s, uint32_t n, uint
     if (t == n || e->n_open == 0) return true;
     /* the open tokens' rests, read by what lies below the key */
     sp_grammar_state *L = m->level;
-    if (!sp_gset_advance(g, s, n - t, &L[0].set)) return true; /* a bound passed: nothing below can read */
+    bool out_of_memory;
+    if (!sp_gset_advance(g, s, n - t, &L[0].set, &out_of_memory)) return !out_of_memory; /* a bound passed: nothing below can read */
     L[0].need = 0, L[0].cp = 0, L[0].size = 0;
     /* a key whose open tokens cost more than a few microseconds a step is
      * lengthened from now on (the next stacks with it look further down) */
@@ -480,7 +486,10 @@ static sprout_status mask_inside_code_point(sp_grammar_masker *m, const sp_gramm
             continue;
         }
         m->pre_child[d] = t->end[c];
-        if (!sp_grammar_step(&m->pre[d], t->byte[c], &m->pre[d + 1])) continue;
+        if (!sp_grammar_step(&m->pre[d], t->byte[c], &m->pre[d + 1])) {
+            m->out_of_memory |= m->pre[d + 1].out_of_memory;
+            continue;
+        }
         set_range(bits, t->ids, t->lo[c], t->mid[c]);
         if (t->mid[c] == t->hi[c]) continue;
         if (m->pre[d + 1].need > 0) {
@@ -498,10 +507,7 @@ static sprout_status mask_inside_code_point(sp_grammar_masker *m, const sp_gramm
     return SPROUT_OK;
 }
 
-sprout_status sp_grammar_mask(sp_grammar_masker *m, const sp_grammar_state *st, uint64_t *bits) {
-    memset(bits, 0, m->words * sizeof *bits);
-    if (st->g != m->g) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "grammar: the state is of another grammar than the masker");
-    if (st->set.count == 0) return SPROUT_OK;
+static sprout_status mask_state(sp_grammar_masker *m, const sp_grammar_state *st, uint64_t *bits) {
     const trie *t = &m->v->trie;
     if (st->need > 0) return mask_inside_code_point(m, st, bits);
     set_range(bits, t->ids, t->lo[0], t->mid[0]); /* tokens of no bytes */
@@ -514,4 +520,17 @@ sprout_status sp_grammar_mask(sp_grammar_masker *m, const sp_grammar_state *st, 
         }
     }
     return SPROUT_OK;
+}
+
+sprout_status sp_grammar_mask(sp_grammar_masker *m, const sp_grammar_state *st, uint64_t *bits) {
+    memset(bits, 0, m->words * sizeof *bits);
+    if (st->g != m->g) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "grammar: the state is of another grammar than the masker");
+    if (st->set.count == 0) return SPROUT_OK;
+    m->out_of_memory = false;
+    const sprout_status status = mask_state(m, st, bits);
+    if (status == SPROUT_OK && m->out_of_memory) {
+        memset(bits, 0, m->words * sizeof *bits);
+        return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "grammar: out of memory while reading tokens for the mask");
+    }
+    return status;
 }

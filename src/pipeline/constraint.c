@@ -75,10 +75,12 @@ sprout_status sp_constraint_begin(sp_constraint *c, const sprout_model *m, const
 }
 
 /* The text read left the grammar, or the engine gave up on it (a bound
- * passed: said as a warning): nothing may follow. */
+ * passed: said as a warning; memory: the caller's error): nothing may
+ * follow. */
 static void left_grammar(sp_constraint *c) {
     c->broken = true;
-    c->gave_up = c->state->gave_up;
+    c->out_of_memory = c->state->out_of_memory;
+    c->gave_up = c->state->gave_up && !c->out_of_memory;
     if (c->gave_up)
         sp_log(SPROUT_LOG_WARN, "grammar: the output needs more than %d parse stacks at once (an ambiguous grammar): generation stops here",
                SP_GRAMMAR_MAX_STACKS);
@@ -89,7 +91,7 @@ static void left_grammar(sp_constraint *c) {
 static void wait_for_trigger(sp_constraint *c, const char *text, size_t len) {
     char *grown = realloc(c->waiting, c->n_waiting + len + 1);
     if (!grown) {
-        c->broken = true;
+        c->broken = c->out_of_memory = true;
         return;
     }
     memcpy(grown + c->n_waiting, text, len);

@@ -31,6 +31,7 @@ typedef struct sp_constraint {
     size_t n_waiting;
     bool broken;         /* the text read left the grammar (or the engine gave up on it): nothing may follow */
     bool gave_up;        /* a bound of the grammar engine passed (grammar.h) */
+    bool out_of_memory;  /* reading the text ran out of memory: the generation's error */
 } sp_constraint;
 
 /* Whether cfg's grammar or schema compiles (what begin would refuse),

@@ -361,7 +361,8 @@ bool sp_seq_next(sp_seq *s, const float *logits, const int32_t *history, size_t 
         size_t len = 0;
         if (tok && sprout_token_to_piece(tok, next, false, &text, &len) != SPROUT_OK) len = 0;
         sp_constraint_accept(&s->constraint, text, len);
-        if (s->constraint.gave_up) s->finish = SPROUT_FINISH_LENGTH; /* cut short, as when no token may follow */
+        if (s->constraint.out_of_memory) s->oom = true;
+        else if (s->constraint.gave_up) s->finish = SPROUT_FINISH_LENGTH; /* cut short, as when no token may follow */
         else if (sp_constraint_must_end(&s->constraint)) s->finish = SPROUT_FINISH_EOS; /* the grammar is complete: nothing may follow */
     }
     if (s->detok) {
