@@ -327,6 +327,69 @@ static sprout_status op_schema_generate(void *ctx) {
     return st;
 }
 
+/* Tokens of a generation against the clean run's (the first call records them). */
+static sprout_status same_tokens(generation_case *c, const sprout_result *r) {
+    size_t n;
+    const sprout_token *ids = sprout_result_tokens(r, &n);
+    if (c->n_expected == 0 && n <= 16) {
+        c->n_expected = n;
+        memcpy(c->expected, ids, n * sizeof *ids);
+        return SPROUT_OK;
+    }
+    if (n != c->n_expected || memcmp(ids, c->expected, n * sizeof *ids)) return sp_fail(SPROUT_ERR_INTERNAL, "other tokens than without faults");
+    return SPROUT_OK;
+}
+
+/* Assisted generation: a draft pipeline (the model drafting for itself)
+ * proposing 4 tokens a pass, or (assisted_lookup) prompt lookup. */
+static bool assisted_lookup;
+static sprout_status op_assisted(void *ctx) {
+    generation_case *c = ctx;
+    sprout_pipeline *p = NULL, *draft = NULL;
+    sprout_generation_config cfg;
+    sprout_generation_config_init(&cfg);
+    cfg.temperature = 0;
+    cfg.max_new_tokens = 12;
+    cfg.num_assistant_tokens = 4;
+    cfg.prompt_lookup = assisted_lookup;
+    sprout_result *r = NULL;
+    sprout_status st = sprout_pipeline_create(c->model, NULL, &p);
+    if (st == SPROUT_OK && !assisted_lookup) st = sprout_pipeline_create(c->model, NULL, &draft);
+    if (st == SPROUT_OK && draft) st = sprout_pipeline_set_draft(p, draft);
+    if (st == SPROUT_OK)
+        st = sprout_generate(p, "Lily saw a cat. The cat was big. Lily saw a cat. The cat", &cfg, NULL, NULL, &r);
+    if (st == SPROUT_OK) st = same_tokens(c, r);
+    sprout_result_free(r);
+    sprout_pipeline_free(p);
+    sprout_pipeline_free(draft);
+    return st;
+}
+
+/* A lazy grammar: free text until the trigger, then the grammar's (the
+ * trigger's wait, then the grammar as for a schema; a model of its own for
+ * the cache's sake, as there). */
+static sprout_status op_lazy_grammar(void *ctx) {
+    generation_case *c = ctx;
+    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 1, .n_ctx = 64};
+    sprout_model *m = NULL;
+    sprout_pipeline *p = NULL;
+    sprout_generation_config cfg;
+    sprout_generation_config_init(&cfg);
+    cfg.temperature = 0;
+    cfg.max_new_tokens = 16;
+    cfg.grammar = "root ::= \"Lily\" [ .,a-z]+ [A-Z] [a-z]*";
+    cfg.grammar_trigger = "Lily";
+    sprout_result *r = NULL;
+    sprout_status st = sprout_model_load(model_path, &mp, &m);
+    if (st == SPROUT_OK) st = sprout_pipeline_create(m, NULL, &p);
+    if (st == SPROUT_OK) st = sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r);
+    if (st == SPROUT_OK) st = same_tokens(c, r);
+    sprout_result_free(r);
+    sprout_pipeline_free(p);
+    sprout_model_free(m);
+    return st;
+}
+
 /* --- LoRA adapters -------------------------------------------------------------------------- */
 
 static char adapter_path[512];
@@ -474,7 +537,14 @@ int main(void) {
         generation_case schema = {0};
         every_point = true;
         sweep("generate to a JSON schema", op_schema_generate, &schema);
+        generation_case lazy = {0};
+        sweep("generate to a lazy grammar", op_lazy_grammar, &lazy);
         every_point = false;
+        generation_case drafted = {.model = gen.model}, looked_up = {.model = gen.model};
+        sweep("generate with a draft model", op_assisted, &drafted);
+        assisted_lookup = true;
+        sweep("generate with prompt lookup", op_assisted, &looked_up);
+        assisted_lookup = false;
         /* a pipeline that saw a failure must serve the next call */
         CHECK(sprout_pipeline_create(gen.model, NULL, &gen.pipeline) == SPROUT_OK);
         if (gen.pipeline) sweep("generate on one pipeline", op_generate, &gen);
