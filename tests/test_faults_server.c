@@ -239,6 +239,13 @@ int main(void) {
                      "\"stream\":true}",
              .text_key = "content",
              .end_mark = "data: [DONE]"},
+            {.name = "OpenAI chat to a JSON schema",
+             .path = "/v1/chat/completions",
+             .body = "{\"messages\":[{\"role\":\"user\",\"content\":\"Once upon a time\"}],\"max_tokens\":6,\"temperature\":0,\"seed\":1,"
+                     "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"pet\",\"schema\":{\"type\":\"object\","
+                     "\"properties\":{\"name\":{\"type\":\"string\"},\"age\":{\"type\":\"integer\"}},\"required\":[\"name\"]}}}}",
+             .text_key = "content",
+             .end_mark = "\"finish_reason\""},
             {.name = "Ollama generate",
              .path = "/api/generate",
              .body = "{\"model\":\"stories260K\",\"prompt\":\"Once upon a time\",\"stream\":false,"
