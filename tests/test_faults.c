@@ -390,6 +390,50 @@ static sprout_status op_lazy_grammar(void *ctx) {
     return st;
 }
 
+/* --- architectures and caches -------------------------------------------------------------- */
+
+/* A model file loaded and 4 tokens generated (its own KV cache type where
+ * kv_set): the loaders and forward passes beyond llama's. */
+typedef struct arch_case {
+    char path[512];
+    bool kv_set;
+    sprout_kv_type kv;
+    generation_case gen;
+} arch_case;
+
+static sprout_status op_arch_generate(void *ctx) {
+    arch_case *a = ctx;
+    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 1, .n_ctx = 64, .kv_type = a->kv, .kv_type_set = a->kv_set};
+    sprout_model *m = NULL;
+    sprout_pipeline *p = NULL;
+    sprout_generation_config cfg;
+    sprout_generation_config_init(&cfg);
+    cfg.temperature = 0;
+    cfg.max_new_tokens = 4;
+    sprout_result *r = NULL;
+    sprout_status st = sprout_model_load(a->path, &mp, &m);
+    if (st == SPROUT_OK) st = sprout_pipeline_create(m, NULL, &p);
+    if (st == SPROUT_OK) st = sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r);
+    if (st == SPROUT_OK) st = same_tokens(&a->gen, r);
+    sprout_result_free(r);
+    sprout_pipeline_free(p);
+    sprout_model_free(m);
+    return st;
+}
+
+/* make_moe's ARCH TYPE into the temporary folder, then its sweep (with a
+ * KV cache of type kv where kv_set). */
+static void sweep_arch(const char *arch, const char *type, bool kv_set, sprout_kv_type kv) {
+    arch_case a = {.kv_set = kv_set, .kv = kv};
+    snprintf(a.path, sizeof a.path, "%s/%s-%s.gguf", test_temp_dir(), arch, type);
+    char cmd[1024], name[64];
+    snprintf(cmd, sizeof cmd, "'%s' %s %s '%s' 7 >/dev/null", SPROUT_MAKE_MOE_PATH, arch, type, a.path);
+    CHECK_MSG(system(cmd) == 0, "%s", cmd);
+    snprintf(name, sizeof name, "%s %s%s + generate", arch, type, kv_set ? ", q8_0 KV cache" : "");
+    sweep(name, op_arch_generate, &a);
+    unlink(a.path);
+}
+
 /* --- LoRA adapters -------------------------------------------------------------------------- */
 
 static char adapter_path[512];
@@ -551,6 +595,13 @@ int main(void) {
         sprout_pipeline_free(gen.pipeline);
         sprout_model_free(gen.model);
     }
+    /* a mixture of experts with a shared expert, latent attention with
+     * expert groups, gpt-oss (sinks, sliding windows, MXFP4 experts), and
+     * a quantized KV cache */
+    sweep_arch("qwen2moe", "Q8_0", false, SPROUT_KV_F16);
+    sweep_arch("deepseek3", "Q8_0", false, SPROUT_KV_F16);
+    sweep_arch("gpt-oss", "MXFP4_MOE", false, SPROUT_KV_F16);
+    sweep_arch("granite", "Q8_0", true, SPROUT_KV_Q8_0); /* heads of 64 (stories260K's are 8) */
     sweep("quantize to Q8_0", op_quantize, NULL);
     sweep("export-lora", op_export_lora, NULL);
     rmdir(work_dir);
