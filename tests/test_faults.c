@@ -27,12 +27,13 @@ static bool full_sweep(void) {
 
 static uint64_t points_swept, points_absorbed;
 static bool every_point; /* this sweep fails every allocation, even in the bounded run */
+static uint64_t dense_points = 300; /* the bounded run's: all of the first this many, then as many in a stride */
 static bool jansson_failed; /* the failed allocation was jansson's (json_alloc) */
 
 /* The allocations to fail: all of the first `dense`, then every stride-th,
  * so that about `dense` more points cover the rest. */
 static uint64_t next_point(uint64_t n, uint64_t total) {
-    const uint64_t dense = 300;
+    const uint64_t dense = dense_points;
     if (full_sweep() || every_point || n < dense) return n + 1;
     uint64_t stride = (total - dense) / dense + 1;
     return n + stride;
@@ -460,6 +461,59 @@ static sprout_status op_lora(void *ctx) {
     return st;
 }
 
+/* --- the model store ------------------------------------------------------------------------ */
+
+static char store_root[256];
+
+/* A Modelfile with every instruction: a model created (replacing the last
+ * run's), resolved, its PARAMETERs applied, its Go template rendered with
+ * its MESSAGEs, listed, then removed. */
+static sprout_status op_store(void *ctx) {
+    (void)ctx;
+    char modelfile[2048];
+    snprintf(modelfile, sizeof modelfile,
+             "FROM %s\nADAPTER %s\n"
+             "TEMPLATE \"\"\"{{ if .System }}<|system|>{{ .System }}{{ end }}{{ range .Messages }}<|{{ .Role }}|>{{ .Content }}"
+             "{{ end }}<|assistant|>\"\"\"\n"
+             "SYSTEM You tell short stories.\nPARAMETER temperature 0.5\nPARAMETER stop \"<|user|>\"\nPARAMETER stop END\n"
+             "PARAMETER num_ctx 128\nMESSAGE user Tell one.\nMESSAGE assistant Once upon a time.\nLICENSE \"\"\"MIT\"\"\"\n",
+             model_path, adapter_path);
+    sprout_store_params sp = {.struct_size = sizeof sp, .root = store_root, .ollama_root = ""};
+    sprout_store *s = NULL;
+    sprout_store_model *m = NULL;
+    sprout_template *t = NULL;
+    sprout_store_entry *entries = NULL;
+    size_t n_entries = 0;
+    char *prompt = NULL;
+    size_t prompt_len = 0;
+    sprout_store_create_params cp = {.struct_size = sizeof cp};
+    sprout_status st = sprout_store_open(&sp, &s);
+    if (st == SPROUT_OK) st = sprout_store_create(s, "story:test", modelfile, strlen(modelfile), &cp);
+    if (st == SPROUT_OK) st = sprout_store_resolve(s, "story:test", &m);
+    if (st == SPROUT_OK) {
+        sprout_generation_config cfg;
+        sprout_generation_config_init(&cfg);
+        sprout_runner_settings rs = {.struct_size = sizeof rs};
+        st = sprout_store_model_apply(m, &cfg, &rs);
+        if (st == SPROUT_OK && (rs.num_ctx != 128 || cfg.n_stop_strings != 2)) st = sp_fail(SPROUT_ERR_INTERNAL, "the parameters did not apply");
+    }
+    if (st == SPROUT_OK) st = sprout_template_parse(sprout_store_model_template(m), strlen(sprout_store_model_template(m)), &t);
+    if (st == SPROUT_OK) {
+        sprout_template_options opt = {.struct_size = sizeof opt, .add_generation_prompt = true};
+        st = sprout_template_render_json(t, sprout_store_model_messages_json(m), &opt, &prompt, &prompt_len);
+        if (st == SPROUT_OK && !strstr(prompt, "<|user|>Tell one.<|assistant|>Once upon a time.")) st = sp_fail(SPROUT_ERR_INTERNAL, "rendered: %s", prompt);
+    }
+    if (st == SPROUT_OK) st = sprout_store_list(s, &entries, &n_entries);
+    if (st == SPROUT_OK && n_entries != 1) st = sp_fail(SPROUT_ERR_INTERNAL, "%zu models listed", n_entries);
+    sprout_store_entries_free(entries, n_entries);
+    sprout_free(prompt);
+    sprout_template_free(t);
+    sprout_store_model_free(m);
+    if (st == SPROUT_OK) st = sprout_store_remove(s, "story:test");
+    sprout_store_free(s);
+    return st;
+}
+
 /* --- quantizing ---------------------------------------------------------------------------- */
 
 static char work_dir[256];
@@ -602,6 +656,10 @@ int main(void) {
     sweep_arch("deepseek3", "Q8_0", false, SPROUT_KV_F16);
     sweep_arch("gpt-oss", "MXFP4_MOE", false, SPROUT_KV_F16);
     sweep_arch("granite", "Q8_0", true, SPROUT_KV_Q8_0); /* heads of 64 (stories260K's are 8) */
+    snprintf(store_root, sizeof store_root, "%s/store", test_temp_dir());
+    dense_points = 60; /* each point writes a store (45 s under ASan at 300) */
+    sweep("store: create, resolve, apply, remove", op_store, NULL);
+    dense_points = 300;
     sweep("quantize to Q8_0", op_quantize, NULL);
     sweep("export-lora", op_export_lora, NULL);
     rmdir(work_dir);

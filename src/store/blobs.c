@@ -223,14 +223,6 @@ sprout_status sp_blob_open_path(const char *root, const char *digest, uint64_t s
     return st;
 }
 
-void sp_blob_delete(const char *root, const char *digest) {
-    char *ref = sp_ref_path(root, digest), *blob = sp_blob_path(root, digest);
-    if (blob) unlink(blob); /* a symbolic link goes, never the file it names */
-    if (ref) unlink(ref);
-    free(ref);
-    free(blob);
-}
-
 /* ---- blobs uploaded by digest (/api/blobs) ------------------------------ */
 
 struct sprout_blob_writer {

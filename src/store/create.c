@@ -89,7 +89,8 @@ static sprout_status add_text(create_job *job, const char *media, const char *te
     size_t len = strlen(text);
     sp_hash_bytes(text, len, digest);
     char *path = sp_blob_path(job->store->root, digest);
-    bool existed = path && access(path, F_OK) == 0;
+    if (!path) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "store: out of memory");
+    const bool existed = access(path, F_OK) == 0;
     free(path);
     sprout_status st = sp_blob_put(job->store->root, digest, text, len);
     if (st == SPROUT_OK) st = progress(job, "%s layer %s", existed ? "using existing" : "creating new", digest);
@@ -324,6 +325,7 @@ sprout_status sprout_store_create(sprout_store *store, const char *name, const c
     for (int i = 0; st == SPROUT_OK && i < 2; i++) { /* what killed writers left */
         char *dir = sp_path_join(store->root, i ? "refs" : "blobs", (const char *)NULL);
         if (dir) sp_clean_temps(dir);
+        else st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "store: out of memory");
         free(dir);
     }
     if (st == SPROUT_OK) st = place_model(&job);

@@ -68,7 +68,8 @@ sprout_status sp_params_to_json(const sp_modelfile *mf, char **json) {
         else if (repeatable(p->name)) {
             json_t *list = json_object_get(obj, p->name);
             if (!list) ok = json_object_set_new(obj, p->name, list = json_array()) == 0 && list;
-            ok = ok && json_array_append_new(list, v) == 0;
+            if (ok) ok = json_array_append_new(list, v) == 0; /* which takes v even when it fails */
+            else json_decref(v);
         } else {
             ok = json_object_set_new(obj, p->name, v) == 0;
         }

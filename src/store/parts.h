@@ -113,7 +113,5 @@ sprout_status sp_blob_add_file(const char *root, const char *path, const char *d
  * path after its size (and, when its mtime moved, its hash) is checked;
  * else the blob, whose size must be `size`. Malloc'd into *path. */
 sprout_status sp_blob_open_path(const char *root, const char *digest, uint64_t size, char **path);
-/* Deletes a blob (and its reference record); never a referenced file. */
-void sp_blob_delete(const char *root, const char *digest);
 
 #endif

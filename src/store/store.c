@@ -285,33 +285,41 @@ sprout_status sprout_store_copy(sprout_store *store, const char *src, const char
 }
 
 /* Whether any manifest of the root other than `skip` names the digest. */
-static bool digest_used(const char *root, const char *dir, int depth, const char *skip, const char *digest) {
+/* Whether a manifest under dir (other than skip) names digest: *used.
+ * Out of memory is an error (the caller has changed nothing yet); a
+ * manifest that cannot be read counts as naming it (when unsure, the blob
+ * stays). */
+static sprout_status digest_used(const char *dir, int depth, const char *skip, const char *digest, bool *used) {
     DIR *d = opendir(dir);
-    if (!d) return false;
-    bool used = false;
-    for (struct dirent *e; !used && (e = readdir(d));) {
+    if (!d) return SPROUT_OK;
+    sprout_status st = SPROUT_OK;
+    for (struct dirent *e; st == SPROUT_OK && !*used && (e = readdir(d));) {
         if (e->d_name[0] == '.') continue;
         char *path = sp_path_join(dir, e->d_name, (const char *)NULL);
-        if (!path) {
-            used = true; /* when unsure, keep the blob */
-            break;
-        }
-        if (depth < 3) {
-            used = digest_used(root, path, depth + 1, skip, digest);
-        } else if (strcmp(path, skip)) {
+        if (!path) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "store: out of memory");
+        else if (depth < 3) st = digest_used(path, depth + 1, skip, digest, used);
+        else if (strcmp(path, skip)) {
             sp_manifest m;
-            if (sp_manifest_load(path, &m, NULL, NULL) == SPROUT_OK) {
-                used = !strcmp(m.config.digest, digest);
-                for (size_t i = 0; !used && i < m.n_layers; i++) used = !strcmp(m.layers[i].digest, digest);
+            const sprout_status loaded = sp_manifest_load(path, &m, NULL, NULL);
+            if (loaded == SPROUT_ERR_OUT_OF_MEMORY) st = loaded;
+            else if (loaded != SPROUT_OK) *used = true;
+            else {
+                *used = !strcmp(m.config.digest, digest);
+                for (size_t i = 0; !*used && i < m.n_layers; i++) *used = !strcmp(m.layers[i].digest, digest);
                 sp_manifest_clear(&m);
             }
         }
         free(path);
     }
     closedir(d);
-    return used;
+    return st;
 }
 
+/* The manifest goes, then the blobs and refs only it used. Everything that
+ * allocates (the scan of the other manifests, the paths) is done first,
+ * under the lock: out of memory leaves the model whole, and once the
+ * manifest is gone nothing can fail but an unlink. A kill between leaves
+ * unused blobs, never a manifest without its blobs. */
 sprout_status sprout_store_remove(sprout_store *store, const char *name) {
     if (!store || !name) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "store: no store or name");
     sp_name n;
@@ -327,15 +335,24 @@ sprout_status sprout_store_remove(sprout_store *store, const char *name) {
     char *path = st == SPROUT_OK ? strdup(f.path) : NULL;
     char *manifests = path ? sp_path_join(store->root, "manifests", (const char *)NULL) : NULL;
     if (st == SPROUT_OK && !manifests) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "store: out of memory");
+    /* per layer (the config first): its blob's and ref's paths where no other manifest uses it */
+    const size_t n_layers = st == SPROUT_OK ? f.manifest.n_layers + 1 : 0;
+    char **doomed = n_layers ? calloc(2 * n_layers, sizeof *doomed) : NULL;
+    if (st == SPROUT_OK && !doomed) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "store: out of memory");
+    for (size_t i = 0; st == SPROUT_OK && i < n_layers; i++) {
+        const sp_layer *l = i == 0 ? &f.manifest.config : &f.manifest.layers[i - 1];
+        bool used = false;
+        st = digest_used(manifests, 0, path, l->digest, &used);
+        if (st != SPROUT_OK || used) continue;
+        doomed[2 * i] = sp_blob_path(store->root, l->digest);
+        doomed[2 * i + 1] = sp_ref_path(store->root, l->digest);
+        if (!doomed[2 * i] || !doomed[2 * i + 1]) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "store: out of memory");
+    }
     if (st == SPROUT_OK && unlink(path) != 0) st = sp_fail(SPROUT_ERR_IO, "%s: cannot delete: %s", path, strerror(errno));
     if (st == SPROUT_OK) {
         sp_sync_dir(manifests);
-        /* the blobs only this manifest used, after the manifest: a kill between leaves unused blobs, never a
-         * manifest without its blobs */
-        for (size_t i = 0; i <= f.manifest.n_layers; i++) {
-            const sp_layer *l = i == 0 ? &f.manifest.config : &f.manifest.layers[i - 1];
-            if (!digest_used(store->root, manifests, 0, path, l->digest)) sp_blob_delete(store->root, l->digest);
-        }
+        for (size_t i = 0; i < 2 * n_layers; i++)
+            if (doomed[i]) unlink(doomed[i]); /* a blob's symbolic link goes, never the file it names */
         /* empty folders of the name go too, as Ollama's do */
         for (int k = 0; k < 3; k++) {
             char *slash = strrchr(path, '/');
@@ -344,6 +361,8 @@ sprout_status sprout_store_remove(sprout_store *store, const char *name) {
             if (rmdir(path) != 0) break;
         }
     }
+    for (size_t i = 0; doomed && i < 2 * n_layers; i++) free(doomed[i]);
+    free(doomed);
     free(manifests);
     free(path);
     sp_found_clear(&f);
