@@ -246,6 +246,20 @@ int main(void) {
                      "\"properties\":{\"name\":{\"type\":\"string\"},\"age\":{\"type\":\"integer\"}},\"required\":[\"name\"]}}}}",
              .text_key = "content",
              .end_mark = "\"finish_reason\""},
+            {.name = "OpenAI chat with tools",
+             .path = "/v1/chat/completions",
+             .body = "{\"messages\":[{\"role\":\"user\",\"content\":\"Once upon a time\"}],\"max_tokens\":6,\"temperature\":0,\"seed\":1,"
+                     "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"The weather\","
+                     "\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"]}}}]}",
+             .text_key = "content",
+             .end_mark = "\"finish_reason\""},
+            {.name = "Ollama chat",
+             .path = "/api/chat",
+             .body = "{\"model\":\"stories260K\",\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},"
+                     "{\"role\":\"user\",\"content\":\"Once upon a time\"}],\"stream\":false,"
+                     "\"options\":{\"temperature\":0,\"seed\":1,\"num_predict\":6}}",
+             .text_key = "content",
+             .end_mark = "\"done\":true"},
             {.name = "Ollama generate",
              .path = "/api/generate",
              .body = "{\"model\":\"stories260K\",\"prompt\":\"Once upon a time\",\"stream\":false,"
