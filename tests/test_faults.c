@@ -208,8 +208,21 @@ typedef struct generation_case {
     sprout_model *model;
     sprout_pipeline *pipeline; /* NULL: each call makes its own */
     size_t n_expected;
-    sprout_token expected[16];
+    sprout_token expected[64];
 } generation_case;
+
+/* Tokens of a generation against the clean run's (the first call records them). */
+static sprout_status same_tokens(generation_case *c, const sprout_result *r) {
+    size_t n;
+    const sprout_token *ids = sprout_result_tokens(r, &n);
+    if (c->n_expected == 0 && n <= 64) {
+        c->n_expected = n;
+        memcpy(c->expected, ids, n * sizeof *ids);
+        return SPROUT_OK;
+    }
+    if (n != c->n_expected || memcmp(ids, c->expected, n * sizeof *ids)) return sp_fail(SPROUT_ERR_INTERNAL, "other tokens than without faults");
+    return SPROUT_OK;
+}
 
 static sprout_status op_generate(void *ctx) {
     generation_case *c = ctx;
@@ -221,16 +234,7 @@ static sprout_status op_generate(void *ctx) {
     cfg.max_new_tokens = 4;
     sprout_result *r = NULL;
     if (st == SPROUT_OK) st = sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r);
-    if (st == SPROUT_OK) {
-        size_t n;
-        const sprout_token *ids = sprout_result_tokens(r, &n);
-        if (c->n_expected == 0 && n <= 16) {
-            c->n_expected = n;
-            memcpy(c->expected, ids, n * sizeof *ids);
-        } else if (n != c->n_expected || memcmp(ids, c->expected, n * sizeof *ids)) {
-            st = sp_fail(SPROUT_ERR_INTERNAL, "other tokens than without faults");
-        }
-    }
+    if (st == SPROUT_OK) st = same_tokens(c, r);
     sprout_result_free(r);
     if (p != c->pipeline) sprout_pipeline_free(p);
     return st;
@@ -312,33 +316,11 @@ static sprout_status op_schema_generate(void *ctx) {
     sprout_status st = sprout_model_load(model_path, &mp, &m);
     if (st == SPROUT_OK) st = sprout_pipeline_create(m, NULL, &p);
     if (st == SPROUT_OK) st = sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r);
-    if (st == SPROUT_OK) {
-        size_t n;
-        const sprout_token *ids = sprout_result_tokens(r, &n);
-        if (c->n_expected == 0 && n <= 16) {
-            c->n_expected = n;
-            memcpy(c->expected, ids, n * sizeof *ids);
-        } else if (n != c->n_expected || memcmp(ids, c->expected, n * sizeof *ids)) {
-            st = sp_fail(SPROUT_ERR_INTERNAL, "other tokens than without faults");
-        }
-    }
+    if (st == SPROUT_OK) st = same_tokens(c, r);
     sprout_result_free(r);
     sprout_pipeline_free(p);
     sprout_model_free(m);
     return st;
-}
-
-/* Tokens of a generation against the clean run's (the first call records them). */
-static sprout_status same_tokens(generation_case *c, const sprout_result *r) {
-    size_t n;
-    const sprout_token *ids = sprout_result_tokens(r, &n);
-    if (c->n_expected == 0 && n <= 16) {
-        c->n_expected = n;
-        memcpy(c->expected, ids, n * sizeof *ids);
-        return SPROUT_OK;
-    }
-    if (n != c->n_expected || memcmp(ids, c->expected, n * sizeof *ids)) return sp_fail(SPROUT_ERR_INTERNAL, "other tokens than without faults");
-    return SPROUT_OK;
 }
 
 /* Assisted generation: a draft pipeline (the model drafting for itself)
@@ -458,6 +440,77 @@ static sprout_status op_lora(void *ctx) {
     sprout_result_free(r);
     sprout_pipeline_free(p);
     sprout_lora_free(lora);
+    return st;
+}
+
+/* Two requests through a scheduler in the same passes, one with an
+ * adapter and one without (the batch's adapter sets, the prefix cache's
+ * keys). Each must give its clean-run tokens. */
+typedef struct mixed_case {
+    sprout_model *model;
+    generation_case with, without;
+} mixed_case;
+
+static sprout_status op_scheduler_lora(void *ctx) {
+    mixed_case *c = ctx;
+    sprout_scheduler_params sp = {.struct_size = sizeof sp, .n_slots = 2, .n_ctx = 64, .n_threads = 1};
+    sprout_scheduler *s = NULL;
+    sprout_lora *lora = NULL;
+    sprout_request *req[2] = {NULL, NULL};
+    sprout_result *r[2] = {NULL, NULL};
+    sprout_generation_config cfg[2];
+    const sprout_token prompt[] = {1, 403, 407, 261, 378};
+    sprout_status st = sprout_lora_load(c->model, adapter_path, &lora);
+    sprout_lora_use use = {lora, 0.5f};
+    for (int i = 0; i < 2; i++) {
+        sprout_generation_config_init(&cfg[i]);
+        cfg[i].temperature = 0;
+        cfg[i].max_new_tokens = 4;
+    }
+    cfg[0].lora = &use, cfg[0].n_lora = 1;
+    if (st == SPROUT_OK) st = sprout_scheduler_create(c->model, &sp, &s);
+    for (int i = 0; st == SPROUT_OK && i < 2; i++) {
+        sprout_request_params rp = {.struct_size = sizeof rp, .prompt = prompt, .n_prompt = 5, .config = &cfg[i]};
+        st = sprout_scheduler_submit(s, &rp, &req[i]);
+    }
+    for (int i = 0; i < 2; i++) {
+        const sprout_status w = req[i] ? sprout_request_wait(req[i], &r[i]) : SPROUT_OK;
+        if (st == SPROUT_OK) st = w;
+    }
+    if (st == SPROUT_OK) st = same_tokens(&c->with, r[0]);
+    if (st == SPROUT_OK) st = same_tokens(&c->without, r[1]);
+    for (int i = 0; i < 2; i++) {
+        sprout_result_free(r[i]);
+        sprout_request_free(req[i]);
+    }
+    sprout_scheduler_free(s);
+    sprout_lora_free(lora);
+    return st;
+}
+
+/* A generation past a small context with context shift on: the cache
+ * keeps the first tokens, drops half the rest, and goes on. */
+static sprout_status op_context_shift(void *ctx) {
+    generation_case *c = ctx;
+    sprout_pipeline_params pp = {.struct_size = sizeof pp, .n_ctx = 24};
+    sprout_pipeline *p = NULL;
+    sprout_result *r = NULL;
+    sprout_generation_config cfg;
+    sprout_generation_config_init(&cfg);
+    cfg.temperature = 0;
+    cfg.max_new_tokens = 40;
+    cfg.context_shift = true;
+    cfg.n_keep = 2;
+    sprout_status st = sprout_pipeline_create(c->model, &pp, &p);
+    if (st == SPROUT_OK) st = sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r);
+    if (st == SPROUT_OK) {
+        size_t n;
+        sprout_result_tokens(r, &n);
+        if (n != 40) st = sp_fail(SPROUT_ERR_INTERNAL, "%zu tokens, not 40: the context did not shift", n);
+    }
+    if (st == SPROUT_OK) st = same_tokens(c, r);
+    sprout_result_free(r);
+    sprout_pipeline_free(p);
     return st;
 }
 
@@ -638,6 +691,10 @@ int main(void) {
         generation_case lazy = {0};
         sweep("generate to a lazy grammar", op_lazy_grammar, &lazy);
         every_point = false;
+        mixed_case mixed = {.model = gen.model};
+        sweep("scheduler: an adapter and none", op_scheduler_lora, &mixed);
+        generation_case shifted = {.model = gen.model};
+        sweep("generate past the context (shift)", op_context_shift, &shifted);
         generation_case drafted = {.model = gen.model}, looked_up = {.model = gen.model};
         sweep("generate with a draft model", op_assisted, &drafted);
         assisted_lookup = true;
