@@ -461,7 +461,40 @@ static void test_bounds(void) {
     sp_grammar_free(g);
 }
 
+/* Repeated alternatives of a rule are one: each empty copy here made the
+ * expansion of the whole rest of the rule again, 21^6 expansions before
+ * the first byte, past the engine's budget (no state at all). */
+static void test_repeated_alternatives(void) {
+    char text[512] = "root ::= b b b b b b \"y\"\nb ::= \"x\"";
+    for (int i = 0; i < 20; i++) strcat(text, " |");
+    sp_grammar *g = compile(text);
+    if (!g) return;
+    sp_grammar_state *first = sp_grammar_state_new(g);
+    CHECK_MSG(first != NULL, "no state: the expansion passed the engine's budget");
+    sp_grammar_state_free(first);
+    if (!first) {
+        sp_grammar_free(g);
+        return;
+    }
+    valid(g, "y");
+    valid(g, "xxy");
+    valid(g, "xxxxxxy");
+    invalid(g, "xxxxxxxy", 6);
+    sp_grammar_free(g);
+    /* and identical non-empty ones, classes compared by their code points */
+    g = compile("root ::= [a-c] \"z\" | [abc] \"z\" | [a-c] \"z\" | \"q\"");
+    if (!g) return;
+    valid(g, "bz");
+    valid(g, "q");
+    invalid(g, "dz", 0);
+    sp_grammar_state *st = sp_grammar_state_new(g);
+    CHECK_MSG(st && st->set.count == 2, "%u stacks: the copies of [a-c] \"z\" were kept", st ? st->set.count : 0);
+    sp_grammar_state_free(st);
+    sp_grammar_free(g);
+}
+
 int main(void) {
+    test_repeated_alternatives();
     test_bounds();
     test_shipped_grammars();
     test_features();
