@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "fault_inject.h"
+#include "imatrix_json.h"
 #include "test_util.h"
 
 /* One operation under test: does everything (setup included when it is part
@@ -599,13 +600,16 @@ static sprout_status op_export_lora(void *ctx) {
     return st;
 }
 
+static char imatrix_path[512]; /* stories260K's (llama-imatrix's GGUF): IQ2_XS quantizes with it */
+
 static sprout_status op_quantize(void *ctx) {
-    (void)ctx;
+    const bool iq = ctx != NULL;
     char out[512];
-    snprintf(out, sizeof out, "%s/q8.gguf", work_dir);
+    snprintf(out, sizeof out, "%s/q.gguf", work_dir);
     sprout_quantize_params qp;
     sprout_quantize_params_default(&qp);
-    qp.file_type = SPROUT_FTYPE_Q8_0;
+    qp.file_type = iq ? SPROUT_FTYPE_IQ2_XS : SPROUT_FTYPE_Q8_0;
+    qp.imatrix_path = iq ? imatrix_path : NULL;
     qp.n_threads = 1;
     sprout_status st = sprout_quantize_model(model_path, out, &qp, NULL);
     if (st != SPROUT_OK && work_files() != 0) return sp_fail(SPROUT_ERR_INTERNAL, "a failed quantization left files in %s", work_dir);
@@ -718,6 +722,12 @@ int main(void) {
     sweep("store: create, resolve, apply, remove", op_store, NULL);
     dense_points = 300;
     sweep("quantize to Q8_0", op_quantize, NULL);
+    char json[1024];
+    snprintf(json, sizeof json, "%s/stories260K.imatrix.json", SPROUT_QUANT_IQ_DATA_DIR);
+    snprintf(imatrix_path, sizeof imatrix_path, "%s/stories260K.imatrix.gguf", test_temp_dir());
+    CHECK_MSG(imatrix_json_to_gguf(json, imatrix_path), "%s", json);
+    sweep("quantize to IQ2_XS, an imatrix", op_quantize, imatrix_path);
+    unlink(imatrix_path);
     sweep("export-lora", op_export_lora, NULL);
     rmdir(work_dir);
     unlink(adapter_path);
