@@ -297,15 +297,29 @@ static sprout_status op_scheduler(void *ctx) {
     return st;
 }
 
-/* A generation held to a JSON Schema: the converter, the grammar's compile,
- * its masks over the vocabulary and each step's state. The model is loaded
- * each time: its cache would keep the grammar and its masks from the first
- * run, and the sweep would never reach them. */
-static sprout_status op_schema_generate(void *ctx) {
-    generation_case *c = ctx;
-    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 1, .n_ctx = 64};
+/* A model loaded from path (a KV cache of type kv where kv_set), a pipeline,
+ * a generation with cfg checked against the clean run's tokens, all freed:
+ * a model of its own each time, where the model's caches (its grammars and
+ * their masks) would keep from the first run what the sweep is to reach. */
+static sprout_status generate_on_fresh_model(const char *path, bool kv_set, sprout_kv_type kv, const sprout_generation_config *cfg,
+                                             generation_case *c) {
+    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 1, .n_ctx = 64, .kv_type = kv, .kv_type_set = kv_set};
     sprout_model *m = NULL;
     sprout_pipeline *p = NULL;
+    sprout_result *r = NULL;
+    sprout_status st = sprout_model_load(path, &mp, &m);
+    if (st == SPROUT_OK) st = sprout_pipeline_create(m, NULL, &p);
+    if (st == SPROUT_OK) st = sprout_generate(p, "Once upon a time", cfg, NULL, NULL, &r);
+    if (st == SPROUT_OK) st = same_tokens(c, r);
+    sprout_result_free(r);
+    sprout_pipeline_free(p);
+    sprout_model_free(m);
+    return st;
+}
+
+/* A generation held to a JSON Schema: the converter, the grammar's compile,
+ * its masks over the vocabulary and each step's state. */
+static sprout_status op_schema_generate(void *ctx) {
     sprout_generation_config cfg;
     sprout_generation_config_init(&cfg);
     cfg.temperature = 0;
@@ -313,15 +327,7 @@ static sprout_status op_schema_generate(void *ctx) {
     cfg.json_schema = "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":8},"
                       "\"mood\":{\"enum\":[\"happy\",\"sad\"]},\"toys\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}},"
                       "\"required\":[\"name\",\"mood\"]}";
-    sprout_result *r = NULL;
-    sprout_status st = sprout_model_load(model_path, &mp, &m);
-    if (st == SPROUT_OK) st = sprout_pipeline_create(m, NULL, &p);
-    if (st == SPROUT_OK) st = sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r);
-    if (st == SPROUT_OK) st = same_tokens(c, r);
-    sprout_result_free(r);
-    sprout_pipeline_free(p);
-    sprout_model_free(m);
-    return st;
+    return generate_on_fresh_model(model_path, false, SPROUT_KV_F16, &cfg, ctx);
 }
 
 /* Assisted generation: a draft pipeline (the model drafting for itself)
@@ -350,28 +356,15 @@ static sprout_status op_assisted(void *ctx) {
 }
 
 /* A lazy grammar: free text until the trigger, then the grammar's (the
- * trigger's wait, then the grammar as for a schema; a model of its own for
- * the cache's sake, as there). */
+ * trigger's wait, then the grammar as for a schema). */
 static sprout_status op_lazy_grammar(void *ctx) {
-    generation_case *c = ctx;
-    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 1, .n_ctx = 64};
-    sprout_model *m = NULL;
-    sprout_pipeline *p = NULL;
     sprout_generation_config cfg;
     sprout_generation_config_init(&cfg);
     cfg.temperature = 0;
     cfg.max_new_tokens = 16;
     cfg.grammar = "root ::= \"Lily\" [ .,a-z]+ [A-Z] [a-z]*";
     cfg.grammar_trigger = "Lily";
-    sprout_result *r = NULL;
-    sprout_status st = sprout_model_load(model_path, &mp, &m);
-    if (st == SPROUT_OK) st = sprout_pipeline_create(m, NULL, &p);
-    if (st == SPROUT_OK) st = sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r);
-    if (st == SPROUT_OK) st = same_tokens(c, r);
-    sprout_result_free(r);
-    sprout_pipeline_free(p);
-    sprout_model_free(m);
-    return st;
+    return generate_on_fresh_model(model_path, false, SPROUT_KV_F16, &cfg, ctx);
 }
 
 /* --- architectures and caches -------------------------------------------------------------- */
@@ -387,22 +380,11 @@ typedef struct arch_case {
 
 static sprout_status op_arch_generate(void *ctx) {
     arch_case *a = ctx;
-    sprout_model_params mp = {.struct_size = sizeof mp, .n_threads = 1, .n_ctx = 64, .kv_type = a->kv, .kv_type_set = a->kv_set};
-    sprout_model *m = NULL;
-    sprout_pipeline *p = NULL;
     sprout_generation_config cfg;
     sprout_generation_config_init(&cfg);
     cfg.temperature = 0;
     cfg.max_new_tokens = 4;
-    sprout_result *r = NULL;
-    sprout_status st = sprout_model_load(a->path, &mp, &m);
-    if (st == SPROUT_OK) st = sprout_pipeline_create(m, NULL, &p);
-    if (st == SPROUT_OK) st = sprout_generate(p, "Once upon a time", &cfg, NULL, NULL, &r);
-    if (st == SPROUT_OK) st = same_tokens(&a->gen, r);
-    sprout_result_free(r);
-    sprout_pipeline_free(p);
-    sprout_model_free(m);
-    return st;
+    return generate_on_fresh_model(a->path, a->kv_set, a->kv, &cfg, &a->gen);
 }
 
 /* make_moe's ARCH TYPE into the temporary folder, then its sweep (with a
