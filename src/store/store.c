@@ -284,7 +284,6 @@ sprout_status sprout_store_copy(sprout_store *store, const char *src, const char
     return st;
 }
 
-/* Whether any manifest of the root other than `skip` names the digest. */
 /* Whether a manifest under dir (other than skip) names digest: *used.
  * Out of memory is an error (the caller has changed nothing yet); a
  * manifest that cannot be read counts as naming it (when unsure, the blob
