@@ -493,7 +493,25 @@ static void test_repeated_alternatives(void) {
     sp_grammar_free(g);
 }
 
+/* A start past the engine's budget is refused with a message, not taken
+ * for running out of memory: distinct empty rules are not repeated
+ * alternatives, so 21^6 expansions remain. */
+static void test_start_bound(void) {
+    char text[1024] = "root ::= b b b b b b \"y\"\nb ::= \"x\"";
+    for (int i = 0; i < 20; i++) snprintf(text + strlen(text), sizeof text - strlen(text), " | e%d", i);
+    for (int i = 0; i < 20; i++) snprintf(text + strlen(text), sizeof text - strlen(text), "\ne%d ::= \"\"", i);
+    sp_grammar *g = compile(text);
+    if (!g) return;
+    sp_grammar_state *st = NULL;
+    const sprout_status status = sp_grammar_state_start(g, &st);
+    CHECK_MSG(status == SPROUT_ERR_UNSUPPORTED && !st && strstr(sprout_last_error(), "ambiguous grammar"), "status %s: %s",
+              sprout_status_str(status), sprout_last_error());
+    sp_grammar_state_free(st);
+    sp_grammar_free(g);
+}
+
 int main(void) {
+    test_start_bound();
     test_repeated_alternatives();
     test_bounds();
     test_shipped_grammars();

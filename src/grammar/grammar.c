@@ -570,28 +570,39 @@ static bool set_copy(sp_gset *dst, const sp_gset *src) {
     return true;
 }
 
-sp_grammar_state *sp_grammar_state_new(const sp_grammar *g) {
+sprout_status sp_grammar_state_start(const sp_grammar *g, sp_grammar_state **out) {
+    *out = NULL;
     sp_grammar_state *st = calloc(1, sizeof *st);
-    if (!st) return NULL;
+    if (!st) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "grammar: out of memory");
     st->g = g;
     /* the root's alternatives, each expanded */
     sp_gset one = {0};
-    bool ok = true;
+    bool ok = true, out_of_memory = false;
     for (uint32_t a = g->alt_off[g->root]; a < g->alt_off[g->root + 1] && ok; a++) {
         const uint32_t p = g->alts[a];
-        if (g->kind[p] == K_END) ok = sp_gset_add(&st->set, NULL, 0);
-        else {
-            bool out_of_memory;
-            ok = sp_gset_advance(g, &p, 1, &one, &out_of_memory);
-            for (size_t i = 0; ok && i < one.len; i += 1 + one.data[i]) ok = sp_gset_add(&st->set, one.data + i + 1, one.data[i]);
+        if (g->kind[p] != K_END && !sp_gset_advance(g, &p, 1, &one, &out_of_memory)) {
+            ok = false;
+            break;
         }
+        if (g->kind[p] == K_END) ok = sp_gset_add(&st->set, NULL, 0);
+        for (size_t i = 0; ok && g->kind[p] != K_END && i < one.len; i += 1 + one.data[i])
+            ok = sp_gset_add(&st->set, one.data + i + 1, one.data[i]);
+        if (!ok) out_of_memory = !sp_gset_full(&st->set);
     }
     sp_gset_free(&one);
     if (!ok) {
         sp_grammar_state_free(st);
-        return NULL;
+        if (out_of_memory) return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "grammar: out of memory");
+        return sp_fail(SPROUT_ERR_UNSUPPORTED, "grammar: its start needs more than %d parse stacks or %d expansions at once (an ambiguous grammar)",
+                       SP_GRAMMAR_MAX_STACKS, EXPAND_BUDGET);
     }
-    return st;
+    *out = st;
+    return SPROUT_OK;
+}
+
+sp_grammar_state *sp_grammar_state_new(const sp_grammar *g) {
+    sp_grammar_state *st;
+    return sp_grammar_state_start(g, &st) == SPROUT_OK ? st : NULL;
 }
 
 bool sp_grammar_state_copy(sp_grammar_state *dst, const sp_grammar_state *src) {

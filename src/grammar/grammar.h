@@ -46,8 +46,12 @@ typedef struct sp_grammar_state sp_grammar_state;
 sprout_status sp_grammar_compile(const char *text, size_t len, const char *root, sp_grammar **out);
 void sp_grammar_free(sp_grammar *g);
 
-/* A state before any byte; NULL when out of memory or when the start
- * already passes a bound (SP_GRAMMAR_MAX_STACKS: a hostile grammar). */
+/* A state before any byte: SPROUT_ERR_OUT_OF_MEMORY, or
+ * SPROUT_ERR_UNSUPPORTED with a message where the start already passes a
+ * bound (SP_GRAMMAR_MAX_STACKS, or the expansions of one step: a hostile,
+ * ambiguous grammar). */
+sprout_status sp_grammar_state_start(const sp_grammar *g, sp_grammar_state **out);
+/* The same, NULL for either failure. */
 sp_grammar_state *sp_grammar_state_new(const sp_grammar *g);
 sp_grammar_state *sp_grammar_state_clone(const sp_grammar_state *st);
 /* dst becomes a copy of src (same grammar); false when out of memory (dst unchanged). */

@@ -55,12 +55,12 @@ sprout_status sp_constraint_begin(sp_constraint *c, const sprout_model *m, const
     if (!c->cache || !c->vocab) st = SPROUT_ERR_UNSUPPORTED; /* (the model has no vocabulary, or no memory: said) */
     if (st == SPROUT_OK) st = sp_grammar_cache_get(c->cache, text, &c->entry);
     free(converted);
+    if (st == SPROUT_OK) st = sp_grammar_state_start(sp_grammar_entry_grammar(c->entry), &c->state);
     if (st == SPROUT_OK) {
-        c->state = sp_grammar_state_new(sp_grammar_entry_grammar(c->entry));
         c->allowed = malloc(sp_grammar_mask_words(c->vocab) * sizeof *c->allowed);
         c->silent = sp_grammar_vocab_empty(c->vocab, &c->n_silent);
         c->eog = calloc((size_t)c->n_silent + 1, sizeof *c->eog);
-        if (!c->state || !c->allowed || !c->eog) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!c->allowed || !c->eog) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
     }
     /* only the few tokens without text can end generation: the vocabulary's
      * list of them is made once per model */
