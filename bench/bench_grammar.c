@@ -120,7 +120,10 @@ int main(int argc, char **argv) {
         t0 = now();
         long n_inside = 0;
         long steps = walk(m, g, doc, doc_len, n_vocab, text, len, bits, times, inside, &n_inside);
-        if (steps <= 0) return 1;
+        if (steps <= 0) {
+            if (steps < 0) fprintf(stderr, "a mask failed: %s\n", sprout_last_error());
+            return 1;
+        }
         const double total = now() - t0;
         report(pass == 0 ? "cold" : "warm", times, steps);
         if (pass == 0) printf("         (walk with the greedy pick: %.1f ms)\n", total * 1e3);

@@ -510,7 +510,43 @@ static void test_start_bound(void) {
     sp_grammar_free(g);
 }
 
+/* A mask's work is bounded: every one of 300 alternatives [^z]* "zN" has
+ * its own stack top, each walking the vocabulary (over llama-bpe's the first
+ * mask took 3.6 s). Past the budget the mask is refused with a message,
+ * and the cache keeps nothing half made: the same mask with a budget
+ * enough succeeds. The budget is set small here; 2^25 in use. */
+static void test_mask_budget(void) {
+    vocab vc;
+    if (!vocab_open(&vc, "models/stories260K.gguf")) return;
+    char *text = malloc(32 * 1024);
+    sp_grammar *g = NULL;
+    if (text) {
+        strcpy(text, "root ::= r0");
+        for (int i = 1; i < 300; i++) snprintf(text + strlen(text), 32 * 1024 - strlen(text), " | r%d", i);
+        for (int i = 0; i < 300; i++) snprintf(text + strlen(text), 32 * 1024 - strlen(text), "\nr%d ::= [^z]* \"z%d\"", i, i);
+        g = compile(text);
+    }
+    sp_grammar_masker *m = NULL;
+    sp_grammar_state *st = g ? sp_grammar_state_new(g) : NULL;
+    uint64_t *bits = malloc(sp_grammar_mask_words(vc.v) * sizeof *bits);
+    if (st && bits && sp_grammar_masker_create(g, vc.v, &m) == SPROUT_OK) {
+        sp_grammar_masker_set_budget(m, 20000);
+        const sprout_status refused = sp_grammar_mask(m, st, bits);
+        CHECK_MSG(refused == SPROUT_ERR_UNSUPPORTED && strstr(sprout_last_error(), "more than 20000 steps"), "status %s: %s",
+                  sprout_status_str(refused), sprout_last_error());
+        sp_grammar_masker_set_budget(m, 0);
+        CHECK(sp_grammar_mask(m, st, bits) == SPROUT_OK && check_mask(m, &vc, st, "300 alternatives") > 0);
+    }
+    sp_grammar_masker_free(m);
+    sp_grammar_state_free(st);
+    sp_grammar_free(g);
+    free(bits);
+    free(text);
+    vocab_close(&vc);
+}
+
 int main(void) {
+    test_mask_budget();
     test_start_bound();
     test_repeated_alternatives();
     test_bounds();

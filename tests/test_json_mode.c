@@ -264,9 +264,9 @@ static void test_masks_by_state(void) {
         CHECK(sp_seq_begin(&seq, model, &sampler, 512, &bos, 1, NULL, 0, sp_now_ms(), 0, &cfg, NULL, NULL) == SPROUT_OK);
         uint64_t r = seed * 0x9E3779B97F4A7C15ull;
         for (bool going = true; going;) {
-            bool failed = false;
-            const uint64_t *bits = sp_constraint_mask(&seq.constraint, &failed);
-            CHECK(!failed);
+            sprout_status status;
+            const uint64_t *bits = sp_constraint_mask(&seq.constraint, &status);
+            CHECK(status == SPROUT_OK);
             for (int32_t id = 0; id < n_vocab; id++) got[id] = bits && (bits[id / 64] >> (id % 64) & 1);
             const bool can_end = sp_grammar_can_end(seq.constraint.state);
             for (int32_t id = 0; id < n_vocab; id++) {

@@ -174,6 +174,12 @@ typedef struct entry {
 enum {
     CACHE_MAX_BYTES = 512 << 20,
     OPEN_WALK_MAX_STEPS = 64, /* bytes stepped in one walk of a key's open tokens */
+    /* Bytes stepped for one mask at most. Each distinct stack top walks the
+     * vocabulary once: 300 alternatives of [^z]* took 82 million steps (3.6 s
+     * over llama-bpe's vocabulary) for the first mask, and a state of 4,096
+     * such stacks would take a minute on the scheduler's thread. A 40-way
+     * anyOf schema's worst mask takes about 0.3 million. */
+    MASK_STEP_BUDGET = 1 << 25,
 };
 
 struct sp_grammar_masker {
@@ -198,7 +204,21 @@ struct sp_grammar_masker {
     sp_grammar_state pre[4]; /* the walk through a code point begun */
     uint32_t pre_node[4], pre_child[4];
     bool out_of_memory; /* a step of this mask's walks ran out: its bits are not to be trusted */
+    uint32_t step_budget; /* MASK_STEP_BUDGET, or a test's */
+    uint32_t steps_left;  /* of step_budget, for this mask */
+    bool over_budget;    /* ... and none were left: the walks stop, the mask is refused */
 };
+
+/* sp_grammar_step within the mask's budget: false, with over_budget, once
+ * it is spent. */
+static bool budget_step(sp_grammar_masker *m, const sp_grammar_state *in, unsigned char b, sp_grammar_state *out) {
+    if (m->steps_left == 0) {
+        m->over_budget = true;
+        return false;
+    }
+    m->steps_left--;
+    return sp_grammar_step(in, b, out);
+}
 
 static void entry_free(entry *e) {
     free(e->key), free(e->accept), free(e->accept_ids);
@@ -269,7 +289,7 @@ static uint64_t walk_all(sp_grammar_masker *m, const trie *t, uint64_t *bits) {
     set_range(bits, t->ids, t->lo[0], t->mid[0]);
     int32_t d = 0;
     m->node[0] = 0, m->child[0] = 1;
-    while (d >= 0) {
+    while (d >= 0 && !m->over_budget) {
         const uint32_t c = m->child[d];
         if (c >= t->end[m->node[d]]) {
             d--;
@@ -277,7 +297,7 @@ static uint64_t walk_all(sp_grammar_masker *m, const trie *t, uint64_t *bits) {
         }
         m->child[d] = t->end[c];
         steps++;
-        if (!sp_grammar_step(&m->level[d], t->byte[c], &m->level[d + 1])) {
+        if (!budget_step(m, &m->level[d], t->byte[c], &m->level[d + 1])) {
             m->out_of_memory |= m->level[d + 1].out_of_memory;
             continue;
         }
@@ -342,8 +362,8 @@ static bool entry_fill(sp_grammar_masker *m, entry *e) {
             continue;
         }
         m->child[d] = t->end[c];
-        if (!sp_grammar_step(&L[d], t->byte[c], &L[d + 1])) {
-            if (L[d + 1].out_of_memory) return false; /* a verdict missed, not a refusal: never cached */
+        if (!budget_step(m, &L[d], t->byte[c], &L[d + 1])) {
+            if (L[d + 1].out_of_memory || m->over_budget) return false; /* a verdict missed, not a refusal: never cached */
             if (!e->whole && !add_open(m, t->lo[c], t->hi[c], d, e->start_depth)) full = true;
             continue;
         }
@@ -486,8 +506,9 @@ static sprout_status mask_inside_code_point(sp_grammar_masker *m, const sp_gramm
             continue;
         }
         m->pre_child[d] = t->end[c];
-        if (!sp_grammar_step(&m->pre[d], t->byte[c], &m->pre[d + 1])) {
+        if (!budget_step(m, &m->pre[d], t->byte[c], &m->pre[d + 1])) {
             m->out_of_memory |= m->pre[d + 1].out_of_memory;
+            if (m->over_budget) return SPROUT_OK; /* sp_grammar_mask says so */
             continue;
         }
         set_range(bits, t->ids, t->lo[c], t->mid[c]);
@@ -522,12 +543,21 @@ static sprout_status mask_state(sp_grammar_masker *m, const sp_grammar_state *st
     return SPROUT_OK;
 }
 
+void sp_grammar_masker_set_budget(sp_grammar_masker *m, uint32_t steps) { m->step_budget = steps; }
+
 sprout_status sp_grammar_mask(sp_grammar_masker *m, const sp_grammar_state *st, uint64_t *bits) {
     memset(bits, 0, m->words * sizeof *bits);
     if (st->g != m->g) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "grammar: the state is of another grammar than the masker");
     if (st->set.count == 0) return SPROUT_OK;
-    m->out_of_memory = false;
+    m->out_of_memory = false, m->over_budget = false;
+    m->steps_left = m->step_budget ? m->step_budget : MASK_STEP_BUDGET;
     const sprout_status status = mask_state(m, st, bits);
+    if (m->over_budget) {
+        memset(bits, 0, m->words * sizeof *bits);
+        return sp_fail(SPROUT_ERR_UNSUPPORTED,
+                       "grammar: a token mask needs more than %u steps through the vocabulary (a grammar of many ambiguous alternatives)",
+                       m->step_budget ? m->step_budget : (uint32_t)MASK_STEP_BUDGET);
+    }
     if (status == SPROUT_OK && m->out_of_memory) {
         memset(bits, 0, m->words * sizeof *bits);
         return sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "grammar: out of memory while reading tokens for the mask");

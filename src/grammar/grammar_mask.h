@@ -53,8 +53,12 @@ void sp_grammar_masker_free(sp_grammar_masker *m);
 
 /* bits (sp_grammar_mask_words words) := the tokens `st` allows. A state of
  * another grammar than the masker's is an error (SPROUT_ERR_INVALID_ARGUMENT);
- * SPROUT_ERR_OUT_OF_MEMORY when the cache cannot grow (bits then hold nothing). */
+ * SPROUT_ERR_OUT_OF_MEMORY when the cache cannot grow, SPROUT_ERR_UNSUPPORTED
+ * when the mask would step more bytes than its budget (a hostile grammar:
+ * each distinct stack top walks the vocabulary once); bits then hold nothing. */
 sprout_status sp_grammar_mask(sp_grammar_masker *m, const sp_grammar_state *st, uint64_t *bits);
+/* The budget of each mask in bytes stepped (the default, 2^25, for 0): for tests. */
+void sp_grammar_masker_set_budget(sp_grammar_masker *m, uint32_t steps);
 
 /* What the cache holds, for benchmarks and tests. */
 typedef struct sp_grammar_mask_stats {

@@ -109,12 +109,8 @@ static void wait_for_trigger(sp_constraint *c, const char *text, size_t len) {
     c->n_waiting = 0;
 }
 
-const uint64_t *sp_constraint_mask(sp_constraint *c, bool *failed) {
-    *failed = false;
-    if (sp_grammar_entry_mask(c->entry, c->state, c->allowed) != SPROUT_OK) {
-        *failed = true;
-        return NULL;
-    }
+const uint64_t *sp_constraint_mask(sp_constraint *c, sprout_status *status) {
+    if ((*status = sp_grammar_entry_mask(c->entry, c->state, c->allowed)) != SPROUT_OK) return NULL;
     const bool can_end = sp_grammar_can_end(c->state);
     for (uint32_t i = 0; i < c->n_silent; i++) {
         const uint32_t id = c->silent[i];

@@ -49,8 +49,9 @@ static inline bool sp_constraint_active(const sp_constraint *c) { return c->entr
 static inline bool sp_constraint_waiting(const sp_constraint *c) { return c->waiting != NULL; }
 
 /* The tokens that may come next (c->allowed), or NULL when none may: the
- * output cannot go on. *failed: out of memory. */
-const uint64_t *sp_constraint_mask(sp_constraint *c, bool *failed);
+ * output cannot go on. *status: the mask's failure (out of memory, or a
+ * grammar whose mask costs past its budget), said by sp_fail. */
+const uint64_t *sp_constraint_mask(sp_constraint *c, sprout_status *status);
 /* The chosen token's text, read; then whether nothing may follow. The
  * masks judge each stack alone, so a token they allow may pass a bound of
  * the whole state when read: the constraint then gives up (gave_up) and

@@ -5,6 +5,7 @@
 #include "pipeline/sequence.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -325,8 +326,14 @@ bool sp_seq_next(sp_seq *s, const float *logits, const int32_t *history, size_t 
     size_t n_banned = mask_eog ? s->n_eog : 0;
     const uint64_t *allowed = NULL;
     if (sp_constraint_active(&s->constraint) && !sp_constraint_waiting(&s->constraint)) {
-        allowed = sp_constraint_mask(&s->constraint, &s->oom);
-        if (s->oom) return false;
+        sprout_status status;
+        allowed = sp_constraint_mask(&s->constraint, &status);
+        if (status == SPROUT_ERR_OUT_OF_MEMORY) s->oom = true;
+        else if (status != SPROUT_OK) {
+            s->error = status;
+            snprintf(s->error_text, sizeof s->error_text, "%s", sprout_last_error());
+        }
+        if (status != SPROUT_OK) return false;
         if (!allowed || (mask_eog && !allows_other_than(allowed, s->eog, s->n_eog, s->model->hp.n_vocab))) {
             s->finish = SPROUT_FINISH_LENGTH; /* no token can continue the output */
             return false;
@@ -423,6 +430,7 @@ sprout_status sp_seq_end(sp_seq *s, sprout_status st, sprout_result **out) {
         s->finish = SPROUT_FINISH_LENGTH;
     sp_constraint_free(&s->constraint);
     if (st == SPROUT_OK && s->oom) st = sp_fail(SPROUT_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st == SPROUT_OK && s->error != SPROUT_OK) st = sp_fail(s->error, "%s", s->error_text);
     if (st != SPROUT_OK) {
         free(s->text.data);
         sprout_result_free(r);

@@ -35,6 +35,8 @@ typedef struct sp_seq {
     size_t emitted;   /* bytes of text already given to the streamer */
     size_t final_len; /* text kept after a stop string */
     bool stopped_by_string, oom;
+    sprout_status error; /* another failure that ends the sequence (a grammar's mask past its budget) */
+    char error_text[256]; /* ... its message, said again by sp_seq_end */
     sprout_stream_status stream;
     sprout_finish_reason finish;
     int32_t n_prefill;      /* prompt tokens computed (the rest were cached) */
@@ -81,7 +83,7 @@ void sp_seq_prefill_done(sp_seq *s);
  * then holds the whole reply); `room` says whether the context has space
  * for it. sp_seq_finished() tells whether to call again. */
 bool sp_seq_next(sp_seq *s, const float *logits, const int32_t *history, size_t n_history, bool room, int32_t *feed);
-static inline bool sp_seq_finished(const sp_seq *s) { return s->finish != SPROUT_FINISH_NONE || s->oom; }
+static inline bool sp_seq_finished(const sp_seq *s) { return s->finish != SPROUT_FINISH_NONE || s->oom || s->error != SPROUT_OK; }
 
 /* A decoding pass's verification, shared by the pipeline and the
  * scheduler: the pass fed `pending` and then proposal[0, k), with logits
