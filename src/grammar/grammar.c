@@ -179,8 +179,8 @@ static uint64_t alternative_hash(const sp_grammar *g, uint32_t p) {
 /* Drops the rule's last alternative (from position `start`, alternative
  * n_alts - 1) where an earlier one of the rule is the same: a grammar such
  * as "a | | | b" then expands its empty continuation once, not once per
- * copy at every level of a recursion (a fuzzed grammar's 10 s step). The
- * states are the same sets of stacks. Returns false when out of memory. */
+ * copy at every level of a recursion (a fuzzed grammar's timeout). The
+ * language is the same. Returns false when out of memory. */
 static bool drop_repeated_alternative(builder *b, uint32_t first_alt, size_t *n_alts) {
     sp_grammar *g = b->g;
     const size_t last = *n_alts - 1;
@@ -581,13 +581,13 @@ sprout_status sp_grammar_state_start(const sp_grammar *g, sp_grammar_state **out
     for (uint32_t a = g->alt_off[g->root]; a < g->alt_off[g->root + 1] && ok; a++) {
         const uint32_t p = g->alts[a];
         if (g->kind[p] != K_END && !sp_gset_advance(g, &p, 1, &one, &out_of_memory)) {
-            ok = false;
+            ok = false; /* a bound, or memory: out_of_memory says which */
             break;
         }
         if (g->kind[p] == K_END) ok = sp_gset_add(&st->set, NULL, 0);
-        for (size_t i = 0; ok && g->kind[p] != K_END && i < one.len; i += 1 + one.data[i])
-            ok = sp_gset_add(&st->set, one.data + i + 1, one.data[i]);
-        if (!ok) out_of_memory = !sp_gset_full(&st->set);
+        else
+            for (size_t i = 0; ok && i < one.len; i += 1 + one.data[i]) ok = sp_gset_add(&st->set, one.data + i + 1, one.data[i]);
+        out_of_memory = !ok && !sp_gset_full(&st->set);
     }
     sp_gset_free(&one);
     if (!ok) {

@@ -174,11 +174,10 @@ typedef struct entry {
 enum {
     CACHE_MAX_BYTES = 512 << 20,
     OPEN_WALK_MAX_STEPS = 64, /* bytes stepped in one walk of a key's open tokens */
-    /* Bytes stepped for one mask at most. Each distinct stack top walks the
-     * vocabulary once: 300 alternatives of [^z]* took 82 million steps (3.6 s
-     * over llama-bpe's vocabulary) for the first mask, and a state of 4,096
-     * such stacks would take a minute on the scheduler's thread. A 40-way
-     * anyOf schema's worst mask takes about 0.3 million. */
+    /* Bytes stepped for one mask at most: each distinct stack top walks the
+     * vocabulary once, so a grammar of many permissive alternatives could
+     * hold the scheduler's thread for a minute; real schemas stay two
+     * orders below it (bench/RESULTS.md). */
     MASK_STEP_BUDGET = 1 << 25,
 };
 
@@ -204,7 +203,7 @@ struct sp_grammar_masker {
     sp_grammar_state pre[4]; /* the walk through a code point begun */
     uint32_t pre_node[4], pre_child[4];
     bool out_of_memory; /* a step of this mask's walks ran out: its bits are not to be trusted */
-    uint32_t step_budget; /* MASK_STEP_BUDGET, or a test's */
+    uint32_t step_budget; /* MASK_STEP_BUDGET, or a test's (sp_grammar_masker_set_budget) */
     uint32_t steps_left;  /* of step_budget, for this mask */
     bool over_budget;    /* ... and none were left: the walks stop, the mask is refused */
 };
@@ -252,6 +251,7 @@ sprout_status sp_grammar_masker_create(const sp_grammar *g, const sp_grammar_voc
     m->g = g, m->v = v;
     m->words = sp_grammar_mask_words(v);
     m->open_limit = 256 + v->n / 256;
+    m->step_budget = MASK_STEP_BUDGET;
     m->n_level = v->trie.max_depth + 2;
     m->level = calloc(m->n_level, sizeof *m->level);
     m->node = malloc(m->n_level * sizeof *m->node);
@@ -543,20 +543,20 @@ static sprout_status mask_state(sp_grammar_masker *m, const sp_grammar_state *st
     return SPROUT_OK;
 }
 
-void sp_grammar_masker_set_budget(sp_grammar_masker *m, uint32_t steps) { m->step_budget = steps; }
+void sp_grammar_masker_set_budget(sp_grammar_masker *m, uint32_t steps) { m->step_budget = steps ? steps : MASK_STEP_BUDGET; }
 
 sprout_status sp_grammar_mask(sp_grammar_masker *m, const sp_grammar_state *st, uint64_t *bits) {
     memset(bits, 0, m->words * sizeof *bits);
     if (st->g != m->g) return sp_fail(SPROUT_ERR_INVALID_ARGUMENT, "grammar: the state is of another grammar than the masker");
     if (st->set.count == 0) return SPROUT_OK;
     m->out_of_memory = false, m->over_budget = false;
-    m->steps_left = m->step_budget ? m->step_budget : MASK_STEP_BUDGET;
+    m->steps_left = m->step_budget;
     const sprout_status status = mask_state(m, st, bits);
     if (m->over_budget) {
         memset(bits, 0, m->words * sizeof *bits);
         return sp_fail(SPROUT_ERR_UNSUPPORTED,
                        "grammar: a token mask needs more than %u steps through the vocabulary (a grammar of many ambiguous alternatives)",
-                       m->step_budget ? m->step_budget : (uint32_t)MASK_STEP_BUDGET);
+                       m->step_budget);
     }
     if (status == SPROUT_OK && m->out_of_memory) {
         memset(bits, 0, m->words * sizeof *bits);
