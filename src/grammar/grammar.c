@@ -6,6 +6,7 @@
 
 #include "core/buf.h"
 #include "core/error.h"
+#include "core/grow.h"
 #include "grammar/gbnf.h"
 
 enum { K_CLASS, K_REF, K_END };
@@ -94,23 +95,13 @@ typedef struct builder {
     size_t cap_alt_hash;
 } builder;
 
-static bool grow(void **p, size_t *cap, size_t need, size_t size) {
-    if (need <= *cap) return true;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) c *= 2;
-    void *q = realloc(*p, c * size);
-    if (!q) return false;
-    *p = q, *cap = c;
-    return true;
-}
-
 static bool add_pos(builder *b, uint8_t kind, uint32_t arg, uint32_t rule) {
     sp_grammar *g = b->g;
     size_t cap = b->cap_pos;
     if (g->n_pos + 1 > cap) {
         size_t c1 = cap, c2 = cap, c3 = cap;
-        if (!grow((void **)&g->kind, &c1, g->n_pos + 1, 1) || !grow((void **)&g->arg, &c2, g->n_pos + 1, 4) ||
-            !grow((void **)&g->rule_of, &c3, g->n_pos + 1, 4))
+        if (!sp_grow((void **)&g->kind, &c1, g->n_pos + 1, 1) || !sp_grow((void **)&g->arg, &c2, g->n_pos + 1, 4) ||
+            !sp_grow((void **)&g->rule_of, &c3, g->n_pos + 1, 4))
             return false;
         b->cap_pos = c1 < c2 ? (c1 < c3 ? c1 : c3) : (c2 < c3 ? c2 : c3);
     }
@@ -124,7 +115,7 @@ static bool add_class(builder *b, const sp_gbnf_elem *e, size_t n) {
     sp_grammar *g = b->g;
     const size_t base = g->class_off[g->n_classes];
     size_t cap_off = b->cap_classes;
-    if (!grow((void **)&g->ranges, &b->cap_ranges, base + n + 1, sizeof *g->ranges)) return false;
+    if (!sp_grow((void **)&g->ranges, &b->cap_ranges, base + n + 1, sizeof *g->ranges)) return false;
     size_t k = 0;
     bool negated = e[0].type == SP_GBNF_CHAR_NOT;
     if (e[0].type == SP_GBNF_ANY) g->ranges[base + k++] = (crange){0, 0x10FFFF};
@@ -134,9 +125,9 @@ static bool add_class(builder *b, const sp_gbnf_elem *e, size_t n) {
             else g->ranges[base + k++] = (crange){e[i].value, e[i].value};
         }
     k = normalize(g->ranges + base, k, negated);
-    if (!grow((void **)&g->class_off, &cap_off, g->n_classes + 2, sizeof *g->class_off)) return false;
+    if (!sp_grow((void **)&g->class_off, &cap_off, g->n_classes + 2, sizeof *g->class_off)) return false;
     size_t cap_ascii = b->cap_classes;
-    if (!grow((void **)&g->ascii, &cap_ascii, g->n_classes + 2, sizeof *g->ascii)) return false;
+    if (!sp_grow((void **)&g->ascii, &cap_ascii, g->n_classes + 2, sizeof *g->ascii)) return false;
     b->cap_classes = cap_off < cap_ascii ? cap_off : cap_ascii;
     const uint32_t c = g->n_classes++;
     g->class_off[c + 1] = (uint32_t)(base + k);
@@ -185,7 +176,7 @@ static bool drop_repeated_alternative(builder *b, uint32_t first_alt, size_t *n_
     sp_grammar *g = b->g;
     const size_t last = *n_alts - 1;
     const uint32_t start = g->alts[last];
-    if (!grow((void **)&b->alt_hash, &b->cap_alt_hash, *n_alts, sizeof *b->alt_hash)) return false;
+    if (!sp_grow((void **)&b->alt_hash, &b->cap_alt_hash, *n_alts, sizeof *b->alt_hash)) return false;
     b->alt_hash[last] = alternative_hash(g, start);
     for (size_t a = first_alt; a < last; a++)
         if (b->alt_hash[a] == b->alt_hash[last] && same_alternative(g, g->alts[a], start)) {
@@ -213,7 +204,7 @@ static sprout_status build(sp_grammar *g, const sp_gbnf *src) {
         for (;;) {
             const sp_gbnf_elem *e = &src->elems[i];
             if (alt_start) {
-                if (!grow((void **)&g->alts, &cap_alts, n_alts + 1, sizeof *g->alts)) goto oom;
+                if (!sp_grow((void **)&g->alts, &cap_alts, n_alts + 1, sizeof *g->alts)) goto oom;
                 g->alts[n_alts++] = g->n_pos;
                 alt_start = false;
             }
@@ -361,88 +352,6 @@ bool sp_grammar_pos_named(const sp_grammar *g, uint32_t pos) { return g->named[g
 
 /* --- stacks --------------------------------------------------------------------- */
 
-void sp_gset_free(sp_gset *s) {
-    free(s->data);
-    free(s->slots);
-    *s = (sp_gset){0};
-}
-
-/* Stacks a set holds before it indexes them: a state's few stacks are
- * compared one by one, but a hostile grammar's thousands made each add
- * a scan of all (a fuzzed grammar spent 93% of 7 s a mask there). */
-enum { GSET_INDEX_FROM = 32 };
-
-/* A short stack hashes in one multiply chain; over deep ones (each
- * nesting level adds positions) that chain was most of a step's time, so
- * four chains over two words each run side by side, then mix. */
-static uint32_t stack_hash(const uint32_t *stack, uint32_t n) {
-    const uint64_t k = 0x9E3779B97F4A7C15ull;
-    if (n < 16) {
-        uint64_t h = (1469598103934665603ull ^ n) * 1099511628211ull;
-        for (uint32_t i = 0; i < n; i++) h = (h ^ stack[i]) * 1099511628211ull;
-        return (uint32_t)(h ^ (h >> 32));
-    }
-    uint64_t h[4] = {n, 0x243F6A8885A308D3ull, 0x13198A2E03707344ull, 0xA4093822299F31D0ull};
-    uint32_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 4; j++) {
-            uint64_t w;
-            memcpy(&w, stack + i + 2 * j, sizeof w);
-            h[j] = (h[j] ^ w) * k;
-        }
-    for (; i < n; i++) h[i & 3] = (h[i & 3] ^ stack[i]) * k;
-    uint64_t x = h[0] ^ (h[1] << 16 | h[1] >> 48) ^ (h[2] << 32 | h[2] >> 32) ^ (h[3] << 48 | h[3] >> 16);
-    x = (x ^ (x >> 33)) * 0xFF51AFD7ED558CCDull; /* the high words' bits down into the slot bits */
-    return (uint32_t)(x ^ (x >> 33));
-}
-
-static bool same_stack(const sp_gset *s, size_t at, const uint32_t *stack, uint32_t n) {
-    return s->data[at] == n && (n == 0 || !memcmp(s->data + at + 1, stack, n * sizeof *stack));
-}
-
-/* The index's slot for `stack`: the one holding its record, or the empty
- * one where it would go (n_slots a power of two, at most half full). */
-static uint32_t *index_slot(const sp_gset *s, const uint32_t *stack, uint32_t n) {
-    uint32_t i = stack_hash(stack, n) & (s->n_slots - 1);
-    while (s->slots[i] && !same_stack(s, s->slots[i] - 1, stack, n)) i = (i + 1) & (s->n_slots - 1);
-    return &s->slots[i];
-}
-
-/* The index of all the set's records, in slots enough for one more. */
-static bool index_all(sp_gset *s) {
-    uint32_t want = 64;
-    while (want < 2 * (s->count + 1)) want *= 2;
-    if (want > s->n_slots) {
-        uint32_t *slots = realloc(s->slots, want * sizeof *slots);
-        if (!slots) return false;
-        s->slots = slots, s->n_slots = want;
-    }
-    memset(s->slots, 0, s->n_slots * sizeof *s->slots);
-    for (size_t at = 0; at < s->len; at += 1 + s->data[at]) *index_slot(s, s->data + at + 1, s->data[at]) = (uint32_t)at + 1;
-    s->n_indexed = s->count;
-    return true;
-}
-
-bool sp_gset_add(sp_gset *s, const uint32_t *stack, uint32_t n) {
-    uint32_t *slot = NULL;
-    if (s->count < GSET_INDEX_FROM) {
-        for (size_t i = 0; i < s->len; i += 1 + s->data[i])
-            if (same_stack(s, i, stack, n)) return true;
-    } else {
-        if ((s->n_indexed != s->count || 2 * (s->count + 1) > s->n_slots) && !index_all(s)) return false;
-        slot = index_slot(s, stack, n);
-        if (*slot) return true;
-    }
-    if (s->count >= SP_GRAMMAR_MAX_STACKS) return false;
-    if (!grow((void **)&s->data, &s->cap, s->len + n + 1, sizeof *s->data)) return false;
-    if (slot) *slot = (uint32_t)s->len + 1, s->n_indexed++;
-    s->data[s->len] = n;
-    if (n) memcpy(s->data + s->len + 1, stack, n * sizeof *stack);
-    s->len += n + 1;
-    s->count++;
-    return true;
-}
-
 typedef struct expander {
     const sp_grammar *g;
     uint32_t *work; /* the stack being expanded, changed in place and put back */
@@ -563,13 +472,6 @@ bool sp_grammar_step(const sp_grammar_state *in, unsigned char b, sp_grammar_sta
 
 /* --- states ---------------------------------------------------------------------- */
 
-static bool set_copy(sp_gset *dst, const sp_gset *src) {
-    if (!grow((void **)&dst->data, &dst->cap, src->len + 1, sizeof *dst->data)) return false;
-    if (src->len) memcpy(dst->data, src->data, src->len * sizeof *src->data);
-    dst->len = src->len, dst->count = src->count, dst->n_indexed = 0;
-    return true;
-}
-
 sprout_status sp_grammar_state_start(const sp_grammar *g, sp_grammar_state **out) {
     *out = NULL;
     sp_grammar_state *st = calloc(1, sizeof *st);
@@ -606,7 +508,7 @@ sp_grammar_state *sp_grammar_state_new(const sp_grammar *g) {
 }
 
 bool sp_grammar_state_copy(sp_grammar_state *dst, const sp_grammar_state *src) {
-    if (!set_copy(&dst->set, &src->set)) return false;
+    if (!sp_gset_copy(&dst->set, &src->set)) return false;
     dst->g = src->g, dst->cp = src->cp, dst->need = src->need, dst->size = src->size;
     return true;
 }

@@ -106,6 +106,8 @@ bool sp_gset_add(sp_gset *s, const uint32_t *stack, uint32_t n);
 static inline bool sp_gset_full(const sp_gset *s) { return s->count >= SP_GRAMMAR_MAX_STACKS; }
 /* Empties the set (its memory kept). */
 static inline void sp_gset_clear(sp_gset *s) { s->len = 0, s->count = 0, s->n_indexed = 0; }
+/* dst = src (dst's memory reused; its index rebuilt when next needed). */
+bool sp_gset_copy(sp_gset *dst, const sp_gset *src);
 void sp_gset_free(sp_gset *s);
 /* Whether the rule a position is in was named in the text (not a group or repetition). */
 bool sp_grammar_pos_named(const sp_grammar *g, uint32_t pos);
