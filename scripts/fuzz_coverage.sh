@@ -37,7 +37,7 @@ sources() {
     fuzz_lora) echo src/model/lora.c ;;
     fuzz_modelfile) echo src/pipeline/modelfile.c ;;
     fuzz_manifest) echo src/store/manifest.c src/store/params.c ;;
-    fuzz_grammar) echo src/grammar/gbnf.c src/grammar/grammar.c src/grammar/grammar_mask.c ;;
+    fuzz_grammar) echo src/grammar/gbnf.c src/grammar/grammar.c src/grammar/grammar_set.c src/grammar/grammar_mask.c ;;
     fuzz_json_schema) ls src/grammar/json_schema*.c ;;
     fuzz_imatrix) echo src/quantize/imatrix.c ;;
     esac

@@ -168,6 +168,27 @@ static void test_rules(void) {
     /* a recursive reference names its rule */
     check_line("{\"$defs\":{\"n\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/n\"}}},\"$ref\":\"#/$defs/n\"}",
                "ref-defs-n ::= \"[\" space (ref-defs-n (\",\" space ref-defs-n)*)? space \"]\"");
+    /* names that collide take llama.cpp's numbers: the first that is free
+     * or holds the same body, whichever way a name with that number was made */
+    static const char collide[] =
+        "{\"type\":\"object\",\"properties\":{\"a.b\":{\"const\":1},\"a,b\":{\"const\":2},\"a;b\":{\"const\":1},"
+        "\"a b\":{\"const\":3},\"a-b0\":{\"const\":9},\"a:b\":{\"const\":4},\"a!b\":{\"const\":2}},"
+        "\"required\":[\"a.b\",\"a,b\",\"a;b\",\"a b\",\"a-b0\",\"a:b\",\"a!b\"]}";
+    check_line(collide, "a-b-kv1 ::= \"\\\"a;b\\\"\" space \":\" space a-b");
+    check_line(collide, "a-b-kv2 ::= \"\\\"a b\\\"\" space \":\" space a-b1");
+    check_line(collide, "a-b0-kv ::= \"\\\"a-b0\\\"\" space \":\" space a-b00");
+    check_line(collide, "a-b-kv3 ::= \"\\\"a:b\\\"\" space \":\" space a-b2");
+    check_line(collide, "a-b-kv4 ::= \"\\\"a!b\\\"\" space \":\" space a-b0");
+    check_line(collide, "a-b2 ::= \"4\"");
+    check_line("{\"$defs\":{\"x.y\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/x-y\"}},\"x-y\":{\"type\":\"string\"}},"
+               "\"anyOf\":[{\"$ref\":\"#/$defs/x.y\"},{\"$ref\":\"#/$defs/x-y\"}]}",
+               "ref-defs-x-y ::= \"[\" space (ref-defs-x-y0 (\",\" space ref-defs-x-y0)*)? space \"]\"");
+    /* each optional property is followed by the chain of those after it */
+    static const char optional[] = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"},\"b\":{\"type\":\"integer\"},"
+                                   "\"c\":{\"type\":\"boolean\"},\"d\":{\"const\":1}},\"required\":[\"b\"]}";
+    check_line(optional, "root ::= \"{\" space b-kv ( \",\" space ( a-kv a-rest | c-kv c-rest | d-kv ) )? space \"}\"");
+    check_line(optional, "a-rest ::= ( \",\" space c-kv )? c-rest");
+    check_line(optional, "c-rest ::= ( \",\" space d-kv )?");
 
     char *g = (char *)"unset";
     CHECK(sp_json_schema_to_gbnf(NULL, 0, &g) == SPROUT_ERR_INVALID_ARGUMENT);

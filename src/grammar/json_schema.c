@@ -101,93 +101,6 @@ void put_rule_name(sb *b, const char *s) {
     }
 }
 
-rule *find_rule(cv *c, const char *name) {
-    const int64_t i = sp_strmap_find(&c->rule_index, name, strlen(name));
-    return i < 0 ? NULL : &c->rules[i];
-}
-
-/* Whether naming `name` first in an alternative (a union's branch, an
- * alias) would be left recursion, which a GBNF engine cannot run: it is a
- * $ref still being visited, and no object or array (which start with a
- * character) lies between it and here. */
-bool left_recursive(cv *c, const char *name) {
-    const rule *r = find_rule(c, name);
-    return r && !r->body && r->nesting == c->nesting;
-}
-
-/* Appends a rule, taking name and body; a NULL name is out of memory. */
-rule *push_rule(cv *c, char *name, char *body) {
-    if (!name) {
-        free(body);
-        fail_oom(c);
-        return NULL;
-    }
-    if (c->n_rules == c->cap_rules) {
-        const size_t cap = c->cap_rules ? c->cap_rules * 2 : 32;
-        rule *r = realloc(c->rules, cap * sizeof *r);
-        if (!r) {
-            free(name);
-            free(body);
-            fail_oom(c);
-            return NULL;
-        }
-        c->rules = r;
-        c->cap_rules = cap;
-    }
-    /* callers look a name up first: it is new here */
-    if (sp_strmap_insert(&c->rule_index, name, strlen(name), (int64_t)c->n_rules, NULL) < 0) {
-        free(name);
-        free(body);
-        fail_oom(c);
-        return NULL;
-    }
-    c->rules[c->n_rules] = (rule){name, body, c->nesting};
-    return &c->rules[c->n_rules++];
-}
-
-/* Adds `name ::= body` (body is taken) and returns the name it got: the
- * name itself when free, reserved, or already holding the same body, else
- * the name with the first free number appended. */
-const char *add_rule(cv *c, const char *raw_name, char *body) {
-    if (!body || failed(c)) {
-        free(body);
-        return NULL;
-    }
-    sb nb = {0};
-    put_rule_name(&nb, raw_name);
-    char *base = take(c, &nb);
-    if (!base) {
-        free(body);
-        return NULL;
-    }
-    rule *r = find_rule(c, base);
-    if (!r || !r->body || !strcmp(r->body, body)) {
-        if (!r) return (r = push_rule(c, base, body)) ? r->name : NULL;
-        free(base);
-        if (!r->body) r->body = body;
-        else free(body);
-        return r->name;
-    }
-    for (unsigned i = 0;; i++) {
-        sb kb = {0};
-        sb_printf(&kb, "%s%u", base, i);
-        char *key = take(c, &kb);
-        if (!key) break;
-        r = find_rule(c, key);
-        if (!r || (r->body && !strcmp(r->body, body))) {
-            free(base);
-            if (!r) return (r = push_rule(c, key, body)) ? r->name : NULL;
-            free(key);
-            free(body);
-            return r->name;
-        }
-        free(key);
-    }
-    free(base);
-    free(body);
-    return NULL;
-}
-
 static const char *add_rule_str(cv *c, const char *name, const char *body) {
     char *copy = strdup(body);
     if (!copy) {
@@ -660,11 +573,11 @@ sprout_status sp_json_schema_to_gbnf(const char *schema_json, size_t len, char *
             rule *rr = got ? find_rule(&c, "root") : NULL;
             if (rr && !rr->body) {
                 if (left_recursive(&c, got)) fail_keyword(&c, "", "$ref", "the schema refers to itself before any character (left recursion)");
-                else if (!(rr->body = strdup(got))) fail_oom(&c);
+                else set_rule_body(&c, rr, strdup(got));
             }
         }
     }
-    sp_strmap_free(&c.rule_index); /* the sort below moves the rules */
+    free_rule_indices(&c); /* the sort below moves the rules */
     sb out = {0};
     if (!failed(&c)) {
         qsort(c.rules, c.n_rules, sizeof *c.rules, rule_cmp);

@@ -63,17 +63,11 @@ const char *visit_ref(cv *c, const char *ref, const char *path) {
     put_rule_name(&nb, ref + 1);
     char *want = take(c, &nb);
     if (!want) return NULL;
-    char *name = NULL;
-    for (unsigned i = 0; !failed(c); i++) {
-        sb kb = {0};
-        if (i == 0) sb_puts(&kb, want);
-        else sb_printf(&kb, "%s%u", want, i - 1);
-        name = take(c, &kb);
-        if (!name || !find_rule(c, name)) break;
-        free(name);
-        name = NULL;
+    char *name = want;
+    if (find_rule(c, want)) {
+        name = first_free_name(c, want);
+        free(want);
     }
-    free(want);
     if (!name) return NULL;
     rule *r = push_rule(c, name, NULL);
     if (!r) return NULL;
@@ -102,11 +96,7 @@ const char *visit_ref(cv *c, const char *ref, const char *path) {
             fail_keyword(c, path, "$ref", "\"%s\" refers back to itself before any character (left recursion)", ref);
             return NULL;
         }
-        r->body = strdup(got);
-        if (!r->body) {
-            fail_oom(c);
-            return NULL;
-        }
+        if (!set_rule_body(c, r, strdup(got))) return NULL;
     }
     return kept;
 }

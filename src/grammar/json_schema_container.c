@@ -224,31 +224,35 @@ const char *visit_object(cv *c, json_t *s, const char *name, const char *rule_na
         if (n_order > n_req) {
             sb_puts(&body, " (");
             if (n_req) sb_puts(&body, " \",\" space ( ");
+            /* rest_after[i]: the rule for the optional properties after i,
+             * each optional, in order; built once from the last (llama.cpp
+             * builds the chain again for each i, which made an object of n
+             * optional properties n^2 / 2 rule lookups: 4,000 took 7 s) */
+            const char **rest_after = calloc(n_order, sizeof *rest_after);
+            if (!rest_after) fail_oom(c);
+            for (size_t j = n_order - 1; rest_after && j > n_req && !failed(c); j--) {
+                sb rb = {0};
+                const bool jstar = !strcmp(order_key[j], "*");
+                sb_printf(&rb, "( \",\" space %s )%s", order_kv[j], jstar ? "*" : "?");
+                if (rest_after[j]) sb_printf(&rb, " %s", rest_after[j]);
+                char *raw = child_name(c, name, order_key[j - 1]);
+                sb nb = {0};
+                if (raw) sb_printf(&nb, "%s-rest", raw);
+                free(raw);
+                char *rn = take(c, &nb);
+                rest_after[j - 1] = rn ? add_rule(c, rn, take(c, &rb)) : NULL;
+                if (!rn) free(rb.p);
+                free(rn);
+            }
             /* alternatives: the first optional property present is i */
             for (size_t i = n_req; i < n_order && !failed(c); i++) {
                 if (i > n_req) sb_puts(&body, " | ");
                 const bool star = !strcmp(order_key[i], "*");
                 sb_puts(&body, order_kv[i]);
                 if (star) sb_printf(&body, " ( \",\" space %s )*", order_kv[i]);
-                if (i + 1 == n_order) continue;
-                /* the rest after i: each later one optional, in order */
-                const char *rest_name = NULL;
-                for (size_t j = n_order - 1; j > i && !failed(c); j--) {
-                    sb rb = {0};
-                    const bool jstar = !strcmp(order_key[j], "*");
-                    sb_printf(&rb, "( \",\" space %s )%s", order_kv[j], jstar ? "*" : "?");
-                    if (rest_name) sb_printf(&rb, " %s", rest_name);
-                    char *raw = child_name(c, name, order_key[j - 1]);
-                    sb nb = {0};
-                    if (raw) sb_printf(&nb, "%s-rest", raw);
-                    free(raw);
-                    char *rn = take(c, &nb);
-                    rest_name = rn ? add_rule(c, rn, take(c, &rb)) : NULL;
-                    if (!rn) free(rb.p);
-                    free(rn);
-                }
-                if (rest_name) sb_printf(&body, " %s", rest_name);
+                if (rest_after[i]) sb_printf(&body, " %s", rest_after[i]);
             }
+            free(rest_after);
             if (n_req) sb_puts(&body, " )");
             sb_puts(&body, " )?");
         }

@@ -43,6 +43,13 @@ typedef struct rule {
     int nesting; /* cv.nesting when it was reserved */
 } rule;
 
+/* A number kept for a name (the first free) or a (name, body) pair (the
+ * lowest holding that body), in json_schema_rules.c's indices. */
+typedef struct name_note {
+    char *key;
+    uint32_t number;
+} name_note;
+
 typedef struct ref_entry {
     char *ref;
     const char *name; /* owned by the rule table */
@@ -53,6 +60,11 @@ typedef struct cv {
     rule *rules;
     size_t n_rules, cap_rules;
     sp_strmap rule_index; /* name -> index in rules: a schema of many keys makes thousands */
+    sp_strmap body_ids;         /* a rule body's text (the first rule's) -> its number */
+    sp_strmap first_free;       /* a name -> its note: the first number whose rule is free */
+    sp_strmap lowest_with_body; /* "name\0body number" -> its note: the lowest number holding that body */
+    name_note *notes;
+    size_t n_notes, cap_notes;
     ref_entry *refs;
     size_t n_refs, cap_refs;
     int depth;
@@ -89,7 +101,13 @@ void put_rule_name(sb *b, const char *s);
 rule *find_rule(cv *c, const char *name);
 bool left_recursive(cv *c, const char *name);
 rule *push_rule(cv *c, char *name, char *body);
+/* r's body becomes `body` (taken; NULL is out of memory); false on failure. */
+bool set_rule_body(cv *c, rule *r, char *body);
 const char *add_rule(cv *c, const char *raw_name, char *body);
+/* base followed by the first number that names no rule (taken); NULL when
+ * out of memory. */
+char *first_free_name(cv *c, const char *base);
+void free_rule_indices(cv *c);
 const char *add_builtin(cv *c, const char *name);
 void put_literal(sb *b, const char *s, size_t n);
 void put_json_char(sb *b, uint32_t cp);
