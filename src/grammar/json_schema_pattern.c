@@ -250,17 +250,29 @@ static bool parse_class(pat *x, cls *k) {
     return true;
 }
 
-static void parse_alternation(pat *x, sb *out);
+/* What a part of a pattern can match, as far as GBNF cares: the empty
+ * string (nullable), or nothing else (only_empty). */
+typedef struct matches {
+    bool nullable, only_empty;
+} matches;
 
-/* A quantifier after an atom, if any, appended to the atom's text. */
-static bool parse_quantifier(pat *x, sb *atom) {
+static void parse_alternation(pat *x, sb *out, matches *m);
+
+/* A quantifier after an atom, if any, appended to the atom's text; *part is
+ * the atom's, then the quantified atom's. An unbounded repetition of a part
+ * that can be empty is left recursion to a GBNF reader (llama.cpp's refuses
+ * it too): where the part matches only the empty string so does the
+ * repetition, which is dropped; otherwise the pattern is refused. */
+static bool parse_quantifier(pat *x, sb *atom, matches *part) {
     if (x->p >= x->end) return true;
     const char q = *x->p;
+    const char *start = x->p;
+    long long min = 1, max = 1;
     if (q == '*' || q == '+' || q == '?') {
         x->p++;
-        sb_putc(atom, q);
+        min = q == '+', max = q == '?' ? 1 : -1;
     } else if (q == '{') {
-        const char *start = x->p++;
+        x->p++;
         long long m = -1, n = -1;
         char *endp;
         if (x->p < x->end && *x->p >= '0' && *x->p <= '9') m = strtoll(x->p, &endp, 10), x->p = endp;
@@ -282,10 +294,25 @@ static bool parse_quantifier(pat *x, sb *atom) {
             pat_fail(x, "repetition count out of range");
             return false;
         }
-        if (n < 0) sb_printf(atom, "{%lld,}", m);
-        else sb_printf(atom, "{%lld,%lld}", m, n);
+        min = m, max = n;
     } else {
         return true;
+    }
+    if (max < 0 && part->nullable && !part->only_empty) {
+        x->p = start;
+        pat_fail(x, "a repetition without bound of a part that can be empty is not supported");
+        return false;
+    }
+    if (max == 0) part->only_empty = true;
+    if (min == 0) part->nullable = true;
+    if (max < 0 && part->only_empty) {
+        /* matches the empty string only, as the part does: left as the part */
+    } else if (q != '{') {
+        sb_putc(atom, q);
+    } else if (max < 0) {
+        sb_printf(atom, "{%lld,}", min);
+    } else {
+        sb_printf(atom, "{%lld,%lld}", min, max);
     }
     if (x->p < x->end && (*x->p == '?' || *x->p == '+' || *x->p == '*' || *x->p == '{')) {
         pat_fail(x, "lazy or stacked quantifiers are not supported");
@@ -295,11 +322,13 @@ static bool parse_quantifier(pat *x, sb *atom) {
 }
 
 /* One branch: atoms with quantifiers, literals merged into one string. */
-static void parse_sequence(pat *x, sb *out) {
+static void parse_sequence(pat *x, sb *out, matches *m) {
+    *m = (matches){true, true};
     bool any = false;
     sb lit = {0}; /* the JSON text of the pending literal run */
     while (x->p < x->end && *x->p != '|' && *x->p != ')' && !failed(x->c)) {
         sb atom = {0};
+        matches part = {false, false}; /* a character, unless a group says otherwise */
         bool literal = false;
         uint32_t cp = 0;
         const char ch = *x->p;
@@ -315,7 +344,7 @@ static void parse_sequence(pat *x, sb *out) {
                 break;
             }
             sb inner = {0};
-            parse_alternation(x, &inner);
+            parse_alternation(x, &inner, &part);
             x->depth--;
             if (failed(x->c)) {
                 free(inner.p);
@@ -362,6 +391,7 @@ static void parse_sequence(pat *x, sb *out) {
             put_json_char(&atom, cp);
             const bool quantified = x->p < x->end && strchr("*+?{", *x->p);
             if (!quantified) { /* joins the run */
+                m->nullable = m->only_empty = false;
                 sb_putn(&lit, atom.p, atom.n);
                 free(atom.p);
                 continue;
@@ -371,10 +401,11 @@ static void parse_sequence(pat *x, sb *out) {
             free(atom.p);
             atom = quoted;
         }
-        if (!parse_quantifier(x, &atom)) {
+        if (!parse_quantifier(x, &atom, &part)) {
             free(atom.p);
             break;
         }
+        m->nullable = m->nullable && part.nullable, m->only_empty = m->only_empty && part.only_empty;
         if (lit.n) {
             if (any) sb_putc(out, ' ');
             put_literal(out, lit.p, lit.n);
@@ -397,12 +428,14 @@ static void parse_sequence(pat *x, sb *out) {
     if (!any) sb_puts(out, "\"\"");
 }
 
-static void parse_alternation(pat *x, sb *out) {
-    parse_sequence(x, out);
+static void parse_alternation(pat *x, sb *out, matches *m) {
+    parse_sequence(x, out, m);
     while (!failed(x->c) && x->p < x->end && *x->p == '|') {
         x->p++;
         sb_puts(out, " | ");
-        parse_sequence(x, out);
+        matches branch;
+        parse_sequence(x, out, &branch);
+        m->nullable = m->nullable || branch.nullable, m->only_empty = m->only_empty && branch.only_empty;
     }
 }
 
@@ -461,7 +494,8 @@ const char *visit_pattern(cv *c, json_t *v, const char *rule_name, const char *p
         add_builtin(c, "char");
     }
     sb_putc(&body, '(');
-    parse_alternation(&x, &body);
+    matches whole;
+    parse_alternation(&x, &body, &whole);
     if (!failed(c) && x.p != x.end) pat_fail(&x, "unbalanced parenthesis");
     sb_putc(&body, ')');
     if (!tail) {
