@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/grow.h"
 #include "grammar/json_schema_internal.h"
 
 static json_t *resolve_pointer(cv *c, const char *ref, const char *path) {
@@ -72,18 +73,9 @@ const char *visit_ref(cv *c, const char *ref, const char *path) {
     rule *r = push_rule(c, name, NULL);
     if (!r) return NULL;
     const char *kept = r->name; /* the table may move; the name does not */
-    if (c->n_refs == c->cap_refs) {
-        const size_t cap = c->cap_refs ? c->cap_refs * 2 : 8;
-        ref_entry *e = realloc(c->refs, cap * sizeof *e);
-        if (!e) {
-            fail_oom(c);
-            return NULL;
-        }
-        c->refs = e;
-        c->cap_refs = cap;
-    }
     char *ref_copy = strdup(ref);
-    if (!ref_copy) {
+    if (!ref_copy || !sp_grow((void **)&c->refs, &c->cap_refs, c->n_refs + 1, sizeof *c->refs)) {
+        free(ref_copy);
         fail_oom(c);
         return NULL;
     }

@@ -226,8 +226,8 @@ const char *visit_object(cv *c, json_t *s, const char *name, const char *rule_na
             if (n_req) sb_puts(&body, " \",\" space ( ");
             /* rest_after[i]: the rule for the optional properties after i,
              * each optional, in order; built once from the last (llama.cpp
-             * builds the chain again for each i, which made an object of n
-             * optional properties n^2 / 2 rule lookups: 4,000 took 7 s) */
+             * builds the chain again for each i: n^2 / 2 rule lookups for
+             * an object of n optional properties) */
             const char **rest_after = calloc(n_order, sizeof *rest_after);
             if (!rest_after) fail_oom(c);
             for (size_t j = n_order - 1; rest_after && j > n_req && !failed(c); j--) {

@@ -2,17 +2,18 @@
  * second body under a taken name gets (llama.cpp's `name0`, `name1`, ...:
  * the first number whose rule is free or holds the same body).
  *
- * Finding that number by trying each in turn made a schema of n objects
- * with a property of one name quadratic: 4,000 of them (260 KB) took 7.8 s,
- * and a 16 MB request would have held its thread for hours. Two indices
- * give the same answer without the scan: for each name, the first number
- * whose rule is free (rules are never removed, so it only grows); and for
- * each (name, body), the lowest number whose rule holds that body. A rule
- * is noted under every way its name splits into a name and a number, so
- * that `a7` counts as number 7 of `a` whichever way it was made. */
+ * Finding that number by trying each in turn made a schema of n properties
+ * whose names sanitize alike quadratic (bench/RESULTS.md), and a 16 MB
+ * request would have held its thread for hours. Two indices give the same
+ * answer without the scan: for each name, the first number whose rule is
+ * free (rules are never removed, so it only grows); and for each (name,
+ * body), the lowest number whose rule holds that body. A rule is noted
+ * under every way its name splits into a name and a number, so that `a7`
+ * counts as number 7 of `a` whichever way it was made. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/grow.h"
 #include "grammar/json_schema_internal.h"
 
 rule *find_rule(cv *c, const char *name) {
@@ -37,16 +38,8 @@ static name_note *note_at(cv *c, sp_strmap *map, char *key, size_t len, uint32_t
         free(key);
         return &c->notes[at];
     }
-    if (c->n_notes == c->cap_notes) {
-        const size_t cap = c->cap_notes ? c->cap_notes * 2 : 64;
-        name_note *n = realloc(c->notes, cap * sizeof *n);
-        if (!n) {
-            free(key);
-            return NULL;
-        }
-        c->notes = n, c->cap_notes = cap;
-    }
-    if (sp_strmap_insert(map, key, len, (int64_t)c->n_notes, NULL) < 0) {
+    if (!sp_grow((void **)&c->notes, &c->cap_notes, c->n_notes + 1, sizeof *c->notes) ||
+        sp_strmap_insert(map, key, len, (int64_t)c->n_notes, NULL) < 0) {
         free(key);
         return NULL;
     }
@@ -108,20 +101,9 @@ rule *push_rule(cv *c, char *name, char *body) {
         fail_oom(c);
         return NULL;
     }
-    if (c->n_rules == c->cap_rules) {
-        const size_t cap = c->cap_rules ? c->cap_rules * 2 : 32;
-        rule *r = realloc(c->rules, cap * sizeof *r);
-        if (!r) {
-            free(name);
-            free(body);
-            fail_oom(c);
-            return NULL;
-        }
-        c->rules = r;
-        c->cap_rules = cap;
-    }
     /* callers look a name up first: it is new here */
-    if (sp_strmap_insert(&c->rule_index, name, strlen(name), (int64_t)c->n_rules, NULL) < 0) {
+    if (!sp_grow((void **)&c->rules, &c->cap_rules, c->n_rules + 1, sizeof *c->rules) ||
+        sp_strmap_insert(&c->rule_index, name, strlen(name), (int64_t)c->n_rules, NULL) < 0) {
         free(name);
         free(body);
         fail_oom(c);
@@ -140,19 +122,44 @@ static char *numbered(cv *c, const char *base, uint32_t number) {
     return take(c, &b);
 }
 
-char *first_free_name(cv *c, const char *base) {
+/* The first number after `base` that names no rule; false when out of memory. */
+static bool first_free_number(cv *c, const char *base, uint32_t *number) {
     char *key = strdup(base);
     name_note *n = key ? note_at(c, &c->first_free, key, strlen(base), 0) : NULL;
     if (!n) {
         fail_oom(c);
-        return NULL;
+        return false;
     }
-    for (;;) {
+    for (;; n->number++) {
         char *name = numbered(c, base, n->number);
-        if (!name || !find_rule(c, name)) return name;
+        if (!name) return false;
+        const bool taken = find_rule(c, name) != NULL;
         free(name);
-        n->number++;
+        if (!taken) break;
     }
+    *number = n->number;
+    return true;
+}
+
+char *first_free_name(cv *c, const char *base) {
+    uint32_t number;
+    return first_free_number(c, base, &number) ? numbered(c, base, number) : NULL;
+}
+
+/* The lowest number after `base` whose rule holds `body`; UINT32_MAX where
+ * none does (or memory ran out: then c has failed). */
+static uint32_t lowest_holding(cv *c, const char *base, const char *body) {
+    const int64_t body_id = sp_strmap_find(&c->body_ids, body, strlen(body));
+    if (body_id < 0) return UINT32_MAX;
+    size_t key_len;
+    char *key = pair_key(base, strlen(base), body_id, &key_len);
+    if (!key) {
+        fail_oom(c);
+        return UINT32_MAX;
+    }
+    const int64_t at = sp_strmap_find(&c->lowest_with_body, key, key_len);
+    free(key);
+    return at < 0 ? UINT32_MAX : c->notes[at].number;
 }
 
 /* Adds `name ::= body` (body is taken) and returns the name it got: the
@@ -178,26 +185,15 @@ const char *add_rule(cv *c, const char *raw_name, char *body) {
         free(body);
         return r->name;
     }
-    char *name = first_free_name(c, base);
-    const int64_t body_id = name ? sp_strmap_find(&c->body_ids, body, strlen(body)) : -1;
-    if (body_id >= 0) {
-        size_t key_len;
-        char *key = pair_key(base, strlen(base), body_id, &key_len);
-        const int64_t at = key ? sp_strmap_find(&c->lowest_with_body, key, key_len) : -1;
-        free(key);
-        if (!key) fail_oom(c);
-        else if (at >= 0) {
-            /* a lower number holding this body comes first in the scan */
-            uint32_t free_number = c->notes[sp_strmap_find(&c->first_free, base, strlen(base))].number;
-            if (c->notes[at].number < free_number) {
-                free(name);
-                name = numbered(c, base, c->notes[at].number);
-            }
-        }
+    /* the scan would stop at whichever comes first */
+    uint32_t number;
+    char *name = NULL;
+    if (first_free_number(c, base, &number)) {
+        const uint32_t same = lowest_holding(c, base, body);
+        if (!failed(c)) name = numbered(c, base, same < number ? same : number);
     }
     free(base);
-    if (!name || failed(c)) {
-        free(name);
+    if (!name) {
         free(body);
         return NULL;
     }
