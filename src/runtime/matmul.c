@@ -31,6 +31,7 @@ typedef struct matmul_run {
      * first_rows rows, then the rest in pieces of piece_rows as they go */
     int64_t first_rows, piece_rows;
     atomic_int_fast64_t next_piece;
+    sp_lora_fused *lora; /* the jobs' adapter terms, made in the same run; or NULL */
 } matmul_run;
 
 /* The end of the run of tokens of one kind (prompt or not) from t0. */
@@ -110,6 +111,7 @@ static void run_rows(const matmul_run *r, int ith, int64_t g0, int64_t g1) {
         if (r->start[i + 1] <= g0) continue;
         const int64_t end = g1 < r->start[i + 1] ? g1 : r->start[i + 1];
         matmul_rows(&r->job[i], ith, g0 - r->start[i], end - r->start[i]);
+        if (r->lora) sp_lora_fused_terms(r->lora, i, g0 - r->start[i], end - r->start[i]);
         g0 = end;
     }
 }
@@ -117,6 +119,7 @@ static void run_rows(const matmul_run *r, int ith, int64_t g0, int64_t g1) {
 static void matmul_worker(void *p, int ith, int nth) {
     matmul_run *r = p;
     const int64_t total = r->start[r->n_jobs];
+    if (r->lora) sp_lora_fused_ax(r->lora, ith);
     if (!r->first_rows) {
         int64_t o0, o1;
         sp_split_range(total, ith, nth, &o0, &o1);
@@ -189,8 +192,42 @@ static void run_jobs(const sp_context *ctx, matmul_run *r, bool prompt_runs) {
     } else matmul_parallel(ctx, r, prompt_runs);
 }
 
+/* The adapters' low-rank terms of parts [p0, p1), after W x is whole
+ * (lora_apply.c): the parts of the batch's own rows, which share their
+ * tokens. */
+static void apply_terms(const sp_context *ctx, const sp_matmul_part *parts, int p0, int p1) {
+    sp_lora_target targets[MATMUL_PARTS_MAX];
+    int n_targets = 0;
+    int32_t n = 0;
+    for (int i = p0; i < p1; i++) {
+        if (parts[i].rows) continue;
+        if (n_targets && parts[i].n != n) {
+            sp_lora_apply_each(ctx, targets, n_targets, n);
+            n_targets = 0;
+        }
+        n = parts[i].n;
+        targets[n_targets++] = (sp_lora_target){parts[i].w, parts[i].x->f32, parts[i].y};
+    }
+    if (n_targets) sp_lora_apply_each(ctx, targets, n_targets, n);
+}
+
+/* A plan of the terms of parts [p0, p1) made inside their run (a decode
+ * batch's), or false. */
+static bool fused_terms(const sp_context *ctx, const sp_matmul_part *parts, int p0, int p1, sp_lora_fused *f) {
+    if (p1 - p0 > SP_LORA_FUSED_TARGETS) return false;
+    sp_lora_target targets[SP_LORA_FUSED_TARGETS];
+    int32_t n[SP_LORA_FUSED_TARGETS];
+    for (int i = p0; i < p1; i++) {
+        /* an expert's rows: its terms are sp_lora_apply_expert's */
+        targets[i - p0] = (sp_lora_target){parts[i].rows ? NULL : parts[i].w, parts[i].x->f32, parts[i].y};
+        n[i - p0] = parts[i].n;
+    }
+    return sp_lora_fused_plan(ctx, targets, n, p1 - p0, f);
+}
+
 void sp_matmul_parts(const sp_context *ctx, const sp_matmul_part *parts, int n_parts) {
     matmul_run r;
+    r.lora = NULL;
     for (int p0 = 0; p0 < n_parts; p0 += MATMUL_PARTS_MAX) {
         const int p1 = n_parts - p0 < MATMUL_PARTS_MAX ? n_parts : p0 + MATMUL_PARTS_MAX;
         /* a prompt's runs, or more tokens than a decode batch, go one
@@ -202,31 +239,22 @@ void sp_matmul_parts(const sp_context *ctx, const sp_matmul_part *parts, int n_p
             together = j.n_tokens <= MATMUL_PIECES_MAX_TOKENS && !has_prompt_runs(&j);
         }
         if (together) {
+            sp_lora_fused fused;
+            r.lora = fused_terms(ctx, parts, p0, p1, &fused) ? &fused : NULL;
             r.n_jobs = p1 - p0;
             for (int i = p0; i < p1; i++) r.job[i - p0] = job_of(ctx, &parts[i]);
             run_jobs(ctx, &r, false);
-        } else
+            if (!r.lora) apply_terms(ctx, parts, p0, p1);
+            r.lora = NULL;
+        } else {
             for (int i = p0; i < p1; i++) {
                 r.n_jobs = 1;
                 r.job[0] = job_of(ctx, &parts[i]);
                 run_jobs(ctx, &r, has_prompt_runs(&r.job[0]));
             }
-    }
-    /* the adapters' low-rank terms, after W x is whole (lora_apply.c): the
-     * parts of the batch's own rows, which share their tokens */
-    sp_lora_target targets[MATMUL_PARTS_MAX];
-    int n_targets = 0;
-    int32_t n = 0;
-    for (int i = 0; i < n_parts; i++) {
-        if (parts[i].rows) continue;
-        if (n_targets == MATMUL_PARTS_MAX || (n_targets && parts[i].n != n)) {
-            sp_lora_apply_each(ctx, targets, n_targets, n);
-            n_targets = 0;
+            apply_terms(ctx, parts, p0, p1);
         }
-        n = parts[i].n;
-        targets[n_targets++] = (sp_lora_target){parts[i].w, parts[i].x->f32, parts[i].y};
     }
-    if (n_targets) sp_lora_apply_each(ctx, targets, n_targets, n);
 }
 
 void sp_matmul(const sp_context *ctx, const sp_weight *w, const sp_rows *x, float *y, int32_t n) {

@@ -30,12 +30,6 @@ typedef struct worker_arg {
     int ith;
 } worker_arg;
 
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 static void *worker(void *p) {
     worker_arg *arg = p;
     sp_threadpool *pool = arg->pool;
@@ -45,7 +39,7 @@ static void *worker(void *p) {
     for (;;) {
         unsigned gen = atomic_load_explicit(&pool->generation, memory_order_acquire);
         for (int spin = 0; gen == seen && spin < SPIN_ROUNDS && !atomic_load(&pool->quit); spin++) {
-            cpu_relax();
+            sp_cpu_relax();
             gen = atomic_load_explicit(&pool->generation, memory_order_acquire);
         }
         if (gen == seen) {
@@ -127,7 +121,7 @@ void sp_threadpool_run(sp_threadpool *pool, sp_parallel_fn fn, void *ctx) {
         pthread_mutex_unlock(&pool->lock);
     }
     fn(ctx, 0, pool->n_threads);
-    for (int spin = 0; atomic_load_explicit(&pool->pending, memory_order_acquire) > 0 && spin < SPIN_ROUNDS; spin++) cpu_relax();
+    for (int spin = 0; atomic_load_explicit(&pool->pending, memory_order_acquire) > 0 && spin < SPIN_ROUNDS; spin++) sp_cpu_relax();
     if (atomic_load_explicit(&pool->pending, memory_order_acquire) > 0) {
         pthread_mutex_lock(&pool->lock);
         while (atomic_load(&pool->pending) > 0) pthread_cond_wait(&pool->done, &pool->lock);

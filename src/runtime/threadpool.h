@@ -18,6 +18,13 @@ int sp_threadpool_size(const sp_threadpool *pool);
 /* Runs fn on every thread and returns when all have finished. */
 void sp_threadpool_run(sp_threadpool *pool, sp_parallel_fn fn, void *ctx);
 
+/* A spinning thread's pause: the other hardware thread of its core runs on. */
+static inline void sp_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 /* The slice [*begin, *end) of n items that thread ith of nth takes. */
 static inline void sp_split_range(int64_t n, int ith, int nth, int64_t *begin, int64_t *end) {
     int64_t per = n / nth, extra = n % nth;
