@@ -57,44 +57,38 @@ static inline __m256 widen8(float_format f, const void *p) {
     return f == FLOAT_F16 ? _mm256_cvtph_ps(h) : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-/* AVX2: every (row, token) pair has two accumulators (even and odd
- * 8-element chunks, so one row alone still has independent chains),
- * joined before the lanes are summed; 16 registers hold 2 rows by 3
- * tokens, or one token's SP_DECODE_STREAMS rows side by side (8
- * accumulators, 4 rows' vectors): four streams, where two consecutive rows
- * kept one token's F16 rows below the memory's pace. A row's chains are
- * the same in either shape. */
-#define FLOAT_TILE_ROWS 2
+/* AVX2: one 8-lane accumulator per (row, token) pair; 16 registers hold
+ * a tile of 4 rows by 3 tokens (12 accumulators, the tokens' 3 vectors,
+ * a row's widened vector), which one token's decode uses as 4 rows side by
+ * side: four streams, four independent chains. */
+#define FLOAT_TILE_ROWS 4
 #define FLOAT_TILE_TOKENS 3
-#define FLOAT_ROWS_MAX SP_DECODE_STREAMS
 static inline __attribute__((always_inline)) void float_tile(float_format f, const void *const rows[], const int R,
                                                              const float *const xs[], const int T, int64_t n, ptrdiff_t ahead, bool into_l1,
                                                              float *out) {
-    __m256 acc[FLOAT_ROWS_MAX][FLOAT_TILE_TOKENS][2];
+    __m256 acc[FLOAT_TILE_ROWS][FLOAT_TILE_TOKENS];
     for (int r = 0; r < R; r++)
-        for (int t = 0; t < T; t++) acc[r][t][0] = acc[r][t][1] = _mm256_setzero_ps();
+        for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
         prefetch_ahead(f, rows, R, ahead, into_l1, i);
         for (int h = 0; h < 2; h++) {
-            __m256 wv[FLOAT_ROWS_MAX];
-            for (int r = 0; r < R; r++)
-                wv[r] = f == FLOAT_F32 ? _mm256_loadu_ps((const float *)rows[r] + i + 8 * h) : widen8(f, (const uint16_t *)rows[r] + i + 8 * h);
-            for (int t = 0; t < T; t++) {
-                const __m256 xv = _mm256_loadu_ps(xs[t] + i + 8 * h);
-                for (int r = 0; r < R; r++) acc[r][t][h] = _mm256_fmadd_ps(wv[r], xv, acc[r][t][h]);
+            __m256 xv[FLOAT_TILE_TOKENS];
+            for (int t = 0; t < T; t++) xv[t] = _mm256_loadu_ps(xs[t] + i + 8 * h);
+            for (int r = 0; r < R; r++) {
+                const __m256 wv =
+                    f == FLOAT_F32 ? _mm256_loadu_ps((const float *)rows[r] + i + 8 * h) : widen8(f, (const uint16_t *)rows[r] + i + 8 * h);
+                for (int t = 0; t < T; t++) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
             }
         }
     }
     for (int r = 0; r < R; r++)
-        for (int t = 0; t < T; t++) {
-            out[r * T + t] = float_row_tail(f, rows[r], xs[t], i, n, hsum256(_mm256_add_ps(acc[r][t][0], acc[r][t][1])));
-        }
+        for (int t = 0; t < T; t++) out[r * T + t] = float_row_tail(f, rows[r], xs[t], i, n, hsum256(acc[r][t]));
 }
 
-/* The tile shapes used: two rows by up to three tokens, fewer at the
- * edges, and one token's rows side by side. */
-#define FLOAT_TILE_SHAPES SHAPE(2, 1) SHAPE(2, 2) SHAPE(2, 3) SHAPE(1, 1) SHAPE(1, 2) SHAPE(1, 3) SHAPE(SP_DECODE_STREAMS, 1)
+/* The tile shapes used: four rows by up to three tokens (one token's
+ * decode among them), single rows at the edges. */
+#define FLOAT_TILE_SHAPES SHAPE(4, 1) SHAPE(4, 2) SHAPE(4, 3) SHAPE(1, 1) SHAPE(1, 2) SHAPE(1, 3)
 
 #include "kernels/x86_matmul_loops.h"
 
