@@ -304,8 +304,8 @@ static inline __m512 widen16(float_format f, const void *p) {
 /* AVX-512: one 16-lane accumulator per (row, token) pair; 32 registers
  * hold a tile of 4 rows by 6 tokens. One token takes such tiles too: a
  * lone row's one chain of FMAs, 4 cycles each, bounded it below the
- * memory's pace, and four rows are four streams (as AVX2's 2-row tiles
- * are two), which one token reads faster than one. */
+ * memory's pace, and four rows are four streams (as AVX2's tiles are),
+ * which one token reads faster than one. */
 #define FLOAT_TILE_ROWS 4
 #define FLOAT_TILE_TOKENS 6
 static inline __attribute__((always_inline)) void float_tile(float_format f, const void *const rows[], const int R,
