@@ -302,9 +302,10 @@ void sp_lora_apply_each(const sp_context *ctx, const sp_lora_target *targets, in
 
 /* --- terms inside the matmul's run (sp_lora_fused) ----------------------------------------------------- */
 
-/* A x units of about this many multiply-adds at most, so that a lone
- * token's large-rank A spreads over the threads. */
-enum { FUSED_UNIT_WORK = 1 << 17, FUSED_UNIT_MIN_ROWS = 4 };
+/* A x units of half the work worth a hand-off (lora_parallel_min_work)
+ * at most, so that a lone token's large-rank A spreads over the threads;
+ * never fewer than this many rows. */
+enum { FUSED_UNIT_MIN_ROWS = 4 };
 
 /* Lane l's units: its runs of tokens with the same pair, each run's A
  * rows in pieces where the work is large. */
@@ -315,7 +316,8 @@ static bool plan_units(sp_lora_fused *f, int l) {
     for (int32_t t = 0, end; t < f->n[i]; t = end) {
         end = (int32_t)same_pair_end(f->ctx->rows, f->index[i], t, f->n[i], u);
         if (!row_pair(f->ctx->rows, f->index[i], t, u, NULL)) continue;
-        int64_t pieces = ((end - t) * stride * n_in + FUSED_UNIT_WORK - 1) / FUSED_UNIT_WORK;
+        const int64_t unit_work = f->ctx->lora_parallel_min_work / 2, work = (end - t) * stride * n_in;
+        int64_t pieces = unit_work > 0 ? (work + unit_work - 1) / unit_work : INT64_MAX;
         if (pieces > stride / FUSED_UNIT_MIN_ROWS) pieces = stride / FUSED_UNIT_MIN_ROWS;
         if (pieces < 1) pieces = 1;
         for (int64_t k = 0; k < pieces; k++) {
