@@ -131,7 +131,8 @@ for (const [url, body, re] of [
   const many = fetch(`${server.url}/v1/embeddings`, {
     method: 'POST', body: JSON.stringify({ input: Array.from({ length: 2000 }, (_, i) => `story number ${i} about a cat`) }), signal: ac.signal,
   }).catch((e) => e);
-  await new Promise((res) => setTimeout(res, 150));
+  // hang up once some of the inputs have run (a fixed wait missed them on a loaded host)
+  for (let i = 0; i < 1000 && (await requestsDone()) === before; i++) await new Promise((res) => setTimeout(res, 10));
   ac.abort();
   await many;
   const t0 = Date.now();
