@@ -30,10 +30,9 @@ void sp_lora_apply_each(const sp_context *ctx, const sp_lora_target *targets, in
  * matmul's run of the pool (sp_matmul_parts), not in runs of their own
  * after it: each thread first takes units of A x (a target's adapter slot
  * over a run of tokens with the same pair) as they come, then adds the B
- * terms of the rows it computed right after them. A run of the pool and its
- * wait per projection group go, and the adapters' B tiles are read while
- * the base's rows stream. The same operations in the same order per
- * output as sp_lora_apply's, so the same bits. */
+ * terms of the rows it computed right after them: no run of the pool of
+ * their own per projection group. The same operations in the same order
+ * per output as sp_lora_apply's, so the same bits. */
 enum { SP_LORA_FUSED_TARGETS = 16, SP_LORA_FUSED_LANES = 32, SP_LORA_FUSED_UNITS = 128, SP_LORA_FUSED_AX = 8192 };
 
 typedef struct sp_lora_fused_lane {
