@@ -333,7 +333,6 @@ static bool plan_units(sp_lora_fused *f, int l) {
 bool sp_lora_fused_plan(const sp_context *ctx, const sp_lora_target *targets, const int32_t *n, int n_targets, sp_lora_fused *f) {
     if (n_targets > SP_LORA_FUSED_TARGETS) return false;
     f->ctx = ctx;
-    f->n_targets = n_targets;
     f->n_units = 0;
     int n_lanes = 0;
     int64_t ax_used = 0;

@@ -48,7 +48,6 @@ typedef struct sp_lora_fused_unit {
 
 typedef struct sp_lora_fused {
     const sp_context *ctx;
-    int n_targets;
     sp_lora_target target[SP_LORA_FUSED_TARGETS];
     int32_t n[SP_LORA_FUSED_TARGETS];     /* the target's rows [0, n) */
     int64_t index[SP_LORA_FUSED_TARGETS]; /* its pairs' index; -1: no terms */
