@@ -44,7 +44,6 @@ depth_flag=
 [ "$depths" = 0 ] || depth_flag="-d $depths"
 mkdir -p "$out"
 base="$tmp/sprout-$preset-F16.gguf"
-[ -f "$base" ] || "$build/make_model" "$preset" F16 "$base"
 
 # the number after "key": in a flat JSON object (one occurrence)
 json_num() { tr -d '\n ' | sed -n "s/.*\"$1\":\([-0-9.eE+]*\).*/\1/p"; }
@@ -107,6 +106,8 @@ round_log="$out/rounds.txt"
 } > "$table"
 for type in ${MODELS:-Q4_0 Q4_K_M Q8_0 F16}; do
     model="$tmp/sprout-$preset-$type.gguf"
+    # the F16 model is written only when a type is missing (OLMoE's is 14 GB)
+    [ -f "$model" ] || [ -f "$base" ] || "$build/make_model" "$preset" F16 "$base"
     [ -f "$model" ] || "$build/sprout" quantize "$base" "$model" "$type" > /dev/null
     rss=0
     l_rss=-
@@ -167,15 +168,17 @@ for type in ${MODELS:-Q4_0 Q4_K_M Q8_0 F16}; do
         fi
         awk -v t="$type" -v kv="$kv" -v d="$depth" -v sp="$s_pp" -v lp="$l_pp" -v st="$s_tg" -v lt="$l_tg" -v sroof="$s_roof" \
             -v att="$s_att" -v gb="$gb" -v wb="$weight_bytes" -v rss="$rss" -v lrss="$l_rss" -v sr="$s_ready" -v lr="$l_ready" 'BEGIN {
-            rp = lp == "-" ? "-" : sprintf("%.2fx", sp / lp); rt = lt == "-" ? "-" : sprintf("%.2fx", st / lt);
+            # a test one side skipped (PP=0, TG=0) or lacks: "-", not a zero
+            rp = (lp == "-" || sp == "-") ? "-" : sprintf("%.2fx", sp / lp); rt = (lt == "-" || st == "-") ? "-" : sprintf("%.2fx", st / lt);
+            sps = sp == "-" ? "-" : sprintf("%.1f", sp); sts = st == "-" ? "-" : sprintf("%.1f", st);
             lps = lp == "-" ? "-" : sprintf("%.1f", lp); lts = lt == "-" ? "-" : sprintf("%.1f", lt);
             sro = sroof == "-" ? "-" : sprintf("%.1f%%", 100 * sroof);
             lro = (lt == "-" || gb == "-" || gb <= 0) ? "-" : sprintf("%.1f%%", 100 * wb * lt / (gb * 1e9));
             at = att == "-" ? "-" : sprintf("%.1f%%", 100 * att);
             lrs = lrss == "-" ? "-" : sprintf("%.0f", lrss / 1024); rr = lrss == "-" ? "-" : sprintf("%.2fx", rss / 1024 / lrss);
             rdr = (lr == "-" || sr == "-") ? "-" : sprintf("%.2fx", sr / lr);
-            printf "| %s | %s | %s | %.1f | %s | %s | %.1f | %s | %s | %s | %s | %s | %.0f | %s | %s | %s | %s | %s |\n", t, kv, d, sp, lps, rp,
-                   st, lts, rt, sro, lro, at, rss / 1048576, lrs, rr, sr, lr, rdr }' >> "$table"
+            printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %s | %s | %s | %s | %s |\n", t, kv, d, sps, lps, rp,
+                   sts, lts, rt, sro, lro, at, rss / 1048576, lrs, rr, sr, lr, rdr }' >> "$table"
         name=$type
         [ "$depths" = 0 ] || name="$type@d$depth"
         echo "$name $s_pp $l_pp $s_tg $l_tg" >> "$rows"
