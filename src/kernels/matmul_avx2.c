@@ -66,7 +66,8 @@ static inline __m256 widen8(float_format f, const void *p) {
  * independent chains. */
 #define FLOAT_TILE_ROWS 2
 #define FLOAT_TILE_TOKENS 6
-#define FLOAT_TILE_MAX_ROWS 4
+#define FLOAT_TILE_MAX_ROWS SP_DECODE_STREAMS /* one token's set of rows is the tallest tile */
+_Static_assert(FLOAT_TILE_ROWS <= SP_DECODE_STREAMS, "a prompt's tile is no taller than a decode set");
 static inline __attribute__((always_inline)) void float_tile(float_format f, const void *const rows[], const int R,
                                                              const float *const xs[], const int T, int64_t n, ptrdiff_t ahead, bool into_l1,
                                                              float *out) {
