@@ -4,7 +4,10 @@
  * their own, the vpdpbusd rate stays; if they share its pipes, it drops to
  * 12/16 of it. The int8 matmul kernels spend one multiply and one fused
  * multiply-add per eight vpdpbusd (each token's block sums times the
- * weight's and the activations' scales): this says what that costs.
+ * weight's and the activations' scales): this says what that costs. A
+ * second table says what a 512-bit vpdpbusd issues at, and what the loads
+ * of a row pair's activations cost beside them (one 256-bit load per two
+ * 256-bit vpdpbusd, or a 256-to-512-bit broadcast per 512-bit one).
  * Not a test.
  *
  * usage: build/vnni_pipes */
@@ -38,6 +41,26 @@ enum { ITERATIONS = 50000000 };
         printf("| %s | %.2f |\n", name, ITERATIONS * 12.0 / (now_s() - t0) * 1e-9);                                   \
     } while (0)
 
+#define DP12_512(src)                                                                                                  \
+    "vpdpbusd " src ",%%zmm1,%%zmm2\n vpdpbusd " src ",%%zmm1,%%zmm3\n vpdpbusd " src ",%%zmm1,%%zmm4\n"              \
+    "vpdpbusd " src ",%%zmm1,%%zmm5\n vpdpbusd " src ",%%zmm1,%%zmm6\n vpdpbusd " src ",%%zmm1,%%zmm7\n"              \
+    "vpdpbusd " src ",%%zmm1,%%zmm8\n vpdpbusd " src ",%%zmm1,%%zmm9\n vpdpbusd " src ",%%zmm1,%%zmm10\n"             \
+    "vpdpbusd " src ",%%zmm1,%%zmm11\n vpdpbusd " src ",%%zmm1,%%zmm12\n vpdpbusd " src ",%%zmm1,%%zmm13\n"
+/* a load of 32 bytes at offset o of the activations into register r (14-17) */
+#define LOAD256(r, o) "vmovdqu32 " #o "(%0),%%ymm" #r "\n"
+#define BROADCAST512(r, o) "vbroadcasti64x4 " #o "(%0),%%zmm" #r "\n"
+#define SIX(op) op(14, 0) op(15, 32) op(16, 64) op(17, 96) op(14, 128) op(15, 160)
+#define TWELVE(op) SIX(op) op(16, 192) op(17, 224) op(14, 256) op(15, 288) op(16, 320) op(17, 352)
+
+/* the same, with the multiply-adds each vpdpbusd does (32 a 256-bit one) */
+#define RATE_MACS(name, macs, body)                                                                                    \
+    do {                                                                                                               \
+        const double t0 = now_s();                                                                                     \
+        for (long i = 0; i < ITERATIONS; i++) __asm__ volatile(body ::"r"(activations) : CLOBBERS);                     \
+        const double rate = ITERATIONS * 12.0 / (now_s() - t0) * 1e-9;                                                 \
+        printf("| %s | %.2f | %.0f |\n", name, rate, rate * (macs));                                                    \
+    } while (0)
+
 /* `op src, %ymmD` into registers no vpdpbusd reads, so that nothing waits on it */
 #define ONE(op, src, d) op " " src ",%%ymm" #d "\n"
 /* two of op beside the twelve (in ymm14-15), and two more (in ymm16-17) */
@@ -59,6 +82,12 @@ __attribute__((target("avx512f,avx512vl,avx512vnni"), noinline)) static void mea
     RATE("4 vpmulld", DP12("%%ymm0") FIRST2("vpmulld", AB) SECOND2("vpmulld", AB));
     RATE("4 vpmaddwd", DP12("%%ymm0") FIRST2("vpmaddwd", AB) SECOND2("vpmaddwd", AB));
     RATE("4 vcvtph2ps", DP12("%%ymm0") FIRST2("vcvtph2ps", "%%xmm0") SECOND2("vcvtph2ps", "%%xmm1"));
+    printf("\n| 12 vpdpbusd of width, and beside them | vpdpbusd per ns | multiply-adds per ns |\n|---|---|---|\n");
+    RATE_MACS("256-bit", 32, DP12("%%ymm0"));
+    RATE_MACS("256-bit, 6 256-bit loads (one per two)", 32, DP12("%%ymm0") SIX(LOAD256));
+    RATE_MACS("256-bit, 12 256-bit loads (one each)", 32, DP12("%%ymm0") TWELVE(LOAD256));
+    RATE_MACS("512-bit", 64, DP12_512("%%zmm0"));
+    RATE_MACS("512-bit, 12 256-to-512-bit broadcasts (one each)", 64, DP12_512("%%zmm0") TWELVE(BROADCAST512));
 }
 
 int main(void) {

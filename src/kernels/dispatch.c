@@ -47,7 +47,9 @@ static const sp_kernels avx512bf16 = AVX512_KERNELS("avx512-vnni-bf16", sp_matmu
  * float FMAs' rate (a Zen 4: bench/float_pipes.c, 117 GMAC/s a core
  * against 59), twice the float tiles' products an instruction; where it
  * issues at a quarter of it (Emerald Rapids: 42 against 85) the float
- * tiles stay (preferred_bf16_dot) */
+ * tiles stay (preferred_bf16_dot). The same CPUs run a 512-bit vpdpbusd
+ * as two 256-bit halves (bench/vnni_pipes.c), so the int8 row pairs take
+ * theirs in 256-bit registers here (sp_matmul_avx512vnni_halves). */
 static const sp_kernels avx512bf16_dot = AVX512_KERNELS("avx512-vnni-bf16dot", sp_matmul_avx512bf16_dot);
 /* avx512bf16's, with batches of some int8 types through AMX tiles */
 static const sp_kernels amx = {

@@ -359,11 +359,17 @@ void sp_activation_avx2(sp_activation kind, const float *x, const float *up, flo
 /* x86-64 with AVX-512 F/BW/VL/VNNI as well (matmul_avx512vnni.c). */
 void sp_matmul_avx512vnni(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                           int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
+/* The same, the row pairs' products in 256-bit vpdpbusd (x86_matmul_pairs.h):
+ * for a 512-bit datapath of two 256-bit halves (the level of dispatch.c's
+ * preferred_bf16_dot) */
+void sp_matmul_avx512vnni_halves(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
+                                 int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
 /* ... and AVX-512 BF16 as well, for BF16 weights (matmul_bf16.c). */
 void sp_matmul_avx512bf16(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                           int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
 /* The same, with BF16 rows through vdpbf16ps (where it issues at the
- * float FMAs' rate: dispatch.c) */
+ * float FMAs' rate: dispatch.c), and the int8 types through
+ * sp_matmul_avx512vnni_halves */
 void sp_matmul_avx512bf16_dot(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                               int64_t y_stride, int64_t o0, int64_t o1, float *scratch);
 /* ... and AMX-INT8 and AMX-BF16 as well: batches of Q4_0, Q8_0, IQ4_NL, Q4_K and Q6_K weights in int8 tiles

@@ -106,5 +106,5 @@ void sp_quantize_avx2(const float *x, int64_t n, void *out) { quantize_activatio
 
 void sp_matmul_avx2(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y, int64_t y_stride,
                     int64_t o0, int64_t o1, float *scratch) {
-    matmul_x86(w, x, x_stride, xq, n_tokens, y, y_stride, o0, o1, scratch);
+    matmul_x86(w, x, x_stride, xq, n_tokens, y, y_stride, o0, o1, scratch, false);
 }

@@ -11,7 +11,7 @@
 /* Q8_0 levels go in as unsigned bytes (level + 128): VNNI multiplies them
  * without saturating. */
 #define Q8_0_UNSIGNED 1
-/* Token groups take two rows at once in 512-bit registers (x86_matmul_pairs.h). */
+/* Token groups take two rows at once (x86_matmul_pairs.h). */
 #define ROW_PAIRS 1
 
 /* Unsigned bytes times signed bytes, summed in fours into 8 int32 lanes. */
@@ -341,5 +341,10 @@ static inline __attribute__((always_inline)) void float_tile(float_format f, con
 
 void sp_matmul_avx512vnni(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y, int64_t y_stride,
                           int64_t o0, int64_t o1, float *scratch) {
-    matmul_x86(w, x, x_stride, xq, n_tokens, y, y_stride, o0, o1, scratch);
+    matmul_x86(w, x, x_stride, xq, n_tokens, y, y_stride, o0, o1, scratch, false);
+}
+
+void sp_matmul_avx512vnni_halves(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
+                                 int64_t y_stride, int64_t o0, int64_t o1, float *scratch) {
+    matmul_x86(w, x, x_stride, xq, n_tokens, y, y_stride, o0, o1, scratch, true);
 }

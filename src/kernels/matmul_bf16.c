@@ -246,6 +246,6 @@ void sp_matmul_avx512bf16(const sp_weight *w, const float *x, int64_t x_stride, 
 
 void sp_matmul_avx512bf16_dot(const sp_weight *w, const float *x, int64_t x_stride, const void *xq, int64_t n_tokens, float *y,
                               int64_t y_stride, int64_t o0, int64_t o1, float *scratch) {
-    if (w->type != SPROUT_TYPE_BF16 && w->type != SPROUT_TYPE_F16) sp_matmul_avx512vnni(w, x, x_stride, xq, n_tokens, y, y_stride, o0, o1, scratch);
+    if (w->type != SPROUT_TYPE_BF16 && w->type != SPROUT_TYPE_F16) sp_matmul_avx512vnni_halves(w, x, x_stride, xq, n_tokens, y, y_stride, o0, o1, scratch);
     else matmul_16bit(w, x, x_stride, n_tokens, y, y_stride, o0, o1, scratch, true);
 }

@@ -567,13 +567,16 @@ static void span_rows_alone(sprout_type type, const act_tile *at, int G, const r
 #endif
 
 /* A span of a row block: in row pairs where the level has them (only the
- * pairs' shapes are copies of the pair kernels: the build pays per copy). */
-static void span_rows(sprout_type type, const act_tile *at, int G, const row_span *rs) {
+ * pairs' shapes are copies of the pair kernels: the build pays per copy),
+ * their products in 256-bit halves where pair_halves says so. */
+static void span_rows(sprout_type type, const act_tile *at, int G, bool pair_halves, const row_span *rs) {
 #if ROW_PAIRS
     if (pairs_group(G) && pairs_type(type)) {
-        pair_rows(type, at, G, rs);
+        pair_rows(type, at, G, pair_halves, rs);
         return;
     }
+#else
+    (void)pair_halves;
 #endif
     span_rows_alone(type, at, G, rs);
 }
@@ -582,7 +585,7 @@ static void span_rows(sprout_type type, const act_tile *at, int G, const row_spa
  * caller's scratch (sp_matmul_scratch_floats covers a full tile), then each
  * weight row, read once, dotted with all of them. */
 static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, const act_block *xq, int64_t n_tokens, float *y,
-                        int64_t y_stride, int64_t o0, int64_t o1, float *scratch) {
+                        int64_t y_stride, int64_t o0, int64_t o1, float *scratch, bool pair_halves) {
     /* per 256 elements: a row of chunks and the tile's blocks (sp_matmul_scratch_floats) */
     _Static_assert(CHUNK_ROW * sizeof(act_chunk) + 8 * TOKEN_TILE * sizeof(act_block) <= SP_TILE_FLOATS_PER_ELEMENT * 256 * sizeof(float),
                    "a tile fits the scratch");
@@ -627,7 +630,7 @@ static void matmul_int8(const sp_weight *w, const float *x, int64_t x_stride, co
                 for (int64_t c0 = 0; c0 < n_chunks; c0 += span_chunks) {
                     const row_span rs = {w, ob, oe, c0, n_chunks - c0 < span_chunks ? n_chunks : c0 + span_chunks, n_chunks, one_pass ? NULL : state,
                                          tn > 1, o1, chunk_bytes, y + (t0 + tg) * y_stride, y_stride};
-                    span_rows(type, &view, (int)gn, &rs);
+                    span_rows(type, &view, (int)gn, pair_halves, &rs);
                 }
             }
         }
@@ -746,13 +749,13 @@ static void matmul_float(const sp_weight *w, const float *x, int64_t x_stride, i
 }
 
 /* The level's matmul: the int8 path where the type has one and the rows
- * are whole blocks of 32, else the float rows. */
+ * are whole blocks of 32, else the float rows (pair_halves: span_rows). */
 static inline __attribute__((always_inline)) void matmul_x86(const sp_weight *w, const float *x, int64_t x_stride, const void *xq,
                                                              int64_t n_tokens, float *y, int64_t y_stride, int64_t o0, int64_t o1,
-                                                             float *scratch) {
+                                                             float *scratch, bool pair_halves) {
     const bool int8_path = sp_x86_int8_type(w->type) && w->n_in % 32 == 0;
     if (int8_path) {
-        matmul_int8(w, x, x_stride, xq, n_tokens, y, y_stride, o0, o1, scratch);
+        matmul_int8(w, x, x_stride, xq, n_tokens, y, y_stride, o0, o1, scratch, pair_halves);
         return;
     }
     matmul_float(w, x, x_stride, n_tokens, y, y_stride, o0, o1, scratch);

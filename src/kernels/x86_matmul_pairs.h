@@ -1,13 +1,12 @@
-/* Two rows side by side in 512-bit registers, for token groups (G > 1)
- * at the AVX-512 level: lanes 0-7 hold row a's eight blocks (or a
- * super-block's eight sub-blocks), lanes 8-15 row b's, and a token's
- * transposed activations, broadcast to both halves, meet both rows in one
- * vpdpbusd. Here a 512-bit vpdpbusd issues as often as a 256-bit one
- * (bench/vnni_pipes), so this doubles the products per instruction, and
- * each activation load serves two rows. Each lane's integer sums are the
- * 256-bit kernels' exact sums, and its float operations theirs in the same
- * order, so a row's output is the same bits as one row at a time (and a
- * token's the same alone or in a batch).
+/* Two rows side by side, for token groups (G > 1) at the AVX-512 level:
+ * both rows' chunks are unpacked and transposed at once in 512-bit
+ * registers (lanes 0-7 row a's eight blocks, or a super-block's eight
+ * sub-blocks, lanes 8-15 row b's), each of a token's transposed
+ * activation loads meets both rows, and the scaling runs on both rows'
+ * sums at once. Each lane's integer sums are the 256-bit kernels' exact
+ * sums, and its float operations theirs in the same order, so a row's
+ * output is the same bits as one row at a time (and a token's the same
+ * alone or in a batch).
  *
  * Included by x86_matmul_loops.h after the chunk kernels whose weight
  * unpacking it reuses, where the level sets ROW_PAIRS. */
@@ -195,41 +194,81 @@ static inline __attribute__((always_inline)) void pair_chunk_unpack(sprout_type 
     }
 }
 
+/* Row a's half of a pair register, and row b's. */
+static inline __m256i half_a(__m512i v) { return _mm512_castsi512_si256(v); }
+static inline __m256i half_b(__m512i v) { return _mm512_extracti64x4_epi64(v, 1); }
+
+/* A token's integer sums for both rows (lane l: block l of row a, then of
+ * row b) in 512-bit vpdpbusd, its activations broadcast to both halves:
+ * where a 512-bit vpdpbusd issues as often as a 256-bit one (Intel's
+ * AVX-512 cores) this doubles the products per instruction. */
+static inline __attribute__((always_inline)) __m512i pair_sums_512(bool split, bool has_min, const act_chunk *ch, const pair_chunk *p) {
+    const __m256i *y = ch->qs_t;
+    if (split) {
+        __m512i lo = token_both(ch->sum), hi = token_both(ch->sum_hi);
+        for (int m = 0; m < 4; m++) {
+            lo = _mm512_dpbusd_epi32(lo, p->v[m], token_both(y + m));
+            hi = _mm512_dpbusd_epi32(hi, p->v[m + 4], token_both(y + m + 4));
+        }
+        return _mm512_add_epi32(_mm512_mullo_epi32(lo, p->sc_lo), _mm512_mullo_epi32(hi, p->sc_hi));
+    }
+    __m512i part[2] = {!has_min ? token_both(ch->sum) : _mm512_setzero_si512(), _mm512_setzero_si512()};
+    for (int m = 0; m < 8; m++) part[m & 1] = _mm512_dpbusd_epi32(part[m & 1], p->v[m], token_both(y + m));
+    return _mm512_add_epi32(part[0], part[1]);
+}
+
+/* The same sums through 256-bit vpdpbusd, each activation load serving
+ * both rows (va, vb: the rows' halves of p->v): where a 512-bit vpdpbusd
+ * issues half as often as a 256-bit one (AMD's Zen 4), a 256-bit load
+ * beside two of them costs nothing, and a 256-to-512-bit broadcast beside
+ * each 512-bit one a quarter of the rate (bench/vnni_pipes). The integer
+ * sums are the same whatever the width, so the bits are too. */
+static inline __attribute__((always_inline)) __m512i pair_sums_256(bool split, bool has_min, const act_chunk *ch, const pair_chunk *p,
+                                                                   const __m256i va[8], const __m256i vb[8]) {
+    const __m256i *y = ch->qs_t;
+    if (split) {
+        const __m256i half_sum = _mm256_load_si256((const __m256i *)ch->sum), half_sum_hi = _mm256_load_si256((const __m256i *)ch->sum_hi);
+        __m256i lo_a = half_sum, lo_b = half_sum, hi_a = half_sum_hi, hi_b = half_sum_hi;
+        for (int m = 0; m < 4; m++) {
+            const __m256i y_lo = _mm256_load_si256(y + m), y_hi = _mm256_load_si256(y + m + 4);
+            lo_a = _mm256_dpbusd_epi32(lo_a, va[m], y_lo), lo_b = _mm256_dpbusd_epi32(lo_b, vb[m], y_lo);
+            hi_a = _mm256_dpbusd_epi32(hi_a, va[m + 4], y_hi), hi_b = _mm256_dpbusd_epi32(hi_b, vb[m + 4], y_hi);
+        }
+        return _mm512_add_epi32(_mm512_mullo_epi32(pair_halves(lo_a, lo_b), p->sc_lo), _mm512_mullo_epi32(pair_halves(hi_a, hi_b), p->sc_hi));
+    }
+    const __m256i start = !has_min ? _mm256_load_si256((const __m256i *)ch->sum) : _mm256_setzero_si256();
+    __m256i sum_a = start, sum_b = start;
+    for (int m = 0; m < 8; m++) {
+        const __m256i ym = _mm256_load_si256(y + m);
+        sum_a = _mm256_dpbusd_epi32(sum_a, va[m], ym), sum_b = _mm256_dpbusd_epi32(sum_b, vb[m], ym);
+    }
+    return pair_halves(sum_a, sum_b);
+}
+
 /* Chunk c of both rows against G tokens: as blocks8_chunk, affine_k_chunk
- * and split_k_chunk do for one row (their token groups' transposed path). */
-static inline __attribute__((always_inline)) void pair_chunk_tokens(sprout_type type, const act_tile *at, const int G, int64_t c,
-                                                                    const pair_chunk *p, __m512 acc[], __m512 macc[]) {
+ * and split_k_chunk do for one row (their token groups' transposed path);
+ * halves: the products through 256-bit vpdpbusd (pair_sums_256). */
+static inline __attribute__((always_inline)) void pair_chunk_tokens(sprout_type type, const act_tile *at, const int G, const bool halves,
+                                                                    int64_t c, const pair_chunk *p, __m512 acc[], __m512 macc[]) {
     const bool split = type == SPROUT_TYPE_Q6_K;
     /* the offset's correction starts the sums (type_sum_factor): all but Q4_K's and Q5_K's, which have mins */
     const bool has_min = type == SPROUT_TYPE_Q4_K || type == SPROUT_TYPE_Q5_K;
+    __m256i va[8], vb[8];
+    if (halves)
+        for (int m = 0; m < 8; m++) va[m] = half_a(p->v[m]), vb[m] = half_b(p->v[m]);
     UNROLL_GROUP
     for (int k = 0; k < G; k++) {
         const act_chunk *ch = act_chunk_of(at, k, 8 * c);
-        const __m256i *y = ch->qs_t;
-        const __m512 ad = token_both_ps(ch->d);
-        __m512i sums;
-        if (split) {
-            const __m512i half_sum = token_both(ch->sum), half_sum_hi = token_both(ch->sum_hi);
-            __m512i lo = half_sum, hi = half_sum_hi;
-            for (int m = 0; m < 4; m++) {
-                lo = _mm512_dpbusd_epi32(lo, p->v[m], token_both(y + m));
-                hi = _mm512_dpbusd_epi32(hi, p->v[m + 4], token_both(y + m + 4));
-            }
-            sums = _mm512_add_epi32(_mm512_mullo_epi32(lo, p->sc_lo), _mm512_mullo_epi32(hi, p->sc_hi));
-        } else {
-            __m512i part[2] = {!has_min ? token_both(ch->sum) : _mm512_setzero_si512(), _mm512_setzero_si512()};
-            for (int m = 0; m < 8; m++) part[m & 1] = _mm512_dpbusd_epi32(part[m & 1], p->v[m], token_both(y + m));
-            sums = _mm512_add_epi32(part[0], part[1]);
-            if (has_min) macc[k] = _mm512_fmadd_ps(p->w_min, token_both_ps(ch->dsum), macc[k]);
-        }
-        acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(p->w_scale, ad), acc[k]);
+        const __m512i sums = halves ? pair_sums_256(split, has_min, ch, p, va, vb) : pair_sums_512(split, has_min, ch, p);
+        if (has_min) macc[k] = _mm512_fmadd_ps(p->w_min, token_both_ps(ch->dsum), macc[k]);
+        acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(p->w_scale, token_both_ps(ch->d)), acc[k]);
     }
 }
 
 /* Rows a and b's span sp_a / sp_b against G tokens (span_group's work for
  * both). */
 static inline __attribute__((always_inline)) void pair_span_group(sprout_type type, const uint8_t *row_a, const uint8_t *row_b,
-                                                                  const act_tile *at, const int G, const k_span *sp_a, const k_span *sp_b,
+                                                                  const act_tile *at, const int G, const bool halves, const k_span *sp_a, const k_span *sp_b,
                                                                   size_t chunk_bytes, ptrdiff_t ahead, float out_a[], float out_b[]) {
     const bool with_mins = type_mins_sign(type) != 0.f;
     __m512 acc[TOKEN_GROUP], macc[TOKEN_GROUP];
@@ -243,7 +282,7 @@ static inline __attribute__((always_inline)) void pair_span_group(sprout_type ty
         prefetch_chunk_ahead(row_b, c, chunk_bytes, ahead);
         pair_chunk p;
         pair_chunk_unpack(type, row_a, row_b, at, c, &p);
-        pair_chunk_tokens(type, at, G, c, &p, acc, macc);
+        pair_chunk_tokens(type, at, G, halves, c, &p, acc, macc);
     }
     UNROLL_GROUP
     for (int k = 0; k < G; k++) {
@@ -261,7 +300,8 @@ static inline __attribute__((always_inline)) void pair_span_group(sprout_type ty
 }
 
 /* Rows o and o + 1 of rs's span against G tokens, side by side. */
-static inline __attribute__((always_inline)) void span_row_pair(sprout_type type, const act_tile *at, const int G, const row_span *rs, int64_t o) {
+static inline __attribute__((always_inline)) void span_row_pair(sprout_type type, const act_tile *at, const int G, const bool halves,
+                                                                const row_span *rs, int64_t o) {
     const sp_weight *w = rs->w;
     const uint8_t *row = w->data + (size_t)o * w->row_bytes;
     const ptrdiff_t ahead = rs->prefetch && o + 1 + GROUP_AHEAD_ROWS < rs->o_end ? GROUP_AHEAD_ROWS * (ptrdiff_t)w->row_bytes : 0;
@@ -269,15 +309,16 @@ static inline __attribute__((always_inline)) void span_row_pair(sprout_type type
     const k_span sp_a = {rs->c0, rs->c1, first, last, rs->state ? rs->state[o - rs->o0] : NULL};
     const k_span sp_b = {rs->c0, rs->c1, first, last, rs->state ? rs->state[o + 1 - rs->o0] : NULL};
     float dots_a[TOKEN_GROUP], dots_b[TOKEN_GROUP];
-    pair_span_group(type, row, row + w->row_bytes, at, G, &sp_a, &sp_b, rs->chunk_bytes, ahead, dots_a, dots_b);
+    pair_span_group(type, row, row + w->row_bytes, at, G, halves, &sp_a, &sp_b, rs->chunk_bytes, ahead, dots_a, dots_b);
     if (last)
         for (int t = 0; t < G; t++) rs->y[t * rs->y_stride + o] = dots_a[t], rs->y[t * rs->y_stride + o + 1] = dots_b[t];
 }
 
 /* The rows of rs in pairs; an odd last row alone (span_rows_alone). */
-static inline __attribute__((always_inline)) void pair_group_rows(sprout_type type, const act_tile *at, const int G, const row_span *rs) {
+static inline __attribute__((always_inline)) void pair_group_rows(sprout_type type, const act_tile *at, const int G, const bool halves,
+                                                                  const row_span *rs) {
     int64_t o = rs->o0;
-    for (; o + 1 < rs->o1; o += 2) span_row_pair(type, at, G, rs, o);
+    for (; o + 1 < rs->o1; o += 2) span_row_pair(type, at, G, halves, rs, o);
     if (o < rs->o1) {
         row_span one = *rs;
         one.o0 = o, one.o1 = o + 1, one.state = rs->state ? rs->state + (o - rs->o0) : NULL;
@@ -285,12 +326,15 @@ static inline __attribute__((always_inline)) void pair_group_rows(sprout_type ty
     }
 }
 
-/* A copy per pairs_type and pairs_group (G is 4 or TOKEN_GROUP here). */
-static void pair_rows(sprout_type type, const act_tile *at, int G, const row_span *rs) {
-#define PAIR_CASE(T)                                                   \
-    case T:                                                            \
-        if (G == 4) pair_group_rows(T, at, 4, rs);                     \
-        else pair_group_rows(T, at, TOKEN_GROUP, rs);                  \
+/* A copy per pairs_type, pairs_group (G is 4 or TOKEN_GROUP here) and
+ * width of the products (pair_chunk_tokens' halves). */
+static void pair_rows(sprout_type type, const act_tile *at, int G, bool halves, const row_span *rs) {
+#define PAIR_CASE(T)                                                                  \
+    case T:                                                                           \
+        if (halves && G == 4) pair_group_rows(T, at, 4, true, rs);                    \
+        else if (halves) pair_group_rows(T, at, TOKEN_GROUP, true, rs);               \
+        else if (G == 4) pair_group_rows(T, at, 4, false, rs);                        \
+        else pair_group_rows(T, at, TOKEN_GROUP, false, rs);                          \
         break;
     switch (type) {
         PAIR_CASE(SPROUT_TYPE_Q4_0)
