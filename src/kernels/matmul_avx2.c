@@ -18,6 +18,22 @@ static inline __m256i dot_u8_i8(__m256i u, __m256i s) { return _mm256_madd_epi16
 
 static inline __m256i dot_u8_i8_acc(__m256i acc, __m256i u, __m256i s) { return _mm256_add_epi32(acc, dot_u8_i8(u, s)); }
 
+/* maddubs's int16 pair sums (each at most 2 (2^bits - 1) 127 in size) add
+ * up in int16 while they cannot overflow: runs of as many as fit in 32767
+ * (8 for 4-bit levels, 4 for 5-bit, 2 for 6-bit) go to int32 by one madd
+ * instead of one each, the same exact sums. */
+static inline __attribute__((always_inline)) __m256i dots_u8_i8_acc(__m256i acc, const __m256i u[], const __m256i *s, const int n,
+                                                                    const int bits) {
+    const int run = 32767 / (2 * ((1 << bits) - 1) * 127);
+    for (int m0 = 0; m0 < n; m0 += run) {
+        const int m1 = m0 + run < n ? m0 + run : n;
+        __m256i pairs = _mm256_maddubs_epi16(u[m0], _mm256_loadu_si256(s + m0));
+        for (int m = m0 + 1; m < m1; m++) pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(u[m], _mm256_loadu_si256(s + m)));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+    }
+    return acc;
+}
+
 #include "kernels/x86_matmul_tiles.h"
 
 static inline __attribute__((always_inline)) __m256 block_scales8(sprout_type type, const uint8_t *row, int64_t b, int nv) {

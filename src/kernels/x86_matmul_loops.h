@@ -103,12 +103,11 @@ static inline __attribute__((always_inline)) __m256 accumulate_blocks8(sprout_ty
     const __m256i asum = _mm256_loadu_si256((const __m256i *)c->sum);
     __m256i sums;
     if (transposed) {
-        __m256i part[2] = {has_offset ? asum : _mm256_setzero_si256(), _mm256_setzero_si256()}; /* two chains: half the latency */
-        for (int m = 0; m < 8; m++) {
-            const __m256i ym = _mm256_loadu_si256(y + m);
-            part[m & 1] = byte_levels ? byte_level_dot_acc(part[m & 1], v[m], ym) : dot_u8_i8_acc(part[m & 1], v[m], ym);
-        }
-        sums = _mm256_add_epi32(part[0], part[1]);
+        if (byte_levels) {
+            __m256i part[2] = {has_offset ? asum : _mm256_setzero_si256(), _mm256_setzero_si256()}; /* two chains: half the latency */
+            for (int m = 0; m < 8; m++) part[m & 1] = byte_level_dot_acc(part[m & 1], v[m], _mm256_loadu_si256(y + m));
+            sums = _mm256_add_epi32(part[0], part[1]);
+        } else sums = dots_u8_i8_acc(has_offset ? asum : _mm256_setzero_si256(), v, y, 8, unsigned_level_bits(type));
     } else {
         __m256i p[8];
         for (int j = 0; j < 8; j++) {
@@ -199,9 +198,7 @@ static inline __attribute__((always_inline)) void affine_k_chunk(sprout_type typ
         __m256i sums;
         if (transposed) {
             const __m256i *y = c->qs_t;
-            __m256i part[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-            for (int j = 0; j < 8; j++) part[j & 1] = dot_u8_i8_acc(part[j & 1], v[j], _mm256_loadu_si256(y + j));
-            sums = _mm256_add_epi32(part[0], part[1]);
+            sums = dots_u8_i8_acc(_mm256_setzero_si256(), v, y, 8, unsigned_level_bits(type));
         } else {
             __m256i p[8];
             super_block_dots(type, lv, at, t0 + k, b, p);
@@ -335,9 +332,7 @@ static inline __attribute__((always_inline)) void ternary_chunk(sprout_type type
         __m256i sums;
         if (transposed) {
             const __m256i *y = c->qs_t;
-            __m256i part[2] = {offset, _mm256_setzero_si256()};
-            for (int m = 0; m < 8; m++) part[m & 1] = dot_u8_i8_acc(part[m & 1], v[m], _mm256_loadu_si256(y + m));
-            sums = _mm256_add_epi32(part[0], part[1]);
+            sums = dots_u8_i8_acc(offset, v, y, 8, unsigned_level_bits(type));
         } else {
             __m256i p[8];
             super_block_dots(type, lv, at, t0 + k, b, p);
@@ -380,10 +375,14 @@ static inline __attribute__((always_inline)) void split_k_chunk(sprout_type type
         const __m256i half_sum = _mm256_loadu_si256((const __m256i *)c->sum), half_sum_hi = _mm256_loadu_si256((const __m256i *)c->sum_hi);
         __m256i lo = with_mins ? _mm256_setzero_si256() : half_sum, hi = with_mins ? _mm256_setzero_si256() : half_sum_hi;
         if (transposed) {
-            for (int m = 0; m < 4; m++) {
-                const __m256i ylo = _mm256_loadu_si256(y + m), yhi = _mm256_loadu_si256(y + m + 4);
-                lo = byte_levels ? byte_level_dot_acc(lo, v[m], ylo) : dot_u8_i8_acc(lo, v[m], ylo);
-                hi = byte_levels ? byte_level_dot_acc(hi, v[m + 4], yhi) : dot_u8_i8_acc(hi, v[m + 4], yhi);
+            if (byte_levels)
+                for (int m = 0; m < 4; m++) {
+                    lo = byte_level_dot_acc(lo, v[m], _mm256_loadu_si256(y + m));
+                    hi = byte_level_dot_acc(hi, v[m + 4], _mm256_loadu_si256(y + m + 4));
+                }
+            else {
+                lo = dots_u8_i8_acc(lo, v, y, 4, unsigned_level_bits(type));
+                hi = dots_u8_i8_acc(hi, v + 4, y + 4, 4, unsigned_level_bits(type));
             }
         } else {
             /* lanes 0-3 of block j's dot hold its first 16 elements, 4-7 its last:

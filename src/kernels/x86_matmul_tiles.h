@@ -8,7 +8,13 @@
  *                           move onto the activations (maddubs's could);
  *   dot_u8_i8(u, s)         unsigned bytes times signed bytes, summed in
  *                           fours into 8 int32 lanes;
- *   dot_u8_i8_acc(a, u, s)  a + dot_u8_i8(u, s).
+ *   dot_u8_i8_acc(a, u, s)  a + dot_u8_i8(u, s);
+ *   dots_u8_i8_acc(a, u, s, n, bits)
+ *                           a + the n dots of u[m] and s[m] (s read from
+ *                           memory), the unsigned bytes below 2^bits
+ *                           (unsigned_level_bits) and the signed ones
+ *                           within -127..127 (quantize_activations): what
+ *                           lets maddubs's pair sums add up in int16.
  * Then its own kernels, then x86_matmul_loops.h (the loops over chunks,
  * rows and tokens, which call them).
  *
@@ -292,6 +298,26 @@ static inline __m256i iq4_levels(void) { return byte_levels_of(sp_iq4_levels); }
 
 /* The table a packed type's nibbles index (IQ4_NL's, MXFP4's doubled E2M1
  * values), or NULL where the nibbles are the levels. */
+/* How many bits a type's unsigned levels take where they meet the
+ * activations as dot_u8_i8's unsigned bytes (the offset or the mins taken
+ * off apart); 8 where they may take all of them. */
+static inline int unsigned_level_bits(sprout_type type) {
+    switch (type) {
+    case SPROUT_TYPE_TQ1_0:
+    case SPROUT_TYPE_TQ2_0:
+    case SPROUT_TYPE_Q2_K: return 2;
+    case SPROUT_TYPE_Q3_K: return 3;
+    case SPROUT_TYPE_Q4_0:
+    case SPROUT_TYPE_Q4_1:
+    case SPROUT_TYPE_Q4_K: return 4;
+    case SPROUT_TYPE_Q5_0:
+    case SPROUT_TYPE_Q5_1:
+    case SPROUT_TYPE_Q5_K: return 5;
+    case SPROUT_TYPE_Q6_K: return 6;
+    default: return 8;
+    }
+}
+
 static inline const int8_t *nibble_table(sprout_type type) {
     return type == SPROUT_TYPE_IQ4_NL ? sp_iq4_levels : type == SPROUT_TYPE_MXFP4 ? sp_mxfp4_levels : NULL;
 }
