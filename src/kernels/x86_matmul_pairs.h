@@ -299,12 +299,19 @@ static inline __attribute__((always_inline)) void pair_span_group(sprout_type ty
     }
 }
 
+/* Rows a pair's prefetch runs ahead of the pair it works on: with the
+ * pair's two rows a step, GROUP_AHEAD_ROWS rows were one step, and four
+ * Q4_0 tokens from memory ran at 66-77 GMAC/s a thread, 89-92 at two
+ * steps (bench/RESULTS.md). */
+#define PAIR_AHEAD_ROWS (2 * GROUP_AHEAD_ROWS)
+
 /* Rows o and o + 1 of rs's span against G tokens, side by side. */
 static inline __attribute__((always_inline)) void span_row_pair(sprout_type type, const act_tile *at, const int G, const bool halves,
                                                                 const row_span *rs, int64_t o) {
     const sp_weight *w = rs->w;
     const uint8_t *row = w->data + (size_t)o * w->row_bytes;
-    const ptrdiff_t ahead = rs->prefetch && o + 1 + GROUP_AHEAD_ROWS < rs->o_end ? GROUP_AHEAD_ROWS * (ptrdiff_t)w->row_bytes : 0;
+    /* as many steps ahead as one row at a time runs, each step two rows */
+    const ptrdiff_t ahead = rs->prefetch && o + 1 + PAIR_AHEAD_ROWS < rs->o_end ? PAIR_AHEAD_ROWS * (ptrdiff_t)w->row_bytes : 0;
     const bool first = rs->c0 == 0, last = rs->c1 == rs->n_chunks;
     const k_span sp_a = {rs->c0, rs->c1, first, last, rs->state ? rs->state[o - rs->o0] : NULL};
     const k_span sp_b = {rs->c0, rs->c1, first, last, rs->state ? rs->state[o + 1 - rs->o0] : NULL};
