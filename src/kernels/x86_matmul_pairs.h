@@ -299,10 +299,9 @@ static inline __attribute__((always_inline)) void pair_span_group(sprout_type ty
     }
 }
 
-/* Rows a pair's prefetch runs ahead of the pair it works on: with the
- * pair's two rows a step, GROUP_AHEAD_ROWS rows were one step, and four
- * Q4_0 tokens from memory ran at 66-77 GMAC/s a thread, 89-92 at two
- * steps (bench/RESULTS.md). */
+/* Rows a pair's prefetch runs ahead of the pair it works on: as many
+ * steps as one row at a time runs, a step being two rows here (at one
+ * step, a few tokens' weights from memory arrived late: bench/RESULTS.md). */
 #define PAIR_AHEAD_ROWS (2 * GROUP_AHEAD_ROWS)
 
 /* Rows o and o + 1 of rs's span against G tokens, side by side. */
@@ -310,7 +309,6 @@ static inline __attribute__((always_inline)) void span_row_pair(sprout_type type
                                                                 const row_span *rs, int64_t o) {
     const sp_weight *w = rs->w;
     const uint8_t *row = w->data + (size_t)o * w->row_bytes;
-    /* as many steps ahead as one row at a time runs, each step two rows */
     const ptrdiff_t ahead = rs->prefetch && o + 1 + PAIR_AHEAD_ROWS < rs->o_end ? PAIR_AHEAD_ROWS * (ptrdiff_t)w->row_bytes : 0;
     const bool first = rs->c0 == 0, last = rs->c1 == rs->n_chunks;
     const k_span sp_a = {rs->c0, rs->c1, first, last, rs->state ? rs->state[o - rs->o0] : NULL};
