@@ -21,10 +21,12 @@ static inline __m256i dot_u8_i8_acc(__m256i acc, __m256i u, __m256i s) { return 
 /* maddubs's int16 pair sums (each at most 2 (2^bits - 1) 127 in size) add
  * up in int16 while they cannot overflow: runs of as many as fit in 32767
  * (8 for 4-bit levels, 4 for 5-bit, 2 for 6-bit) go to int32 by one madd
- * instead of one each, the same exact sums. */
+ * instead of one each, the same exact sums. Levels of 7 bits or more go
+ * one at a time (8-bit ones never come here: maddubs alone could
+ * saturate on them, so their signs move onto the activations). */
 static inline __attribute__((always_inline)) __m256i dots_u8_i8_acc(__m256i acc, const __m256i u[], const __m256i *s, const int n,
                                                                     const int bits) {
-    const int run = 32767 / (2 * ((1 << bits) - 1) * 127);
+    const int fit = 32767 / (2 * ((1 << bits) - 1) * 127), run = fit > 1 ? fit : 1;
     for (int m0 = 0; m0 < n; m0 += run) {
         const int m1 = m0 + run < n ? m0 + run : n;
         __m256i pairs = _mm256_maddubs_epi16(u[m0], _mm256_loadu_si256(s + m0));

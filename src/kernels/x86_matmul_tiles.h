@@ -296,8 +296,6 @@ static inline __m256i byte_levels_of(const int8_t table[16]) {
 
 static inline __m256i iq4_levels(void) { return byte_levels_of(sp_iq4_levels); }
 
-/* The table a packed type's nibbles index (IQ4_NL's, MXFP4's doubled E2M1
- * values), or NULL where the nibbles are the levels. */
 /* How many bits a type's unsigned levels take where they meet the
  * activations as dot_u8_i8's unsigned bytes (the offset or the mins taken
  * off apart); 8 where they may take all of them. */
@@ -318,6 +316,8 @@ static inline int unsigned_level_bits(sprout_type type) {
     }
 }
 
+/* The table a packed type's nibbles index (IQ4_NL's, MXFP4's doubled E2M1
+ * values), or NULL where the nibbles are the levels. */
 static inline const int8_t *nibble_table(sprout_type type) {
     return type == SPROUT_TYPE_IQ4_NL ? sp_iq4_levels : type == SPROUT_TYPE_MXFP4 ? sp_mxfp4_levels : NULL;
 }
