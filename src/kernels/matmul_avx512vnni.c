@@ -67,34 +67,30 @@ static inline __m256i add_halves(__m512i v) { return _mm256_add_epi32(_mm512_cas
 /* One token against a whole chunk of eight Q4_0 (IQ4_NL) blocks, in 512-bit
  * registers: the exact block sums, as accumulate_blocks8 forms them
  * (lane j, block j, the offset's sum first), in fewer instructions than
- * its 256-bit transposes, though in L2 it gains less than that (inferred,
- * not measured: with 512-bit work in flight two ports take vector work,
- * not three). Masked dword permutes gather the chunk's packed levels
+ * its 256-bit transposes. Word permutes gather the chunk's packed levels
  * already transposed, dwords of four levels from eight blocks side by
- * side: block j's dword m is at byte 18 j + 2 + 4 m, on a 4-byte boundary
- * 2 bytes into the chunk for even j (dword 9 j / 2 + m from there), 16
- * bytes in for odd j (dword (9 j - 7) / 2 + m): two 128-byte windows,
- * one two-source permute each (the second reaches byte 143, the chunk's
- * last; a window at the start left block 7 to a third permute). Lanes 0-7
- * hold dword m of each block, lanes 8-15 dword m + 1: the transposed
- * activations of m and m + 1 are one load. */
+ * side: block j's dword m is at byte 18 j + 2 + 4 m, always on a word
+ * boundary, so one two-source word permute of two 64-byte windows, one
+ * holding blocks 0-3's bytes and one 4-7's, gathers half of them (the
+ * windows at bytes 2 and 74 for dwords 0-1, 10 and 80 for dwords 2-3; the
+ * last ends at byte 143, the chunk's last). Dword permutes, which need
+ * two windows per block parity and four permutes and two ors a chunk,
+ * took a third more time (bench/RESULTS.md). Lanes 0-7 hold dword m of
+ * each block, lanes 8-15 dword m + 1: the transposed activations of m and
+ * m + 1 are one load. */
 static inline __attribute__((always_inline)) __m256i packed_chunk_sums(sprout_type type, const uint8_t *chunk, const act_chunk *c) {
-#define FROM_EVEN(m) (m), 0, 9 + (m), 0, 18 + (m), 0, 27 + (m), 0
-#define FROM_ODD(m) 0, 1 + (m), 0, 10 + (m), 0, 19 + (m), 0, 28 + (m)
-    static const int32_t even01[16] __attribute__((aligned(64))) = {FROM_EVEN(0), FROM_EVEN(1)};
-    static const int32_t even23[16] __attribute__((aligned(64))) = {FROM_EVEN(2), FROM_EVEN(3)};
-    static const int32_t odd01[16] __attribute__((aligned(64))) = {FROM_ODD(0), FROM_ODD(1)};
-    static const int32_t odd23[16] __attribute__((aligned(64))) = {FROM_ODD(2), FROM_ODD(3)};
-#undef FROM_EVEN
-#undef FROM_ODD
-    const __mmask16 even = 0x5555, odd = 0xAAAA;
-    const __m512i lo_b = _mm512_loadu_si512(chunk + 2), hi_b = _mm512_loadu_si512(chunk + 66);
-    const __m512i lo_c = _mm512_loadu_si512(chunk + 16), hi_c = _mm512_loadu_si512(chunk + 80);
+    /* word w of lane j + 8 k in permute h (dword 2 h + k of block j), from
+     * window A_h (words 0-31, blocks 0-3) or B_h (32-63, blocks 4-7) */
+#define WORD(j, k, h) ((j) < 4 ? 9 * (j) + 2 * (k) : 32 + 9 * ((j) - 4) + (h) + 2 * (k))
+#define LANE(j, k, h) WORD(j, k, h), WORD(j, k, h) + 1
+#define LANES(k, h) LANE(0, k, h), LANE(1, k, h), LANE(2, k, h), LANE(3, k, h), LANE(4, k, h), LANE(5, k, h), LANE(6, k, h), LANE(7, k, h)
+    static const uint16_t gather[2][32] __attribute__((aligned(64))) = {{LANES(0, 0), LANES(1, 0)}, {LANES(0, 1), LANES(1, 1)}};
+#undef LANES
+#undef LANE
+#undef WORD
     __m512i packed[2];
-    packed[0] = _mm512_or_si512(_mm512_maskz_permutex2var_epi32(even, lo_b, _mm512_load_si512(even01), hi_b),
-                                _mm512_maskz_permutex2var_epi32(odd, lo_c, _mm512_load_si512(odd01), hi_c));
-    packed[1] = _mm512_or_si512(_mm512_maskz_permutex2var_epi32(even, lo_b, _mm512_load_si512(even23), hi_b),
-                                _mm512_maskz_permutex2var_epi32(odd, lo_c, _mm512_load_si512(odd23), hi_c));
+    packed[0] = _mm512_permutex2var_epi16(_mm512_loadu_si512(chunk + 2), _mm512_load_si512(gather[0]), _mm512_loadu_si512(chunk + 74));
+    packed[1] = _mm512_permutex2var_epi16(_mm512_loadu_si512(chunk + 10), _mm512_load_si512(gather[1]), _mm512_loadu_si512(chunk + 80));
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     __m512i part[2];
     for (int h = 0; h < 2; h++) {
