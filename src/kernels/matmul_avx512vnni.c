@@ -64,21 +64,17 @@ static inline __attribute__((always_inline)) __m256 block_scales8(sprout_type ty
  * block's two halves). */
 static inline __m256i add_halves(__m512i v) { return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)); }
 
-/* One token against a whole chunk of eight Q4_0 (IQ4_NL) blocks, in 512-bit
- * registers: the exact block sums, as accumulate_blocks8 forms them
- * (lane j, block j, the offset's sum first), in fewer instructions than
- * its 256-bit transposes. Word permutes gather the chunk's packed levels
- * already transposed, dwords of four levels from eight blocks side by
- * side: block j's dword m is at byte 18 j + 2 + 4 m, always on a word
- * boundary, so one two-source word permute of two 64-byte windows, one
- * holding blocks 0-3's bytes and one 4-7's, gathers half of them (the
- * windows at bytes 2 and 74 for dwords 0-1, 10 and 80 for dwords 2-3; the
- * last ends at byte 143, the chunk's last). Dword permutes, which need
- * two windows per block parity and four permutes and two ors a chunk,
- * took a third more time (bench/RESULTS.md). Lanes 0-7 hold dword m of
- * each block, lanes 8-15 dword m + 1: the transposed activations of m and
- * m + 1 are one load. */
-static inline __attribute__((always_inline)) __m256i packed_chunk_sums(sprout_type type, const uint8_t *chunk, const act_chunk *c) {
+/* A whole chunk of eight Q4_0 (IQ4_NL) blocks' packed levels, transposed:
+ * packed[h] holds dword 2 h of each block in lanes 0-7 (lane j, block j)
+ * and dword 2 h + 1 in lanes 8-15, so that the transposed activations of
+ * both are one load. Block j's dword m is at byte 18 j + 2 + 4 m, always
+ * on a word boundary, so one two-source word permute of two 64-byte
+ * windows, one holding blocks 0-3's bytes and one 4-7's, gathers each
+ * half (the windows at bytes 2 and 74 for dwords 0-1, 10 and 80 for
+ * dwords 2-3; the last ends at byte 143, the chunk's last). Dword
+ * permutes, which need two windows per block parity and four permutes and
+ * two ors a chunk, took a third more time (bench/RESULTS.md). */
+static inline __attribute__((always_inline)) void packed_chunk_gather(const uint8_t *chunk, __m512i packed[2]) {
     /* word w of lane j + 8 k in permute h (dword 2 h + k of block j), from
      * window A_h (words 0-31, blocks 0-3) or B_h (32-63, blocks 4-7) */
 #define WORD(j, k, h) ((j) < 4 ? 9 * (j) + 2 * (k) : 32 + 9 * ((j) - 4) + (h) + 2 * (k))
@@ -88,9 +84,17 @@ static inline __attribute__((always_inline)) __m256i packed_chunk_sums(sprout_ty
 #undef LANES
 #undef LANE
 #undef WORD
-    __m512i packed[2];
     packed[0] = _mm512_permutex2var_epi16(_mm512_loadu_si512(chunk + 2), _mm512_load_si512(gather[0]), _mm512_loadu_si512(chunk + 74));
     packed[1] = _mm512_permutex2var_epi16(_mm512_loadu_si512(chunk + 10), _mm512_load_si512(gather[1]), _mm512_loadu_si512(chunk + 80));
+}
+
+/* One token against a whole chunk of eight Q4_0 (IQ4_NL) blocks, in 512-bit
+ * registers: the exact block sums, as accumulate_blocks8 forms them
+ * (lane j, block j, the offset's sum first), in fewer instructions than
+ * its 256-bit transposes. */
+static inline __attribute__((always_inline)) __m256i packed_chunk_sums(sprout_type type, const uint8_t *chunk, const act_chunk *c) {
+    __m512i packed[2];
+    packed_chunk_gather(chunk, packed);
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     __m512i part[2];
     for (int h = 0; h < 2; h++) {

@@ -89,18 +89,35 @@ static inline __attribute__((always_inline)) void packed_pair_levels(sprout_type
         transpose8x8_pair(w, v);
         return;
     }
-    /* a[j] = [a's packed block j | a's j + 4 | b's j | b's j + 4]: after the
-     * 4x4 transposes per 128-bit lane, lanes are blocks in order */
-    __m512i a[4], t[4];
-    for (int j = 0; j < 4; j++) {
-        const __m256i ra = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(ca + (j + 4) * block_bytes)), _mm_loadu_si128((const __m128i *)(ca + j * block_bytes)));
-        const __m256i rb = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(cb + (j + 4) * block_bytes)), _mm_loadu_si128((const __m128i *)(cb + j * block_bytes)));
-        a[j] = pair_halves(ra, rb);
+    __m512i p[4]; /* packed dword m of each block, row a's in lanes 0-7 */
+    if (type != SPROUT_TYPE_MXFP4) {
+        /* each row's chunk gathered by packed_chunk_gather (dwords 2h and
+         * 2h + 1 in its halves), the halves then regrouped by row: a
+         * third fewer instructions than the 128-bit loads and 4x4
+         * transposes below */
+        __m512i ga[2], gb[2];
+        packed_chunk_gather(ca - qs, ga), packed_chunk_gather(cb - qs, gb);
+        for (int h = 0; h < 2; h++) {
+            p[2 * h] = _mm512_shuffle_i64x2(ga[h], gb[h], _MM_SHUFFLE(1, 0, 1, 0));
+            p[2 * h + 1] = _mm512_shuffle_i64x2(ga[h], gb[h], _MM_SHUFFLE(3, 2, 3, 2));
+        }
+    } else {
+        /* a[j] = [a's packed block j | a's j + 4 | b's j | b's j + 4]: after
+         * the 4x4 transposes per 128-bit lane, lanes are blocks in order
+         * (MXFP4's 17-byte blocks lie on no common word boundary) */
+        __m512i a[4], t[4];
+        for (int j = 0; j < 4; j++) {
+            const __m256i ra =
+                _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(ca + (j + 4) * block_bytes)), _mm_loadu_si128((const __m128i *)(ca + j * block_bytes)));
+            const __m256i rb =
+                _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(cb + (j + 4) * block_bytes)), _mm_loadu_si128((const __m128i *)(cb + j * block_bytes)));
+            a[j] = pair_halves(ra, rb);
+        }
+        t[0] = _mm512_unpacklo_epi32(a[0], a[1]), t[1] = _mm512_unpackhi_epi32(a[0], a[1]);
+        t[2] = _mm512_unpacklo_epi32(a[2], a[3]), t[3] = _mm512_unpackhi_epi32(a[2], a[3]);
+        p[0] = _mm512_unpacklo_epi64(t[0], t[2]), p[1] = _mm512_unpackhi_epi64(t[0], t[2]);
+        p[2] = _mm512_unpacklo_epi64(t[1], t[3]), p[3] = _mm512_unpackhi_epi64(t[1], t[3]);
     }
-    t[0] = _mm512_unpacklo_epi32(a[0], a[1]), t[1] = _mm512_unpackhi_epi32(a[0], a[1]);
-    t[2] = _mm512_unpacklo_epi32(a[2], a[3]), t[3] = _mm512_unpackhi_epi32(a[2], a[3]);
-    const __m512i p[4] = {_mm512_unpacklo_epi64(t[0], t[2]), _mm512_unpackhi_epi64(t[0], t[2]), _mm512_unpacklo_epi64(t[1], t[3]),
-                          _mm512_unpackhi_epi64(t[1], t[3])};
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     for (int m = 0; m < 4; m++) {
         v[m] = _mm512_and_si512(p[m], low4);
