@@ -25,7 +25,8 @@
 #   LLAMA_SIMPLE=/path/to/llama-simple for llama.cpp's time to ready
 #                          (default: llama-simple beside LLAMA_BENCH, if there)
 # Peak RSS needs /usr/bin/time (Debian's package "time"); "-" without it.
-# Models are written once under $TMPDIR (make_model, then sprout quantize).
+# Models are written once under $TMPDIR (make_model, then sprout quantize),
+# and dropped from the page cache before their rounds.
 set -eu
 out=${1:-bench-results}
 build=${BUILD:-build}
@@ -109,6 +110,11 @@ for type in ${MODELS:-Q4_0 Q4_K_M Q8_0 F16}; do
     # the F16 model is written only when a type is missing (OLMoE's is 14 GB)
     [ -f "$model" ] || [ -f "$base" ] || "$build/make_model" "$preset" F16 "$base"
     [ -f "$model" ] || "$build/sprout" quantize "$base" "$model" "$type" > /dev/null
+    # the file's cached pages dropped, as after a reboot: the first run reads
+    # it from disk, in the 2 MiB folios the kernel reads ahead where the
+    # file system allows, not the small ones a fresh write leaves (sprout
+    # bench's huge-page share; docs/CLI.md, bench). The same pages for both.
+    dd if="$model" iflag=nocache count=0 status=none 2>/dev/null || true
     rss=0
     l_rss=-
     weight_bytes=0

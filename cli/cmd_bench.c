@@ -27,6 +27,7 @@
 
 #include "commands.h"
 #include "options.h"
+#include "page_sizes.h"
 #include "read_bandwidth.h"
 #include "sprout.h"
 #include "weight_reads.h"
@@ -306,7 +307,8 @@ static void print_json_decode_extra(const depth_result *d, const bench_options *
 }
 
 static void print_json(const cli_common *o, const bench_options *b, const sprout_model *model, int32_t threads, const char *kv_name,
-                       const depth_result *res, const roofline *rl, const stats *one, const stats *many, unsigned long long peak_rss) {
+                       const depth_result *res, const roofline *rl, const stats *one, const stats *many, unsigned long long peak_rss,
+                       double huge_share) {
     const depth_result *d0 = &res[0];
     const bool assisted = o->cfg.num_assistant_tokens > 0 && b->n_gen > 0;
     printf("{\"model\":");
@@ -350,12 +352,13 @@ static void print_json(const cli_common *o, const bench_options *b, const sprout
         printf(",\"parallel\":{\"streams\":%d,\"n_tokens\":%d,\"adapters\":%zu,\"tokens_per_s\":%.3f,\"stddev\":%.3f,"
                "\"one_stream_tokens_per_s\":%.3f,\"one_stream_stddev\":%.3f}",
                b->n_streams, b->n_gen, o->loras.n, many->mean, many->std, one->mean, one->std);
-    printf(",\"load_ms\":%.3f,\"ttft_ms\":%.3f,\"peak_rss_bytes\":%llu,\"kernels\":\"%s\"}\n", sprout_model_load_ms(model), d0->ttft.mean,
-           peak_rss, sprout_kernels_name());
+    printf(",\"load_ms\":%.3f,\"ttft_ms\":%.3f,\"peak_rss_bytes\":%llu,\"huge_page_share\":%.3f,\"kernels\":\"%s\"}\n",
+           sprout_model_load_ms(model), d0->ttft.mean, peak_rss, huge_share, sprout_kernels_name());
 }
 
 static void print_text(const cli_common *o, const bench_options *b, const sprout_model *model, int32_t threads, const char *kv_name,
-                       const depth_result *res, const roofline *rl, const stats *one, const stats *many, unsigned long long peak_rss) {
+                       const depth_result *res, const roofline *rl, const stats *one, const stats *many, unsigned long long peak_rss,
+                       double huge_share) {
     const bool assisted = o->cfg.num_assistant_tokens > 0 && b->n_gen > 0;
     printf("model    %s\nthreads  %d, kernels %s, KV cache %s, %d repetitions\n", o->model, threads, sprout_kernels_name(), kv_name, b->reps);
     printf("KV cache %zu bytes per token (keys and values, every layer)\n", rl->kv_bytes_per_token);
@@ -398,8 +401,10 @@ static void print_text(const cli_common *o, const bench_options *b, const sprout
         printf("%-16s %12.2f %10.2f   all streams together (%.2fx one)%s\n", name, many->mean, many->std,
                one->mean > 0 ? many->mean / one->mean : 0, o->loras.n ? ", stream i with adapter i" : "");
     }
-    printf("load %.1f ms, time to first token %.1f ms, peak RSS %.1f MiB\n", sprout_model_load_ms(model), res[0].ttft.mean,
+    printf("load %.1f ms, time to first token %.1f ms, peak RSS %.1f MiB", sprout_model_load_ms(model), res[0].ttft.mean,
            (double)peak_rss / 1048576.0);
+    if (huge_share >= 0) printf(", mapped file pages in 2 MiB pages %.0f%%", 100 * huge_share);
+    printf("\n");
 }
 
 int cmd_bench(int argc, char **argv) {
@@ -436,6 +441,7 @@ int cmd_bench(int argc, char **argv) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     const unsigned long long peak_rss = (unsigned long long)ru.ru_maxrss * 1024ull;
+    const double huge_share = cli_file_huge_page_share();
     const size_t read_bytes = b.roofline_mib > 0 ? (size_t)b.roofline_mib << 20 : cli_read_bandwidth_default_bytes();
     if (st == SPROUT_OK && b.n_gen > 0 && (b.roofline || b.roofline_mib > 0) &&
         !cli_measure_read_bandwidth(read_bytes, used_threads, 5, &rl.read))
@@ -447,8 +453,8 @@ int cmd_bench(int argc, char **argv) {
         char kv_name[16];
         snprintf(kv_name, sizeof kv_name, "%s%s%s", cli_kv_type_name(o.cache_type_k), o.cache_type_k == o.cache_type_v ? "" : "/",
                  o.cache_type_k == o.cache_type_v ? "" : cli_kv_type_name(o.cache_type_v));
-        if (b.json) print_json(&o, &b, model, used_threads, kv_name, res, &rl, &one, &many, peak_rss);
-        else print_text(&o, &b, model, used_threads, kv_name, res, &rl, &one, &many, peak_rss);
+        if (b.json) print_json(&o, &b, model, used_threads, kv_name, res, &rl, &one, &many, peak_rss, huge_share);
+        else print_text(&o, &b, model, used_threads, kv_name, res, &rl, &one, &many, peak_rss, huge_share);
     }
     cli_close_pipeline(&o, model, p);
     return st == SPROUT_OK ? 0 : 1;

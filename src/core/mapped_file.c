@@ -38,6 +38,12 @@ sprout_status sp_mapped_file_open(const char *path, sp_mapped_file *out) {
         close(fd);
         return sp_fail(SPROUT_ERR_IO, "%s: cannot map: %s", path, strerror(err));
     }
+    /* Pages the kernel reads ahead for this mapping come in 2 MiB folios
+     * where the file system allows, and are mapped whole: decode streams
+     * every weight once a token, and with 4 KiB pages it missed the TLB and
+     * the prefetchers stopped at every page (bench/RESULTS.md). Advice
+     * only: pages already cached keep their size. */
+    (void)madvise(p, (size_t)st.st_size, MADV_HUGEPAGE);
     out->data = p;
     out->size = (uint64_t)st.st_size;
     out->fd = fd; /* the mapping alone would keep the file alive; the descriptor lets us ask its size */
