@@ -162,11 +162,13 @@ static inline __attribute__((always_inline)) bool one_token_chunk8(sprout_type t
  * takes it to bit 4. Sub-block j's exact sum is lane j plus lane j + 8
  * (add_halves; affine_k_row_pair adds two rows' at once), without
  * horizontal adds. */
-static inline __attribute__((always_inline)) __m512i affine_k_lane_parts(const uint8_t *qs, const uint8_t *qh, const act_chunk *c) {
 #define PAIRS(m) (m), (m), 8 + (m), 8 + (m), 16 + (m), 16 + (m), 24 + (m), 24 + (m)
-    static const int32_t gather[4][16] __attribute__((aligned(64))) = {
-        {PAIRS(0), PAIRS(1)}, {PAIRS(2), PAIRS(3)}, {PAIRS(4), PAIRS(5)}, {PAIRS(6), PAIRS(7)}};
+static const int32_t affine_k_gather[4][16] __attribute__((aligned(64))) = {
+    {PAIRS(0), PAIRS(1)}, {PAIRS(2), PAIRS(3)}, {PAIRS(4), PAIRS(5)}, {PAIRS(6), PAIRS(7)}};
 #undef PAIRS
+
+static inline __attribute__((always_inline)) __m512i affine_k_lane_parts(const uint8_t *qs, const uint8_t *qh, const act_chunk *c) {
+    const int32_t(*gather)[16] = affine_k_gather;
     const __m512i nibble_shift = _mm512_set_epi32(4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0);
     const __m512i fifth_bit_turn = _mm512_set_epi32(29, 30, 31, 0, 1, 2, 3, 4, 29, 30, 31, 0, 1, 2, 3, 4);
     const __m512i low4 = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
@@ -191,6 +193,16 @@ static inline __attribute__((always_inline)) __m512i affine_k_lane_parts(const u
     }
     const __m512i both = _mm512_add_epi32(part[0], part[1]);
     return qh ? both : _mm512_srav_epi32(both, nibble_shift);
+}
+
+/* A Q4_K super-block's levels in affine_k_lane_parts' lanes, each a level
+ * itself (levels[h]: dword 2 h of sub-block j in lane j, 2 h + 1 in lane
+ * j + 8), for the row pairs (x86_matmul_pairs.h). */
+static inline __attribute__((always_inline)) void q4_K_levels_gather(const uint8_t *qs, __m512i levels[4]) {
+    const __m512i nibble_shift = _mm512_set_epi32(4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0), low4 = _mm512_set1_epi8(0x0F);
+    const __m512i lo = _mm512_loadu_si512(qs), hi = _mm512_loadu_si512(qs + 64);
+    for (int h = 0; h < 4; h++)
+        levels[h] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(lo, _mm512_load_si512(affine_k_gather[h]), hi), nibble_shift), low4);
 }
 
 /* One token against a Q4_K (Q5_K) super-block, its lanes summed as

@@ -11,8 +11,9 @@
  *       the float rows' register tile and the shapes it is used in
  *       (among them SP_DECODE_STREAMS rows by one token, and one row by
  *       each token count, for one token's rows side by side);
- *   packed_chunk_gather (ROW_PAIRS levels): a whole Q4_0 or IQ4_NL
- *       chunk's packed levels transposed, for the row pairs too. */
+ *   packed_chunk_gather, q4_K_levels_gather (ROW_PAIRS levels): a whole
+ *       Q4_0 or IQ4_NL chunk's packed levels, a Q4_K super-block's levels,
+ *       transposed, for the row pairs too. */
 #ifndef SPROUT_KERNELS_X86_MATMUL_LOOPS_H
 #define SPROUT_KERNELS_X86_MATMUL_LOOPS_H
 

@@ -144,6 +144,17 @@ static inline __attribute__((always_inline)) void affine_k_pair(sprout_type type
     const __m512 dmin = pair_halves_ps(_mm256_set1_ps(_cvtsh_ss(ba.dmin)), _mm256_set1_ps(_cvtsh_ss(bb.dmin)));
     p->w_scale = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi64(lo, hi))));
     p->w_min = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpackhi_epi64(lo, hi))));
+    if (!q5) {
+        /* each row's levels gathered as one token gathers them, regrouped
+         * by row: fewer instructions than the transposes below */
+        __m512i la[4], lb[4];
+        q4_K_levels_gather(ba.qs, la), q4_K_levels_gather(bb.qs, lb);
+        for (int h = 0; h < 4; h++) {
+            p->v[2 * h] = _mm512_shuffle_i64x2(la[h], lb[h], _MM_SHUFFLE(1, 0, 1, 0));
+            p->v[2 * h + 1] = _mm512_shuffle_i64x2(la[h], lb[h], _MM_SHUFFLE(3, 2, 3, 2));
+        }
+        return;
+    }
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m512i hb = q5 ? pair_halves(_mm256_loadu_si256((const __m256i *)ba.qh), _mm256_loadu_si256((const __m256i *)bb.qh)) : _mm512_setzero_si512();
     __m512i lv[8];
