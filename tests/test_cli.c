@@ -392,6 +392,9 @@ static void test_cache_type(void) {
     snprintf(args, sizeof args, "bench -m '%s/models/stories260K.gguf' -p 4 -n 2 -r 1 --json -t 1 --cache-type-k f32 -ctv f32", shared);
     json_t *j = run_json(args);
     CHECK(j && !strcmp(json_string_value(json_object_get(j, "kv_type")), "f32"));
+    /* the share of mapped file pages in 2 MiB pages: a fraction, or -1 where /proc does not say */
+    const double huge = j ? json_number_value(json_object_get(j, "huge_page_share")) : -2;
+    CHECK_MSG(json_is_number(json_object_get(j, "huge_page_share")) && (huge == -1 || (huge >= 0 && huge <= 1)), "huge_page_share %g", huge);
     json_decref(j);
     snprintf(args, sizeof args, "bench -m '%s/models/stories260K.gguf' -p 4 -n 2 -r 1 -t 1", shared);
     CHECK(run_cli(args, false, &out) == 0 && strstr(out, "KV cache f16"));
