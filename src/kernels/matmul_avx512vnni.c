@@ -152,6 +152,14 @@ static inline __attribute__((always_inline)) bool one_token_chunk8(sprout_type t
     return true;
 }
 
+/* Permute h of a Q4_K (Q5_K) super-block's 128 bytes of packed levels:
+ * lane j takes dword 2 h of sub-block j's run (from qs dword 8 (j / 2)
+ * on), lane j + 8 dword 2 h + 1 (affine_k_lane_parts, q4_K_levels_gather). */
+#define PAIRS(m) (m), (m), 8 + (m), 8 + (m), 16 + (m), 16 + (m), 24 + (m), 24 + (m)
+static const int32_t affine_k_gather[4][16] __attribute__((aligned(64))) = {
+    {PAIRS(0), PAIRS(1)}, {PAIRS(2), PAIRS(3)}, {PAIRS(4), PAIRS(5)}, {PAIRS(6), PAIRS(7)}};
+#undef PAIRS
+
 /* One token against a Q4_K (Q5_K) super-block in 512-bit registers, its
  * sub-blocks in lanes against the transposed activations, as
  * packed_chunk_sums does Q4_0: dword permutes gather dword m of every
@@ -162,13 +170,7 @@ static inline __attribute__((always_inline)) bool one_token_chunk8(sprout_type t
  * takes it to bit 4. Sub-block j's exact sum is lane j plus lane j + 8
  * (add_halves; affine_k_row_pair adds two rows' at once), without
  * horizontal adds. */
-#define PAIRS(m) (m), (m), 8 + (m), 8 + (m), 16 + (m), 16 + (m), 24 + (m), 24 + (m)
-static const int32_t affine_k_gather[4][16] __attribute__((aligned(64))) = {
-    {PAIRS(0), PAIRS(1)}, {PAIRS(2), PAIRS(3)}, {PAIRS(4), PAIRS(5)}, {PAIRS(6), PAIRS(7)}};
-#undef PAIRS
-
 static inline __attribute__((always_inline)) __m512i affine_k_lane_parts(const uint8_t *qs, const uint8_t *qh, const act_chunk *c) {
-    const int32_t(*gather)[16] = affine_k_gather;
     const __m512i nibble_shift = _mm512_set_epi32(4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0);
     const __m512i fifth_bit_turn = _mm512_set_epi32(29, 30, 31, 0, 1, 2, 3, 4, 29, 30, 31, 0, 1, 2, 3, 4);
     const __m512i low4 = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
@@ -177,7 +179,7 @@ static inline __attribute__((always_inline)) __m512i affine_k_lane_parts(const u
     const __m512i hb = qh ? _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)qh)) : _mm512_setzero_si512();
     __m512i part[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
     for (int h = 0; h < 4; h++) {
-        const __m512i dwords = _mm512_permutex2var_epi32(lo, _mm512_load_si512(gather[h]), hi);
+        const __m512i dwords = _mm512_permutex2var_epi32(lo, _mm512_load_si512(affine_k_gather[h]), hi);
         /* Q4_K: the high nibbles stay in place, sixteen times their level
          * (at most 240 by 127, four to a dword: no overflow), and their
          * exact sums come down by a shift after; Q5_K's fifth bit would not
