@@ -96,7 +96,7 @@ static inline __attribute__((always_inline)) void packed_pair_levels(sprout_type
          * third fewer instructions than the 128-bit loads and 4x4
          * transposes below */
         __m512i ga[2], gb[2];
-        packed_chunk_gather(ca - qs, ga), packed_chunk_gather(cb - qs, gb);
+        packed_chunk_gather(row_a + (size_t)b * block_bytes, ga), packed_chunk_gather(row_b + (size_t)b * block_bytes, gb);
         for (int h = 0; h < 2; h++) {
             p[2 * h] = _mm512_shuffle_i64x2(ga[h], gb[h], _MM_SHUFFLE(1, 0, 1, 0));
             p[2 * h + 1] = _mm512_shuffle_i64x2(ga[h], gb[h], _MM_SHUFFLE(3, 2, 3, 2));
@@ -129,11 +129,12 @@ static inline __attribute__((always_inline)) void packed_pair_levels(sprout_type
     }
 }
 
-/* A Q4_K (Q5_K) super-block of both rows in 512-bit registers: both
- * rows' levels unpacked at once and transposed together, both rows'
- * scales and mins by one k_scales_mins2 (a row per 128-bit lane). The
- * values are affine_k_scales' and affine_k_levels' (each scale times its
- * d in one rounding, as there). */
+/* A Q4_K (Q5_K) super-block of both rows in 512-bit registers: each Q4_K
+ * row's levels gathered as one token gathers them, Q5_K's with their
+ * fifth bits unpacked for both rows at once and transposed together; both
+ * rows' scales and mins by one k_scales_mins2 (a row per 128-bit lane).
+ * The values are affine_k_scales' and affine_k_levels' (each scale times
+ * its d in one rounding, as there). */
 static inline __attribute__((always_inline)) void affine_k_pair(sprout_type type, const uint8_t *row_a, const uint8_t *row_b, int64_t c,
                                                                 pair_chunk *p) {
     const bool q5 = type == SPROUT_TYPE_Q5_K;
@@ -145,8 +146,7 @@ static inline __attribute__((always_inline)) void affine_k_pair(sprout_type type
     p->w_scale = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi64(lo, hi))));
     p->w_min = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpackhi_epi64(lo, hi))));
     if (!q5) {
-        /* each row's levels gathered as one token gathers them, regrouped
-         * by row: fewer instructions than the transposes below */
+        /* regrouped by row: fewer instructions than Q5_K's transposes */
         __m512i la[4], lb[4];
         q4_K_levels_gather(ba.qs, la), q4_K_levels_gather(bb.qs, lb);
         for (int h = 0; h < 4; h++) {
@@ -156,18 +156,17 @@ static inline __attribute__((always_inline)) void affine_k_pair(sprout_type type
         return;
     }
     const __m512i low4 = _mm512_set1_epi8(0x0F);
-    const __m512i hb = q5 ? pair_halves(_mm256_loadu_si256((const __m256i *)ba.qh), _mm256_loadu_si256((const __m256i *)bb.qh)) : _mm512_setzero_si512();
+    const __m512i hb = pair_halves(_mm256_loadu_si256((const __m256i *)ba.qh), _mm256_loadu_si256((const __m256i *)bb.qh));
     __m512i lv[8];
     for (int i = 0; i < 4; i++) {
         const __m512i q = pair_halves(_mm256_loadu_si256((const __m256i *)(ba.qs + 32 * i)), _mm256_loadu_si256((const __m256i *)(bb.qs + 32 * i)));
         lv[2 * i] = _mm512_and_si512(q, low4);
         lv[2 * i + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
-        if (q5) /* sub-block j's bit (bit j of hb) to bit 4, as bit_to */
-            for (int h = 0; h < 2; h++) {
-                const int j = 2 * i + h;
-                const __m512i moved = j < 4 ? _mm512_slli_epi16(hb, 4 - j) : j > 4 ? _mm512_srli_epi16(hb, j - 4) : hb;
-                lv[j] = _mm512_or_si512(lv[j], _mm512_and_si512(moved, _mm512_set1_epi8(1 << 4)));
-            }
+        for (int h = 0; h < 2; h++) { /* sub-block j's bit (bit j of hb) to bit 4, as bit_to */
+            const int j = 2 * i + h;
+            const __m512i moved = j < 4 ? _mm512_slli_epi16(hb, 4 - j) : j > 4 ? _mm512_srli_epi16(hb, j - 4) : hb;
+            lv[j] = _mm512_or_si512(lv[j], _mm512_and_si512(moved, _mm512_set1_epi8(1 << 4)));
+        }
     }
     transpose8x8_pair(lv, p->v);
 }
